@@ -1,0 +1,35 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
+
+export const CONTACT_STATUSES = [
+  'active',
+  'unsubscribed',
+  'bounced',
+  'complained',
+  'suppressed',
+] as const;
+export type ContactStatus = (typeof CONTACT_STATUSES)[number];
+
+/** A contact; `email` is normalised and unique per workspace. Tags carry a GIN index. */
+export const ContactSchema = defineEntity({
+  name: 'Contact',
+  tableName: 'contacts',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    email: p.string().length(320),
+    firstName: p.string().length(200).default(''),
+    lastName: p.string().length(200).default(''),
+    company: p.string().length(200).default(''),
+    tags: p.array().default([]),
+    customFields: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),
+    status: p.enum(CONTACT_STATUSES).default('active'),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  uniques: [{ properties: ['orgId', 'email'] }],
+  indexes: [{ properties: ['tags'], type: 'gin' }],
+});
+
+export class Contact extends ContactSchema.class {}
+ContactSchema.setClass(Contact);

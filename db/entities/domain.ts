@@ -1,0 +1,57 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
+
+export const DOMAIN_STATUSES = ['pending', 'verified', 'attention'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+export const DOMAIN_REPUTATION_STATES = ['healthy', 'recovery'] as const;
+export type DomainReputationState = (typeof DOMAIN_REPUTATION_STATES)[number];
+export const DOMAIN_SOURCES = ['operator', 'dev'] as const;
+
+/**
+ * A sending (and receiving) domain. A domain name belongs to one workspace at most, so
+ * inbound mail routes unambiguously. The DKIM private key is stored encrypted
+ * (`enc:v1:` AES-256-GCM envelope, see src/crypto).
+ */
+export const DomainSchema = defineEntity({
+  name: 'Domain',
+  tableName: 'domains',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    domain: p.string().length(253).unique(),
+    status: p.enum(DOMAIN_STATUSES).default('pending'),
+    isDefault: p.boolean().default(false),
+    source: p.enum(DOMAIN_SOURCES).default('operator'),
+    dkimSelector: p.string().length(63).default('herald'),
+    dkimPublicKey: p.text(),
+    dkimPrivateKeyEncrypted: p.text(),
+    /** Warm-up cap: messages per UTC day; null means no cap. */
+    dailyCap: p.integer().nullable(),
+    reputationState: p.enum(DOMAIN_REPUTATION_STATES).default('healthy'),
+    verifiedAt: p.datetime().nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+});
+
+export class Domain extends DomainSchema.class {}
+DomainSchema.setClass(Domain);
+
+/** A from-address a workspace may send as, on one of its domains. */
+export const SenderIdentitySchema = defineEntity({
+  name: 'SenderIdentity',
+  tableName: 'sender_identities',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    domainId: p.string().length(24).index(),
+    email: p.string().length(320),
+    name: p.string().length(200),
+    isDefault: p.boolean().default(false),
+    createdAt: createdAtColumn(),
+  },
+  uniques: [{ properties: ['orgId', 'email'] }],
+});
+
+export class SenderIdentity extends SenderIdentitySchema.class {}
+SenderIdentitySchema.setClass(SenderIdentity);

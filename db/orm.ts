@@ -1,0 +1,128 @@
+import { fileURLToPath } from 'node:url';
+import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
+import {
+  ApiKey,
+  ApiKeySchema,
+  Automation,
+  AutomationSchema,
+  Broadcast,
+  BroadcastSchema,
+  Contact,
+  ContactSchema,
+  Domain,
+  DomainSchema,
+  Event,
+  EventSchema,
+  IdempotencyRecord,
+  IdempotencyRecordSchema,
+  OrganizationSchema,
+  Segment,
+  SegmentSchema,
+  SenderIdentity,
+  SenderIdentitySchema,
+  Template,
+  TemplateSchema,
+  TemplateShare,
+  TemplateShareSchema,
+  User,
+  UserSchema,
+} from './entities/index.ts';
+
+export const TENANT_FILTER = 'tenant';
+
+/**
+ * Every entity that carries `orgId`. The `tenant` filter is on by default for all of them and
+ * needs an `orgId` argument: a query on a tenant table through an EntityManager that was not
+ * scoped with `scopeToOrg` (or that did not turn the filter off explicitly, as operator
+ * tooling does) throws instead of reading across workspaces.
+ */
+export const TENANT_ENTITIES = [
+  User,
+  ApiKey,
+  Domain,
+  SenderIdentity,
+  Contact,
+  Segment,
+  Automation,
+  Template,
+  TemplateShare,
+  Broadcast,
+  IdempotencyRecord,
+  Event,
+];
+
+const ENTITY_SCHEMAS = [
+  OrganizationSchema,
+  UserSchema,
+  ApiKeySchema,
+  DomainSchema,
+  SenderIdentitySchema,
+  ContactSchema,
+  SegmentSchema,
+  AutomationSchema,
+  TemplateSchema,
+  TemplateShareSchema,
+  BroadcastSchema,
+  IdempotencyRecordSchema,
+  EventSchema,
+];
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));
+
+export interface OrmOptions {
+  databaseUrl: string;
+  poolMax?: number;
+  debug?: boolean;
+}
+
+export function createOrmConfig(options: OrmOptions) {
+  return defineConfig({
+    clientUrl: options.databaseUrl,
+    entities: ENTITY_SCHEMAS,
+    extensions: [Migrator],
+    pool: { min: 0, max: options.poolMax ?? 10, idleTimeoutMillis: 30_000 },
+    debug: options.debug ?? false,
+    forceUtcTimezone: true,
+    filters: {
+      [TENANT_FILTER]: {
+        name: TENANT_FILTER,
+        entity: TENANT_ENTITIES,
+        default: true,
+        cond: (args: { orgId?: unknown }) => {
+          if (typeof args.orgId !== 'string' || args.orgId.length === 0) {
+            throw new Error('tenant filter needs an orgId');
+          }
+          return { orgId: args.orgId };
+        },
+      },
+    },
+    migrations: {
+      path: MIGRATIONS_DIR,
+      pathTs: MIGRATIONS_DIR,
+      glob: '!(*.d).ts',
+      emit: 'ts',
+      snapshot: true,
+      snapshotName: '.snapshot-herald',
+      silent: true,
+      transactional: true,
+      allOrNothing: true,
+    },
+  });
+}
+
+export async function createOrm(options: OrmOptions): Promise<MikroORM> {
+  return MikroORM.init(createOrmConfig(options));
+}
+
+/** A fork of `em` whose tenant filter is bound to one workspace. */
+export function scopeToOrg(em: EntityManager, orgId: string): EntityManager {
+  const scoped = em.fork();
+  scoped.setFilterParams(TENANT_FILTER, { orgId });
+  return scoped;
+}
+
+/** Operator access across workspaces (CLI, maintenance jobs): the tenant filter is off. */
+export const ALL_TENANTS = { filters: { [TENANT_FILTER]: false } } as const;
+
+export type { EntityManager, MikroORM };

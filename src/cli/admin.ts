@@ -1,0 +1,318 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { createApiKeysService, describeApiKey } from '../modules/auth/api-keys.service.ts';
+import { createAutomationsAdmin, describeAutomation } from '../modules/automations/automations.admin.ts';
+import { createDomainsService, describeDomain, describeSender } from '../modules/domains/domains.service.ts';
+import { createOrgsService } from '../modules/orgs/orgs.service.ts';
+import { createTemplatesAdmin, describeShare } from '../modules/templates/templates.admin.ts';
+import type { Organization } from '../../db/entities/index.ts';
+
+/** A usage mistake: reported on stderr with exit code 2. */
+export class UsageError extends Error {}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Values = Record<string, string | boolean | undefined>;
+
+interface Command {
+  usage: string;
+  options: Options;
+  positionals?: number;
+  run(values: Values, positionals: string[]): Promise<{ json: unknown; text: string }>;
+}
+
+export interface AdminDeps {
+  orm: MikroORM;
+  config: Pick<Config, 'encryptionKey'>;
+}
+
+const json = { json: { type: 'boolean' } } as const;
+
+function required(values: Values, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function integer(values: Values, name: string): number | undefined {
+  const value = values[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^\d+$/.test(value)) {
+    throw new UsageError(`--${name} must be a non-negative integer`);
+  }
+  return Number(value);
+}
+
+function onOff(values: Values, name: string): boolean | undefined {
+  const value = values[name];
+  if (value === undefined) return undefined;
+  if (value === 'on') return true;
+  if (value === 'off') return false;
+  throw new UsageError(`--${name} must be on or off`);
+}
+
+function describeOrg(org: Organization) {
+  return {
+    id: org.id,
+    name: org.name,
+    slug: org.slug,
+    credits: org.creditBalance,
+    overage: org.overageEnabled,
+    rate_limit_per_minute: org.rateLimitPerMinute,
+    burst: org.rateLimitBurst,
+    created_at: org.createdAt.toISOString(),
+  };
+}
+
+type Cell = string | number | boolean | string[] | null | undefined;
+
+function table(rows: Record<string, Cell>[], columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = rows.map((row) => columns.map((c) => String(row[c] ?? '')));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(columns), ...cells.map(line)].join('\n');
+}
+
+function commands(deps: AdminDeps): Record<string, Command> {
+  const orgs = createOrgsService(deps);
+  const keys = createApiKeysService(deps);
+  const domains = createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey });
+  const automations = createAutomationsAdmin(deps);
+  const templates = createTemplatesAdmin(deps);
+  return {
+    'org create': {
+      usage: 'org create --name N [--slug S] [--credits N] [--overage]',
+      options: { ...json, name: { type: 'string' }, slug: { type: 'string' }, credits: { type: 'string' }, overage: { type: 'boolean' } },
+      async run(values) {
+        const slug = values.slug as string | undefined;
+        const credits = integer(values, 'credits');
+        const { org, owner } = await orgs.createOrganization({
+          name: required(values, 'name'),
+          ...(slug !== undefined ? { slug } : {}),
+          ...(credits !== undefined ? { credits } : {}),
+          overage: values.overage === true,
+        });
+        return {
+          json: { ...describeOrg(org), owner_user_id: owner.id },
+          text: `created workspace ${org.id} (${org.slug})`,
+        };
+      },
+    },
+    'org list': {
+      usage: 'org list',
+      options: { ...json },
+      async run() {
+        const rows = (await orgs.listOrganizations()).map(describeOrg);
+        return { json: { data: rows }, text: table(rows, ['id', 'slug', 'name', 'credits', 'overage']) };
+      },
+    },
+    'key create': {
+      usage: 'key create --org ID --scopes LIST|all [--mode live|test] [--name N] [--rate-limit-per-minute N] [--burst N]',
+      options: {
+        ...json,
+        org: { type: 'string' },
+        scopes: { type: 'string' },
+        mode: { type: 'string' },
+        name: { type: 'string' },
+        'rate-limit-per-minute': { type: 'string' },
+        burst: { type: 'string' },
+      },
+      async run(values) {
+        const mode = values.mode ?? 'test';
+        if (mode !== 'live' && mode !== 'test') throw new UsageError('--mode must be live or test');
+        const scopes = required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
+        const perMinute = integer(values, 'rate-limit-per-minute');
+        const burst = integer(values, 'burst');
+        const { apiKey, key } = await keys.createApiKey({
+          orgId: required(values, 'org'),
+          scopes,
+          mode,
+          ...(typeof values.name === 'string' ? { name: values.name } : {}),
+          ...(perMinute !== undefined ? { rateLimitPerMinute: perMinute } : {}),
+          ...(burst !== undefined ? { burst } : {}),
+        });
+        return {
+          json: { ...describeApiKey(apiKey), key },
+          text: `created key ${apiKey.id}\n${key}\n(the secret is shown once; store it now)`,
+        };
+      },
+    },
+    'key revoke': {
+      usage: 'key revoke ID',
+      options: { ...json },
+      positionals: 1,
+      async run(_values, [id]) {
+        const apiKey = await keys.revokeApiKey(id!);
+        return { json: describeApiKey(apiKey), text: `revoked key ${apiKey.id}` };
+      },
+    },
+    'key list': {
+      usage: 'key list [--org ID]',
+      options: { ...json, org: { type: 'string' } },
+      async run(values) {
+        const rows = (await keys.listApiKeys(values.org as string | undefined)).map(describeApiKey);
+        return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'prefix', 'mode', 'name', 'revoked_at']) };
+      },
+    },
+    'domain add': {
+      usage: 'domain add --org ID --domain D [--verified] [--default] [--daily-cap N]',
+      options: {
+        ...json,
+        org: { type: 'string' },
+        domain: { type: 'string' },
+        verified: { type: 'boolean' },
+        default: { type: 'boolean' },
+        'daily-cap': { type: 'string' },
+      },
+      async run(values) {
+        const dailyCap = integer(values, 'daily-cap');
+        const domain = await domains.addDomain({
+          orgId: required(values, 'org'),
+          domain: required(values, 'domain'),
+          verified: values.verified === true,
+          ...(values.default === true ? { isDefault: true } : {}),
+          ...(dailyCap !== undefined ? { dailyCap } : {}),
+        });
+        return { json: describeDomain(domain), text: `added domain ${domain.id} (${domain.domain}, ${domain.status})` };
+      },
+    },
+    'domain list': {
+      usage: 'domain list [--org ID]',
+      options: { ...json, org: { type: 'string' } },
+      async run(values) {
+        const rows = (await domains.listDomains(values.org as string | undefined)).map(describeDomain);
+        return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'domain', 'status', 'is_default', 'daily_cap']) };
+      },
+    },
+    'sender add': {
+      usage: 'sender add --domain ID --email E --name N [--default]',
+      options: { ...json, domain: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' }, default: { type: 'boolean' } },
+      async run(values) {
+        const sender = await domains.addSender({
+          domainId: required(values, 'domain'),
+          email: required(values, 'email'),
+          name: required(values, 'name'),
+          ...(values.default === true ? { isDefault: true } : {}),
+        });
+        return { json: describeSender(sender), text: `added sender ${sender.id} (${sender.email})` };
+      },
+    },
+    'sender list': {
+      usage: 'sender list --domain ID',
+      options: { ...json, domain: { type: 'string' } },
+      async run(values) {
+        const rows = (await domains.listSenders(required(values, 'domain'))).map(describeSender);
+        return { json: { data: rows }, text: table(rows, ['id', 'email', 'name', 'is_default']) };
+      },
+    },
+    'automation create': {
+      usage: 'automation create --org ID --name N --trigger T [--status S]',
+      options: { ...json, org: { type: 'string' }, name: { type: 'string' }, trigger: { type: 'string' }, status: { type: 'string' } },
+      async run(values) {
+        const automation = await automations.createAutomation({
+          orgId: required(values, 'org'),
+          name: required(values, 'name'),
+          triggerType: required(values, 'trigger'),
+          ...(typeof values.status === 'string' ? { status: values.status } : {}),
+        });
+        return { json: describeAutomation(automation), text: `created automation ${automation.id}` };
+      },
+    },
+    'automation list': {
+      usage: 'automation list --org ID',
+      options: { ...json, org: { type: 'string' } },
+      async run(values) {
+        const rows = (await automations.listAutomations(required(values, 'org'))).map(describeAutomation);
+        return { json: { data: rows }, text: table(rows, ['id', 'name', 'status', 'trigger_type', 'version']) };
+      },
+    },
+    'template share': {
+      usage: 'template share --template ID --org ID',
+      options: { ...json, template: { type: 'string' }, org: { type: 'string' } },
+      async run(values) {
+        const share = await templates.shareTemplate({
+          templateId: required(values, 'template'),
+          orgId: required(values, 'org'),
+        });
+        return { json: describeShare(share), text: `shared template ${share.templateId} with ${share.orgId}` };
+      },
+    },
+    'template shares': {
+      usage: 'template shares --template ID',
+      options: { ...json, template: { type: 'string' } },
+      async run(values) {
+        const rows = (await templates.listShares(required(values, 'template'))).map(describeShare);
+        return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'hidden']) };
+      },
+    },
+    'credits set': {
+      usage: 'credits set --org ID --amount N [--overage on|off]',
+      options: { ...json, org: { type: 'string' }, amount: { type: 'string' }, overage: { type: 'string' } },
+      async run(values) {
+        const amount = integer(values, 'amount');
+        if (amount === undefined) throw new UsageError('--amount is required');
+        const org = await orgs.setCredits(required(values, 'org'), amount, onOff(values, 'overage'));
+        return { json: describeOrg(org), text: `workspace ${org.id}: ${org.creditBalance} credits, overage ${org.overageEnabled ? 'on' : 'off'}` };
+      },
+    },
+  };
+}
+
+export function adminUsage(): string {
+  const lines = Object.values(commands({} as AdminDeps)).map((c) => `  herald admin ${c.usage} [--json]`);
+  return `usage:\n${lines.join('\n')}`;
+}
+
+export interface AdminOutput {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/**
+ * Runs one `herald admin` command. With --json, stdout holds exactly one JSON object (the
+ * result, or `{error: {code, message}}`). Usage mistakes and invalid values exit 2; other
+ * failures (not found, conflict) exit 1.
+ */
+export async function runAdmin(argv: string[], connect: () => Promise<AdminDeps>): Promise<AdminOutput> {
+  const wantsJson = argv.includes('--json');
+  const [noun, verb, ...rest] = argv;
+  const name = `${noun ?? ''} ${verb ?? ''}`;
+  const fail = (code: string, message: string, exitCode: number): AdminOutput => ({
+    stdout: wantsJson ? JSON.stringify({ error: { code, message } }) + '\n' : '',
+    stderr: `herald admin: ${message}\n${exitCode === 2 ? adminUsage() + '\n' : ''}`,
+    exitCode,
+  });
+  const spec = commands({} as AdminDeps)[name];
+  if (!spec) return fail('usage', noun ? `unknown command "${name.trim()}"` : 'missing command', 2);
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: rest, options: spec.options, allowPositionals: true, strict: true }) as typeof parsed;
+  } catch (error) {
+    return fail('usage', (error as Error).message, 2);
+  }
+  if (parsed.positionals.length !== (spec.positionals ?? 0)) {
+    return fail('usage', `usage: herald admin ${spec.usage}`, 2);
+  }
+  let deps: AdminDeps | undefined;
+  try {
+    deps = await connect();
+    const command = commands(deps)[name]!;
+    const result = await command.run(parsed.values, parsed.positionals);
+    return {
+      stdout: (wantsJson ? JSON.stringify(result.json) : result.text) + '\n',
+      stderr: '',
+      exitCode: 0,
+    };
+  } catch (error) {
+    if (error instanceof UsageError) return fail('usage', error.message, 2);
+    if (error instanceof AppError) {
+      return fail(error.code, error.message, error.code === 'invalid_request' ? 2 : 1);
+    }
+    throw error;
+  } finally {
+    await deps?.orm.close();
+  }
+}

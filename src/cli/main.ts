@@ -1,0 +1,147 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createOrm } from '../../db/orm.ts';
+import { migrateUp } from '../../db/migrate.ts';
+import { ConfigError, loadConfig, loadDevEnv } from '../config.ts';
+import { createLogger } from '../logger.ts';
+import { startApi } from '../main-api.ts';
+import { startSmtp } from '../main-smtp.ts';
+import { onShutdown } from '../shutdown.ts';
+import { installTemporalLogging, startWorker, WORKFLOW_BUNDLE_PATH, WORKFLOWS_PATH } from '../worker.ts';
+import { dataDir } from '../dev/paths.ts';
+import { adminUsage, runAdmin } from './admin.ts';
+
+const USAGE = `usage: herald <command>
+
+processes (production entry points, configured by environment variables):
+  herald api                 HTTP API
+  herald worker              Temporal worker (herald-email, herald-webhooks, herald-inbound)
+  herald smtp                inbound SMTP (MX) listener
+  herald migrate             apply pending database migrations
+  herald bundle-workflows    bundle workflow code ahead of time (.build/workflow-bundle.js)
+
+development:
+  herald dev                 the whole stack on this machine (npm start)
+  herald test [args]         typecheck, lint and the test suite (npm test)
+  herald migration:create    write a migration for entity changes
+
+operators:
+  herald admin ...           workspaces, keys, domains, senders, automations, templates, credits
+`;
+
+/** In development, operator commands talk to the stack `herald dev` started (.data/dev.env). */
+function loadDevStackEnv(): void {
+  if (process.env.NODE_ENV === 'production') return;
+  const file = join(dataDir(loadDevEnv()), 'dev.env');
+  if (existsSync(file)) process.loadEnvFile(file);
+}
+
+async function runProcess(name: 'api' | 'worker' | 'smtp'): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, { service: `herald-${name}` });
+  if (name === 'api') {
+    const api = await startApi(config, logger);
+    onShutdown(logger, () => api.close());
+  } else if (name === 'smtp') {
+    const smtp = await startSmtp(config, logger);
+    onShutdown(logger, () => smtp.close());
+  } else {
+    installTemporalLogging(logger);
+    const worker = await startWorker(config, logger);
+    onShutdown(logger, () => worker.shutdown());
+    await worker.done;
+  }
+}
+
+async function migrate(): Promise<void> {
+  loadDevStackEnv();
+  const config = loadConfig();
+  if (config.env !== 'production') {
+    const { ensureDatabase } = await import('../dev/postgres.ts');
+    await ensureDatabase(config.database.url);
+  }
+  const orm = await createOrm({ databaseUrl: config.database.url });
+  try {
+    const applied = await migrateUp(orm);
+    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+  } finally {
+    await orm.close();
+  }
+}
+
+async function createMigration(): Promise<void> {
+  loadDevStackEnv();
+  const config = loadConfig();
+  const orm = await createOrm({ databaseUrl: config.database.url });
+  try {
+    const result = await orm.migrator.create();
+    process.stdout.write(result.fileName ? `created ${result.fileName}\n` : 'no changes\n');
+  } finally {
+    await orm.close();
+  }
+}
+
+async function bundleWorkflows(): Promise<void> {
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH });
+  mkdirSync(dirname(WORKFLOW_BUNDLE_PATH), { recursive: true });
+  writeFileSync(WORKFLOW_BUNDLE_PATH, code);
+  process.stdout.write(`wrote ${WORKFLOW_BUNDLE_PATH} (${Math.round(code.length / 1024)} KiB)\n`);
+}
+
+async function admin(args: string[]): Promise<void> {
+  loadDevStackEnv();
+  const result = await runAdmin(args, async () => {
+    const config = loadConfig();
+    const orm = await createOrm({ databaseUrl: config.database.url, poolMax: 2 });
+    return { orm, config };
+  });
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  process.exitCode = result.exitCode;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'api':
+    case 'worker':
+    case 'smtp':
+      return runProcess(command);
+    case 'migrate':
+      return migrate();
+    case 'migration:create':
+      return createMigration();
+    case 'bundle-workflows':
+      return bundleWorkflows();
+    case 'dev':
+      return (await import('../dev/dev.ts')).runDev();
+    case 'test':
+      process.exitCode = await (await import('../dev/test-runner.ts')).runTests(rest);
+      return;
+    case 'admin':
+      if (rest.length === 0 || rest[0] === '--help') {
+        process.stdout.write(adminUsage() + '\n');
+        return;
+      }
+      return admin(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return;
+    default:
+      process.stderr.write(`herald: unknown command "${command}"\n\n${USAGE}`);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`herald: ${error.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`herald: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,180 @@
+import * as v from 'valibot';
+
+/**
+ * The one reader of `process.env`. Every setting has a development default; in production
+ * (`NODE_ENV=production`) the settings that must not silently default are required.
+ */
+
+const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
+
+const booleanString = v.pipe(
+  v.optional(v.picklist(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no', '']), ''),
+  v.transform((value) => ['1', 'true', 'on', 'yes'].includes(value)),
+);
+
+const port = (fallback: string) =>
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.regex(/^\d{1,5}$/, 'must be a port number'),
+    v.transform(Number),
+    v.minValue(0),
+    v.maxValue(65535),
+  );
+
+const url = (fallback: string) =>
+  v.pipe(v.optional(v.string(), fallback), v.url('must be a URL'));
+
+const encryptionKey = v.optional(
+  v.pipe(
+    v.string(),
+    v.check(
+      (value) => Buffer.from(value, 'base64').length === 32,
+      'must be 32 bytes, base64-encoded (openssl rand -base64 32)',
+    ),
+  ),
+);
+
+const EnvSchema = v.object({
+  NODE_ENV: v.optional(v.picklist(['development', 'production', 'test']), 'development'),
+  LOG_LEVEL: v.optional(v.picklist(['debug', 'info', 'warn', 'error', 'silent']), 'info'),
+  DATABASE_URL: url('postgres://postgres@127.0.0.1:5432/herald'),
+  DATABASE_POOL_MAX: v.pipe(v.optional(v.string(), '10'), v.transform(Number), v.integer(), v.minValue(1)),
+  REDIS_URL: url('redis://127.0.0.1:6379'),
+  REDIS_KEY_PREFIX: v.optional(v.string(), 'herald:'),
+  TEMPORAL_ADDRESS: v.optional(v.string(), '127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: v.optional(v.string(), 'default'),
+  TEMPORAL_TASK_QUEUE_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9-]+$/)), 'herald'),
+  PORT: port('3000'),
+  HOST: v.optional(v.string(), '0.0.0.0'),
+  PUBLIC_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  SMTP_PORT: port('2525'),
+  SMTP_HOST: v.optional(v.string(), '0.0.0.0'),
+  SMTP_TLS_KEY_FILE: v.optional(v.string()),
+  SMTP_TLS_CERT_FILE: v.optional(v.string()),
+  SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
+  BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
+  BLOB_DIR: v.optional(v.string(), '.data/blobs'),
+  HERALD_ENCRYPTION_KEY: encryptionKey,
+  WEBHOOK_RETRY_SCHEDULE: v.optional(v.string(), DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
+});
+
+export type Env = v.InferOutput<typeof EnvSchema>;
+
+export interface Config {
+  env: Env['NODE_ENV'];
+  logLevel: Env['LOG_LEVEL'];
+  database: { url: string; poolMax: number };
+  redis: { url: string; keyPrefix: string };
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueues: { email: string; webhooks: string; inbound: string };
+    /** Prefix of Herald's Temporal Schedule ids, so test runs sharing a server never collide. */
+    schedulePrefix: string;
+  };
+  http: { port: number; host: string; publicUrl: string };
+  smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string };
+  relayUrl: string;
+  bounceDomain: string;
+  blobDir: string;
+  encryptionKey?: Buffer;
+  webhooks: { retrySchedule: string; allowPrivateTargets: boolean };
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const REQUIRED_IN_PRODUCTION = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'TEMPORAL_ADDRESS',
+  'PUBLIC_URL',
+  'HERALD_ENCRYPTION_KEY',
+] as const;
+
+/** Parses an environment (default: `process.env`) into a typed config, or throws ConfigError. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const result = v.safeParse(EnvSchema, source);
+  if (!result.success) {
+    throw new ConfigError(
+      result.issues.map((issue) => `${v.getDotPath(issue) ?? 'env'}: ${issue.message}`),
+    );
+  }
+  const env = result.output;
+  if (env.NODE_ENV === 'production') {
+    const missing = REQUIRED_IN_PRODUCTION.filter((name) => !source[name]);
+    if (missing.length > 0) {
+      throw new ConfigError(missing.map((name) => `${name}: required in production`));
+    }
+  }
+  const prefix = env.TEMPORAL_TASK_QUEUE_PREFIX;
+  return {
+    env: env.NODE_ENV,
+    logLevel: env.LOG_LEVEL,
+    database: { url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX },
+    redis: { url: env.REDIS_URL, keyPrefix: env.REDIS_KEY_PREFIX },
+    temporal: {
+      address: env.TEMPORAL_ADDRESS,
+      namespace: env.TEMPORAL_NAMESPACE,
+      taskQueues: {
+        email: `${prefix}-email`,
+        webhooks: `${prefix}-webhooks`,
+        inbound: `${prefix}-inbound`,
+      },
+      schedulePrefix: prefix,
+    },
+    http: {
+      port: env.PORT,
+      host: env.HOST,
+      publicUrl: (env.PUBLIC_URL ?? `http://127.0.0.1:${env.PORT}`).replace(/\/+$/, ''),
+    },
+    smtp: {
+      port: env.SMTP_PORT,
+      host: env.SMTP_HOST,
+      ...(env.SMTP_TLS_KEY_FILE ? { tlsKeyFile: env.SMTP_TLS_KEY_FILE } : {}),
+      ...(env.SMTP_TLS_CERT_FILE ? { tlsCertFile: env.SMTP_TLS_CERT_FILE } : {}),
+    },
+    relayUrl: env.SMTP_RELAY_URL,
+    bounceDomain: env.BOUNCE_DOMAIN,
+    blobDir: env.BLOB_DIR,
+    ...(env.HERALD_ENCRYPTION_KEY
+      ? { encryptionKey: Buffer.from(env.HERALD_ENCRYPTION_KEY, 'base64') }
+      : {}),
+    webhooks: {
+      retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
+      allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    },
+  };
+}
+
+const DevEnvSchema = v.object({
+  TEMPORAL_BIN: v.optional(v.string()),
+  HERALD_CACHE_DIR: v.optional(v.string()),
+  HERALD_DATA_DIR: v.optional(v.string()),
+  DATABASE_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  REDIS_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  TEMPORAL_ADDRESS: v.optional(v.string()),
+  HOME: v.optional(v.string(), '/tmp'),
+  PATH: v.optional(v.string(), ''),
+});
+
+export type DevEnv = v.InferOutput<typeof DevEnvSchema>;
+
+/**
+ * Settings of the developer tooling (`herald dev`, `herald test`): which services were
+ * configured explicitly (and must be used as they are) and where caches live.
+ */
+export function loadDevEnv(source: NodeJS.ProcessEnv = process.env): DevEnv {
+  const result = v.safeParse(DevEnvSchema, source);
+  if (!result.success) {
+    throw new ConfigError(result.issues.map((issue) => `${v.getDotPath(issue) ?? 'env'}: ${issue.message}`));
+  }
+  return result.output;
+}

@@ -1,0 +1,171 @@
+import { join } from 'node:path';
+import { createOrm } from '../../db/orm.ts';
+import { migrateUp } from '../../db/migrate.ts';
+import { loadDevEnv } from '../config.ts';
+import { ensureDevEncryptionKey, updateEnvFile } from './dev-env-file.ts';
+import { cacheDir, dataDir, MAIN_ENTRY } from './paths.ts';
+import { ensureDatabase, resolvePostgres, withDatabase } from './postgres.ts';
+import { spawnService, waitFor, type Service } from './processes.ts';
+import { isListening } from './ports.ts';
+import { resolveRedis } from './redis.ts';
+import { ensureDevWorkspace } from './seed.ts';
+import { resolveTemporalBinary } from './temporal-binary.ts';
+import { startTemporalDevServer } from './temporal-server.ts';
+import { Connection } from '@temporalio/client';
+import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
+
+const API_PORT = 3000;
+const SMTP_PORT = 2525;
+const TEMPORAL_PORT = 7233;
+const TEMPORAL_UI_PORT = 8233;
+const NAMESPACE = 'default';
+
+const say = (line: string) => process.stdout.write(`[herald] ${line}\n`);
+
+/**
+ * `herald dev` (npm start): PostgreSQL, Redis and the Temporal dev server (Web UI on, state
+ * under .data/) when none is configured, migrations, the dev workspace, then api + worker +
+ * smtp as child processes, and a banner. Ctrl-C stops everything in reverse order.
+ */
+export async function runDev(): Promise<void> {
+  const env = loadDevEnv();
+  const data = dataDir(env);
+  const stack: { name: string; stop: () => Promise<void> }[] = [];
+  let stopping = false;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping...');
+    for (const item of stack.reverse()) {
+      await item.stop().catch((error: unknown) => say(`${item.name} did not stop cleanly: ${String(error)}`));
+    }
+    say('stopped');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void stopAll(0));
+  process.on('SIGTERM', () => void stopAll(0));
+  process.on('SIGHUP', () => void stopAll(0));
+
+  try {
+    const envFile = join(data, 'dev.env');
+    const encryptionKey = ensureDevEncryptionKey(envFile);
+
+    const postgres = await resolvePostgres({ databaseUrl: env.DATABASE_URL, dataDir: data, persistent: true, log: say });
+    stack.push({ name: 'postgres', stop: () => postgres.stop() });
+    const databaseUrl = env.DATABASE_URL ?? withDatabase(postgres.serverUrl, 'herald');
+    await ensureDatabase(databaseUrl);
+
+    const redis = await resolveRedis({ redisUrl: env.REDIS_URL, dataDir: data, path: env.PATH, log: say });
+    if (redis.service) stack.push({ name: 'redis', stop: () => redis.service!.stop() });
+
+    let temporalAddress = env.TEMPORAL_ADDRESS;
+    let temporalUi: string | null = null;
+    if (temporalAddress) {
+      const connection = await Connection.connect({ address: temporalAddress });
+      await ensureSearchAttributes(connection, NAMESPACE);
+      await connection.close();
+    } else if (await isListening('127.0.0.1', TEMPORAL_PORT)) {
+      throw new Error(
+        `port ${TEMPORAL_PORT} is taken: stop what runs there, or set TEMPORAL_ADDRESS to use that Temporal server`,
+      );
+    } else {
+      const binary = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
+      say('starting the Temporal dev server...');
+      const temporal = await startTemporalDevServer({
+        binary,
+        port: TEMPORAL_PORT,
+        uiPort: TEMPORAL_UI_PORT,
+        namespace: NAMESPACE,
+        dbFile: join(data, 'temporal', 'dev.sqlite'),
+      });
+      stack.push({ name: 'temporal', stop: () => temporal.stop() });
+      temporalAddress = temporal.address;
+      temporalUi = temporal.uiUrl;
+    }
+
+    const orm = await createOrm({ databaseUrl });
+    const applied = await migrateUp(orm);
+    if (applied.length > 0) say(`applied migrations: ${applied.join(', ')}`);
+    const workspace = await ensureDevWorkspace({
+      orm,
+      encryptionKey: Buffer.from(encryptionKey, 'base64'),
+      keyFile: join(data, 'dev-key'),
+    });
+    await orm.close();
+
+    const publicUrl = `http://127.0.0.1:${API_PORT}`;
+    updateEnvFile(envFile, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, TEMPORAL_ADDRESS: temporalAddress, PUBLIC_URL: publicUrl });
+    const childEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redis.url,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_NAMESPACE: NAMESPACE,
+      PORT: String(API_PORT),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: publicUrl,
+      SMTP_PORT: String(SMTP_PORT),
+      SMTP_HOST: '127.0.0.1',
+      BLOB_DIR: join(data, 'blobs'),
+      HERALD_ENCRYPTION_KEY: encryptionKey,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    };
+    const start = (name: string): Service => {
+      const service = spawnService({ name, command: process.execPath, args: [MAIN_ENTRY, name], env: childEnv });
+      stack.push({ name, stop: () => service.stop() });
+      void service.exited.then((code) => {
+        if (!stopping) {
+          say(`${name} exited unexpectedly (code ${code}); stopping the stack`);
+          void stopAll(1);
+        }
+      });
+      return service;
+    };
+    start('worker');
+    start('api');
+    start('smtp');
+    await waitFor('the api', async () => ((await fetch(`${publicUrl}/healthz`)).ok ? true : undefined), 60_000);
+    await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
+
+    printBanner({ publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url });
+  } catch (error) {
+    say(`failed: ${error instanceof Error ? error.message : String(error)}`);
+    await stopAll(1);
+  }
+}
+
+function printBanner(info: {
+  publicUrl: string;
+  temporalUi: string | null;
+  temporalAddress: string;
+  key: string;
+  orgId: string;
+  domain: string;
+  databaseUrl: string;
+  redisUrl: string;
+}): void {
+  const db = new URL(info.databaseUrl);
+  if (db.password) db.password = '***';
+  const lines = [
+    '',
+    '  Herald is running',
+    '',
+    `  API           ${info.publicUrl}/api/v1`,
+    `  Docs          ${info.publicUrl}/docs`,
+    `  Temporal UI   ${info.temporalUi ?? `(external Temporal at ${info.temporalAddress})`}`,
+    `                workspace filter: HeraldOrgId="${info.orgId}"`,
+    `  Inbound SMTP  127.0.0.1:${SMTP_PORT} (domain ${info.domain})`,
+    `  PostgreSQL    ${db.toString()}`,
+    `  Redis         ${info.redisUrl}`,
+    `  Dev API key   ${info.key}`,
+    '',
+    '  Try it:',
+    `    curl -s -H "Authorization: Bearer ${info.key}" ${info.publicUrl}/api/v1/me`,
+    '',
+    '  Operator CLI: npx herald admin org list',
+    '  Ctrl-C stops everything; data stays in .data/ for the next start.',
+    '',
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+}

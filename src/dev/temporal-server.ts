@@ -1,0 +1,92 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
+import { searchAttributeCliSpecs } from '../temporal/search-attributes.ts';
+import { spawnService, waitFor, type Service } from './processes.ts';
+
+export interface TemporalDevServer {
+  address: string;
+  namespace: string;
+  uiUrl: string | null;
+  service: Service;
+  stop(): Promise<void>;
+}
+
+export interface TemporalDevServerOptions {
+  binary: string;
+  port: number;
+  namespace: string;
+  /** Web UI port; null runs headless. */
+  uiPort: number | null;
+  /** SQLite file for persisted state; null keeps everything in memory. */
+  dbFile: string | null;
+  onLine?: (line: string) => void;
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Starts `temporal server start-dev` on 127.0.0.1, waits until the namespace answers, and
+ * registers Herald's search attributes (the CLI flag only applies to a new namespace, so a
+ * persisted database needs the explicit registration too).
+ */
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
+  if (options.uiPort === null) args.push('--headless');
+  else args.push('--ui-port', String(options.uiPort));
+  if (options.dbFile) {
+    mkdirSync(dirname(options.dbFile), { recursive: true });
+    args.push(
+      '--db-filename', options.dbFile,
+      '--sqlite-pragma', 'journal_mode=WAL',
+      '--sqlite-pragma', 'synchronous=NORMAL',
+      '--sqlite-pragma', 'busy_timeout=5000',
+    );
+  }
+  if (options.namespace !== 'default') args.push('--namespace', options.namespace);
+  for (const spec of searchAttributeCliSpecs()) args.push('--search-attribute', `${spec.name}=${spec.type}`);
+  args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true');
+  args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true');
+
+  const service = spawnService({
+    name: 'temporal',
+    command: options.binary,
+    args,
+    ...(options.onLine ? { onLine: options.onLine } : {}),
+  });
+  const address = `127.0.0.1:${options.port}`;
+  const exitedEarly = service.exited.then((code) => {
+    throw new Error(`the Temporal dev server exited with code ${code} while starting`);
+  });
+  try {
+    await Promise.race([
+      exitedEarly,
+      waitFor(
+        `the Temporal dev server on ${address}`,
+        async () => {
+          const connection = await Connection.connect({ address, connectTimeout: 1000 });
+          try {
+            await connection.workflowService.describeNamespace({ namespace: options.namespace });
+            await ensureSearchAttributes(connection, options.namespace);
+            return true;
+          } finally {
+            await connection.close();
+          }
+        },
+        options.readyTimeoutMs ?? 90_000,
+        300,
+      ),
+    ]);
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  exitedEarly.catch(() => {});
+  return {
+    address,
+    namespace: options.namespace,
+    uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`,
+    service,
+    stop: () => service.stop(15_000),
+  };
+}

@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { loadDevEnv } from '../config.ts';
+import { cacheDir, REPO_ROOT } from './paths.ts';
+import { resolveTemporalBinary } from './temporal-binary.ts';
+
+const say = (line: string) => process.stdout.write(`[herald test] ${line}\n`);
+
+function run(label: string, script: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const started = Date.now();
+  say(`${label}...`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, script), ...args], { cwd: REPO_ROOT, env, stdio: 'inherit' });
+    child.on('exit', (code) => {
+      say(`${label}: ${code === 0 ? 'ok' : `failed (exit ${code})`} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      resolve(code ?? 1);
+    });
+  });
+}
+
+/**
+ * `herald test` (npm test): makes sure the Temporal CLI exists (building it once per
+ * machine), then typecheck, lint and the vitest suite. The suite's global setup starts its own
+ * Temporal dev server and uses its own databases, so dev data is never touched.
+ */
+export async function runTests(vitestArgs: string[]): Promise<number> {
+  const env = loadDevEnv();
+  const started = Date.now();
+  const temporalBin = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_BIN: temporalBin, NODE_ENV: 'test' };
+  const steps: [string, string, string[]][] = [
+    ['typecheck', 'node_modules/typescript/bin/tsc', ['--noEmit', '-p', 'tsconfig.json']],
+    ['lint', 'node_modules/eslint/bin/eslint.js', ['--max-warnings', '0', '.']],
+    ['tests', 'node_modules/vitest/vitest.mjs', ['run', ...vitestArgs]],
+  ];
+  let failed = 0;
+  for (const [label, script, args] of steps) {
+    if ((await run(label, script, args, childEnv)) !== 0) failed += 1;
+  }
+  say(`${failed === 0 ? 'all steps passed' : `${failed} step(s) failed`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  return failed === 0 ? 0 : 1;
+}

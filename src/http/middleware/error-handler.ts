@@ -1,0 +1,85 @@
+import { NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Context, Middleware } from 'koa';
+import type { Logger } from '../../logger.ts';
+import { AppError, type ErrorCode } from '../../errors.ts';
+import type { HeraldState } from '../state.ts';
+
+export function docsUrl(publicUrl: string, code: ErrorCode): string {
+  return `${publicUrl}/docs/api/errors/${code}`;
+}
+
+interface HttpishError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+}
+
+/** Maps any thrown error to an AppError; unknown errors become internal_error. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof UniqueConstraintViolationException) {
+    return new AppError('conflict', 'The request conflicts with an existing resource.');
+  }
+  if (error instanceof NotFoundError) {
+    return new AppError('not_found', 'The resource does not exist.');
+  }
+  const http = (typeof error === 'object' && error !== null ? error : {}) as HttpishError;
+  const status = http.status ?? http.statusCode;
+  if (http.type === 'entity.too.large' || status === 413) {
+    return new AppError('payload_too_large', 'The request body is too large.', {
+      reason: 'REQUEST_TOO_LARGE',
+    });
+  }
+  if (error instanceof SyntaxError || (status === 400 && http.expose !== false)) {
+    return new AppError('invalid_request', 'The request body is not valid JSON.', {
+      reason: 'MALFORMED_JSON',
+    });
+  }
+  if (status === 415) {
+    return new AppError('invalid_request', 'Unsupported content type; send application/json.');
+  }
+  return new AppError('internal_error', 'An unexpected error occurred.');
+}
+
+/**
+ * The error envelope for every failure: `{ok: false, error: {code, message, docs_url,
+ * details?}, meta: {request_id}}`. 5xx causes are logged with the request id, never echoed.
+ */
+export function errorHandler(publicUrl: string, logger: Logger): Middleware<HeraldState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const appError = toAppError(error);
+      if (appError.status >= 500) {
+        logger.error('request failed', {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          error,
+        });
+      }
+      renderError(ctx, publicUrl, appError);
+    }
+  };
+}
+
+export function renderError(
+  ctx: Context & { state: HeraldState },
+  publicUrl: string,
+  error: AppError,
+): void {
+  ctx.status = error.status;
+  for (const [name, value] of Object.entries(error.headers ?? {})) ctx.set(name, value);
+  ctx.body = {
+    ok: false,
+    error: {
+      code: error.code,
+      message: error.message,
+      docs_url: docsUrl(publicUrl, error.code),
+      ...(error.details ? { details: error.details } : {}),
+    },
+    meta: { request_id: ctx.state.requestId },
+  };
+}

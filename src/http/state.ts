@@ -1,0 +1,13 @@
+import type { KeyContext } from '../modules/auth/key-context.ts';
+
+/** What Herald's middleware puts on `ctx.state`. */
+export interface HeraldState {
+  requestId: string;
+  auth?: KeyContext;
+}
+
+/** The authenticated caller; routes behind `authenticate` always have one. */
+export function callerOf(state: HeraldState): KeyContext {
+  if (!state.auth) throw new Error('route mounted without authenticate middleware');
+  return state.auth;
+}

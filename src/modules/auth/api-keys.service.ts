@@ -1,0 +1,94 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ApiKey, Organization, User, type ApiKeyMode } from '../../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+import { generateApiKey } from './api-key.fns.ts';
+import { resolveGrantableScopes } from './scopes.ts';
+
+export interface CreateApiKeyInput {
+  orgId: string;
+  scopes: string[];
+  mode?: ApiKeyMode;
+  name?: string;
+  rateLimitPerMinute?: number;
+  burst?: number;
+}
+
+/** API key administration for operators (`herald admin key`). */
+export function createApiKeysService({ orm }: { orm: MikroORM }) {
+  return {
+    /** Creates a key; the returned `key` is the only time the secret exists in clear. */
+    async createApiKey(input: CreateApiKeyInput) {
+      const scopes = resolveGrantableScopes(input.scopes);
+      if (!scopes.ok) {
+        const problems = [
+          ...scopes.unknown.map((s) => `unknown scope "${s}"`),
+          ...scopes.gated.map((s) => `scope "${s}" is gated and cannot be granted to public_api keys`),
+        ];
+        throw new AppError('invalid_request', problems.join('; ') || 'at least one scope is required');
+      }
+      for (const [name, value] of [
+        ['rate limit', input.rateLimitPerMinute],
+        ['burst', input.burst],
+      ] as const) {
+        if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+          throw new AppError('invalid_request', `${name} must be a positive integer`);
+        }
+      }
+      const em = orm.em.fork();
+      const org = await em.findOne(Organization, { id: input.orgId });
+      if (!org) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
+      const owner = await em.findOne(User, { orgId: org.id }, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+      if (!owner) throw new AppError('not_found', `workspace ${input.orgId} has no user to act as`);
+      const mode = input.mode ?? 'test';
+      const generated = generateApiKey(mode);
+      const apiKey = em.create(ApiKey, {
+        orgId: org.id,
+        userId: owner.id,
+        name: input.name ?? `${mode} key`,
+        prefix: generated.prefix,
+        secretHash: generated.secretHash,
+        mode,
+        scopes: scopes.scopes,
+        rateLimitPerMinute: input.rateLimitPerMinute ?? null,
+        rateLimitBurst: input.burst ?? null,
+      });
+      await em.flush();
+      return { apiKey, key: generated.key };
+    },
+
+    async revokeApiKey(id: string) {
+      const em = orm.em.fork();
+      const apiKey = await em.findOne(ApiKey, { id }, ALL_TENANTS);
+      if (!apiKey) throw new AppError('not_found', `API key ${id} does not exist`);
+      apiKey.revokedAt ??= new Date();
+      await em.flush();
+      return apiKey;
+    },
+
+    async listApiKeys(orgId?: string) {
+      return orm.em
+        .fork()
+        .find(ApiKey, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+    },
+  };
+}
+
+export type ApiKeysService = ReturnType<typeof createApiKeysService>;
+
+/** Operator view of a key: never the secret or its hash. */
+export function describeApiKey(apiKey: ApiKey) {
+  return {
+    id: apiKey.id,
+    org_id: apiKey.orgId,
+    name: apiKey.name,
+    prefix: apiKey.prefix,
+    mode: apiKey.mode,
+    scopes: apiKey.scopes,
+    rate_limit_per_minute: apiKey.rateLimitPerMinute,
+    burst: apiKey.rateLimitBurst,
+    revoked_at: apiKey.revokedAt?.toISOString() ?? null,
+    last_used_at: apiKey.lastUsedAt?.toISOString() ?? null,
+    created_at: apiKey.createdAt.toISOString(),
+  };
+}

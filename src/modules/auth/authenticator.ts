@@ -1,0 +1,120 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ApiKey, Organization } from '../../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../../db/orm.ts';
+import { apiKeyMatches, parseApiKey } from './api-key.fns.ts';
+import type { KeyContext, RateLimitProfile } from './key-context.ts';
+
+export interface RateLimitDefaults {
+  requestsPerMinute: number;
+  burst: number;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimitDefaults = { requestsPerMinute: 300, burst: 100 };
+
+export interface AuthenticatorOptions {
+  orm: MikroORM;
+  /** How long a key lookup is reused; bounds how long a revoked key keeps working. */
+  cacheTtlMs?: number;
+  rateLimitDefaults?: RateLimitDefaults;
+  now?: () => number;
+}
+
+interface CachedKey {
+  expiresAt: number;
+  secretHash: string;
+  context: KeyContext | null;
+}
+
+const LAST_USED_RESOLUTION_MS = 60_000;
+const MAX_CACHED_KEYS = 10_000;
+
+export function resolveRateLimit(
+  key: Pick<ApiKey, 'rateLimitPerMinute' | 'rateLimitBurst'>,
+  org: Pick<Organization, 'rateLimitPerMinute' | 'rateLimitBurst'>,
+  defaults: RateLimitDefaults,
+): RateLimitProfile {
+  if (key.rateLimitPerMinute != null) {
+    return {
+      requests_per_minute: key.rateLimitPerMinute,
+      burst: key.rateLimitBurst ?? org.rateLimitBurst ?? defaults.burst,
+      source: 'key',
+    };
+  }
+  if (org.rateLimitPerMinute != null) {
+    return {
+      requests_per_minute: org.rateLimitPerMinute,
+      burst: org.rateLimitBurst ?? defaults.burst,
+      source: 'workspace',
+    };
+  }
+  return { requests_per_minute: defaults.requestsPerMinute, burst: defaults.burst, source: 'default' };
+}
+
+/**
+ * Resolves a bearer key to its KeyContext: lookup by prefix, SHA-256 compare in constant
+ * time, revoked keys refused. Lookups are cached per prefix for `cacheTtlMs` (default 5 s).
+ */
+export function createAuthenticator(options: AuthenticatorOptions) {
+  const ttl = options.cacheTtlMs ?? 5_000;
+  const defaults = options.rateLimitDefaults ?? DEFAULT_RATE_LIMIT;
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, CachedKey>();
+  const lastUsedWrites = new Map<string, number>();
+
+  async function load(prefix: string): Promise<CachedKey> {
+    const em = options.orm.em.fork();
+    const key = await em.findOne(ApiKey, { prefix }, ALL_TENANTS);
+    if (!key || key.revokedAt || key.audience !== 'public_api') {
+      return { expiresAt: now() + ttl, secretHash: key?.secretHash ?? '', context: null };
+    }
+    const org = await em.findOne(Organization, { id: key.orgId });
+    if (!org) return { expiresAt: now() + ttl, secretHash: key.secretHash, context: null };
+    return {
+      expiresAt: now() + ttl,
+      secretHash: key.secretHash,
+      context: {
+        orgId: org.id,
+        orgSlug: org.slug,
+        orgName: org.name,
+        actorUserId: key.userId,
+        keyId: key.id,
+        keyMode: key.mode,
+        authMethod: 'api_key',
+        scopes: [...key.scopes],
+        rateLimit: resolveRateLimit(key, org, defaults),
+      },
+    };
+  }
+
+  async function touch(keyId: string): Promise<void> {
+    const last = lastUsedWrites.get(keyId) ?? 0;
+    if (now() - last < LAST_USED_RESOLUTION_MS) return;
+    lastUsedWrites.set(keyId, now());
+    await options.orm.em
+      .fork()
+      .nativeUpdate(ApiKey, { id: keyId }, { lastUsedAt: new Date(now()) }, ALL_TENANTS);
+  }
+
+  return {
+    /** The caller's context, or null for a malformed, unknown or revoked key. */
+    async authenticate(presented: string): Promise<KeyContext | null> {
+      const parsed = parseApiKey(presented);
+      if (!parsed) return null;
+      let entry = cache.get(parsed.prefix);
+      if (!entry || entry.expiresAt <= now()) {
+        entry = await load(parsed.prefix);
+        cache.delete(parsed.prefix);
+        if (cache.size >= MAX_CACHED_KEYS) {
+          const oldest = cache.keys().next().value;
+          if (oldest !== undefined) cache.delete(oldest);
+        }
+        cache.set(parsed.prefix, entry);
+      }
+      if (!entry.context || !apiKeyMatches(presented, entry.secretHash)) return null;
+      if (entry.context.keyId) await touch(entry.context.keyId);
+      return entry.context;
+    },
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

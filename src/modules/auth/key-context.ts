@@ -1,0 +1,20 @@
+import type { ApiKeyMode } from '../../../db/entities/index.ts';
+
+export interface RateLimitProfile {
+  requests_per_minute: number;
+  burst: number;
+  source: 'key' | 'workspace' | 'default';
+}
+
+/** Who is calling: resolved once per request by the authenticate middleware. */
+export interface KeyContext {
+  orgId: string;
+  orgSlug: string | null;
+  orgName: string | null;
+  actorUserId: string;
+  keyId: string | null;
+  keyMode: ApiKeyMode;
+  authMethod: 'api_key';
+  scopes: string[];
+  rateLimit: RateLimitProfile;
+}

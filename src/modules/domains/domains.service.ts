@@ -1,0 +1,145 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { Domain, Organization, SenderIdentity, type DOMAIN_SOURCES } from '../../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../../db/orm.ts';
+import { encryptSecret } from '../../crypto/secret-box.ts';
+import { AppError } from '../../errors.ts';
+import { generateDkimKeyPair, normalizeDomainName } from './dkim.fns.ts';
+
+export interface AddDomainInput {
+  orgId: string;
+  domain: string;
+  verified?: boolean;
+  isDefault?: boolean;
+  dailyCap?: number;
+  source?: (typeof DOMAIN_SOURCES)[number];
+}
+
+export interface AddSenderInput {
+  domainId: string;
+  email: string;
+  name: string;
+  isDefault?: boolean;
+}
+
+/** Domain and sender administration for operators (`herald admin domain|sender`). */
+export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffer | undefined }) {
+  const { orm } = deps;
+  return {
+    /**
+     * Adds a domain with a fresh DKIM key pair (private key sealed with
+     * HERALD_ENCRYPTION_KEY). The first domain of a workspace becomes its default.
+     */
+    async addDomain(input: AddDomainInput) {
+      const name = normalizeDomainName(input.domain);
+      if (!name) throw new AppError('invalid_request', `"${input.domain}" is not a valid domain name`);
+      if (input.dailyCap !== undefined && (!Number.isInteger(input.dailyCap) || input.dailyCap < 1)) {
+        throw new AppError('invalid_request', 'daily cap must be a positive integer');
+      }
+      if (!deps.encryptionKey) {
+        throw new AppError(
+          'service_unavailable',
+          'HERALD_ENCRYPTION_KEY is not set: DKIM private keys cannot be stored',
+        );
+      }
+      const dkim = await generateDkimKeyPair();
+      const sealed = encryptSecret(deps.encryptionKey, dkim.privateKeyPem);
+      return orm.em.fork().transactional(async (em) => {
+        const org = await em.findOne(Organization, { id: input.orgId });
+        if (!org) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
+        if ((await em.count(Domain, { domain: name }, ALL_TENANTS)) > 0) {
+          throw new AppError('conflict', `domain ${name} is already registered`);
+        }
+        const existing = await em.count(Domain, { orgId: org.id }, ALL_TENANTS);
+        const isDefault = input.isDefault ?? existing === 0;
+        if (isDefault) {
+          await em.nativeUpdate(Domain, { orgId: org.id }, { isDefault: false }, ALL_TENANTS);
+        }
+        const verified = input.verified ?? false;
+        return em.create(Domain, {
+          orgId: org.id,
+          domain: name,
+          status: verified ? 'verified' : 'pending',
+          verifiedAt: verified ? new Date() : null,
+          isDefault,
+          source: input.source ?? 'operator',
+          dkimPublicKey: dkim.publicKeyPem,
+          dkimPrivateKeyEncrypted: sealed,
+          dailyCap: input.dailyCap ?? null,
+        });
+      });
+    },
+
+    async listDomains(orgId?: string) {
+      return orm.em
+        .fork()
+        .find(Domain, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+    },
+
+    /** Adds a sender identity on a domain; the address must belong to that domain. */
+    async addSender(input: AddSenderInput) {
+      const email = input.email.trim();
+      const at = email.lastIndexOf('@');
+      if (at < 1 || !input.name.trim()) {
+        throw new AppError('invalid_request', 'sender needs an email address and a name');
+      }
+      return orm.em.fork().transactional(async (em) => {
+        const domain = await em.findOne(Domain, { id: input.domainId }, ALL_TENANTS);
+        if (!domain) throw new AppError('not_found', `domain ${input.domainId} does not exist`);
+        const normalized = `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
+        if (normalized.slice(at + 1) !== domain.domain) {
+          throw new AppError('invalid_request', `${email} is not an address on ${domain.domain}`);
+        }
+        const taken = await em.count(SenderIdentity, { orgId: domain.orgId, email: normalized }, ALL_TENANTS);
+        if (taken > 0) throw new AppError('conflict', `sender ${normalized} already exists`);
+        const siblings = await em.count(SenderIdentity, { domainId: domain.id }, ALL_TENANTS);
+        const isDefault = input.isDefault ?? siblings === 0;
+        if (isDefault) {
+          await em.nativeUpdate(SenderIdentity, { domainId: domain.id }, { isDefault: false }, ALL_TENANTS);
+        }
+        return em.create(SenderIdentity, {
+          orgId: domain.orgId,
+          domainId: domain.id,
+          email: normalized,
+          name: input.name.trim(),
+          isDefault,
+        });
+      });
+    },
+
+    async listSenders(domainId: string) {
+      return orm.em
+        .fork()
+        .find(SenderIdentity, { domainId }, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+    },
+  };
+}
+
+export type DomainsService = ReturnType<typeof createDomainsService>;
+
+export function describeDomain(domain: Domain) {
+  return {
+    id: domain.id,
+    org_id: domain.orgId,
+    domain: domain.domain,
+    status: domain.status,
+    verified: domain.status === 'verified',
+    is_default: domain.isDefault,
+    source: domain.source,
+    dkim_selector: domain.dkimSelector,
+    daily_cap: domain.dailyCap,
+    reputation_state: domain.reputationState,
+    created_at: domain.createdAt.toISOString(),
+  };
+}
+
+export function describeSender(sender: SenderIdentity) {
+  return {
+    id: sender.id,
+    org_id: sender.orgId,
+    domain_id: sender.domainId,
+    email: sender.email,
+    name: sender.name,
+    is_default: sender.isDefault,
+    created_at: sender.createdAt.toISOString(),
+  };
+}

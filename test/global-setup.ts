@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { createOrm } from '../db/orm.ts';
+import { migrateUp } from '../db/migrate.ts';
+import { loadDevEnv } from '../src/config.ts';
+import { cacheDir } from '../src/dev/paths.ts';
+import { freePort } from '../src/dev/ports.ts';
+import { dropDatabase, ensureDatabase, resolvePostgres, withAdminClient, withDatabase } from '../src/dev/postgres.ts';
+import { resolveRedis } from '../src/dev/redis.ts';
+import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
+import { startTemporalDevServer } from '../src/dev/temporal-server.ts';
+
+export const TEST_DATABASE_PREFIX = 'herald_test_';
+export const TEMPLATE_DATABASE = `${TEST_DATABASE_PREFIX}template`;
+export const TEST_NAMESPACE = 'herald-test';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgServerUrl: string;
+    templateDatabase: string;
+    redisUrl: string;
+    temporalAddress: string;
+    temporalNamespace: string;
+    temporalBin: string;
+  }
+}
+
+const log = (line: string) => process.stdout.write(`[test setup] ${line}\n`);
+
+/**
+ * Once per test run: a migrated template database (each test file clones its own from it),
+ * Redis, and a headless in-memory Temporal dev server on a free port with its own namespace.
+ * Dev data (.data/, the `herald` database, port 7233) is never touched.
+ */
+export default async function setup(project: TestProject) {
+  const env = loadDevEnv();
+  const scratch = mkdtempSync(join(tmpdir(), 'herald-test-'));
+  const postgres = await resolvePostgres({ databaseUrl: env.DATABASE_URL, dataDir: scratch, persistent: false, log });
+  const stale = await withAdminClient(postgres.serverUrl, (client) =>
+    client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${TEST_DATABASE_PREFIX}%`]),
+  );
+  for (const row of stale.rows) await dropDatabase(postgres.serverUrl, row.datname);
+  const templateUrl = withDatabase(postgres.serverUrl, TEMPLATE_DATABASE);
+  await ensureDatabase(templateUrl);
+  const orm = await createOrm({ databaseUrl: templateUrl, poolMax: 1 });
+  await migrateUp(orm);
+  await orm.close();
+
+  const redis = await resolveRedis({ redisUrl: env.REDIS_URL, dataDir: scratch, path: env.PATH, log });
+  const temporalBin = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log });
+  const temporal = await startTemporalDevServer({
+    binary: temporalBin,
+    port: await freePort(),
+    uiPort: null,
+    dbFile: null,
+    namespace: TEST_NAMESPACE,
+    onLine: (line) => log(`temporal: ${line}`),
+  });
+
+  project.provide('pgServerUrl', postgres.serverUrl);
+  project.provide('templateDatabase', TEMPLATE_DATABASE);
+  project.provide('redisUrl', redis.url);
+  project.provide('temporalAddress', temporal.address);
+  project.provide('temporalNamespace', TEST_NAMESPACE);
+  project.provide('temporalBin', temporalBin);
+
+  return async () => {
+    await temporal.stop();
+    await dropDatabase(postgres.serverUrl, TEMPLATE_DATABASE).catch(() => {});
+    await redis.service?.stop();
+    await postgres.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,1 @@
+export { cleanupIdempotencyRecords } from './maintenance.ts';
