@@ -75,12 +75,20 @@ function table(rows: Record<string, Cell>[], columns: string[]): string {
   return [line(columns), ...cells.map(line)].join('\n');
 }
 
-function commands(deps: AdminDeps): Record<string, Command> {
-  const orgs = createOrgsService(deps);
-  const keys = createApiKeysService(deps);
-  const domains = createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey });
-  const automations = createAutomationsAdmin(deps);
-  const templates = createTemplatesAdmin(deps);
+function services(deps: AdminDeps) {
+  return {
+    orgs: createOrgsService(deps),
+    keys: createApiKeysService(deps),
+    domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
+    automations: createAutomationsAdmin(deps),
+    templates: createTemplatesAdmin(deps),
+  };
+}
+
+type Services = ReturnType<typeof services>;
+
+/** Every admin command; `svc` is only called once a command runs (usage needs no database). */
+function commands(svc: () => Services): Record<string, Command> {
   return {
     'org create': {
       usage: 'org create --name N [--slug S] [--credits N] [--overage]',
@@ -88,7 +96,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       async run(values) {
         const slug = values.slug as string | undefined;
         const credits = integer(values, 'credits');
-        const { org, owner } = await orgs.createOrganization({
+        const { org, owner } = await svc().orgs.createOrganization({
           name: required(values, 'name'),
           ...(slug !== undefined ? { slug } : {}),
           ...(credits !== undefined ? { credits } : {}),
@@ -104,7 +112,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'org list',
       options: { ...json },
       async run() {
-        const rows = (await orgs.listOrganizations()).map(describeOrg);
+        const rows = (await svc().orgs.listOrganizations()).map(describeOrg);
         return { json: { data: rows }, text: table(rows, ['id', 'slug', 'name', 'credits', 'overage']) };
       },
     },
@@ -125,7 +133,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
         const scopes = required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
         const perMinute = integer(values, 'rate-limit-per-minute');
         const burst = integer(values, 'burst');
-        const { apiKey, key } = await keys.createApiKey({
+        const { apiKey, key } = await svc().keys.createApiKey({
           orgId: required(values, 'org'),
           scopes,
           mode,
@@ -144,7 +152,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       options: { ...json },
       positionals: 1,
       async run(_values, [id]) {
-        const apiKey = await keys.revokeApiKey(id!);
+        const apiKey = await svc().keys.revokeApiKey(id!);
         return { json: describeApiKey(apiKey), text: `revoked key ${apiKey.id}` };
       },
     },
@@ -152,7 +160,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'key list [--org ID]',
       options: { ...json, org: { type: 'string' } },
       async run(values) {
-        const rows = (await keys.listApiKeys(values.org as string | undefined)).map(describeApiKey);
+        const rows = (await svc().keys.listApiKeys(values.org as string | undefined)).map(describeApiKey);
         return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'prefix', 'mode', 'name', 'revoked_at']) };
       },
     },
@@ -168,7 +176,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       },
       async run(values) {
         const dailyCap = integer(values, 'daily-cap');
-        const domain = await domains.addDomain({
+        const domain = await svc().domains.addDomain({
           orgId: required(values, 'org'),
           domain: required(values, 'domain'),
           verified: values.verified === true,
@@ -182,7 +190,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'domain list [--org ID]',
       options: { ...json, org: { type: 'string' } },
       async run(values) {
-        const rows = (await domains.listDomains(values.org as string | undefined)).map(describeDomain);
+        const rows = (await svc().domains.listDomains(values.org as string | undefined)).map(describeDomain);
         return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'domain', 'status', 'is_default', 'daily_cap']) };
       },
     },
@@ -190,7 +198,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'sender add --domain ID --email E --name N [--default]',
       options: { ...json, domain: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' }, default: { type: 'boolean' } },
       async run(values) {
-        const sender = await domains.addSender({
+        const sender = await svc().domains.addSender({
           domainId: required(values, 'domain'),
           email: required(values, 'email'),
           name: required(values, 'name'),
@@ -203,7 +211,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'sender list --domain ID',
       options: { ...json, domain: { type: 'string' } },
       async run(values) {
-        const rows = (await domains.listSenders(required(values, 'domain'))).map(describeSender);
+        const rows = (await svc().domains.listSenders(required(values, 'domain'))).map(describeSender);
         return { json: { data: rows }, text: table(rows, ['id', 'email', 'name', 'is_default']) };
       },
     },
@@ -211,7 +219,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'automation create --org ID --name N --trigger T [--status S]',
       options: { ...json, org: { type: 'string' }, name: { type: 'string' }, trigger: { type: 'string' }, status: { type: 'string' } },
       async run(values) {
-        const automation = await automations.createAutomation({
+        const automation = await svc().automations.createAutomation({
           orgId: required(values, 'org'),
           name: required(values, 'name'),
           triggerType: required(values, 'trigger'),
@@ -224,7 +232,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'automation list --org ID',
       options: { ...json, org: { type: 'string' } },
       async run(values) {
-        const rows = (await automations.listAutomations(required(values, 'org'))).map(describeAutomation);
+        const rows = (await svc().automations.listAutomations(required(values, 'org'))).map(describeAutomation);
         return { json: { data: rows }, text: table(rows, ['id', 'name', 'status', 'trigger_type', 'version']) };
       },
     },
@@ -232,7 +240,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'template share --template ID --org ID',
       options: { ...json, template: { type: 'string' }, org: { type: 'string' } },
       async run(values) {
-        const share = await templates.shareTemplate({
+        const share = await svc().templates.shareTemplate({
           templateId: required(values, 'template'),
           orgId: required(values, 'org'),
         });
@@ -243,7 +251,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       usage: 'template shares --template ID',
       options: { ...json, template: { type: 'string' } },
       async run(values) {
-        const rows = (await templates.listShares(required(values, 'template'))).map(describeShare);
+        const rows = (await svc().templates.listShares(required(values, 'template'))).map(describeShare);
         return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'hidden']) };
       },
     },
@@ -253,7 +261,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
       async run(values) {
         const amount = integer(values, 'amount');
         if (amount === undefined) throw new UsageError('--amount is required');
-        const org = await orgs.setCredits(required(values, 'org'), amount, onOff(values, 'overage'));
+        const org = await svc().orgs.setCredits(required(values, 'org'), amount, onOff(values, 'overage'));
         return { json: describeOrg(org), text: `workspace ${org.id}: ${org.creditBalance} credits, overage ${org.overageEnabled ? 'on' : 'off'}` };
       },
     },
@@ -261,7 +269,7 @@ function commands(deps: AdminDeps): Record<string, Command> {
 }
 
 export function adminUsage(): string {
-  const lines = Object.values(commands({} as AdminDeps)).map((c) => `  herald admin ${c.usage} [--json]`);
+  const lines = Object.values(commands(() => { throw new Error('usage only'); })).map((c) => `  herald admin ${c.usage} [--json]`);
   return `usage:\n${lines.join('\n')}`;
 }
 
@@ -285,7 +293,7 @@ export async function runAdmin(argv: string[], connect: () => Promise<AdminDeps>
     stderr: `herald admin: ${message}\n${exitCode === 2 ? adminUsage() + '\n' : ''}`,
     exitCode,
   });
-  const spec = commands({} as AdminDeps)[name];
+  const spec = commands(() => { throw new Error('usage only'); })[name];
   if (!spec) return fail('usage', noun ? `unknown command "${name.trim()}"` : 'missing command', 2);
   let parsed: { values: Values; positionals: string[] };
   try {
@@ -299,7 +307,8 @@ export async function runAdmin(argv: string[], connect: () => Promise<AdminDeps>
   let deps: AdminDeps | undefined;
   try {
     deps = await connect();
-    const command = commands(deps)[name]!;
+    const connected = services(deps);
+    const command = commands(() => connected)[name]!;
     const result = await command.run(parsed.values, parsed.positionals);
     return {
       stdout: (wantsJson ? JSON.stringify(result.json) : result.text) + '\n',

@@ -56,6 +56,15 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   });
   app.use(system.routes());
 
+  // Koa's default status is 404 with no body: nothing handled the request. Checked after
+  // allowedMethods had its chance to answer 405 for a known path.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 404 && ctx.body == null) {
+      throw new AppError('not_found', `No route matches ${ctx.method} ${ctx.path}.`);
+    }
+  });
+
   const api = new Router<HeraldState>({ prefix: API_PREFIX });
   api.use(authenticate(deps.authenticator));
   for (const feature of [createMeRouter()]) {
@@ -69,9 +78,5 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
       notImplemented: () => new AppError('method_not_allowed', 'This method is not supported.'),
     }),
   );
-
-  app.use((ctx) => {
-    throw new AppError('not_found', `No route matches ${ctx.method} ${ctx.path}.`);
-  });
   return app;
 }
