@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { createOrm } from '../db/orm.ts';
 import type { Config } from './config.ts';
@@ -14,22 +15,33 @@ export const WORKFLOW_BUNDLE_PATH = fileURLToPath(
   new URL('../.build/workflow-bundle.js', import.meta.url),
 );
 
-/** Routes the Temporal core's warnings and errors into Herald's log. Once per process. */
-export function installTemporalLogging(logger: Logger): void {
+/** Herald's logger in the Temporal SDK's shape: only warnings and errors pass. */
+function temporalLogger(logger: Logger): TemporalLogger {
   const forward = (level: string, message: string, meta?: Record<string, unknown>) => {
     if (level === 'ERROR') logger.error(message, meta ?? {});
     else if (level === 'WARN') logger.warn(message, meta ?? {});
   };
-  Runtime.install({
-    logger: {
-      log: (level, message, meta) => forward(level, message, meta),
-      trace: () => {},
-      debug: () => {},
-      info: () => {},
-      warn: (message, meta) => forward('WARN', message, meta),
-      error: (message, meta) => forward('ERROR', message, meta),
-    },
-  });
+  return {
+    log: (level, message, meta) => forward(level, message, meta),
+    trace: () => {},
+    debug: () => {},
+    info: () => {},
+    warn: (message, meta) => forward('WARN', message, meta),
+    error: (message, meta) => forward('ERROR', message, meta),
+  };
+}
+
+/**
+ * Routes the Temporal SDK's warnings and errors into Herald's log. The runtime exists once per
+ * process: when it was already created, the existing one is kept.
+ */
+export function installTemporalLogging(logger: Logger): boolean {
+  try {
+    Runtime.install({ logger: temporalLogger(logger) });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export interface RunningWorker {
@@ -38,10 +50,11 @@ export interface RunningWorker {
   shutdown(): Promise<void>;
 }
 
-function workflowSource(): Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> {
-  return existsSync(WORKFLOW_BUNDLE_PATH)
-    ? { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH } }
-    : { workflowsPath: WORKFLOWS_PATH };
+/** The ahead-of-time bundle when present (production), else one bundle built now for all queues. */
+async function workflowBundle(logger: Logger): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
+  if (existsSync(WORKFLOW_BUNDLE_PATH)) return { codePath: WORKFLOW_BUNDLE_PATH };
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: temporalLogger(logger) });
+  return { code };
 }
 
 /**
@@ -53,7 +66,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
   const activities = createActivities({ orm });
-  const source = workflowSource();
+  const bundle = await workflowBundle(logger);
   const queues = Object.values(config.temporal.taskQueues);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
@@ -62,7 +75,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         namespace: config.temporal.namespace,
         taskQueue,
         activities,
-        ...source,
+        workflowBundle: bundle,
         shutdownGraceTime: '10s',
       }),
     ),

@@ -56,7 +56,7 @@ export default async function setup(project: TestProject) {
     uiPort: null,
     dbFile: null,
     namespace: TEST_NAMESPACE,
-    onLine: (line) => log(`temporal: ${line}`),
+    logFile: join(scratch, 'temporal.log'),
   });
 
   project.provide('pgServerUrl', postgres.serverUrl);

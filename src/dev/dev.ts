@@ -77,6 +77,7 @@ export async function runDev(): Promise<void> {
         uiPort: TEMPORAL_UI_PORT,
         namespace: NAMESPACE,
         dbFile: join(data, 'temporal', 'dev.sqlite'),
+        logFile: join(data, 'temporal', 'server.log'),
       });
       stack.push({ name: 'temporal', stop: () => temporal.stop() });
       temporalAddress = temporal.address;

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
@@ -21,7 +21,8 @@ export interface TemporalDevServerOptions {
   uiPort: number | null;
   /** SQLite file for persisted state; null keeps everything in memory. */
   dbFile: string | null;
-  onLine?: (line: string) => void;
+  /** Where the server's own log goes; only its error lines are echoed to the console. */
+  logFile: string;
   readyTimeoutMs?: number;
 }
 
@@ -48,12 +49,18 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
   args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true');
   args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true');
 
+  mkdirSync(dirname(options.logFile), { recursive: true });
+  const log = createWriteStream(options.logFile, { flags: 'a' });
   const service = spawnService({
     name: 'temporal',
     command: options.binary,
     args,
-    ...(options.onLine ? { onLine: options.onLine } : {}),
+    onLine: (line) => {
+      log.write(line + '\n');
+      if (/level=(ERROR|FATAL)/.test(line)) process.stderr.write(`[temporal] ${line}\n`);
+    },
   });
+  void service.exited.then(() => log.end());
   const address = `127.0.0.1:${options.port}`;
   const exitedEarly = service.exited.then((code) => {
     throw new Error(`the Temporal dev server exited with code ${code} while starting`);

@@ -56,12 +56,14 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   });
   app.use(system.routes());
 
-  // Koa's default status is 404 with no body: nothing handled the request. Checked after
-  // allowedMethods had its chance to answer 405 for a known path.
+  // Bodiless 404/405/501 statuses come from Koa (nothing matched) and from allowedMethods (a
+  // known path, another method; it also sets Allow): render them in the error envelope.
   app.use(async (ctx, next) => {
     await next();
-    if (ctx.status === 404 && ctx.body == null) {
-      throw new AppError('not_found', `No route matches ${ctx.method} ${ctx.path}.`);
+    if (ctx.body != null) return;
+    if (ctx.status === 404) throw new AppError('not_found', `No route matches ${ctx.method} ${ctx.path}.`);
+    if (ctx.status === 405 || ctx.status === 501) {
+      throw new AppError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`);
     }
   });
 
@@ -71,12 +73,6 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
     api.use(feature.routes());
   }
   app.use(api.routes());
-  app.use(
-    api.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new AppError('method_not_allowed', 'This method is not allowed on this path.'),
-      notImplemented: () => new AppError('method_not_allowed', 'This method is not supported.'),
-    }),
-  );
+  app.use(api.allowedMethods());
   return app;
 }

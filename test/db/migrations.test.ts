@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestStack, type TestStack } from '../support/stack.ts';
+
+describe('migrations', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await createTestStack();
+  });
+  afterAll(() => stack.close());
+
+  it('leave nothing pending and match the entities exactly', async () => {
+    expect(await stack.orm.migrator.getPending()).toEqual([]);
+    const diff = await stack.orm.schema.getUpdateSchemaSQL({ wrap: false });
+    expect(diff.trim()).toBe('');
+  });
+
+  it('create every table of the data model with ids of 24 characters', async () => {
+    const rows = await stack.orm.em.getConnection().execute<{ table_name: string; character_maximum_length: number }[]>(
+      `select table_name, character_maximum_length from information_schema.columns
+        where table_schema = 'public' and column_name = 'id' and table_name <> 'mikro_orm_migrations'
+        order by table_name`,
+    );
+    expect(rows.map((r) => r.table_name)).toEqual([
+      'api_keys',
+      'automations',
+      'broadcasts',
+      'contacts',
+      'domains',
+      'events',
+      'idempotency_records',
+      'organizations',
+      'segments',
+      'sender_identities',
+      'template_shares',
+      'templates',
+      'users',
+    ]);
+    expect(new Set(rows.map((r) => r.character_maximum_length))).toEqual(new Set([24]));
+  });
+
+  it('index contact tags with GIN', async () => {
+    const rows = await stack.orm.em.getConnection().execute<{ indexdef: string }[]>(
+      `select indexdef from pg_indexes where tablename = 'contacts' and indexdef ilike '%gin%'`,
+    );
+    expect(rows.map((r) => r.indexdef).join()).toMatch(/USING gin \(tags\)/);
+  });
+});

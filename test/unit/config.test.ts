@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+const key = randomBytes(32).toString('base64');
+
+describe('loadConfig', () => {
+  it('gives every setting a development default', () => {
+    const config = loadConfig({});
+    expect(config.env).toBe('development');
+    expect(config.database.url).toBe('postgres://postgres@127.0.0.1:5432/herald');
+    expect(config.redis.url).toBe('redis://127.0.0.1:6379');
+    expect(config.temporal).toMatchObject({
+      address: '127.0.0.1:7233',
+      namespace: 'default',
+      taskQueues: { email: 'herald-email', webhooks: 'herald-webhooks', inbound: 'herald-inbound' },
+    });
+    expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000' });
+    expect(config.smtp.port).toBe(2525);
+    expect(config.webhooks.allowPrivateTargets).toBe(false);
+    expect(config.encryptionKey).toBeUndefined();
+  });
+
+  it('reads the contract variables', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://u:p@db:5432/h',
+      REDIS_URL: 'redis://cache:6379',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'prod',
+      PORT: '8080',
+      PUBLIC_URL: 'https://mail.example.com/',
+      SMTP_PORT: '25',
+      SMTP_RELAY_URL: 'smtp://relay:587',
+      BOUNCE_DOMAIN: 'bounces.example.com',
+      BLOB_DIR: '/var/lib/herald',
+      HERALD_ENCRYPTION_KEY: key,
+      WEBHOOK_RETRY_SCHEDULE: '0s,1s',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    });
+    expect(config.http.publicUrl).toBe('https://mail.example.com');
+    expect(config.temporal.namespace).toBe('prod');
+    expect(config.encryptionKey?.length).toBe(32);
+    expect(config.webhooks).toEqual({ retrySchedule: '0s,1s', allowPrivateTargets: true });
+  });
+
+  it('refuses to start in production without its secrets', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(ConfigError);
+    try {
+      loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/h' });
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual([
+        'REDIS_URL: required in production',
+        'TEMPORAL_ADDRESS: required in production',
+        'PUBLIC_URL: required in production',
+        'HERALD_ENCRYPTION_KEY: required in production',
+      ]);
+    }
+  });
+
+  it('starts in production when everything required is set', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://db/h',
+      REDIS_URL: 'redis://r:6379',
+      TEMPORAL_ADDRESS: 't:7233',
+      PUBLIC_URL: 'https://h.example.com',
+      HERALD_ENCRYPTION_KEY: key,
+    });
+    expect(config.env).toBe('production');
+  });
+
+  it.each([
+    ['PORT', 'eighty', 'PORT'],
+    ['PORT', '70000', 'PORT'],
+    ['DATABASE_URL', 'not a url', 'DATABASE_URL'],
+    ['HERALD_ENCRYPTION_KEY', 'c2hvcnQ=', 'HERALD_ENCRYPTION_KEY'],
+    ['WEBHOOK_ALLOW_PRIVATE_TARGETS', 'maybe', 'WEBHOOK_ALLOW_PRIVATE_TARGETS'],
+    ['NODE_ENV', 'staging', 'NODE_ENV'],
+  ])('rejects %s=%s with a message naming the variable', (name, value, expected) => {
+    expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`${expected}:`));
+  });
+});
