@@ -163,6 +163,10 @@ const DevEnvSchema = v.object({
   TEMPORAL_ADDRESS: v.optional(v.string()),
   HOME: v.optional(v.string(), '/tmp'),
   PATH: v.optional(v.string(), ''),
+  PORT: port('3000'),
+  SMTP_PORT: port('2525'),
+  TEMPORAL_PORT: port('7233'),
+  TEMPORAL_UI_PORT: port('8233'),
 });
 
 export type DevEnv = v.InferOutput<typeof DevEnvSchema>;

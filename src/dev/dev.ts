@@ -14,10 +14,6 @@ import { startTemporalDevServer } from './temporal-server.ts';
 import { Connection } from '@temporalio/client';
 import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
 
-const API_PORT = 3000;
-const SMTP_PORT = 2525;
-const TEMPORAL_PORT = 7233;
-const TEMPORAL_UI_PORT = 8233;
 const NAMESPACE = 'default';
 
 const say = (line: string) => process.stdout.write(`[herald] ${line}\n`);
@@ -30,6 +26,7 @@ const say = (line: string) => process.stdout.write(`[herald] ${line}\n`);
 export async function runDev(): Promise<void> {
   const env = loadDevEnv();
   const data = dataDir(env);
+  const { PORT: API_PORT, SMTP_PORT, TEMPORAL_PORT, TEMPORAL_UI_PORT } = env;
   const stack: { name: string; stop: () => Promise<void> }[] = [];
   let stopping = false;
   const stopAll = async (code: number) => {
@@ -112,8 +109,19 @@ export async function runDev(): Promise<void> {
       HERALD_ENCRYPTION_KEY: encryptionKey,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     };
+    let markWorkerReady = () => {};
+    const workerReady = new Promise<void>((resolve) => (markWorkerReady = resolve));
     const start = (name: string): Service => {
-      const service = spawnService({ name, command: process.execPath, args: [MAIN_ENTRY, name], env: childEnv });
+      const service = spawnService({
+        name,
+        command: process.execPath,
+        args: [MAIN_ENTRY, name],
+        env: childEnv,
+        onLine: (line) => {
+          process.stdout.write(`[${name}] ${line}\n`);
+          if (name === 'worker' && line.includes('"msg":"worker polling"')) markWorkerReady();
+        },
+      });
       stack.push({ name, stop: () => service.stop() });
       void service.exited.then((code) => {
         if (!stopping) {
@@ -127,9 +135,13 @@ export async function runDev(): Promise<void> {
     start('api');
     start('smtp');
     await waitFor('the api', async () => ((await fetch(`${publicUrl}/healthz`)).ok ? true : undefined), 60_000);
+    await Promise.race([
+      workerReady,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timed out waiting for the worker')), 120_000).unref()),
+    ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url });
+    printBanner({ smtpPort: SMTP_PORT, publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
@@ -137,6 +149,7 @@ export async function runDev(): Promise<void> {
 }
 
 function printBanner(info: {
+  smtpPort: number;
   publicUrl: string;
   temporalUi: string | null;
   temporalAddress: string;
@@ -156,7 +169,7 @@ function printBanner(info: {
     `  Docs          ${info.publicUrl}/docs`,
     `  Temporal UI   ${info.temporalUi ?? `(external Temporal at ${info.temporalAddress})`}`,
     `                workspace filter: HeraldOrgId="${info.orgId}"`,
-    `  Inbound SMTP  127.0.0.1:${SMTP_PORT} (domain ${info.domain})`,
+    `  Inbound SMTP  127.0.0.1:${info.smtpPort} (domain ${info.domain})`,
     `  PostgreSQL    ${db.toString()}`,
     `  Redis         ${info.redisUrl}`,
     `  Dev API key   ${info.key}`,

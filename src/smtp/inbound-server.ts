@@ -45,7 +45,7 @@ export function createInboundServer({ config, orm, logger }: InboundServerDeps):
   return new SMTPServer({
     ...tls,
     name: config.smtp.host === '0.0.0.0' ? undefined : config.smtp.host,
-    banner: 'Herald inbound ESMTP',
+    banner: 'Herald inbound',
     authOptional: true,
     disabledCommands: ['AUTH'],
     size: MAX_MESSAGE_BYTES,

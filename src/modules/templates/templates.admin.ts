@@ -41,7 +41,7 @@ export function describeShare(share: TemplateShare) {
     id: share.id,
     template_id: share.templateId,
     org_id: share.orgId,
-    hidden: share.hiddenAt !== null,
+    hidden: share.hiddenAt != null,
     created_at: share.createdAt.toISOString(),
   };
 }

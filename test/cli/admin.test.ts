@@ -1,0 +1,138 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Template } from '../../db/entities/index.ts';
+import { runAdmin, type AdminDeps } from '../../src/cli/admin.ts';
+import { decryptSecret } from '../../src/crypto/secret-box.ts';
+import { Domain } from '../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../db/orm.ts';
+import { REPO_ROOT } from '../../src/dev/paths.ts';
+import { createTestStack, type TestStack } from '../support/stack.ts';
+
+const run = promisify(execFile);
+
+describe('herald admin', () => {
+  let stack: TestStack;
+  const deps = (): Promise<AdminDeps> => Promise.resolve({ orm: stack.orm, config: stack.config });
+  /** In-process run; the ORM is shared with the test, so `close` is neutralised. */
+  async function admin(...argv: string[]) {
+    const result = await runAdmin(argv, async () => {
+      const d = await deps();
+      return { ...d, orm: Object.assign(Object.create(d.orm) as typeof d.orm, { close: async () => {} }) };
+    });
+    return { ...result, json: argv.includes('--json') && result.stdout ? (JSON.parse(result.stdout) as Record<string, unknown>) : undefined };
+  }
+
+  beforeAll(async () => {
+    stack = await createTestStack();
+  });
+  afterAll(() => stack.close());
+
+  it('creates a workspace, a key, a domain, a sender, an automation, and sets credits', async () => {
+    const org = await admin('org', 'create', '--name', 'Acme Corp', '--credits', '500', '--overage', '--json');
+    expect(org.exitCode, org.stderr).toBe(0);
+    expect(org.stdout.trim().split('\n')).toHaveLength(1);
+    expect(org.json).toMatchObject({ name: 'Acme Corp', slug: 'acme-corp', credits: 500, overage: true });
+    const orgId = org.json!.id as string;
+
+    const key = await admin('key', 'create', '--org', orgId, '--scopes', 'me:read,contacts:read', '--mode', 'live', '--rate-limit-per-minute', '120', '--burst', '20', '--json');
+    expect(key.exitCode, key.stderr).toBe(0);
+    expect(key.json).toMatchObject({ org_id: orgId, mode: 'live', scopes: ['me:read', 'contacts:read'], rate_limit_per_minute: 120, burst: 20 });
+    expect(key.json!.key).toMatch(/^hrld_live_[0-9A-Za-z]{40}$/);
+    expect(JSON.stringify(key.json)).not.toMatch(/hash/i);
+
+    const listed = await admin('key', 'list', '--org', orgId, '--json');
+    expect(JSON.stringify(listed.json)).not.toContain(key.json!.key as string);
+
+    const domain = await admin('domain', 'add', '--org', orgId, '--domain', 'Mail.Acme.example', '--verified', '--daily-cap', '1000', '--json');
+    expect(domain.exitCode, domain.stderr).toBe(0);
+    expect(domain.json).toMatchObject({ domain: 'mail.acme.example', status: 'verified', verified: true, is_default: true, daily_cap: 1000 });
+    const stored = await stack.orm.em.fork().findOneOrFail(Domain, { id: domain.json!.id as string }, ALL_TENANTS);
+    expect(stored.dkimPrivateKeyEncrypted).toMatch(/^enc:v1:/);
+    expect(decryptSecret(stack.config.encryptionKey!, stored.dkimPrivateKeyEncrypted)).toMatch(/BEGIN PRIVATE KEY/);
+
+    const sender = await admin('sender', 'add', '--domain', domain.json!.id as string, '--email', 'hello@mail.acme.example', '--name', 'Acme', '--json');
+    expect(sender.exitCode, sender.stderr).toBe(0);
+    expect(sender.json).toMatchObject({ email: 'hello@mail.acme.example', is_default: true, org_id: orgId });
+
+    const automation = await admin('automation', 'create', '--org', orgId, '--name', 'Welcome', '--trigger', 'contact.created', '--status', 'active', '--json');
+    expect(automation.json).toMatchObject({ name: 'Welcome', trigger_type: 'contact.created', status: 'active', version: 1 });
+
+    const credits = await admin('credits', 'set', '--org', orgId, '--amount', '42', '--overage', 'off', '--json');
+    expect(credits.json).toMatchObject({ credits: 42, overage: false });
+  });
+
+  it('shares a template with another workspace, idempotently', async () => {
+    const owner = (await admin('org', 'create', '--name', 'Owner Co', '--json')).json!.id as string;
+    const grantee = (await admin('org', 'create', '--name', 'Grantee Co', '--json')).json!.id as string;
+    const em = stack.orm.em.fork();
+    const template = em.create(Template, { orgId: owner, name: 'Receipt' });
+    await em.flush();
+    const first = await admin('template', 'share', '--template', template.id, '--org', grantee, '--json');
+    expect(first.json).toMatchObject({ template_id: template.id, org_id: grantee, hidden: false });
+    const again = await admin('template', 'share', '--template', template.id, '--org', grantee, '--json');
+    expect(again.json!.id).toBe(first.json!.id);
+    const self = await admin('template', 'share', '--template', template.id, '--org', owner, '--json');
+    expect(self.exitCode).toBe(2);
+  });
+
+  it.each([
+    [['org', 'create'], /--name is required/],
+    [['org', 'create', '--name', 'X', '--credits=-5'], /--credits must be a non-negative integer/],
+    [['org', 'create', '--name', 'X', '--bogus'], /Unknown option '--bogus'/],
+    [['key', 'create', '--org', 'x', '--scopes', 'all', '--mode', 'prod'], /--mode must be live or test/],
+    [['credits', 'set', '--org', 'x', '--amount', '1', '--overage', 'maybe'], /--overage must be on or off/],
+    [['key', 'revoke'], /usage: herald admin key revoke ID/],
+    [['frobnicate', 'everything'], /unknown command "frobnicate everything"/],
+  ])('exits 2 with a clear message for %j', async (argv, message) => {
+    const result = await admin(...argv, '--json');
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(message);
+    expect(result.json).toMatchObject({ error: { code: 'usage' } });
+  });
+
+  it('refuses gated and unknown scopes with exit 2', async () => {
+    const orgId = (await admin('org', 'create', '--name', 'Scoped', '--json')).json!.id as string;
+    const gated = await admin('key', 'create', '--org', orgId, '--scopes', 'assistant.chat:write', '--json');
+    expect(gated.exitCode).toBe(2);
+    expect(gated.stderr).toMatch(/gated/);
+    const unknown = await admin('key', 'create', '--org', orgId, '--scopes', 'me:write', '--json');
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown scope "me:write"/);
+  });
+
+  it('exits 1 for a missing workspace or a duplicate', async () => {
+    const missing = await admin('key', 'create', '--org', '0'.repeat(24), '--scopes', 'all', '--json');
+    expect(missing.exitCode).toBe(1);
+    expect(missing.json).toMatchObject({ error: { code: 'not_found' } });
+    await admin('org', 'create', '--name', 'Dup', '--slug', 'dup-slug');
+    const dup = await admin('org', 'create', '--name', 'Dup', '--slug', 'dup-slug', '--json');
+    expect(dup.exitCode).toBe(1);
+    expect(dup.json).toMatchObject({ error: { code: 'conflict' } });
+  });
+
+  it('revokes a key', async () => {
+    const orgId = (await admin('org', 'create', '--name', 'Revoker', '--json')).json!.id as string;
+    const keyId = (await admin('key', 'create', '--org', orgId, '--scopes', 'all', '--json')).json!.id as string;
+    const revoked = await admin('key', 'revoke', keyId, '--json');
+    expect(revoked.exitCode).toBe(0);
+    expect(revoked.json!.revoked_at).toEqual(expect.any(String));
+  });
+
+  it('works as a real process through `npx herald`: one JSON object on stdout, exit codes kept', async () => {
+    const env = { ...process.env, ...stack.env, HERALD_DATA_DIR: mkdtempSync(join(tmpdir(), 'herald-cli-')) };
+    const cli = join(REPO_ROOT, 'src/cli/herald.mjs');
+    const ok = await run(process.execPath, [cli, 'admin', 'org', 'create', '--name', 'Process Co', '--json'], { env, cwd: REPO_ROOT });
+    const parsed = JSON.parse(ok.stdout) as Record<string, unknown>;
+    expect(parsed).toMatchObject({ name: 'Process Co', slug: 'process-co' });
+    const bad = await run(process.execPath, [cli, 'admin', 'org', 'create', '--json'], { env, cwd: REPO_ROOT }).catch(
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect('code' in bad && bad.code).toBe(2);
+    expect(JSON.parse(bad.stdout)).toMatchObject({ error: { code: 'usage', message: '--name is required' } });
+    expect(bad.stderr).toMatch(/--name is required/);
+  });
+});

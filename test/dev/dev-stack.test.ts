@@ -1,0 +1,103 @@
+import { exec, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Connection, Client } from '@temporalio/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../src/dev/paths.ts';
+import { freePort, isListening } from '../../src/dev/ports.ts';
+import { dropDatabase, withDatabase } from '../../src/dev/postgres.ts';
+import { waitFor } from '../../src/dev/processes.ts';
+import { sharedServices } from '../support/stack.ts';
+
+const sh = promisify(exec);
+
+interface DevRun {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** `npm start`'s command, as a user runs it, with its data and ports kept away from real dev. */
+function startDev(env: NodeJS.ProcessEnv): DevRun {
+  let output = '';
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'src/cli/herald.mjs'), 'dev'], { env, cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+describe('herald dev (npm start)', () => {
+  const services = sharedServices();
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-dev-'));
+  const database = `herald_test_dev_${process.pid}`;
+  let run: DevRun | undefined;
+
+  afterAll(async () => {
+    if (run && run.child.exitCode === null) {
+      run.child.kill('SIGINT');
+      await run.exited;
+    }
+    await dropDatabase(services.pgServerUrl, database);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts the whole stack, prints a working curl, stops cleanly on Ctrl-C, and reuses its data', async () => {
+    const ports = { api: await freePort(), smtp: await freePort(), temporal: await freePort(), ui: await freePort() };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_ENV: 'development',
+      HERALD_DATA_DIR: dataDir,
+      DATABASE_URL: withDatabase(services.pgServerUrl, database),
+      REDIS_URL: services.redisUrl,
+      TEMPORAL_BIN: services.temporalBin,
+      PORT: String(ports.api),
+      SMTP_PORT: String(ports.smtp),
+      TEMPORAL_PORT: String(ports.temporal),
+      TEMPORAL_UI_PORT: String(ports.ui),
+    };
+    delete env.TEMPORAL_ADDRESS;
+
+    run = startDev(env);
+    const first = run;
+    await waitFor('the banner', () => Promise.resolve(first.output().includes('Herald is running') ? true : undefined), 150_000, 500).catch((error: Error) => {
+      throw new Error(`${error.message}\n--- output ---\n${first.output()}`);
+    });
+    const banner = first.output();
+    const curl = /^\s+(curl -s -H "Authorization: Bearer (hrld_test_\w+)" \S+\/api\/v1\/me)$/m.exec(banner);
+    expect(curl, banner).not.toBeNull();
+    const [, command, key] = curl!;
+    expect(banner).toContain(`Temporal UI   http://127.0.0.1:${ports.ui}`);
+    expect(banner).toContain(`Inbound SMTP  127.0.0.1:${ports.smtp}`);
+
+    const me = JSON.parse((await sh(command!)).stdout) as { ok: boolean; data: { org_slug: string; scopes: string[] } };
+    expect(me.ok).toBe(true);
+    expect(me.data.org_slug).toBe('dev');
+    expect(me.data.scopes).toContain('outbox.transactional:send');
+
+    expect((await fetch(`http://127.0.0.1:${ports.ui}/`)).status).toBe(200);
+    const connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
+    const client = new Client({ connection, namespace: 'default' });
+    const runs = await waitFor('the cleanup workflow filtered by HeraldOrgId', async () => {
+      const found = [];
+      for await (const wf of client.workflow.list({ query: `HeraldOrgId = 'platform' AND WorkflowType = 'cleanupIdempotencyRecords'` })) found.push(wf);
+      return found.length > 0 ? found : undefined;
+    }, 60_000);
+    expect(runs[0]!.taskQueue).toBe('herald-email');
+    await connection.close();
+
+    first.child.kill('SIGINT');
+    expect(await first.exited).toBe(0);
+    for (const port of Object.values(ports)) expect(await isListening('127.0.0.1', port)).toBe(false);
+
+    run = startDev(env);
+    const second = run;
+    await waitFor('the second banner', () => Promise.resolve(second.output().includes('Herald is running') ? true : undefined), 150_000, 500);
+    expect(second.output()).toContain(key);
+    expect(second.output()).not.toContain('applied migrations');
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  });
+});

@@ -1,0 +1,84 @@
+import { createTransport, type Transporter } from 'nodemailer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { startSmtp } from '../../src/main-smtp.ts';
+import type { RunningSmtp } from '../../src/smtp/inbound-server.ts';
+import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import { createOrg } from '../support/factories.ts';
+import { createTestStack, type TestStack } from '../support/stack.ts';
+
+interface SmtpFailure {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  rejected?: string[];
+}
+
+describe('inbound SMTP listener', () => {
+  let stack: TestStack;
+  let smtp: RunningSmtp;
+  let transport: Transporter;
+
+  beforeAll(async () => {
+    stack = await createTestStack({ BOUNCE_DOMAIN: 'bounces.herald.test' });
+    const { org } = await createOrg(stack.orm);
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId: org.id,
+      domain: 'inbound.example.com',
+      verified: true,
+    });
+    smtp = await startSmtp(stack.config, createLogger('silent'));
+    transport = createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true });
+  });
+  afterAll(async () => {
+    transport.close();
+    await smtp.close();
+    await stack.close();
+  });
+
+  const message = (to: string) => ({ from: 'sender@remote.example', to, subject: 'hi', text: 'hello' });
+
+  it('announces the 25 MB size limit', async () => {
+    const { createConnection } = await import('node:net');
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = createConnection(smtp.port, '127.0.0.1');
+      let data = '';
+      let greeted = false;
+      socket.on('data', (chunk) => {
+        data += chunk.toString();
+        if (!greeted && data.startsWith('220')) {
+          greeted = true;
+          socket.write('EHLO client.example\r\n');
+        }
+        if (/\r\n250 [^\r\n]*\r\n$/.test(data)) {
+          socket.end('QUIT\r\n');
+          resolve(data);
+        }
+      });
+      socket.on('error', reject);
+    });
+    expect(reply).toMatch(/^250[- ]SIZE 26214400$/m);
+  });
+
+  it('refuses recipients on domains no workspace owns with 550 5.1.1', async () => {
+    const failure = (await transport.sendMail(message('someone@unknown.example')).catch((e: unknown) => e)) as SmtpFailure;
+    expect(failure.code).toBe('EENVELOPE');
+    expect(failure.responseCode).toBe(550);
+    expect(failure.response).toMatch(/5\.1\.1/);
+  });
+
+  it.each(['reply@inbound.example.com', 'REPLY@Inbound.Example.COM', 'bounce+abc@bounces.herald.test'])(
+    'accepts %s at RCPT (a workspace domain or the VERP bounce domain)',
+    async (to) => {
+      const failure = (await transport.sendMail(message(to)).catch((e: unknown) => e)) as SmtpFailure;
+      // RCPT passed: the refusal, if any, comes at DATA, not at the envelope.
+      expect(failure.code).not.toBe('EENVELOPE');
+    },
+  );
+
+  it('answers DATA with a transient 451 until inbound ingestion is wired in, so senders retry and nothing is lost', async () => {
+    const failure = (await transport.sendMail(message('reply@inbound.example.com')).catch((e: unknown) => e)) as SmtpFailure;
+    expect(failure.code).toBe('EMESSAGE');
+    expect(failure.responseCode).toBe(451);
+  });
+});
