@@ -99,5 +99,5 @@ describe('herald dev (npm start)', () => {
     expect(second.output()).not.toContain('applied migrations');
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
-  });
+  }, 400_000);
 });
