@@ -5,6 +5,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { Authenticator } from '../modules/auth/authenticator.ts';
+import { createDocsRouter } from '../modules/docs/docs.router.ts';
 import { createMeRouter } from '../modules/me/me.router.ts';
 import { AppError } from '../errors.ts';
 import { authenticate } from './middleware/authenticate.ts';
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
     ctx.body = { ok: healthy };
   });
   app.use(system.routes());
+  app.use(createDocsRouter().routes());
 
   // Bodiless 404/405/501 statuses come from Koa (nothing matched) and from allowedMethods (a
   // known path, another method; it also sets Allow): render them in the error envelope.

@@ -1,0 +1,60 @@
+import Router from '@koa/router';
+import { AppError, ERROR_CODES, ERROR_STATUS, isErrorCode } from '../../errors.ts';
+import type { HeraldState } from '../../http/state.ts';
+import { ERROR_DOCS } from './error-catalog.ts';
+
+const escape = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)} · Herald API</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f}
+code{background:#f2f2f4;padding:.1em .3em;border-radius:3px}a{color:#0b57d0}table{border-collapse:collapse}
+td,th{padding:.25rem .75rem;border-bottom:1px solid #ddd;text-align:left}</style></head>
+<body>${body}</body></html>`;
+}
+
+/** Human-readable API docs: /docs and one page per error code (the errors' docs_url). */
+export function createDocsRouter(): Router<HeraldState> {
+  const router = new Router<HeraldState>();
+
+  router.get('/docs', (ctx) => {
+    ctx.type = 'html';
+    ctx.body = page(
+      'Herald API',
+      `<h1>Herald API</h1>
+<p>All endpoints live under <code>/api/v1</code> and take <code>Authorization: Bearer &lt;key&gt;</code>.
+Responses use the envelope <code>{ok, data, meta}</code>; errors use <code>{ok: false, error: {code, message, docs_url, details?}, meta: {request_id}}</code>.</p>
+<p>Start with <code>GET /api/v1/me</code>: it shows the calling key's workspace, scopes and rate-limit profile.</p>
+<h2>Errors</h2><p><a href="/docs/api/errors">Every error code</a>, what it means and what to do.</p>`,
+    );
+  });
+
+  router.get('/docs/api/errors', (ctx) => {
+    const rows = ERROR_CODES.map(
+      (code) => `<tr><td><a href="/docs/api/errors/${code}"><code>${code}</code></a></td><td>${ERROR_STATUS[code]}</td><td>${escape(ERROR_DOCS[code].meaning)}</td></tr>`,
+    ).join('');
+    ctx.type = 'html';
+    ctx.body = page('Errors', `<h1>Errors</h1><table><tr><th>code</th><th>status</th><th>meaning</th></tr>${rows}</table>`);
+  });
+
+  router.get('/docs/api/errors/:code', (ctx) => {
+    const code = ctx.params.code ?? '';
+    if (!isErrorCode(code)) throw new AppError('not_found', `No error code "${code}".`);
+    const doc = ERROR_DOCS[code];
+    ctx.type = 'html';
+    ctx.body = page(
+      doc.title,
+      `<p><a href="/docs/api/errors">All errors</a></p>
+<h1><code>${code}</code> — ${escape(doc.title)}</h1>
+<p>HTTP status ${code === 'webhook_signature_invalid' ? 'not tied to a response (it describes a delivery you received)' : ERROR_STATUS[code]}.</p>
+<h2>What it means</h2><p>${escape(doc.meaning)}</p>
+<h2>Common causes</h2><ul>${doc.causes.map((c) => `<li>${escape(c)}</li>`).join('')}</ul>
+<h2>What to do</h2><p>${escape(doc.fix)}</p>`,
+    );
+  });
+
+  return router;
+}

@@ -1,0 +1,127 @@
+import type { ErrorCode } from '../../errors.ts';
+
+export interface ErrorDoc {
+  title: string;
+  meaning: string;
+  causes: string[];
+  fix: string;
+}
+
+/** What each error code means, why it happens and what to do: served at /docs/api/errors/<code>. */
+export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
+  invalid_request: {
+    title: 'Invalid request',
+    meaning: 'The body, query parameters, path id or headers of the request are not valid.',
+    causes: [
+      'Malformed JSON, or a body that is not a JSON object.',
+      'A field failed validation: wrong type, out of bounds, unknown value (see error.details).',
+      'An invalid pagination cursor or resource id.',
+      'A write request without an Idempotency-Key header, or with one shorter than 8 or longer than 128 characters.',
+    ],
+    fix: 'Read error.details for the field and reason, correct the request and send it again.',
+  },
+  invalid_api_key: {
+    title: 'Invalid API key',
+    meaning: 'The request carried no usable API key.',
+    causes: [
+      'No Authorization header, or not in the form "Bearer <key>".',
+      'The key is malformed, unknown, or has been revoked.',
+      'The key was sent in the URL query string, which is always refused.',
+    ],
+    fix: 'Send a valid key as "Authorization: Bearer hrld_live_..." (or hrld_test_...) and never in the URL.',
+  },
+  payment_required: {
+    title: 'Payment required',
+    meaning: 'The workspace does not have enough transactional credits and overage billing is off.',
+    causes: ['Each recipient (to, cc and bcc) consumes one credit.'],
+    fix: 'Add credits or enable overage for the workspace, then retry.',
+  },
+  missing_scope: {
+    title: 'Missing scope',
+    meaning: 'The API key is valid but lacks the scope this operation requires.',
+    causes: ['The key was created with a narrower set of scopes; error.details.required_scope names the one needed.'],
+    fix: 'Use a key that holds the required scope, or create one that does.',
+  },
+  forbidden: {
+    title: 'Forbidden',
+    meaning: 'The operation is not allowed for this workspace in its current state.',
+    causes: ['A business rule refuses it; error.details.reason says which (for example DOMAIN_NOT_READY).'],
+    fix: 'Resolve the condition named in error.details.reason, then retry.',
+  },
+  not_found: {
+    title: 'Not found',
+    meaning: 'The resource does not exist, or belongs to another workspace, or no route matches the path.',
+    causes: ['A wrong or deleted id.', 'An id from another workspace: it behaves as non-existent.', 'A typo in the path.'],
+    fix: 'Check the id and the path (all routes are under /api/v1).',
+  },
+  method_not_allowed: {
+    title: 'Method not allowed',
+    meaning: 'The path exists but does not support this HTTP method.',
+    causes: ['For example DELETE on a read-only resource.'],
+    fix: 'Use one of the methods listed in the Allow response header.',
+  },
+  conflict: {
+    title: 'Conflict',
+    meaning: 'The request conflicts with the current state of a resource.',
+    causes: [
+      'A duplicate, such as a contact email that already exists in the workspace.',
+      'A request with the same Idempotency-Key is still being processed.',
+    ],
+    fix: 'Fetch the current state and decide; for an in-flight idempotent request, retry after a moment.',
+  },
+  idempotency_conflict: {
+    title: 'Idempotency conflict',
+    meaning: 'The Idempotency-Key was already used with a different request.',
+    causes: ['The same key was reused for another method, path or body within 24 hours.'],
+    fix: 'Use a new Idempotency-Key for a new request; reuse a key only to retry the identical request.',
+  },
+  payload_too_large: {
+    title: 'Payload too large',
+    meaning: 'The request, the message or one attachment is over a size limit.',
+    causes: [
+      'REQUEST_TOO_LARGE: the request body is over 25 MB.',
+      'MESSAGE_TOO_LARGE: body plus attachments over 25 MB.',
+      'ATTACHMENT_TOO_LARGE: one attachment over 12 MB.',
+    ],
+    fix: 'Send large files through POST /api/v1/outbox/attachments and reference them by attachment_id.',
+  },
+  unprocessable_entity: {
+    title: 'Unprocessable entity',
+    meaning: 'The request is well-formed but a business rule rejects it.',
+    causes: ['For example a contact email that fails quality validation (error.details.reason).'],
+    fix: 'Read error.details.reason and correct the data.',
+  },
+  rate_limited: {
+    title: 'Rate limited',
+    meaning: 'The API key has used up its request budget for now.',
+    causes: ['Too many requests in a short time for the key\'s rate-limit profile (see GET /api/v1/me).'],
+    fix: 'Wait the number of seconds in the Retry-After header, then retry with backoff.',
+  },
+  internal_error: {
+    title: 'Internal error',
+    meaning: 'Something failed on Herald\'s side.',
+    causes: ['An unexpected server error; it has been logged with the request id.'],
+    fix: 'Retry with backoff; if it persists, contact support with meta.request_id.',
+  },
+  bad_gateway: {
+    title: 'Bad gateway',
+    meaning: 'The delivery provider rejected the message outright.',
+    causes: ['The relay refused the message; credits and domain quota were released.'],
+    fix: 'It is safe to retry; check the message content if it keeps failing.',
+  },
+  service_unavailable: {
+    title: 'Service unavailable',
+    meaning: 'A dependency this operation needs is not configured or not reachable.',
+    causes: ['For example secret encryption or attachment storage is not configured on this server.'],
+    fix: 'Retry later; operators should check the server configuration.',
+  },
+  webhook_signature_invalid: {
+    title: 'Webhook signature invalid',
+    meaning: 'A webhook delivery\'s signature is missing, expired or does not match.',
+    causes: [
+      'The raw body was changed (for example re-serialised JSON) before verification.',
+      'The wrong signing secret, or a timestamp outside the tolerance window.',
+    ],
+    fix: 'Verify the Herald-Signature header against the raw request body with the endpoint\'s signing secret.',
+  },
+};
