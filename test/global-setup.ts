@@ -12,14 +12,28 @@ import { resolveRedis } from '../src/dev/redis.ts';
 import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
 import { startTemporalDevServer } from '../src/dev/temporal-server.ts';
 
+/**
+ * Test databases are named `herald_test_<pid of the run>_<suffix>`, so concurrent runs (two
+ * clones, or CI beside a developer) never touch each other's databases, and leftovers of a
+ * crashed run are recognised by their dead pid and dropped.
+ */
 export const TEST_DATABASE_PREFIX = 'herald_test_';
-export const TEMPLATE_DATABASE = `${TEST_DATABASE_PREFIX}template`;
 export const TEST_NAMESPACE = 'herald-test';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgServerUrl: string;
     templateDatabase: string;
+    testRunId: string;
     redisUrl: string;
     temporalAddress: string;
     temporalNamespace: string;
@@ -38,11 +52,16 @@ export default async function setup(project: TestProject) {
   const env = loadDevEnv();
   const scratch = mkdtempSync(join(tmpdir(), 'herald-test-'));
   const postgres = await resolvePostgres({ databaseUrl: env.DATABASE_URL, dataDir: scratch, persistent: false, log });
-  const stale = await withAdminClient(postgres.serverUrl, (client) =>
+  const existing = await withAdminClient(postgres.serverUrl, (client) =>
     client.query<{ datname: string }>('select datname from pg_database where datname like $1', [`${TEST_DATABASE_PREFIX}%`]),
   );
-  for (const row of stale.rows) await dropDatabase(postgres.serverUrl, row.datname);
-  const templateUrl = withDatabase(postgres.serverUrl, TEMPLATE_DATABASE);
+  for (const { datname } of existing.rows) {
+    const pid = Number(/^herald_test_(\d+)_/.exec(datname)?.[1]);
+    if (!pid || !isAlive(pid)) await dropDatabase(postgres.serverUrl, datname);
+  }
+  const runId = String(process.pid);
+  const templateDatabase = `${TEST_DATABASE_PREFIX}${runId}_template`;
+  const templateUrl = withDatabase(postgres.serverUrl, templateDatabase);
   await ensureDatabase(templateUrl);
   const orm = await createOrm({ databaseUrl: templateUrl, poolMax: 1 });
   await migrateUp(orm);
@@ -60,7 +79,8 @@ export default async function setup(project: TestProject) {
   });
 
   project.provide('pgServerUrl', postgres.serverUrl);
-  project.provide('templateDatabase', TEMPLATE_DATABASE);
+  project.provide('templateDatabase', templateDatabase);
+  project.provide('testRunId', runId);
   project.provide('redisUrl', redis.url);
   project.provide('temporalAddress', temporal.address);
   project.provide('temporalNamespace', TEST_NAMESPACE);
@@ -68,7 +88,7 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     await temporal.stop();
-    await dropDatabase(postgres.serverUrl, TEMPLATE_DATABASE).catch(() => {});
+    await dropDatabase(postgres.serverUrl, templateDatabase).catch(() => {});
     await redis.service?.stop();
     await postgres.stop();
     rmSync(scratch, { recursive: true, force: true });

@@ -9,7 +9,7 @@ import { REPO_ROOT } from '../../src/dev/paths.ts';
 import { freePort, isListening } from '../../src/dev/ports.ts';
 import { dropDatabase, withDatabase } from '../../src/dev/postgres.ts';
 import { waitFor } from '../../src/dev/processes.ts';
-import { sharedServices } from '../support/stack.ts';
+import { sharedServices, testDatabaseName } from '../support/stack.ts';
 
 const sh = promisify(exec);
 
@@ -32,7 +32,7 @@ function startDev(env: NodeJS.ProcessEnv): DevRun {
 describe('herald dev (npm start)', () => {
   const services = sharedServices();
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-dev-'));
-  const database = `herald_test_dev_${process.pid}`;
+  const database = testDatabaseName(services.testRunId, 'dev');
   let run: DevRun | undefined;
 
   afterAll(async () => {

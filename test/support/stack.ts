@@ -9,11 +9,17 @@ export function sharedServices() {
   return {
     pgServerUrl: inject('pgServerUrl'),
     templateDatabase: inject('templateDatabase'),
+    testRunId: inject('testRunId'),
     redisUrl: inject('redisUrl'),
     temporalAddress: inject('temporalAddress'),
     temporalNamespace: inject('temporalNamespace'),
     temporalBin: inject('temporalBin'),
   };
+}
+
+/** A database name the global setup recognises as this run's (see test/global-setup.ts). */
+export function testDatabaseName(runId: string, suffix: string): string {
+  return `herald_test_${runId}_${suffix}`;
 }
 
 export interface TestStack {
@@ -36,7 +42,7 @@ export const TEST_ENCRYPTION_KEY = randomBytes(32).toString('base64');
 export async function createTestStack(overrides: Record<string, string> = {}): Promise<TestStack> {
   const services = sharedServices();
   const id = randomBytes(4).toString('hex');
-  const database = `herald_test_${id}`;
+  const database = testDatabaseName(services.testRunId, id);
   await createDatabaseFromTemplate(services.pgServerUrl, database, services.templateDatabase);
   const databaseUrl = withDatabase(services.pgServerUrl, database);
   const env: Record<string, string> = {

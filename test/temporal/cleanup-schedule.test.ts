@@ -95,7 +95,7 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
         ['HeraldKind', 'maintenance'],
       ]),
     );
-  });
+  }, 180_000);
 
   it('does not create the schedule twice', async () => {
     expect(await ensureSchedules(client, stack.config)).toEqual({ created: [] });

@@ -1,0 +1,256 @@
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, loadDevEnv } from '../src/config.ts';
+import { cacheDir, REPO_ROOT } from '../src/dev/paths.ts';
+import { searchAttributeCliSpecs } from '../src/temporal/search-attributes.ts';
+
+/**
+ * docker-compose.yml is checked the way `docker compose config` checks it: interpolation
+ * (with `${VAR:?message}` errors), the compose-spec JSON schema, normalisation, path
+ * resolution and consistency. With a compose plugin on the machine that is used; otherwise a
+ * small Go program around compose-go (the loader inside docker compose) is built once and
+ * cached under the Herald cache directory. Without either the suite fails, it never skips.
+ */
+
+const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose.yml');
+const VALIDATOR_DIR = join(REPO_ROOT, 'test/compose/validator');
+const BUILD_TIMEOUT_MS = 9 * 60_000;
+
+const HERALD_PROCESSES = ['api', 'worker', 'smtp'] as const;
+const LONG_RUNNING = ['postgres', 'redis', 'temporal', 'temporal-ui', ...HERALD_PROCESSES];
+const ONE_SHOT = ['temporal-schema', 'temporal-setup', 'migrate'];
+
+const log = (line: string) => process.stdout.write(`[compose test] ${line}\n`);
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(
+      command,
+      args,
+      { cwd: options.cwd, env: options.env, timeout: options.timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (!error) return resolve({ code: 0, stdout, stderr });
+        const code = typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr: code === -1 ? `${stderr}${error.message}` : stderr });
+      },
+    );
+  });
+}
+
+function onPath(command: string, path: string): string | undefined {
+  return path
+    .split(':')
+    .filter(Boolean)
+    .map((dir) => join(dir, command))
+    .find((candidate) => existsSync(candidate));
+}
+
+/** `config --format json` of one compose file, in a given environment. */
+interface ComposeConfig {
+  engine: string;
+  config(file: string, env: Record<string, string>): Promise<RunResult>;
+}
+
+interface ComposeService {
+  image?: string;
+  command?: string[] | null;
+  restart?: string;
+  environment?: Record<string, string | null>;
+  healthcheck?: { test?: string[]; disable?: boolean };
+  depends_on?: Record<string, { condition: string }>;
+  ports?: { target: number; published?: string; host_ip?: string }[];
+  volumes?: { type: string; source?: string; target: string }[];
+}
+
+interface ComposeModel {
+  name: string;
+  services: Record<string, ComposeService>;
+  volumes?: Record<string, unknown>;
+}
+
+/**
+ * Only what interpolation should see: no stray HERALD_* or COMPOSE_* from the developer's
+ * shell, and no .env file (COMPOSE_DISABLE_ENV_FILE), so every run is reproducible.
+ */
+function composeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const dev = loadDevEnv();
+  return { PATH: dev.PATH, HOME: dev.HOME, COMPOSE_DISABLE_ENV_FILE: 'true', ...extra };
+}
+
+async function dockerCompose(): Promise<ComposeConfig | undefined> {
+  const probe = await run('docker', ['compose', 'version'], { env: composeEnv({}), timeoutMs: 20_000 });
+  if (probe.code !== 0) return undefined;
+  return {
+    engine: `docker compose (${probe.stdout.trim()})`,
+    config: (file, env) =>
+      run('docker', ['compose', '--file', file, 'config', '--format', 'json'], {
+        env: composeEnv(env),
+        timeoutMs: 60_000,
+      }),
+  };
+}
+
+function findGo(path: string): string | undefined {
+  return onPath('go', path) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+}
+
+/** Builds test/compose/validator once per source version into the Herald cache directory. */
+async function composeValidator(): Promise<ComposeConfig> {
+  const dev = loadDevEnv();
+  const hash = createHash('sha256');
+  for (const name of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(VALIDATOR_DIR, name)));
+  const binary = join(cacheDir(dev), `compose-validate-${hash.digest('hex').slice(0, 16)}`);
+
+  if (!existsSync(binary)) {
+    const go = findGo(dev.PATH);
+    if (!go) {
+      throw new Error(
+        'cannot validate docker-compose.yml: neither `docker compose` nor Go is installed.\n' +
+          '  Install Go 1.24+ (the test builds test/compose/validator with it, once per machine)\n' +
+          '  or Docker with the compose plugin.',
+      );
+    }
+    const staging = `${binary}.building-${process.pid}`;
+    mkdirSync(cacheDir(dev), { recursive: true });
+    log(`building the compose validator with ${go} (first run on this machine)...`);
+    const started = Date.now();
+    const build = await run(go, ['build', '-buildvcs=false', '-trimpath', '-o', staging, '.'], {
+      cwd: VALIDATOR_DIR,
+      env: { ...process.env, CGO_ENABLED: '0' },
+      timeoutMs: BUILD_TIMEOUT_MS,
+    });
+    if (build.code !== 0) {
+      rmSync(staging, { force: true });
+      throw new Error(`go build of test/compose/validator failed (exit ${build.code}):\n${build.stdout}${build.stderr}`);
+    }
+    renameSync(staging, binary);
+    log(`built ${binary} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+
+  return {
+    engine: `compose-go validator (${binary})`,
+    config: (file, env) => run(binary, ['-format', 'json', file], { env: composeEnv(env), timeoutMs: 60_000 }),
+  };
+}
+
+function parseModel(result: RunResult): ComposeModel {
+  expect(result.code, `compose config failed:\n${result.stderr}`).toBe(0);
+  return JSON.parse(result.stdout) as ComposeModel;
+}
+
+function service(model: ComposeModel, name: string): ComposeService {
+  const found = model.services[name];
+  if (!found) throw new Error(`docker-compose.yml has no service "${name}"`);
+  return found;
+}
+
+describe('docker-compose.yml', () => {
+  const encryptionKey = randomBytes(32).toString('base64');
+  let compose: ComposeConfig;
+  let scratch: string;
+
+  beforeAll(async () => {
+    compose = (await dockerCompose()) ?? (await composeValidator());
+    log(`validating with ${compose.engine}`);
+    scratch = mkdtempSync(join(tmpdir(), 'herald-compose-'));
+  }, 10 * 60_000);
+
+  afterAll(() => {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('validates with docker compose config semantics', async () => {
+    const model = parseModel(await compose.config(COMPOSE_FILE, { HERALD_ENCRYPTION_KEY: encryptionKey }));
+
+    expect(model.name).toBe('herald');
+    expect(Object.keys(model.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOT].sort());
+
+    for (const name of LONG_RUNNING) {
+      const healthcheck = service(model, name).healthcheck;
+      expect(healthcheck?.test?.length ?? 0, `${name} has a healthcheck`).toBeGreaterThan(0);
+      expect(healthcheck?.disable ?? false, `${name} healthcheck enabled`).toBe(false);
+      expect(service(model, name).restart, `${name} restarts`).toBe('unless-stopped');
+    }
+    for (const name of ONE_SHOT) {
+      expect(service(model, name).restart, `${name} runs once`).toBe('no');
+    }
+
+    for (const name of HERALD_PROCESSES) {
+      const herald = service(model, name);
+      expect(herald.command).toEqual([name]);
+      const env = herald.environment ?? {};
+      for (const key of ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'HERALD_ENCRYPTION_KEY']) {
+        expect(env[key], `${name} ${key}`).toBeTruthy();
+      }
+      expect(env.HERALD_ENCRYPTION_KEY).toBe(encryptionKey);
+      expect(env.WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe('false');
+
+      // The environment is a valid production configuration as it stands.
+      const config = loadConfig(Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value ?? ''])));
+      expect(config.env).toBe('production');
+      expect(config.temporal.address).toBe('temporal:7233');
+      expect(config.webhooks.allowPrivateTargets).toBe(false);
+
+      // Every process shares the blob volume at BLOB_DIR.
+      expect(herald.volumes).toContainEqual(expect.objectContaining({ type: 'volume', source: 'blobs', target: env.BLOB_DIR }));
+
+      expect(herald.depends_on).toMatchObject({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+        temporal: { condition: 'service_healthy' },
+        migrate: { condition: 'service_completed_successfully' },
+        'temporal-setup': { condition: 'service_completed_successfully' },
+      });
+    }
+    expect(service(model, 'migrate').command).toEqual(['migrate']);
+    expect(model.volumes).toHaveProperty('postgres-data');
+    expect(model.volumes).toHaveProperty('blobs');
+
+    // The search attributes the code uses are the ones the stack registers.
+    const registered = (service(model, 'temporal-setup').environment?.HERALD_SEARCH_ATTRIBUTES ?? '').split(/\s+/);
+    expect(registered.filter(Boolean).sort()).toEqual(
+      searchAttributeCliSpecs()
+        .map((spec) => `${spec.name}=${spec.type}`)
+        .sort(),
+    );
+
+    const published = (name: string) =>
+      (service(model, name).ports ?? []).map((port) => `${port.published ?? ''}->${port.target}`);
+    expect(published('api')).toEqual(['3000->3000']);
+    expect(published('smtp')).toEqual(['25->2525']);
+    expect(published('temporal-ui')).toEqual(['8080->8080']);
+  });
+
+  it('fails with a clear message when HERALD_ENCRYPTION_KEY is not set', async () => {
+    const result = await compose.config(COMPOSE_FILE, {});
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('HERALD_ENCRYPTION_KEY');
+    expect(result.stderr).toContain('set HERALD_ENCRYPTION_KEY (openssl rand -base64 32)');
+  });
+
+  it('rejects a file that breaks the compose schema', async () => {
+    const original = readFileSync(COMPOSE_FILE, 'utf8');
+    const broken = original.replace(/^(\s+)healthcheck:/m, '$1healthcheckk:');
+    expect(broken).not.toBe(original);
+    const file = join(scratch, 'docker-compose.yml');
+    writeFileSync(file, broken);
+
+    const result = await compose.config(file, { HERALD_ENCRYPTION_KEY: encryptionKey });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('healthcheckk');
+  });
+});
