@@ -51,7 +51,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
     ctx.body = { ok: true };
   });
   system.get('/readyz', async (ctx) => {
-    const healthy = await deps.orm.isConnected();
+    const healthy = (await deps.orm.checkConnection()).ok;
     ctx.status = healthy ? 200 : 503;
     ctx.body = { ok: healthy };
   });
