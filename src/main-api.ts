@@ -1,21 +1,40 @@
 import type { Server } from 'node:http';
+import type { Redis } from 'ioredis';
 import { createOrm } from '../db/orm.ts';
 import type { Config } from './config.ts';
 import { createApp } from './http/app.ts';
+import { createCursorCodec } from './http/cursor.ts';
+import type { AnyRoute } from './http/route.ts';
+import { createRoutes } from './http/routes.ts';
 import type { Logger } from './logger.ts';
 import { createAuthenticator } from './modules/auth/authenticator.ts';
+import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
+import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
+import { createRedis } from './redis/client.ts';
 
 export interface RunningApi {
   server: Server;
   url: string;
+  routes: readonly AnyRoute[];
+  redis: Redis;
   close(): Promise<void>;
 }
 
-/** The api process: Koa over one ORM; stateless, so replicas scale behind a load balancer. */
+/** The api process: Koa over one ORM and one Redis; stateless, so replicas scale behind a load balancer. */
 export async function startApi(config: Config, logger: Logger): Promise<RunningApi> {
   const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
-  const authenticator = createAuthenticator({ orm });
-  const app = createApp({ config, orm, logger, authenticator });
+  await orm.connect();
+  const redis = createRedis(config, logger);
+  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey) });
+  const app = createApp({
+    config,
+    orm,
+    logger,
+    authenticator: createAuthenticator({ orm }),
+    bucket: createTokenBucket(redis),
+    idempotency: createIdempotencyStore({ orm }),
+    routes,
+  });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.http.port, config.http.host, () => resolve(listening));
     listening.once('error', reject);
@@ -28,11 +47,14 @@ export async function startApi(config: Config, logger: Logger): Promise<RunningA
   return {
     server,
     url,
+    routes,
+    redis,
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      redis.disconnect();
       await orm.close();
     },
   };

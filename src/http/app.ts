@@ -3,37 +3,48 @@ import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Authenticator } from '../modules/auth/authenticator.ts';
 import { createDocsRouter } from '../modules/docs/docs.router.ts';
-import { createMeRouter } from '../modules/me/me.router.ts';
-import { AppError } from '../errors.ts';
+import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
+import type { TokenBucket } from '../modules/rate-limit/token-bucket.ts';
+import { API_PREFIX, MAX_BODY_BYTES } from './constants.ts';
+import { accessLog } from './middleware/access-log.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { errorHandler } from './middleware/error-handler.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
+import { mountRoutes } from './mount-routes.ts';
+import { buildOpenApi } from './openapi.ts';
+import type { AnyRoute } from './route.ts';
 import type { HeraldState } from './state.ts';
 
-export const API_PREFIX = '/api/v1';
-/** The request-body ceiling behind REQUEST_TOO_LARGE. */
-export const MAX_BODY_BYTES = 25 * 1024 * 1024;
+export { API_PREFIX, MAX_BODY_BYTES };
 
 export interface AppDeps {
   config: Pick<Config, 'http'>;
   orm: MikroORM;
   logger: Logger;
   authenticator: Authenticator;
+  bucket: TokenBucket;
+  idempotency: IdempotencyStore;
+  routes: readonly AnyRoute[];
 }
 
 /**
- * The HTTP application. Request path: request id → error envelope → body limit → health
- * routes → /api/v1 (authenticate → route: scope → handler) → 404 / 405 in the envelope.
+ * The HTTP application. Request path: request id → access log → error envelope → body limit
+ * → docs and health → /api/v1: authenticate → rate limit → route (scope → idempotency →
+ * validation → handler → envelope) → 404 / 405 in the envelope.
  */
 export function createApp(deps: AppDeps): Koa<HeraldState> {
   const app = new Koa<HeraldState>({ proxy: true });
   app.silent = true;
+  const publicUrl = deps.config.http.publicUrl;
 
   app.use(requestId());
-  app.use(errorHandler(deps.config.http.publicUrl, deps.logger));
+  app.use(accessLog(deps.logger));
+  app.use(errorHandler(publicUrl, deps.logger));
   app.use(
     koaBody({
       json: true,
@@ -46,18 +57,6 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
     }),
   );
 
-  const system = new Router<HeraldState>();
-  system.get('/healthz', (ctx) => {
-    ctx.body = { ok: true };
-  });
-  system.get('/readyz', async (ctx) => {
-    const healthy = (await deps.orm.checkConnection()).ok;
-    ctx.status = healthy ? 200 : 503;
-    ctx.body = { ok: healthy };
-  });
-  app.use(system.routes());
-  app.use(createDocsRouter().routes());
-
   // Bodiless 404/405/501 statuses come from Koa (nothing matched) and from allowedMethods (a
   // known path, another method; it also sets Allow): render them in the error envelope.
   app.use(async (ctx, next) => {
@@ -69,11 +68,26 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
     }
   });
 
+  const openApi = buildOpenApi(deps.routes, { publicUrl });
+  const system = new Router<HeraldState>();
+  system.get('/healthz', (ctx) => {
+    ctx.body = { ok: true };
+  });
+  system.get('/readyz', async (ctx) => {
+    const healthy = (await deps.orm.checkConnection()).ok;
+    ctx.status = healthy ? 200 : 503;
+    ctx.body = { ok: healthy };
+  });
+  system.get(`${API_PREFIX}/openapi.json`, (ctx) => {
+    ctx.body = openApi;
+  });
+  app.use(system.routes());
+  app.use(createDocsRouter().routes());
+
   const api = new Router<HeraldState>({ prefix: API_PREFIX });
   api.use(authenticate(deps.authenticator));
-  for (const feature of [createMeRouter()]) {
-    api.use(feature.routes());
-  }
+  api.use(rateLimit(deps.bucket, deps.logger));
+  mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger });
   app.use(api.routes());
   app.use(api.allowedMethods());
   return app;

@@ -15,5 +15,13 @@ export function respond(
   extraMeta: Record<string, unknown> = {},
 ): void {
   ctx.status = status;
-  ctx.body = { ok: true, data, meta: { request_id: ctx.state.requestId, ...extraMeta } };
+  ctx.body = {
+    ok: true,
+    data,
+    meta: {
+      request_id: ctx.state.requestId,
+      ...(ctx.state.rateLimit ? { rate_limit: ctx.state.rateLimit } : {}),
+      ...extraMeta,
+    },
+  };
 }

@@ -1,9 +1,11 @@
 import type { KeyContext } from '../modules/auth/key-context.ts';
+import type { RateLimitMeta } from './middleware/rate-limit.ts';
 
 /** What Herald's middleware puts on `ctx.state`. */
 export interface HeraldState {
   requestId: string;
   auth?: KeyContext;
+  rateLimit?: RateLimitMeta;
 }
 
 /** The authenticated caller; routes behind `authenticate` always have one. */

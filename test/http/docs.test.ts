@@ -31,6 +31,7 @@ describe('GET /docs/api/errors/:code', () => {
     const index = await (await fetch(`${api.url}/docs/api/errors`)).text();
     for (const code of ERROR_CODES) expect(index).toContain(`/docs/api/errors/${code}`);
     expect(await (await fetch(`${api.url}/docs`)).text()).toContain('/docs/api/errors');
+    expect((await fetch(`${api.url}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
   });
 
   it('answers 404 in the envelope for an unknown code', async () => {

@@ -65,6 +65,20 @@ export function errorHandler(publicUrl: string, logger: Logger): Middleware<Hera
   };
 }
 
+/** The error envelope for an AppError. */
+export function errorEnvelope(requestId: string, publicUrl: string, error: AppError) {
+  return {
+    ok: false as const,
+    error: {
+      code: error.code,
+      message: error.message,
+      docs_url: docsUrl(publicUrl, error.code),
+      ...(error.details ? { details: error.details } : {}),
+    },
+    meta: { request_id: requestId },
+  };
+}
+
 export function renderError(
   ctx: Context & { state: HeraldState },
   publicUrl: string,
@@ -72,14 +86,5 @@ export function renderError(
 ): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers ?? {})) ctx.set(name, value);
-  ctx.body = {
-    ok: false,
-    error: {
-      code: error.code,
-      message: error.message,
-      docs_url: docsUrl(publicUrl, error.code),
-      ...(error.details ? { details: error.details } : {}),
-    },
-    meta: { request_id: ctx.state.requestId },
-  };
+  ctx.body = errorEnvelope(ctx.state.requestId, publicUrl, error);
 }

@@ -1,3 +1,6 @@
+import { createReadStream } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import Router from '@koa/router';
 import { AppError, ERROR_CODES, ERROR_STATUS, isErrorCode } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
@@ -16,20 +19,41 @@ td,th{padding:.25rem .75rem;border-bottom:1px solid #ddd;text-align:left}</style
 <body>${body}</body></html>`;
 }
 
-/** Human-readable API docs: /docs and one page per error code (the errors' docs_url). */
+const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
+};
+
+const REFERENCE_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Herald API reference</title><link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<style>.herald-intro{font:15px/1.5 system-ui,sans-serif;max-width:1460px;margin:1rem auto 0;padding:0 20px}</style></head>
+<body><div class="herald-intro">Errors: <a href="/docs/api/errors">every error code, what it means and what to do</a> ·
+OpenAPI document: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a></div>
+<div id="reference"></div><script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({ url: '/api/v1/openapi.json', dom_id: '#reference', deepLinking: true });</script>
+</body></html>`;
+
+/**
+ * Human-readable API docs: the reference at /docs (Swagger UI, served from this server, no
+ * CDN, rendering /api/v1/openapi.json) and one page per error code (the errors' docs_url).
+ */
 export function createDocsRouter(): Router<HeraldState> {
   const router = new Router<HeraldState>();
 
   router.get('/docs', (ctx) => {
     ctx.type = 'html';
-    ctx.body = page(
-      'Herald API',
-      `<h1>Herald API</h1>
-<p>All endpoints live under <code>/api/v1</code> and take <code>Authorization: Bearer &lt;key&gt;</code>.
-Responses use the envelope <code>{ok, data, meta}</code>; errors use <code>{ok: false, error: {code, message, docs_url, details?}, meta: {request_id}}</code>.</p>
-<p>Start with <code>GET /api/v1/me</code>: it shows the calling key's workspace, scopes and rate-limit profile.</p>
-<h2>Errors</h2><p><a href="/docs/api/errors">Every error code</a>, what it means and what to do.</p>`,
-    );
+    ctx.body = REFERENCE_PAGE;
+  });
+
+  router.get('/docs/assets/:file', (ctx) => {
+    const file = ctx.params.file ?? '';
+    const type = ASSETS[file];
+    if (!type) throw new AppError('not_found', `No asset ${file}.`);
+    ctx.type = type;
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = createReadStream(join(SWAGGER_UI_DIR, file));
   });
 
   router.get('/docs/api/errors', (ctx) => {

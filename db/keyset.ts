@@ -1,0 +1,42 @@
+import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/postgresql';
+
+export type SortField = 'createdAt' | 'updatedAt';
+
+/** Where a page starts: the sort value and id of the last row of the previous page. */
+export interface KeysetPosition {
+  sortValue: Date;
+  id: string;
+}
+
+export interface KeysetPage<T> {
+  items: T[];
+  hasMore: boolean;
+}
+
+/**
+ * One page of a keyset scan over (sortField, id): the cost of a page does not depend on how
+ * deep it is. Reads `limit + 1` rows to know whether another page exists.
+ */
+export async function findKeysetPage<T extends { id: string } & Record<SortField, Date>>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  where: FilterQuery<T>,
+  options: { sortField: SortField; direction: 'asc' | 'desc'; limit: number; after?: KeysetPosition | undefined },
+): Promise<KeysetPage<T>> {
+  const { sortField, direction, limit, after } = options;
+  const beyond = direction === 'asc' ? '$gt' : '$lt';
+  const conditions: unknown[] = [where];
+  if (after) {
+    conditions.push({
+      $or: [
+        { [sortField]: { [beyond]: after.sortValue } },
+        { [sortField]: after.sortValue, id: { [beyond]: after.id } },
+      ],
+    });
+  }
+  const rows = await em.find(entity, { $and: conditions } as FilterQuery<T>, {
+    orderBy: { [sortField]: direction, id: direction } as never,
+    limit: limit + 1,
+  });
+  return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+}

@@ -1,0 +1,52 @@
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { KeysetPosition } from '../../db/keyset.ts';
+import { AppError } from '../errors.ts';
+
+/**
+ * Opaque, tamper-evident pagination cursors: base64url JSON of the last row's position plus an
+ * HMAC over it, the list it belongs to and the workspace. A cursor edited by hand, taken from
+ * another list, or from another workspace is refused with 400 invalid_request.
+ */
+export interface CursorCodec {
+  encode(list: string, orgId: string, position: KeysetPosition): string;
+  decode(list: string, orgId: string, cursor: string): KeysetPosition;
+}
+
+const TAG_BYTES = 16;
+
+function badCursor(): AppError {
+  return new AppError('invalid_request', 'Invalid cursor: use next_cursor from a previous page of the same list.', {
+    fields: [{ path: 'cursor', location: 'query', type: 'cursor', message: 'invalid cursor' }],
+  });
+}
+
+/** Derived from HERALD_ENCRYPTION_KEY so every replica agrees; random when none is configured. */
+export function createCursorCodec(encryptionKey: Buffer | undefined): CursorCodec {
+  const secret = encryptionKey
+    ? Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald pagination cursor v1', 32))
+    : randomBytes(32);
+  const tag = (list: string, orgId: string, payload: string) =>
+    createHmac('sha256', secret).update(`${list}\n${orgId}\n${payload}`).digest().subarray(0, TAG_BYTES);
+
+  return {
+    encode(list, orgId, position) {
+      const payload = Buffer.from(JSON.stringify([position.sortValue.toISOString(), position.id])).toString('base64url');
+      return `${payload}.${tag(list, orgId, payload).toString('base64url')}`;
+    },
+    decode(list, orgId, cursor) {
+      const [payload, signature, extra] = cursor.split('.');
+      if (!payload || !signature || extra !== undefined) throw badCursor();
+      const presented = Buffer.from(signature, 'base64url');
+      const expected = tag(list, orgId, payload);
+      if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw badCursor();
+      try {
+        const [sortValue, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string];
+        const date = new Date(sortValue);
+        if (Number.isNaN(date.getTime()) || typeof id !== 'string') throw badCursor();
+        return { sortValue: date, id };
+      } catch {
+        throw badCursor();
+      }
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import type { Middleware } from 'koa';
+import { AppError } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import type { IdempotencyStore } from '../../modules/idempotency/idempotency.store.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import { errorEnvelope, toAppError } from './error-handler.ts';
+import type { HeraldState } from '../state.ts';
+import { callerOf } from '../state.ts';
+
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+const MIN_LENGTH = 8;
+const MAX_LENGTH = 128;
+
+function badKey(message: string, type: string): AppError {
+  return new AppError('invalid_request', message, {
+    fields: [{ path: IDEMPOTENCY_HEADER, location: 'header', type, message }],
+  });
+}
+
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method}\n${path}\n${canonicalJson(body)}`).digest('hex');
+}
+
+/**
+ * Idempotency for writes (Stripe semantics, durable in PostgreSQL). The key is scoped to the
+ * workspace and API key; the fingerprint is method + path + canonical JSON body. A first
+ * request runs and its response is stored (except 5xx and 429, so a retry can succeed); the
+ * same key and fingerprint replays it with `Idempotent-Replayed: true`; other content is 409
+ * idempotency_conflict; a request still running is 409 conflict.
+ */
+export function idempotency(options: {
+  store: IdempotencyStore;
+  required: boolean;
+  publicUrl: string;
+  logger: Logger;
+}): Middleware<HeraldState> {
+  return async (ctx, next) => {
+    const key = ctx.get(IDEMPOTENCY_HEADER);
+    if (!key) {
+      if (!options.required) {
+        await next();
+        return;
+      }
+      throw badKey(`The ${IDEMPOTENCY_HEADER} header is required on this request.`, 'required');
+    }
+    if (key.length < MIN_LENGTH || key.length > MAX_LENGTH) {
+      throw badKey(`${IDEMPOTENCY_HEADER} must be ${MIN_LENGTH} to ${MAX_LENGTH} characters.`, 'length');
+    }
+    const caller = callerOf(ctx.state);
+    const begun = await options.store.begin({
+      orgId: caller.orgId,
+      apiKeyId: caller.keyId ?? '',
+      key,
+      fingerprint: requestFingerprint(ctx.method, ctx.path, ctx.request.body),
+    });
+    if (begun.kind === 'replay') {
+      ctx.status = begun.status;
+      ctx.body = begun.body;
+      ctx.set('Idempotent-Replayed', 'true');
+      return;
+    }
+    if (begun.kind === 'mismatch') {
+      throw new AppError(
+        'idempotency_conflict',
+        `This ${IDEMPOTENCY_HEADER} was already used with a different request; use a new key for a new request.`,
+      );
+    }
+    if (begun.kind === 'in_progress') {
+      throw new AppError('conflict', `A request with this ${IDEMPOTENCY_HEADER} is still being processed; retry shortly.`, undefined, {
+        'Retry-After': '1',
+      });
+    }
+
+    let failure: AppError | undefined;
+    let original: Error | undefined;
+    try {
+      await next();
+    } catch (error) {
+      original = error instanceof Error ? error : new Error(String(error));
+      failure = toAppError(error);
+    }
+    const status = failure?.status ?? ctx.status;
+    try {
+      if (status >= 500 || status === 429) await options.store.abandon(begun.recordId);
+      else await options.store.complete(begun.recordId, status, failure ? errorEnvelope(ctx.state.requestId, options.publicUrl, failure) : ctx.body);
+    } catch (error) {
+      options.logger.error('idempotency record not saved', { requestId: ctx.state.requestId, error });
+      await options.store.abandon(begun.recordId).catch(() => {});
+    }
+    if (original !== undefined) throw original;
+  };
+}

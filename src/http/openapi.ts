@@ -1,0 +1,196 @@
+import { toJsonSchema } from '@valibot/to-json-schema';
+import type { GenericSchema } from 'valibot';
+import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
+import { SCOPE_CATALOG } from '../modules/auth/scopes.ts';
+import { API_PREFIX } from './constants.ts';
+import { isWrite, type AnyRoute, type Schema } from './route.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+const COMMON_ERRORS: ErrorCode[] = ['invalid_api_key', 'missing_scope', 'rate_limited', 'internal_error'];
+
+function jsonSchema(schema: Schema, typeMode: 'input' | 'output'): JsonSchema {
+  const converted = toJsonSchema(schema as GenericSchema, { target: 'draft-2020-12', typeMode, errorMode: 'ignore' }) as JsonSchema;
+  delete converted.$schema;
+  return converted;
+}
+
+/** `/contacts/:id` → `/api/v1/contacts/{id}` */
+export function openApiPath(path: string): string {
+  return API_PREFIX + path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+function parameters(route: AnyRoute): JsonSchema[] {
+  const out: JsonSchema[] = [];
+  for (const [location, schema] of [['path', route.params], ['query', route.query]] as const) {
+    if (!schema) continue;
+    const object = jsonSchema(schema, 'input');
+    const required = new Set((object.required as string[] | undefined) ?? []);
+    for (const [name, property] of Object.entries((object.properties as Record<string, JsonSchema> | undefined) ?? {})) {
+      out.push({ name, in: location, required: location === 'path' || required.has(name), schema: property });
+    }
+  }
+  if (isWrite(route)) {
+    out.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: route.idempotency !== 'optional',
+      description: 'Makes the write safe to retry: the same key and request replay the stored response for 24 h.',
+      schema: { type: 'string', minLength: 8, maxLength: 128 },
+    });
+  }
+  return out;
+}
+
+function errorResponses(route: AnyRoute): Record<string, JsonSchema> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  const codes = new Set<ErrorCode>([...COMMON_ERRORS, ...(route.errors ?? [])]);
+  if (route.params || route.query || route.body || isWrite(route)) codes.add('invalid_request');
+  if (isWrite(route)) codes.add('idempotency_conflict').add('conflict');
+  for (const code of codes) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, list]) => [
+        String(status),
+        {
+          description: `Error: ${list.join(', ')}`,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+        },
+      ]),
+  );
+}
+
+function operation(route: AnyRoute): JsonSchema {
+  const data = jsonSchema(route.response.schema, 'output');
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag],
+    security: [{ bearerAuth: [route.scope] }],
+    'x-required-scope': route.scope,
+    ...(route.extension ? { 'x-herald-extension': true } : {}),
+    parameters: parameters(route),
+    ...(route.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
+      : {}),
+    responses: {
+      [String(route.response.status)]: {
+        description: route.response.description,
+        headers: {
+          'RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
+          'RateLimit-Remaining': { $ref: '#/components/headers/RateLimitRemaining' },
+          'RateLimit-Reset': { $ref: '#/components/headers/RateLimitReset' },
+        },
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['ok', 'data', 'meta'],
+              properties: {
+                ok: { const: true },
+                data: route.response.list ? { type: 'array', items: data } : data,
+                meta: { $ref: route.response.list ? '#/components/schemas/ListMeta' : '#/components/schemas/Meta' },
+              },
+            },
+          },
+        },
+      },
+      ...errorResponses(route),
+    },
+  };
+}
+
+const RATE_LIMIT_META: JsonSchema = {
+  type: 'object',
+  properties: {
+    limit: { type: 'integer', description: 'Bucket capacity (the burst).' },
+    remaining: { type: ['integer', 'null'] },
+    reset: { type: ['integer', 'null'], description: 'Seconds until the bucket is full again.' },
+    requests_per_minute: { type: 'integer' },
+    burst: { type: 'integer' },
+    degraded: { type: 'boolean', description: 'Present when the limiter was unavailable and the request passed unmetered.' },
+  },
+};
+
+/** The OpenAPI 3.1 document of every mounted route, generated from the same valibot schemas. */
+export function buildOpenApi(routes: readonly AnyRoute[], options: { publicUrl: string }): JsonSchema {
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const route of routes) {
+    const path = openApiPath(route.path);
+    paths[path] = { ...paths[path], [route.method.toLowerCase()]: operation(route) };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Herald API',
+      version: '1.0.0',
+      description:
+        'Herald\'s public REST API. Authenticate with `Authorization: Bearer <key>`; every operation needs the scope shown. ' +
+        'Writes take an `Idempotency-Key`. Errors are described at /docs/api/errors.',
+    },
+    servers: [{ url: options.publicUrl }],
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `API keys hrld_live_… / hrld_test_…. Scopes: ${SCOPE_CATALOG.filter((s) => s.launch === 'public').map((s) => s.id).join(', ')}.`,
+        },
+      },
+      headers: {
+        RateLimitLimit: { description: 'Bucket capacity (burst) of the key.', schema: { type: 'integer' } },
+        RateLimitRemaining: { description: 'Requests left right now.', schema: { type: 'integer' } },
+        RateLimitReset: { description: 'Seconds until the bucket is full again.', schema: { type: 'integer' } },
+      },
+      schemas: {
+        Meta: {
+          type: 'object',
+          required: ['request_id'],
+          properties: { request_id: { type: 'string' }, rate_limit: RATE_LIMIT_META },
+        },
+        ListMeta: {
+          type: 'object',
+          required: ['request_id', 'pagination'],
+          properties: {
+            request_id: { type: 'string' },
+            rate_limit: RATE_LIMIT_META,
+            pagination: {
+              type: 'object',
+              required: ['limit', 'has_more', 'next_cursor'],
+              properties: {
+                limit: { type: 'integer', minimum: 1, maximum: 100 },
+                has_more: { type: 'boolean' },
+                next_cursor: { type: ['string', 'null'] },
+              },
+            },
+          },
+        },
+        ErrorEnvelope: {
+          type: 'object',
+          required: ['ok', 'error', 'meta'],
+          properties: {
+            ok: { const: false },
+            error: {
+              type: 'object',
+              required: ['code', 'message', 'docs_url'],
+              properties: {
+                code: { type: 'string', enum: Object.keys(ERROR_STATUS) },
+                message: { type: 'string' },
+                docs_url: { type: 'string', format: 'uri' },
+                details: { type: 'object' },
+              },
+            },
+            meta: { type: 'object', required: ['request_id'], properties: { request_id: { type: 'string' } } },
+          },
+        },
+      },
+    },
+  };
+}

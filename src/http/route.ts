@@ -1,0 +1,63 @@
+import type * as v from 'valibot';
+import type { ErrorCode } from '../errors.ts';
+import type { KeyContext } from '../modules/auth/key-context.ts';
+import type { Pagination } from './envelope.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type Schema = v.GenericSchema | v.GenericSchemaAsync;
+type Output<S> = S extends Schema ? v.InferOutput<S> : undefined;
+
+export interface RouteInput<P, Q, B> {
+  caller: KeyContext;
+  params: P;
+  query: Q;
+  body: B;
+  requestId: string;
+}
+
+export interface RouteResult {
+  status: number;
+  data: unknown;
+  pagination?: Pagination;
+}
+
+/**
+ * One operation of the public API: its contract (method, path, scope, schemas, errors) and
+ * its handler. The same definition mounts the Koa route, documents it in OpenAPI and enrols
+ * it in the shared auth/tenancy test suite, so the three cannot drift apart.
+ */
+export interface RouteDefinition<P extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, B extends Schema | undefined = Schema | undefined> {
+  operationId: string;
+  method: HttpMethod;
+  /** Koa-style path below /api/v1, e.g. `/contacts/:id`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  scope: string;
+  /** Writes require an Idempotency-Key unless marked optional (spec, Endpoints detail 4). */
+  idempotency?: 'required' | 'optional';
+  params?: P;
+  query?: Q;
+  body?: B;
+  response: { status: number; description: string; schema: Schema; list?: boolean };
+  /** Error codes this operation can answer besides the common ones (401, 403, 429, 500). */
+  errors?: ErrorCode[];
+  /** Herald's addition beyond the spec, marked `x-herald-extension` in OpenAPI. */
+  extension?: boolean;
+  handle(input: RouteInput<Output<P>, Output<Q>, Output<B>>): Promise<RouteResult>;
+}
+
+export type AnyRoute = RouteDefinition<Schema | undefined, Schema | undefined, Schema | undefined>;
+
+export function defineRoute<
+  P extends Schema | undefined = undefined,
+  Q extends Schema | undefined = undefined,
+  B extends Schema | undefined = undefined,
+>(route: RouteDefinition<P, Q, B>): AnyRoute {
+  return route;
+}
+
+export function isWrite(route: Pick<AnyRoute, 'method'>): boolean {
+  return route.method !== 'GET';
+}

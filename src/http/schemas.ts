@@ -1,0 +1,27 @@
+import * as v from 'valibot';
+
+/** Shared request and response schemas: ids, pages, the envelopes. */
+export const IdSchema = v.pipe(
+  v.string(),
+  v.regex(/^[a-fA-F0-9]{24}$/, 'must be a 24-character hexadecimal id'),
+);
+
+export const IdParams = v.object({ id: IdSchema });
+
+export const PageQuery = v.object({
+  limit: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,3}$/, 'must be an integer from 1 to 100'),
+      v.transform(Number),
+      v.minValue(1, 'must be an integer from 1 to 100'),
+      v.maxValue(100, 'must be an integer from 1 to 100'),
+    ),
+    '50',
+  ),
+  cursor: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(1024))),
+});
+
+export const Timestamp = v.pipe(v.string(), v.isoTimestamp());
+
+export const DeleteResult = v.object({ _id: v.string(), deleted: v.boolean() });

@@ -1,0 +1,62 @@
+import type { CursorCodec } from '../../http/cursor.ts';
+import { pageRequest, pagination } from '../../http/paging.ts';
+import { defineRoute } from '../../http/route.ts';
+import { IdParams, PageQuery } from '../../http/schemas.ts';
+import type { ContactsService } from './contacts.service.ts';
+import { ContactResponse, CreateContactBody } from './contacts.schemas.ts';
+import { serializeContact } from './contacts.serializer.ts';
+
+const LIST = 'contacts';
+
+/** GET/POST /contacts and GET /contacts/{id}. */
+export function createContactsRoutes(deps: { contacts: ContactsService; cursors: CursorCodec }) {
+  return [
+    defineRoute({
+      operationId: 'listContacts',
+      method: 'GET',
+      path: '/contacts',
+      summary: 'List contacts, newest first',
+      tag: 'Contacts',
+      scope: 'contacts:read',
+      query: PageQuery,
+      response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
+      async handle({ caller, query }) {
+        const request = pageRequest(deps.cursors, LIST, caller, query);
+        const page = await deps.contacts.listContacts(caller.orgId, request);
+        return {
+          status: 200,
+          data: page.items.map(serializeContact),
+          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
+        };
+      },
+    }),
+    defineRoute({
+      operationId: 'createContact',
+      method: 'POST',
+      path: '/contacts',
+      summary: 'Create a contact',
+      tag: 'Contacts',
+      scope: 'contacts:write',
+      body: CreateContactBody,
+      response: { status: 201, description: 'The contact', schema: ContactResponse },
+      errors: ['invalid_request', 'conflict', 'idempotency_conflict', 'unprocessable_entity'],
+      async handle({ caller, body }) {
+        return { status: 201, data: serializeContact(await deps.contacts.createContact(caller.orgId, body)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'getContact',
+      method: 'GET',
+      path: '/contacts/:id',
+      summary: 'Retrieve a contact',
+      tag: 'Contacts',
+      scope: 'contacts:read',
+      params: IdParams,
+      response: { status: 200, description: 'The contact', schema: ContactResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        return { status: 200, data: serializeContact(await deps.contacts.getContact(caller.orgId, params.id)) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,17 @@
+import type { Contact } from '../../../db/entities/index.ts';
+
+/** The spec's Contact (camelCase). */
+export function serializeContact(contact: Contact) {
+  return {
+    _id: contact.id,
+    email: contact.email,
+    firstName: contact.firstName,
+    lastName: contact.lastName,
+    company: contact.company,
+    tags: contact.tags,
+    customFields: contact.customFields,
+    status: contact.status,
+    createdAt: contact.createdAt.toISOString(),
+    updatedAt: contact.updatedAt.toISOString(),
+  };
+}

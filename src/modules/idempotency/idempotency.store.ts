@@ -1,0 +1,81 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { newId } from '../../../db/ids.ts';
+
+export interface IdempotencyScope {
+  orgId: string;
+  apiKeyId: string;
+  key: string;
+  fingerprint: string;
+}
+
+export type BeginResult =
+  | { kind: 'started'; recordId: string }
+  | { kind: 'replay'; status: number; body: unknown }
+  | { kind: 'in_progress' }
+  | { kind: 'mismatch' };
+
+export interface IdempotencyStoreOptions {
+  orm: MikroORM;
+  /** How long a completed response is replayed. */
+  ttlSeconds?: number;
+  /** A `running` record older than this was abandoned by a crashed request and may be taken over. */
+  lockTimeoutSeconds?: number;
+}
+
+/**
+ * Durable idempotency records in PostgreSQL (Stripe semantics). `begin` claims the key
+ * atomically: one INSERT … ON CONFLICT decides between the first request, a replay, a request
+ * still running, and a key reused for different content.
+ */
+export function createIdempotencyStore(options: IdempotencyStoreOptions) {
+  const ttl = options.ttlSeconds ?? 24 * 3600;
+  const lockTimeout = options.lockTimeoutSeconds ?? 300;
+  const connection = () => options.orm.em.getConnection();
+
+  return {
+    async begin(scope: IdempotencyScope): Promise<BeginResult> {
+      const claimed = await connection().execute<{ id: string }[]>(
+        `insert into idempotency_records
+           (id, org_id, api_key_id, key, fingerprint, state, response_status, response_body, created_at, expires_at)
+         values (?, ?, ?, ?, ?, 'running', null, null, now(), now() + make_interval(secs => ?))
+         on conflict (org_id, api_key_id, key) do update
+           set fingerprint = excluded.fingerprint, state = 'running', response_status = null,
+               response_body = null, created_at = excluded.created_at, expires_at = excluded.expires_at
+           where idempotency_records.expires_at <= now()
+              or (idempotency_records.state = 'running'
+                  and idempotency_records.fingerprint = excluded.fingerprint
+                  and idempotency_records.created_at < now() - make_interval(secs => ?))
+         returning id`,
+        [newId(), scope.orgId, scope.apiKeyId, scope.key, scope.fingerprint, ttl, lockTimeout],
+      );
+      if (claimed[0]) return { kind: 'started', recordId: claimed[0].id };
+
+      const [existing] = await connection().execute<
+        { fingerprint: string; state: string; response_status: number | null; response_body: unknown }[]
+      >(
+        `select fingerprint, state, response_status, response_body from idempotency_records
+          where org_id = ? and api_key_id = ? and key = ?`,
+        [scope.orgId, scope.apiKeyId, scope.key],
+      );
+      // Deleted in between (an abandoned attempt): claim again.
+      if (!existing) return this.begin(scope);
+      if (existing.fingerprint !== scope.fingerprint) return { kind: 'mismatch' };
+      if (existing.state !== 'completed' || existing.response_status === null) return { kind: 'in_progress' };
+      return { kind: 'replay', status: existing.response_status, body: existing.response_body };
+    },
+
+    async complete(recordId: string, status: number, body: unknown): Promise<void> {
+      await connection().execute(
+        `update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`,
+        [status, JSON.stringify(body ?? null), recordId],
+      );
+    },
+
+    /** Forgets a claim whose response must not be stored (5xx, 429), so a retry can succeed. */
+    async abandon(recordId: string): Promise<void> {
+      await connection().execute(`delete from idempotency_records where id = ? and state = 'running'`, [recordId]);
+    },
+  };
+}
+
+export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;
