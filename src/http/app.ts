@@ -50,6 +50,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
       json: true,
       jsonLimit: MAX_BODY_BYTES,
       jsonStrict: true,
+      jsonTypes: ['application/json', '+json'],
       urlencoded: false,
       text: false,
       multipart: false,

@@ -3,6 +3,7 @@ import type { GenericSchema } from 'valibot';
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
 import { SCOPE_CATALOG } from '../modules/auth/scopes.ts';
 import { API_PREFIX } from './constants.ts';
+import { JSON_SCHEMA_OVERRIDES } from './schemas.ts';
 import { isWrite, type AnyRoute, type Schema } from './route.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -10,7 +11,12 @@ type JsonSchema = Record<string, unknown>;
 const COMMON_ERRORS: ErrorCode[] = ['invalid_api_key', 'missing_scope', 'rate_limited', 'internal_error'];
 
 function jsonSchema(schema: Schema, typeMode: 'input' | 'output'): JsonSchema {
-  const converted = toJsonSchema(schema as GenericSchema, { target: 'draft-2020-12', typeMode, errorMode: 'ignore' }) as JsonSchema;
+  const converted = toJsonSchema(schema as GenericSchema, {
+    target: 'draft-2020-12',
+    typeMode,
+    errorMode: 'ignore',
+    overrideSchema: ({ valibotSchema }) => JSON_SCHEMA_OVERRIDES.get(valibotSchema) as never,
+  }) as JsonSchema;
   delete converted.$schema;
   return converted;
 }

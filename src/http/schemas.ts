@@ -1,5 +1,15 @@
 import * as v from 'valibot';
 
+/** JSON Schema for valibot schemas that to-json-schema cannot convert by itself (custom checks). */
+export const JSON_SCHEMA_OVERRIDES = new WeakMap<object, Record<string, unknown>>();
+
+/** A JSON object (`{}`), not an array or null: valibot's `record` alone also accepts arrays. */
+export const JsonObject = v.custom<Record<string, unknown>>(
+  (input) => typeof input === 'object' && input !== null && !Array.isArray(input),
+  'must be a JSON object',
+);
+JSON_SCHEMA_OVERRIDES.set(JsonObject, { type: 'object' });
+
 /** Shared request and response schemas: ids, pages, the envelopes. */
 export const IdSchema = v.pipe(
   v.string(),

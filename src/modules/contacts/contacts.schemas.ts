@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { CONTACT_STATUSES } from '../../../db/entities/index.ts';
-import { Timestamp } from '../../http/schemas.ts';
+import { JsonObject, Timestamp } from '../../http/schemas.ts';
 
 const Name = v.pipe(v.string(), v.maxLength(200));
 const Tag = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(100));
@@ -18,7 +18,7 @@ export const CreateContactBody = v.strictObject({
   last_name: v.optional(Name),
   company: v.optional(Name),
   tags: v.optional(v.pipe(v.array(Tag), v.maxLength(100)), []),
-  custom_fields: v.optional(v.record(v.string(), v.unknown()), {}),
+  custom_fields: v.optional(JsonObject, {}),
 });
 
 export type CreateContactInput = v.InferOutput<typeof CreateContactBody>;
