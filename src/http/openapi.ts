@@ -15,7 +15,7 @@ function jsonSchema(schema: Schema, typeMode: 'input' | 'output'): JsonSchema {
     target: 'draft-2020-12',
     typeMode,
     errorMode: 'ignore',
-    overrideSchema: ({ valibotSchema }) => JSON_SCHEMA_OVERRIDES.get(valibotSchema) as never,
+    overrideSchema: ({ valibotSchema }) => JSON_SCHEMA_OVERRIDES.get(valibotSchema),
   }) as JsonSchema;
   delete converted.$schema;
   return converted;
