@@ -69,11 +69,11 @@ describe('rate limits (token bucket per key in Redis)', () => {
     await em.nativeUpdate(Organization, { id: org.id }, { rateLimitPerMinute: 90, rateLimitBurst: 3 });
     const request = apiClient(h.api.url, key);
     // The key lookup cache holds the old profile for up to 5 s.
-    let me;
+    let me = await request('GET', '/api/v1/me');
     for (let attempt = 0; attempt < 40; attempt += 1) {
-      me = await request('GET', '/api/v1/me');
       if ((me.body.data as { rate_limit_profile: { source: string } }).rate_limit_profile.source === 'workspace') break;
       await new Promise((resolve) => setTimeout(resolve, 250));
+      me = await request('GET', '/api/v1/me');
     }
     expect((me.body.data as { rate_limit_profile: unknown }).rate_limit_profile).toEqual({ requests_per_minute: 90, burst: 3, source: 'workspace' });
     expect(me.headers.get('ratelimit-limit')).toBe('3');
