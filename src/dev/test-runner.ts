@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadDevEnv } from '../config.ts';
 import { cacheDir, REPO_ROOT } from './paths.ts';
@@ -28,15 +30,24 @@ export async function runTests(vitestArgs: string[]): Promise<number> {
   const started = Date.now();
   const temporalBin = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
   const childEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_BIN: temporalBin, NODE_ENV: 'test' };
+  const scratch = mkdtempSync(join(tmpdir(), 'herald-test-report-'));
+  const report = join(scratch, 'vitest.json');
   const steps: [string, string, string[]][] = [
     ['typecheck', 'node_modules/typescript/bin/tsc', ['--noEmit', '-p', 'tsconfig.json']],
     ['lint', 'node_modules/eslint/bin/eslint.js', ['--max-warnings', '0', '.']],
-    ['tests', 'node_modules/vitest/vitest.mjs', ['run', ...vitestArgs]],
+    ['tests', 'node_modules/vitest/vitest.mjs', ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...vitestArgs]],
   ];
   let failed = 0;
   for (const [label, script, args] of steps) {
     if ((await run(label, script, args, childEnv)) !== 0) failed += 1;
   }
   say(`${failed === 0 ? 'all steps passed' : `${failed} step(s) failed`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  // The plain closing line CI reads: test counts, with a failed typecheck or lint counted as a failure.
+  const counts = existsSync(report)
+    ? (JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number })
+    : { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0 };
+  rmSync(scratch, { recursive: true, force: true });
+  const stepFailures = failed - (counts.numFailedTests > 0 ? 1 : 0);
+  process.stdout.write(`${counts.numPassedTests} passed, ${counts.numFailedTests + Math.max(0, stepFailures)} failed, ${counts.numPendingTests} skipped\n`);
   return failed === 0 ? 0 : 1;
 }
