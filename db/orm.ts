@@ -12,6 +12,8 @@ import {
   ContactSchema,
   Domain,
   DomainSchema,
+  EmailEvent,
+  EmailEventSchema,
   Event,
   EventSchema,
   IdempotencyRecord,
@@ -50,6 +52,7 @@ export const TENANT_ENTITIES = [
   Broadcast,
   IdempotencyRecord,
   Event,
+  EmailEvent,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -66,6 +69,7 @@ const ENTITY_SCHEMAS = [
   BroadcastSchema,
   IdempotencyRecordSchema,
   EventSchema,
+  EmailEventSchema,
 ];
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

@@ -57,6 +57,14 @@ const EnvSchema = v.object({
   HERALD_ENCRYPTION_KEY: encryptionKey,
   WEBHOOK_RETRY_SCHEDULE: v.optional(v.string(), DEFAULT_WEBHOOK_RETRY_SCHEDULE),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
+  DNS_SERVERS: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\s*$|^[0-9a-fA-F.:\[\]]+(\s*,\s*[0-9a-fA-F.:\[\]]+)*\s*$/, 'must be a comma-separated list of IP[:port]'),
+    ),
+    '',
+  ),
+  DNS_TIMEOUT_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/), v.transform(Number), v.minValue(100), v.maxValue(30_000)),
 });
 
 export type Env = v.InferOutput<typeof EnvSchema>;
@@ -80,6 +88,8 @@ export interface Config {
   blobDir: string;
   encryptionKey?: Buffer;
   webhooks: { retrySchedule: string; allowPrivateTargets: boolean };
+  /** Resolvers for contact-quality and domain checks; empty means the system's resolvers. */
+  dns: { servers: string[]; timeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -150,6 +160,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     webhooks: {
       retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
       allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    },
+    dns: {
+      servers: env.DNS_SERVERS.split(',').map((server) => server.trim()).filter(Boolean),
+      timeoutMs: env.DNS_TIMEOUT_MS,
     },
   };
 }

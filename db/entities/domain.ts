@@ -29,6 +29,9 @@ export const DomainSchema = defineEntity({
     dailyCap: p.integer().nullable(),
     reputationState: p.enum(DOMAIN_REPUTATION_STATES).default('healthy'),
     verifiedAt: p.datetime().nullable(),
+    /** What the last DNS check found, per record (spf, dkim, dmarc, return_path). */
+    dnsCheck: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),
+    lastCheckedAt: p.datetime().nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

@@ -9,3 +9,4 @@ export * from './template.ts';
 export * from './broadcast.ts';
 export * from './idempotency-record.ts';
 export * from './event.ts';
+export * from './email-event.ts';

@@ -1,0 +1,40 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { createdAtColumn, idColumn, orgIdColumn } from './columns.ts';
+
+export const EMAIL_EVENT_TYPES = [
+  'sent',
+  'delivered',
+  'opened',
+  'clicked',
+  'bounced',
+  'complained',
+  'unsubscribed',
+] as const;
+export type EmailEventType = (typeof EMAIL_EVENT_TYPES)[number];
+
+/**
+ * One engagement or delivery fact about one recipient of one email: what GET /metrics
+ * aggregates. The send pipeline records them; `broadcastId` ties them to a campaign.
+ */
+export const EmailEventSchema = defineEntity({
+  name: 'EmailEvent',
+  tableName: 'email_events',
+  properties: {
+    id: idColumn(),
+    orgId: p.string().length(24),
+    type: p.enum(EMAIL_EVENT_TYPES),
+    emailId: p.string().length(24).nullable(),
+    broadcastId: p.string().length(24).nullable(),
+    recipient: p.string().length(320),
+    domain: p.string().length(253),
+    occurredAt: p.datetime(),
+    createdAt: createdAtColumn(),
+  },
+  indexes: [
+    { properties: ['orgId', 'occurredAt', 'type'] },
+    { properties: ['orgId', 'broadcastId', 'type'] },
+  ],
+});
+
+export class EmailEvent extends EmailEventSchema.class {}
+EmailEventSchema.setClass(EmailEvent);

@@ -1,0 +1,58 @@
+import { Resolver } from 'node:dns/promises';
+import type { Config } from '../config.ts';
+
+/** A DNS answer: records found, a definite "none" (NXDOMAIN or no data), or no answer at all. */
+export type DnsLookup<T> =
+  | { status: 'found'; records: T[] }
+  | { status: 'none' }
+  | { status: 'unreachable'; error: string };
+
+const DEFINITELY_NONE = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
+
+async function lookup<T>(query: () => Promise<T[]>): Promise<DnsLookup<T>> {
+  try {
+    const records = await query();
+    return records.length > 0 ? { status: 'found', records } : { status: 'none' };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
+    if (DEFINITELY_NONE.has(code)) return { status: 'none' };
+    return { status: 'unreachable', error: code };
+  }
+}
+
+/**
+ * DNS lookups through the configured servers (DNS_SERVERS, else the system's) with a short
+ * timeout and one retry, telling "the domain has no such record" apart from "DNS did not
+ * answer", so callers can decide what an outage means.
+ */
+export function createDnsResolver(config: Pick<Config, 'dns'>) {
+  const resolver = new Resolver({ timeout: config.dns.timeoutMs, tries: 2 });
+  if (config.dns.servers.length > 0) resolver.setServers(config.dns.servers);
+  return {
+    mx: (name: string) => lookup(() => resolver.resolveMx(name)),
+    a: (name: string) => lookup(() => resolver.resolve4(name)),
+    aaaa: (name: string) => lookup(() => resolver.resolve6(name)),
+    /** TXT records, each joined from its character strings. */
+    txt: (name: string) => lookup(async () => (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''))),
+    cname: (name: string) => lookup(() => resolver.resolveCname(name)),
+
+    /**
+     * Whether mail can be delivered to the domain: an MX, or else an A/AAAA (RFC 5321 implicit
+     * MX). A null MX (`MX 0 .`, RFC 7505) means the domain accepts no mail.
+     */
+    async mailServer(domain: string): Promise<'yes' | 'no' | 'unknown'> {
+      const mx = await this.mx(domain);
+      if (mx.status === 'found') {
+        const nullMx = mx.records.length === 1 && ['', '.'].includes(mx.records[0]!.exchange);
+        return nullMx ? 'no' : 'yes';
+      }
+      if (mx.status === 'unreachable') return 'unknown';
+      const [a, aaaa] = await Promise.all([this.a(domain), this.aaaa(domain)]);
+      if (a.status === 'found' || aaaa.status === 'found') return 'yes';
+      if (a.status === 'unreachable' || aaaa.status === 'unreachable') return 'unknown';
+      return 'no';
+    },
+  };
+}
+
+export type DnsResolver = ReturnType<typeof createDnsResolver>;
