@@ -60,7 +60,7 @@ const EnvSchema = v.object({
   DNS_SERVERS: v.optional(
     v.pipe(
       v.string(),
-      v.regex(/^\s*$|^[0-9a-fA-F.:\[\]]+(\s*,\s*[0-9a-fA-F.:\[\]]+)*\s*$/, 'must be a comma-separated list of IP[:port]'),
+      v.regex(/^\s*$|^[0-9a-fA-F.:[\]]+(\s*,\s*[0-9a-fA-F.:[\]]+)*\s*$/, 'must be a comma-separated list of IP[:port]'),
     ),
     '',
   ),

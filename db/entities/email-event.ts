@@ -1,5 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import { createdAtColumn, idColumn, orgIdColumn } from './columns.ts';
+import { createdAtColumn, idColumn } from './columns.ts';
 
 export const EMAIL_EVENT_TYPES = [
   'sent',

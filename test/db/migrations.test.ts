@@ -26,6 +26,7 @@ describe('migrations', () => {
       'broadcasts',
       'contacts',
       'domains',
+      'email_events',
       'events',
       'idempotency_records',
       'organizations',
