@@ -1,4 +1,4 @@
-import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/postgresql';
+import type { EntityManager, EntityName, FilterQuery, FindOptions } from '@mikro-orm/postgresql';
 
 export type SortField = 'createdAt' | 'updatedAt';
 
@@ -21,9 +21,16 @@ export async function findKeysetPage<T extends { id: string } & Record<SortField
   em: EntityManager,
   entity: EntityName<T>,
   where: FilterQuery<T>,
-  options: { sortField: SortField; direction: 'asc' | 'desc'; limit: number; after?: KeysetPosition | undefined },
+  options: {
+    sortField: SortField;
+    direction: 'asc' | 'desc';
+    limit: number;
+    after?: KeysetPosition | undefined;
+    /** Filter switches for this query, e.g. a deliberate cross-tenant read whose `where` confines it. */
+    filters?: FindOptions<T>['filters'];
+  },
 ): Promise<KeysetPage<T>> {
-  const { sortField, direction, limit, after } = options;
+  const { sortField, direction, limit, after, filters } = options;
   const beyond = direction === 'asc' ? '$gt' : '$lt';
   const conditions: unknown[] = [where];
   if (after) {
@@ -37,6 +44,7 @@ export async function findKeysetPage<T extends { id: string } & Record<SortField
   const rows = await em.find(entity, { $and: conditions } as FilterQuery<T>, {
     orderBy: { [sortField]: direction, id: direction } as never,
     limit: limit + 1,
+    ...(filters !== undefined ? { filters } : {}),
   });
   return { items: rows.slice(0, limit), hasMore: rows.length > limit };
 }

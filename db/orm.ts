@@ -13,6 +13,8 @@ import {
   Domain,
   DomainSchema,
   EmailEvent,
+  EmailEventCount,
+  EmailEventCountSchema,
   EmailEventSchema,
   Event,
   EventSchema,
@@ -53,6 +55,7 @@ export const TENANT_ENTITIES = [
   IdempotencyRecord,
   Event,
   EmailEvent,
+  EmailEventCount,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -70,6 +73,7 @@ const ENTITY_SCHEMAS = [
   IdempotencyRecordSchema,
   EventSchema,
   EmailEventSchema,
+  EmailEventCountSchema,
 ];
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

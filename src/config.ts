@@ -53,6 +53,10 @@ const EnvSchema = v.object({
   SMTP_TLS_CERT_FILE: v.optional(v.string()),
   SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
   BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
+  SPF_INCLUDE: v.optional(
+    v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/, 'must be a host name')),
+    'spf.herald.localhost',
+  ),
   BLOB_DIR: v.optional(v.string(), '.data/blobs'),
   HERALD_ENCRYPTION_KEY: encryptionKey,
   WEBHOOK_RETRY_SCHEDULE: v.optional(v.string(), DEFAULT_WEBHOOK_RETRY_SCHEDULE),
@@ -85,6 +89,8 @@ export interface Config {
   smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string };
   relayUrl: string;
   bounceDomain: string;
+  /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
+  spfInclude: string;
   blobDir: string;
   encryptionKey?: Buffer;
   webhooks: { retrySchedule: string; allowPrivateTargets: boolean };
@@ -153,6 +159,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     },
     relayUrl: env.SMTP_RELAY_URL,
     bounceDomain: env.BOUNCE_DOMAIN,
+    spfInclude: env.SPF_INCLUDE,
     blobDir: env.BLOB_DIR,
     ...(env.HERALD_ENCRYPTION_KEY
       ? { encryptionKey: Buffer.from(env.HERALD_ENCRYPTION_KEY, 'base64') }

@@ -25,7 +25,7 @@ export async function startApi(config: Config, logger: Logger): Promise<RunningA
   const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
   await orm.connect();
   const redis = createRedis(config, logger);
-  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey) });
+  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config });
   const app = createApp({
     config,
     orm,

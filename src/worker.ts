@@ -5,6 +5,7 @@ import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { createOrm } from '../db/orm.ts';
 import type { Config } from './config.ts';
+import { createDnsResolver } from './dns/resolver.ts';
 import type { Logger } from './logger.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
@@ -65,7 +66,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
-  const activities = createActivities({ orm });
+  const activities = createActivities({ orm, dns: createDnsResolver(config), config });
   const bundle = await workflowBundle(logger);
   const queues = Object.values(config.temporal.taskQueues);
   const workers = await Promise.all(

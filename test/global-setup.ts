@@ -11,6 +11,7 @@ import { dropDatabase, ensureDatabase, resolvePostgres, withAdminClient, withDat
 import { resolveRedis } from '../src/dev/redis.ts';
 import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
 import { startTemporalDevServer } from '../src/dev/temporal-server.ts';
+import { startDnsServer } from './support/dns-server.ts';
 
 /**
  * Test databases are named `herald_test_<pid of the run>_<suffix>`, so concurrent runs (two
@@ -38,6 +39,7 @@ declare module 'vitest' {
     temporalAddress: string;
     temporalNamespace: string;
     temporalBin: string;
+    dnsServer: string;
   }
 }
 
@@ -78,6 +80,16 @@ export default async function setup(project: TestProject) {
     logFile: join(scratch, 'temporal.log'),
   });
 
+  // The internet's DNS, for every test file: the usual example domains receive mail.
+  const mail = { MX: [{ exchange: 'mx.example.net', priority: 10 }] };
+  const dns = await startDnsServer({
+    'example.com': mail,
+    '*.example.com': mail,
+    'example.org': mail,
+    'example.net': mail,
+    'mx.example.net': { A: ['192.0.2.25'] },
+  });
+  project.provide('dnsServer', dns.address);
   project.provide('pgServerUrl', postgres.serverUrl);
   project.provide('templateDatabase', templateDatabase);
   project.provide('testRunId', runId);
@@ -87,6 +99,7 @@ export default async function setup(project: TestProject) {
   project.provide('temporalBin', temporalBin);
 
   return async () => {
+    await dns.close();
     await temporal.stop();
     await dropDatabase(postgres.serverUrl, templateDatabase).catch(() => {});
     await redis.service?.stop();

@@ -1,1 +1,2 @@
 export { cleanupIdempotencyRecords } from './maintenance.ts';
+export { recheckDomains, verifyDomain } from './domains.ts';

@@ -13,8 +13,9 @@ export const EMAIL_EVENT_TYPES = [
 export type EmailEventType = (typeof EMAIL_EVENT_TYPES)[number];
 
 /**
- * One engagement or delivery fact about one recipient of one email: what GET /metrics
- * aggregates. The send pipeline records them; `broadcastId` ties them to a campaign.
+ * One engagement or delivery fact about one recipient of one email. The send pipeline records
+ * them through recordEmailEvent(s), which also maintains the daily rollup GET /metrics reads
+ * (email_event_counts); `broadcastId` ties them to a campaign.
  */
 export const EmailEventSchema = defineEntity({
   name: 'EmailEvent',

@@ -10,3 +10,4 @@ export * from './broadcast.ts';
 export * from './idempotency-record.ts';
 export * from './event.ts';
 export * from './email-event.ts';
+export * from './email-event-count.ts';

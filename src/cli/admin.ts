@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { createApiKeysService, describeApiKey } from '../modules/auth/api-keys.service.ts';
 import { createAutomationsAdmin, describeAutomation } from '../modules/automations/automations.admin.ts';
 import { createDomainsService, describeDomain, describeSender } from '../modules/domains/domains.service.ts';
+import { createDomainVerificationRunner, describeDomainCheck } from '../modules/domains/domain-verification.starter.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
 import { createTemplatesAdmin, describeShare } from '../modules/templates/templates.admin.ts';
 import type { Organization } from '../../db/entities/index.ts';
@@ -24,7 +25,7 @@ interface Command {
 
 export interface AdminDeps {
   orm: MikroORM;
-  config: Pick<Config, 'encryptionKey'>;
+  config: Pick<Config, 'encryptionKey' | 'temporal'>;
 }
 
 const json = { json: { type: 'boolean' } } as const;
@@ -80,6 +81,7 @@ function services(deps: AdminDeps) {
     orgs: createOrgsService(deps),
     keys: createApiKeysService(deps),
     domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
+    domainVerification: createDomainVerificationRunner(deps),
     automations: createAutomationsAdmin(deps),
     templates: createTemplatesAdmin(deps),
   };
@@ -192,6 +194,34 @@ function commands(svc: () => Services): Record<string, Command> {
       async run(values) {
         const rows = (await svc().domains.listDomains(values.org as string | undefined)).map(describeDomain);
         return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'domain', 'status', 'is_default', 'daily_cap']) };
+      },
+    },
+    'domain verify': {
+      usage: 'domain verify ID [--timeout SECONDS]',
+      options: { ...json, timeout: { type: 'string' } },
+      positionals: 1,
+      async run(values, [id]) {
+        if (!/^[0-9a-fA-F]{24}$/.test(id!)) throw new UsageError('ID must be a 24-character hexadecimal domain id');
+        const timeout = integer(values, 'timeout') ?? 60;
+        if (timeout < 1) throw new UsageError('--timeout must be at least 1');
+        const check = describeDomainCheck(await svc().domainVerification.verify(id!.toLowerCase(), timeout * 1000));
+        const rows = Object.entries(check.records).map(([record, r]) => ({
+          record,
+          required: r.required ? 'yes' : 'no',
+          status: r.status,
+          type: r.type,
+          name: r.name,
+          found: r.found && r.found.length > 60 ? `${r.found.slice(0, 57)}...` : r.found,
+        }));
+        const toPublish = Object.entries(check.records)
+          .filter(([, r]) => r.status !== 'verified')
+          .map(([record, r]) => `  ${record}: ${r.type} ${r.name} ${r.value}`);
+        const text = [
+          `domain ${check.id} (${check.domain}): ${check.previous_status} -> ${check.status}`,
+          table(rows, ['record', 'required', 'status', 'type', 'name', 'found']),
+          ...(toPublish.length > 0 ? ['publish:', ...toPublish] : []),
+        ].join('\n');
+        return { json: check, text };
       },
     },
     'sender add': {

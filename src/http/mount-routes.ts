@@ -27,6 +27,32 @@ function queryObject(querystring: string): Record<string, string> {
   return Object.fromEntries(new URLSearchParams(querystring));
 }
 
+/** Where a NUL character hides in a value (PostgreSQL text cannot store one), or null. */
+function nulPath(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = nulPath(item, path ? `${path}.${i}` : String(i));
+      if (found !== null) return found;
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const found = key.includes('\u0000') ? (path ? `${path}.${key}` : key) : nulPath(item, path ? `${path}.${key}` : key);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
+/** Text with a NUL character is refused up front (400), never left to fail in the database. */
+function refuseNul(value: unknown, location: 'body' | 'query' | 'path'): void {
+  const path = nulPath(value, '');
+  if (path === null) return;
+  throw new AppError('invalid_request', `Invalid ${location}${path ? `.${path}` : ''}: NUL characters are not allowed.`, {
+    fields: [{ path, location, type: 'nul_character', message: 'NUL characters are not allowed' }],
+  });
+}
+
 /**
  * Mounts route definitions on a router. Per request: scope check → idempotency (writes) →
  * valibot parse of path, query and body → handler → success envelope.
@@ -51,9 +77,14 @@ export function mountRoutes(
     router.register(route.path, [route.method], [
       ...middleware,
       async (ctx) => {
+        const rawQuery = queryObject(ctx.querystring);
+        const rawBody = route.body ? jsonBody(ctx) : undefined;
+        refuseNul(ctx.params, 'path');
+        refuseNul(rawQuery, 'query');
+        refuseNul(rawBody, 'body');
         const params = route.params ? await parseInput(route.params, ctx.params, 'path') : undefined;
-        const query = route.query ? await parseInput(route.query, queryObject(ctx.querystring), 'query') : undefined;
-        const body = route.body ? await parseInput(route.body, jsonBody(ctx), 'body') : undefined;
+        const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
+        const body = route.body ? await parseInput(route.body, rawBody, 'body') : undefined;
         const result = await route.handle({
           caller: callerOf(ctx.state),
           params,

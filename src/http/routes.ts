@@ -1,14 +1,38 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../config.ts';
+import { createDnsResolver } from '../dns/resolver.ts';
+import { createAutomationsRoutes } from '../modules/automations/automations.routes.ts';
+import { createAutomationsService } from '../modules/automations/automations.service.ts';
+import { createBroadcastsRoutes } from '../modules/broadcasts/broadcasts.routes.ts';
+import { createBroadcastsService } from '../modules/broadcasts/broadcasts.service.ts';
 import { createContactsRoutes } from '../modules/contacts/contacts.routes.ts';
 import { createContactsService } from '../modules/contacts/contacts.service.ts';
+import { createDomainsRoutes } from '../modules/domains/domains.routes.ts';
+import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createMeRoutes } from '../modules/me/me.routes.ts';
+import { createMetricsRoutes } from '../modules/metrics/metrics.routes.ts';
+import { createMetricsService } from '../modules/metrics/metrics.service.ts';
+import { createSegmentsRoutes } from '../modules/segments/segments.routes.ts';
+import { createSegmentsService } from '../modules/segments/segments.service.ts';
+import { createTemplatesRoutes } from '../modules/templates/templates.routes.ts';
+import { createTemplatesService } from '../modules/templates/templates.service.ts';
 import type { CursorCodec } from './cursor.ts';
 import type { AnyRoute } from './route.ts';
 
 /** Every operation of the public API, built from the process's shared dependencies. */
-export function createRoutes(deps: { orm: MikroORM; cursors: CursorCodec }): AnyRoute[] {
+export function createRoutes(deps: { orm: MikroORM; cursors: CursorCodec; config: Config }): AnyRoute[] {
+  const dns = createDnsResolver(deps.config);
   return [
     ...createMeRoutes(),
-    ...createContactsRoutes({ contacts: createContactsService(deps), cursors: deps.cursors }),
+    ...createDomainsRoutes({
+      domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
+      settings: deps.config,
+    }),
+    ...createContactsRoutes({ contacts: createContactsService({ orm: deps.orm, dns }), cursors: deps.cursors }),
+    ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createTemplatesRoutes({ templates: createTemplatesService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createMetricsRoutes({ metrics: createMetricsService({ orm: deps.orm }) }),
   ];
 }

@@ -1,4 +1,4 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
 import type { Config } from '../config.ts';
 import type * as workflows from '../../workflows/index.ts';
 import { PLATFORM_ORG_ID, workflowSearchAttributes } from './search-attributes.ts';
@@ -7,16 +7,52 @@ export function cleanupScheduleId(config: Pick<Config, 'temporal'>): string {
   return `${config.temporal.schedulePrefix}-cleanup-idempotency`;
 }
 
+export function domainRecheckScheduleId(config: Pick<Config, 'temporal'>): string {
+  return `${config.temporal.schedulePrefix}-recheck-domains`;
+}
+
+/**
+ * The daily DNS re-check of verified and attention domains (00:00 UTC; a missed day is caught
+ * up within 6 h; never two at once).
+ */
+function domainRecheckSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
+  return {
+    scheduleId: domainRecheckScheduleId(config),
+    spec: { intervals: [{ every: '1d' }] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '6h' },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'recheckDomains' satisfies keyof typeof workflows,
+      taskQueue: config.temporal.taskQueues.email,
+      workflowExecutionTimeout: '6 hours',
+      typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
+    },
+    typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
+  };
+}
+
+/** Creates a schedule unless one with its id exists; returns the ids it created. */
+async function createIfMissing(client: Client, options: ScheduleOptions): Promise<string[]> {
+  try {
+    await client.schedule.create(options);
+    return [options.scheduleId];
+  } catch (error) {
+    if (error instanceof ScheduleAlreadyRunning) return [];
+    throw error;
+  }
+}
+
 /**
  * Creates Herald's Temporal Schedules when missing. Runs at every worker start, so a new
  * deployment (or a wiped dev server) gets them without an operator step. The cleanup runs
- * hourly and once at creation; overlapping runs are skipped.
+ * hourly and once at creation, the domain re-check daily; overlapping runs are skipped.
  */
 export async function ensureSchedules(
   client: Client,
   config: Pick<Config, 'temporal'>,
 ): Promise<{ created: string[] }> {
   const scheduleId = cleanupScheduleId(config);
+  const created = await createIfMissing(client, domainRecheckSchedule(config));
   try {
     await client.schedule.create({
       scheduleId,
@@ -32,9 +68,9 @@ export async function ensureSchedules(
       },
       typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
     });
-    return { created: [scheduleId] };
+    return { created: [scheduleId, ...created] };
   } catch (error) {
-    if (error instanceof ScheduleAlreadyRunning) return { created: [] };
+    if (error instanceof ScheduleAlreadyRunning) return { created };
     throw error;
   }
 }

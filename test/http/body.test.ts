@@ -108,3 +108,25 @@ describe('request bodies', () => {
     expect(response).toBe(413);
   });
 });
+
+describe('NUL characters', () => {
+  let h: ApiHarness;
+  beforeAll(async () => {
+    h = await startApiHarness();
+  });
+  afterAll(() => h.close());
+
+  it.each([
+    [{ email: 'nul@example.com', first_name: 'A\u0000B' }, 'first_name'],
+    [{ email: 'nul@example.com', tags: ['ok', 'b\u0000d'] }, 'tags.1'],
+    [{ email: 'nul@example.com', custom_fields: { deep: { x: '\u0000' } } }, 'custom_fields.deep.x'],
+  ])('answers 400 naming the field instead of failing in the database: %j', async (body, path) => {
+    const response = await h.request('POST', '/api/v1/contacts', { headers: idem(), body });
+    expectError(response, 400, 'invalid_request');
+    expect(response.body.error?.details).toEqual({ fields: [{ path, location: 'body', type: 'nul_character', message: 'NUL characters are not allowed' }] });
+  });
+
+  it('refuses a NUL in a query parameter', async () => {
+    expectError(await h.request('GET', '/api/v1/contacts?email=a%00b@example.com'), 400, 'invalid_request');
+  });
+});

@@ -29,7 +29,8 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
   // Routes are known only once the api runs; vitest needs the list while collecting.
   const { createRoutes } = await import('../../src/http/routes.ts');
   const { createCursorCodec } = await import('../../src/http/cursor.ts');
-  const declared = createRoutes({ orm: undefined as never, cursors: createCursorCodec(undefined) });
+  const { loadConfig } = await import('../../src/config.ts');
+  const declared = createRoutes({ orm: undefined as never, cursors: createCursorCodec(undefined), config: loadConfig({}) });
 
   beforeAll(async () => {
     h = await startApiHarness();

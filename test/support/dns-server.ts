@@ -29,7 +29,7 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
     const question = query.questions?.[0];
     if (!question) return;
     const name = question.name.toLowerCase();
-    const records = zone.get(name);
+    const records = zone.get(name) ?? wildcard(name);
     const answers: Answer[] = [];
     if (records) {
       const ttl = 60;
@@ -38,7 +38,10 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
       if (question.type === 'MX') {
         for (const mx of records.MX ?? []) answers.push({ type: 'MX', name: question.name, ttl, data: { preference: mx.priority, exchange: mx.exchange } });
       }
-      if (question.type === 'TXT') for (const text of records.TXT ?? []) answers.push({ type: 'TXT', name: question.name, ttl, data: text });
+      // A TXT record is a list of character strings of at most 255 bytes (long values are split, as providers do).
+      if (question.type === 'TXT') {
+        for (const text of records.TXT ?? []) answers.push({ type: 'TXT', name: question.name, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
+      }
       if (question.type === 'CNAME' && records.CNAME) answers.push({ type: 'CNAME', name: question.name, ttl, data: records.CNAME });
     }
     const response = dnsPacket.encode({
@@ -51,6 +54,16 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
     });
     socket.send(response, remote.port, remote.address);
   });
+
+  /** `*.example.com` answers for any name below example.com without its own records. */
+  function wildcard(name: string): ZoneRecords | undefined {
+    const labels = name.split('.');
+    for (let i = 1; i < labels.length; i += 1) {
+      const found = zone.get(`*.${labels.slice(i).join('.')}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
 
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   const { port } = socket.address();

@@ -1,5 +1,9 @@
-import type { MikroORM } from '../../db/orm.ts';
-import { createContactsService } from '../../src/modules/contacts/contacts.service.ts';
+import * as v from 'valibot';
+import { Contact } from '../../db/entities/index.ts';
+import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
+import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
+import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
+import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
 
 /**
@@ -13,15 +17,41 @@ export interface ResourceFixture {
 }
 
 const contact: ResourceFixture = {
-  create: async (orm, orgId) =>
-    (await createContactsService({ orm }).createContact(orgId, { email: `${unique('c')}@example.com`, tags: [], custom_fields: {} })).id,
+  async create(orm, orgId) {
+    const em = scopeToOrg(orm.em, orgId);
+    const row = em.create(Contact, { orgId, email: `${unique('c')}@example.com` });
+    await em.flush();
+    return row.id;
+  },
 };
 
+const automation = (validBody?: Record<string, unknown>): ResourceFixture => ({
+  create: async (orm, orgId) =>
+    (await createAutomationsAdmin({ orm }).createAutomation({ orgId, name: unique('automation'), triggerType: 'contact.created' })).id,
+  ...(validBody ? { validBody } : {}),
+});
+
+const template = (validBody?: Record<string, unknown>): ResourceFixture => ({
+  create: async (orm, orgId) =>
+    (await createTemplatesService({ orm }).createTemplate(orgId, v.parse(CreateTemplateBody, { name: unique('template') }))).id,
+  ...(validBody ? { validBody } : {}),
+});
+
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
+  getAutomation: automation(),
+  updateAutomation: automation({ name: 'Renamed by the route suite' }),
+  deleteAutomation: automation(),
   getContact: contact,
+  updateContact: { ...contact, validBody: { first_name: 'Grace' } },
+  deleteContact: contact,
+  getTemplate: template(),
+  updateTemplate: template({ name: 'Renamed by the route suite' }),
+  deleteTemplate: template(),
 };
 
 /** A body that passes validation for routes without an id (for the write-route checks). */
 export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createContact: () => ({ email: `${unique('suite')}@example.com` }),
+  createSegment: () => ({ name: unique('segment'), tags: ['suite'] }),
+  createTemplate: () => ({ name: unique('template') }),
 };

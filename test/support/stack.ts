@@ -14,6 +14,7 @@ export function sharedServices() {
     temporalAddress: inject('temporalAddress'),
     temporalNamespace: inject('temporalNamespace'),
     temporalBin: inject('temporalBin'),
+    dnsServer: inject('dnsServer'),
   };
 }
 
@@ -62,6 +63,8 @@ export async function createTestStack(overrides: Record<string, string> = {}): P
     SMTP_HOST: '127.0.0.1',
     HERALD_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    DNS_SERVERS: services.dnsServer,
+    DNS_TIMEOUT_MS: '500',
     ...overrides,
   };
   const config = loadConfig(env);

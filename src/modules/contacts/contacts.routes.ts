@@ -1,14 +1,20 @@
 import type { CursorCodec } from '../../http/cursor.ts';
 import { pageRequest, pagination } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
-import { IdParams, PageQuery } from '../../http/schemas.ts';
+import { IdParams } from '../../http/schemas.ts';
 import type { ContactsService } from './contacts.service.ts';
-import { ContactResponse, CreateContactBody } from './contacts.schemas.ts';
+import {
+  ContactResponse,
+  CreateContactBody,
+  DeletedContactResponse,
+  ListContactsQuery,
+  UpdateContactBody,
+} from './contacts.schemas.ts';
 import { serializeContact } from './contacts.serializer.ts';
 
 const LIST = 'contacts';
 
-/** GET/POST /contacts and GET /contacts/{id}. */
+/** GET/POST /contacts and GET/PATCH/DELETE /contacts/{id}. */
 export function createContactsRoutes(deps: { contacts: ContactsService; cursors: CursorCodec }) {
   return [
     defineRoute({
@@ -16,13 +22,14 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       method: 'GET',
       path: '/contacts',
       summary: 'List contacts, newest first',
+      description: 'Optional filters (Herald extensions): `email` (exact, normalised) and `status`.',
       tag: 'Contacts',
       scope: 'contacts:read',
-      query: PageQuery,
+      query: ListContactsQuery,
       response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
       async handle({ caller, query }) {
         const request = pageRequest(deps.cursors, LIST, caller, query);
-        const page = await deps.contacts.listContacts(caller.orgId, request);
+        const page = await deps.contacts.listContacts(caller.orgId, request, { email: query.email, status: query.status });
         return {
           status: 200,
           data: page.items.map(serializeContact),
@@ -56,6 +63,35 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, params }) {
         return { status: 200, data: serializeContact(await deps.contacts.getContact(caller.orgId, params.id)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'updateContact',
+      method: 'PATCH',
+      path: '/contacts/:id',
+      summary: 'Update a contact (any field, including status)',
+      tag: 'Contacts',
+      scope: 'contacts:write',
+      params: IdParams,
+      body: UpdateContactBody,
+      response: { status: 200, description: 'The updated contact', schema: ContactResponse },
+      errors: ['invalid_request', 'not_found', 'conflict', 'unprocessable_entity'],
+      async handle({ caller, params, body }) {
+        return { status: 200, data: serializeContact(await deps.contacts.updateContact(caller.orgId, params.id, body)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'deleteContact',
+      method: 'DELETE',
+      path: '/contacts/:id',
+      summary: 'Delete a contact',
+      tag: 'Contacts',
+      scope: 'contacts:write',
+      params: IdParams,
+      response: { status: 200, description: 'The deleted contact id', schema: DeletedContactResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        return { status: 200, data: await deps.contacts.deleteContact(caller.orgId, params.id) };
       },
     }),
   ];

@@ -1,9 +1,11 @@
 import * as v from 'valibot';
 import { CONTACT_STATUSES } from '../../../db/entities/index.ts';
-import { JsonObject, Timestamp } from '../../http/schemas.ts';
+import { JsonObject, PageQuery, Timestamp } from '../../http/schemas.ts';
 
 const Name = v.pipe(v.string(), v.maxLength(200));
 const Tag = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(100));
+const Tags = v.pipe(v.array(Tag), v.maxLength(100));
+const Status = v.picklist(CONTACT_STATUSES, `must be one of ${CONTACT_STATUSES.join(', ')}`);
 
 export const ContactEmail = v.pipe(
   v.string(),
@@ -17,11 +19,30 @@ export const CreateContactBody = v.strictObject({
   first_name: v.optional(Name),
   last_name: v.optional(Name),
   company: v.optional(Name),
-  tags: v.optional(v.pipe(v.array(Tag), v.maxLength(100)), []),
+  tags: v.optional(Tags, []),
   custom_fields: v.optional(JsonObject, {}),
 });
 
 export type CreateContactInput = v.InferOutput<typeof CreateContactBody>;
+
+export const UpdateContactBody = v.strictObject({
+  email: v.optional(ContactEmail),
+  first_name: v.optional(Name),
+  last_name: v.optional(Name),
+  company: v.optional(Name),
+  tags: v.optional(Tags),
+  custom_fields: v.optional(JsonObject),
+  status: v.optional(Status),
+});
+
+export type UpdateContactInput = v.InferOutput<typeof UpdateContactBody>;
+
+/** Herald's list filters (documented extensions): exact email, status. */
+export const ListContactsQuery = v.object({
+  ...PageQuery.entries,
+  email: v.optional(v.pipe(v.string(), v.trim(), v.maxLength(320))),
+  status: v.optional(Status),
+});
 
 export const ContactResponse = v.object({
   _id: v.string(),
@@ -31,7 +52,9 @@ export const ContactResponse = v.object({
   company: v.string(),
   tags: v.array(v.string()),
   customFields: v.record(v.string(), v.unknown()),
-  status: v.picklist(CONTACT_STATUSES),
+  status: Status,
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
+
+export const DeletedContactResponse = v.object({ _id: v.string(), deleted: v.literal(true) });

@@ -1,22 +1,69 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import { Contact } from '../../../db/entities/index.ts';
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { Contact, type ContactStatus } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
+import type { DnsResolver } from '../../dns/resolver.ts';
 import { AppError } from '../../errors.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { normalizeEmail } from './contacts.fns.ts';
-import type { CreateContactInput } from './contacts.schemas.ts';
+import type { CreateContactInput, UpdateContactInput } from './contacts.schemas.ts';
 import { serializeContact } from './contacts.serializer.ts';
+import { createEmailQuality } from './email-quality.ts';
 
 const notFound = (id: string) => new AppError('not_found', `Contact ${id} does not exist.`);
 
-/** Contacts of one workspace at a time; every query runs through a workspace-scoped EntityManager. */
-export function createContactsService({ orm }: { orm: MikroORM }) {
+/** The event a move into a status emits, besides contact.updated. */
+const STATUS_EVENTS: Partial<Record<ContactStatus, string>> = {
+  unsubscribed: 'contact.unsubscribed',
+  suppressed: 'contact.suppressed',
+  bounced: 'contact.bounced',
+  complained: 'contact.complained',
+};
+
+function duplicate(email: string): AppError {
+  return new AppError('conflict', `A contact with email ${email} already exists.`, { field: 'email' });
+}
+
+/**
+ * Contacts of one workspace at a time; every query runs through a workspace-scoped
+ * EntityManager, and every change writes its events in the same transaction.
+ */
+export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver }) {
+  const { orm } = deps;
+  const quality = createEmailQuality(deps);
+
+  async function assertDeliverable(email: string): Promise<void> {
+    const verdict = await quality.check(email);
+    if (!verdict.ok) {
+      throw new AppError('unprocessable_entity', `The address failed quality validation: ${verdict.message}`, {
+        reason: verdict.reason,
+        field: 'email',
+      });
+    }
+  }
+
+  async function inTransaction<T>(orgId: string, email: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      return await scopeToOrg(orm.em, orgId).transactional(work);
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) throw duplicate(email);
+      throw error;
+    }
+  }
+
   return {
-    /** Newest first, keyset-paginated on (createdAt, id). */
-    async listContacts(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-      return findKeysetPage(scopeToOrg(orm.em, orgId), Contact, {}, {
+    /** Newest first, keyset-paginated on (createdAt, id); optional exact email and status filters. */
+    async listContacts(
+      orgId: string,
+      page: { limit: number; after?: KeysetPosition | undefined },
+      filters: { email?: string | undefined; status?: ContactStatus | undefined } = {},
+    ) {
+      const where = {
+        ...(filters.email ? { email: normalizeEmail(filters.email) } : {}),
+        ...(filters.status ? { status: filters.status } : {}),
+      };
+      return findKeysetPage(scopeToOrg(orm.em, orgId), Contact, where, {
         sortField: 'createdAt',
         direction: 'desc',
         limit: page.limit,
@@ -30,30 +77,76 @@ export function createContactsService({ orm }: { orm: MikroORM }) {
       return contact;
     },
 
-    /** Creates a contact and its contact.created event in one transaction; 409 on a taken email. */
+    /** Creates a contact (422 for an address that fails quality checks, 409 for a taken email). */
     async createContact(orgId: string, input: CreateContactInput): Promise<Contact> {
       const email = normalizeEmail(input.email);
-      try {
-        return await scopeToOrg(orm.em, orgId).transactional(async (em) => {
-          const contact = em.create(Contact, {
-            orgId,
-            email,
-            firstName: input.first_name ?? '',
-            lastName: input.last_name ?? '',
-            company: input.company ?? '',
-            tags: [...new Set(input.tags)],
-            customFields: input.custom_fields,
-          });
-          await em.flush();
-          recordEvent(em, orgId, 'contact.created', { contact: serializeContact(contact) });
-          return contact;
+      await assertDeliverable(email);
+      return inTransaction(orgId, email, async (em) => {
+        const contact = em.create(Contact, {
+          orgId,
+          email,
+          firstName: input.first_name ?? '',
+          lastName: input.last_name ?? '',
+          company: input.company ?? '',
+          tags: [...new Set(input.tags)],
+          customFields: input.custom_fields,
         });
-      } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) {
-          throw new AppError('conflict', `A contact with email ${email} already exists.`, { field: 'email' });
-        }
-        throw error;
-      }
+        await em.flush();
+        recordEvent(em, orgId, 'contact.created', { contact: serializeContact(contact) });
+        return contact;
+      });
+    },
+
+    /**
+     * Applies the given fields. A new email is normalised, quality-checked and must be free
+     * (409); a status move emits contact.<status> (for unsubscribed, suppressed, bounced,
+     * complained) besides contact.updated. A PATCH that changes nothing writes no event.
+     */
+    async updateContact(orgId: string, id: string, input: UpdateContactInput): Promise<Contact> {
+      const email = input.email === undefined ? undefined : normalizeEmail(input.email);
+      const current = await this.getContact(orgId, id);
+      if (email !== undefined && email !== current.email) await assertDeliverable(email);
+      return inTransaction(orgId, email ?? current.email, async (em) => {
+        const contact = await em.findOne(Contact, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!contact) throw notFound(id);
+        const previousStatus: ContactStatus = contact.status;
+        const wanted = {
+          email,
+          firstName: input.first_name,
+          lastName: input.last_name,
+          company: input.company,
+          tags: input.tags && [...new Set(input.tags)],
+          customFields: input.custom_fields,
+          status: input.status,
+        };
+        const changes = Object.fromEntries(
+          Object.entries(wanted).filter(
+            ([key, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(contact[key as keyof typeof wanted]),
+          ),
+        ) as Partial<Contact>;
+        if (Object.keys(changes).length === 0) return contact;
+        em.assign(contact, changes);
+        await em.flush();
+        const changedFields = Object.keys(changes);
+        recordEvent(em, orgId, 'contact.updated', { contact: serializeContact(contact), changed_fields: changedFields });
+        const status: ContactStatus = contact.status;
+        const statusEvent = status !== previousStatus ? STATUS_EVENTS[status] : undefined;
+        if (statusEvent) recordEvent(em, orgId, statusEvent, { contact: serializeContact(contact), previous_status: previousStatus });
+        return contact;
+      });
+    },
+
+    /** Deletes a contact and writes contact.deleted with its last state. */
+    async deleteContact(orgId: string, id: string): Promise<{ _id: string; deleted: true }> {
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const contact = await em.findOne(Contact, { id });
+        if (!contact) throw notFound(id);
+        const last = serializeContact(contact);
+        em.remove(contact);
+        await em.flush();
+        recordEvent(em, orgId, 'contact.deleted', { contact: last });
+        return { _id: id, deleted: true as const };
+      });
     },
   };
 }

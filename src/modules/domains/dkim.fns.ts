@@ -14,8 +14,17 @@ export async function generateDkimKeyPair(): Promise<{
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
-  const body = publicKey.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
-  return { privateKeyPem: privateKey, publicKeyPem: publicKey, dnsValue: `v=DKIM1; k=rsa; p=${body}` };
+  return { privateKeyPem: privateKey, publicKeyPem: publicKey, dnsValue: dkimDnsValue(publicKey) };
+}
+
+/** The base64 body of a PEM public key: the `p=` tag of the DKIM record. */
+export function dkimPublicKeyData(publicKeyPem: string): string {
+  return publicKeyPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
+}
+
+/** The DNS TXT value that publishes a DKIM public key (RFC 6376 key record). */
+export function dkimDnsValue(publicKeyPem: string): string {
+  return `v=DKIM1; k=rsa; p=${dkimPublicKeyData(publicKeyPem)}`;
 }
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Domain, Organization, SenderIdentity, type DOMAIN_SOURCES } from '../../../db/entities/index.ts';
-import { ALL_TENANTS } from '../../../db/orm.ts';
+import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import { encryptSecret } from '../../crypto/secret-box.ts';
 import { AppError } from '../../errors.ts';
 import { generateDkimKeyPair, normalizeDomainName } from './dkim.fns.ts';
@@ -21,7 +21,15 @@ export interface AddSenderInput {
   isDefault?: boolean;
 }
 
-/** Domain and sender administration for operators (`herald admin domain|sender`). */
+export interface DomainWithSenders {
+  domain: Domain;
+  senders: SenderIdentity[];
+}
+
+/**
+ * Domain and sender administration for operators (`herald admin domain|sender`), and the
+ * workspace-scoped read behind GET /domains.
+ */
 export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffer | undefined }) {
   const { orm } = deps;
   return {
@@ -67,6 +75,22 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
           dailyCap: input.dailyCap ?? null,
         });
       });
+    },
+
+    /**
+     * Every domain of one workspace with its sender identities: the default domain first, then
+     * by name; senders default first, then by address. Not paginated (a workspace has few).
+     */
+    async listWorkspaceDomains(orgId: string): Promise<DomainWithSenders[]> {
+      const em = scopeToOrg(orm.em, orgId);
+      const domains = await em.find(Domain, {}, { orderBy: { isDefault: 'desc', domain: 'asc' } });
+      if (domains.length === 0) return [];
+      const senders = await em.find(
+        SenderIdentity,
+        { domainId: { $in: domains.map((d) => d.id) } },
+        { orderBy: { isDefault: 'desc', email: 'asc' } },
+      );
+      return domains.map((domain) => ({ domain, senders: senders.filter((s) => s.domainId === domain.id) }));
     },
 
     async listDomains(orgId?: string) {

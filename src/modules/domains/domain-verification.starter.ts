@@ -1,0 +1,86 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { Domain } from '../../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../../db/orm.ts';
+import type { verifyDomain } from '../../../workflows/index.ts';
+import type { Config } from '../../config.ts';
+import { AppError } from '../../errors.ts';
+import { connectTemporalClient } from '../../temporal/client.ts';
+import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
+import type { DomainCheckOutcome } from './domain-verification.service.ts';
+
+/** Business id of a domain's verification run: one at a time per domain. */
+export function domainVerifyWorkflowId(domainId: string): string {
+  return `domain-verify:${domainId}`;
+}
+
+/**
+ * Starts verifyDomain for a domain (or joins the run already in progress for it) and waits
+ * for its outcome. Gives up waiting after `timeoutMs` with 503 service_unavailable (no worker
+ * polling?); the run itself stays queued and completes once a worker picks it up.
+ */
+export async function runDomainVerification(
+  client: Client,
+  config: Pick<Config, 'temporal'>,
+  target: { orgId: string; domainId: string },
+  timeoutMs: number,
+): Promise<DomainCheckOutcome> {
+  const handle = await client.workflow.start<typeof verifyDomain>('verifyDomain', {
+    workflowId: domainVerifyWorkflowId(target.domainId),
+    taskQueue: config.temporal.taskQueues.email,
+    args: [target],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    workflowExecutionTimeout: '10 minutes',
+    typedSearchAttributes: workflowSearchAttributes(target.orgId, 'domain-verify'),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new AppError(
+          'service_unavailable',
+          `no result within ${Math.round(timeoutMs / 1000)} s: is a worker polling ${config.temporal.taskQueues.email}? ` +
+            `(workflow ${handle.workflowId} stays queued)`,
+        ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([handle.result(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * For operators (`herald admin domain verify ID`): finds the domain in any workspace, runs its
+ * verification through Temporal and returns the outcome.
+ */
+export function createDomainVerificationRunner(deps: { orm: MikroORM; config: Pick<Config, 'temporal'> }) {
+  return {
+    async verify(domainId: string, timeoutMs: number): Promise<DomainCheckOutcome> {
+      const domain = await deps.orm.em.fork().findOne(Domain, { id: domainId }, ALL_TENANTS);
+      if (!domain) throw new AppError('not_found', `domain ${domainId} does not exist`);
+      const temporal = await connectTemporalClient(deps.config);
+      try {
+        return await runDomainVerification(temporal.client, deps.config, { orgId: domain.orgId, domainId: domain.id }, timeoutMs);
+      } finally {
+        await temporal.close();
+      }
+    },
+  };
+}
+
+/** The operator's view of a check (admin --json). */
+export function describeDomainCheck(outcome: DomainCheckOutcome) {
+  return {
+    id: outcome.domainId,
+    org_id: outcome.orgId,
+    domain: outcome.domain,
+    status: outcome.status,
+    previous_status: outcome.previousStatus,
+    verified: outcome.status === 'verified',
+    checked_at: outcome.checkedAt,
+    records: outcome.records,
+  };
+}

@@ -1,0 +1,51 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { scopeToOrg } from '../../../db/orm.ts';
+import { periodWindow, summarizeMetrics, type MetricsPeriod, type MetricsSummary } from './metrics.fns.ts';
+import {
+  broadcastNames,
+  countContacts,
+  countEventsByDay,
+  countEventsByDomain,
+  topBroadcasts,
+  workspaceDomainNames,
+} from './metrics.repo.ts';
+
+/** How many broadcasts topCampaigns lists. */
+export const TOP_CAMPAIGNS = 5;
+
+/**
+ * The metrics summary of one workspace over a period of whole UTC days ending today, computed
+ * from email_event_counts, the daily rollup of email_events (and the contacts' statuses). The
+ * aggregates run side by side on separate pooled connections: each section is exact for the
+ * moment its query ran, and summary and dailyVolume come from one query, so they always agree.
+ */
+export function createMetricsService({ orm, clock = () => new Date() }: { orm: MikroORM; clock?: () => Date }) {
+  return {
+    /** GET /metrics: summary, rates, zero-filled daily volume, top campaigns, contacts, domains. */
+    async getMetrics(orgId: string, period: MetricsPeriod): Promise<MetricsSummary> {
+      const window = periodWindow(period, clock());
+      const em = () => scopeToOrg(orm.em, orgId);
+      const [days, broadcasts, domains, contacts, workspaceDomains] = await Promise.all([
+        countEventsByDay(em(), orgId, window),
+        topBroadcasts(em(), orgId, window, TOP_CAMPAIGNS),
+        countEventsByDomain(em(), orgId, window),
+        countContacts(em(), orgId),
+        workspaceDomainNames(em()),
+      ]);
+      const names = await broadcastNames(em(), broadcasts.top.map((b) => b.broadcastId));
+      return summarizeMetrics({
+        period,
+        window,
+        days,
+        campaigns: broadcasts.campaigns,
+        topCampaigns: broadcasts.top,
+        broadcastNames: names,
+        domains,
+        workspaceDomains,
+        contacts,
+      });
+    },
+  };
+}
+
+export type MetricsService = ReturnType<typeof createMetricsService>;

@@ -1,0 +1,20 @@
+/**
+ * Segment membership rules (the spec names `type` without its values):
+ * - `tag`: every contact of the workspace carrying at least one of the segment's tags;
+ * - `all`: every contact of the workspace.
+ * Membership ignores contact status (delivery skips unsubscribed, bounced, complained and
+ * suppressed contacts at send time), and tags match exactly, case included, as contacts
+ * store them.
+ */
+export const SEGMENT_TYPES = ['tag', 'all'] as const;
+export type SegmentType = (typeof SEGMENT_TYPES)[number];
+
+/** The type a segment gets from its tags: `tag` when it has any, else `all`. */
+export function segmentTypeFor(tags: readonly string[]): SegmentType {
+  return tags.length > 0 ? 'tag' : 'all';
+}
+
+/** Tags as stored: trimmed by validation, duplicates dropped, first occurrence's order kept. */
+export function normalizeSegmentTags(tags: readonly string[]): string[] {
+  return [...new Set(tags)];
+}

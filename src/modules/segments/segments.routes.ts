@@ -1,0 +1,62 @@
+/**
+ * GET /segments and POST /segments. Responses are camelCase (spec). `type` is derived, not
+ * sent: `tag` (contacts carrying at least one of the tags, any status, tags case-sensitive)
+ * or `all` (every contact of the workspace, when no tags are given). `contactCount` is the
+ * live member count at the time of the request.
+ */
+import type { CursorCodec } from '../../http/cursor.ts';
+import { pageRequest, pagination } from '../../http/paging.ts';
+import { defineRoute } from '../../http/route.ts';
+import { PageQuery } from '../../http/schemas.ts';
+import { CreateSegmentBody, SegmentResponse } from './segments.schemas.ts';
+import { serializeSegment } from './segments.serializer.ts';
+import type { SegmentsService } from './segments.service.ts';
+
+const LIST = 'segments';
+
+const MEMBERSHIP_NOTE =
+  '`type` is derived from `tags`: `tag` when tags are given (members: contacts carrying at least one ' +
+  'of the tags, exact case, whatever their status), `all` when none are (every contact of the workspace). ' +
+  '`contactCount` is computed live.';
+
+/** The segment routes, built on the segments service. */
+export function createSegmentsRoutes(deps: { segments: SegmentsService; cursors: CursorCodec }) {
+  return [
+    defineRoute({
+      operationId: 'listSegments',
+      method: 'GET',
+      path: '/segments',
+      summary: 'List segments, newest first, with live member counts',
+      description: MEMBERSHIP_NOTE,
+      tag: 'Segments',
+      scope: 'segments:read',
+      query: PageQuery,
+      response: { status: 200, description: 'A page of segments', schema: SegmentResponse, list: true },
+      async handle({ caller, query }) {
+        const request = pageRequest(deps.cursors, LIST, caller, query);
+        const page = await deps.segments.listSegments(caller.orgId, request);
+        return {
+          status: 200,
+          data: page.items.map((segment) => serializeSegment(segment, page.contactCounts.get(segment.id) ?? 0)),
+          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
+        };
+      },
+    }),
+    defineRoute({
+      operationId: 'createSegment',
+      method: 'POST',
+      path: '/segments',
+      summary: 'Create a segment',
+      description: MEMBERSHIP_NOTE,
+      tag: 'Segments',
+      scope: 'segments:write',
+      body: CreateSegmentBody,
+      response: { status: 201, description: 'The segment', schema: SegmentResponse },
+      errors: ['invalid_request', 'idempotency_conflict'],
+      async handle({ caller, body }) {
+        const { segment, contactCount } = await deps.segments.createSegment(caller.orgId, body);
+        return { status: 201, data: serializeSegment(segment, contactCount) };
+      },
+    }),
+  ];
+}
