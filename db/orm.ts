@@ -31,6 +31,12 @@ import {
   TemplateShareSchema,
   User,
   UserSchema,
+  WebhookAttempt,
+  WebhookAttemptSchema,
+  WebhookDelivery,
+  WebhookDeliverySchema,
+  WebhookEndpoint,
+  WebhookEndpointSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -56,6 +62,9 @@ export const TENANT_ENTITIES = [
   Event,
   EmailEvent,
   EmailEventCount,
+  WebhookEndpoint,
+  WebhookDelivery,
+  WebhookAttempt,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -74,6 +83,9 @@ const ENTITY_SCHEMAS = [
   EventSchema,
   EmailEventSchema,
   EmailEventCountSchema,
+  WebhookEndpointSchema,
+  WebhookDeliverySchema,
+  WebhookAttemptSchema,
 ];
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

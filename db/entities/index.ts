@@ -11,3 +11,4 @@ export * from './idempotency-record.ts';
 export * from './event.ts';
 export * from './email-event.ts';
 export * from './email-event-count.ts';
+export * from './webhook.ts';

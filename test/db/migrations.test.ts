@@ -39,6 +39,9 @@ describe('migrations', () => {
       'template_shares',
       'templates',
       'users',
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhook_endpoints',
     ]);
     // The rollup email_event_counts is keyed by its columns and has no id.
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual(['email_event_counts']);

@@ -1,0 +1,86 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { API_KEY_MODES } from './api-key.ts';
+import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
+
+export const WEBHOOK_DELIVERY_STATUSES = ['queued', 'delivering', 'delivered', 'failed', 'exhausted'] as const;
+export type WebhookDeliveryStatus = (typeof WEBHOOK_DELIVERY_STATUSES)[number];
+
+/**
+ * A subscriber's endpoint. The signing secret is stored sealed with HERALD_ENCRYPTION_KEY
+ * (`enc:v1:`); it is shown once, in the creation response. `keyMode` records which kind of key
+ * registered it (test keys may use http URLs).
+ */
+export const WebhookEndpointSchema = defineEntity({
+  name: 'WebhookEndpoint',
+  tableName: 'webhook_endpoints',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    name: p.string().length(200),
+    url: p.string().length(2048),
+    description: p.string().length(500).default(''),
+    events: p.array().default([]),
+    enabled: p.boolean().default(true),
+    secretEncrypted: p.text(),
+    keyMode: p.enum(API_KEY_MODES),
+    /** Why Herald disabled it (e.g. the receiver answered 410 Gone), with when. */
+    disabledReason: p.string().length(500).nullable(),
+    disabledAt: p.datetime().nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+});
+
+export class WebhookEndpoint extends WebhookEndpointSchema.class {}
+WebhookEndpointSchema.setClass(WebhookEndpoint);
+
+/** One event for one endpoint: the unit a `webhook-delivery:<id>` workflow delivers. */
+export const WebhookDeliverySchema = defineEntity({
+  name: 'WebhookDelivery',
+  tableName: 'webhook_deliveries',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    webhookId: p.string().length(24),
+    eventId: p.string().length(24),
+    eventType: p.string().length(100),
+    status: p.enum(WEBHOOK_DELIVERY_STATUSES).default('queued'),
+    attemptCount: p.integer().default(0),
+    /** Replays so far; attempt series 0 is the original delivery. */
+    replayCount: p.integer().default(0),
+    nextAttemptAt: p.datetime().nullable(),
+    lastResponseStatus: p.integer().nullable(),
+    lastResponseExcerpt: p.string().length(1024).nullable(),
+    lastError: p.string().length(1024).nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  uniques: [{ properties: ['webhookId', 'eventId'] }],
+  indexes: [{ properties: ['orgId', 'createdAt'] }, { properties: ['orgId', 'webhookId', 'status'] }],
+});
+
+export class WebhookDelivery extends WebhookDeliverySchema.class {}
+WebhookDeliverySchema.setClass(WebhookDelivery);
+
+/** One HTTP attempt of a delivery (series = replay number, 0 for the original). */
+export const WebhookAttemptSchema = defineEntity({
+  name: 'WebhookAttempt',
+  tableName: 'webhook_attempts',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    deliveryId: p.string().length(24).index(),
+    series: p.integer().default(0),
+    attemptNumber: p.integer(),
+    startedAt: p.datetime(),
+    statusCode: p.integer().nullable(),
+    latencyMs: p.integer().nullable(),
+    error: p.string().length(1024).nullable(),
+    responseExcerpt: p.string().length(1024).nullable(),
+    createdAt: createdAtColumn(),
+  },
+  uniques: [{ properties: ['deliveryId', 'series', 'attemptNumber'] }],
+});
+
+export class WebhookAttempt extends WebhookAttemptSchema.class {}
+WebhookAttemptSchema.setClass(WebhookAttempt);
