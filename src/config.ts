@@ -7,6 +7,31 @@ import * as v from 'valibot';
 
 const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
 
+const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const MAX_RETRY_STEP_MS = 7 * 86_400_000;
+const MAX_RETRY_ATTEMPTS = 30;
+
+/**
+ * Parses WEBHOOK_RETRY_SCHEDULE (`0s,5s,30s,2m,...`: one entry per attempt, each the delay after
+ * the previous attempt, units ms/s/m/h/d) into milliseconds. The first entry is the first
+ * attempt and must be 0 (deliveries start at once); at most 30 entries, each at most 7 days.
+ * Returns the schedule or the problem found.
+ */
+export function parseRetrySchedule(text: string): number[] | string {
+  const entries = text.split(',').map((entry) => entry.trim());
+  if (entries.length > MAX_RETRY_ATTEMPTS) return `at most ${MAX_RETRY_ATTEMPTS} attempts`;
+  const schedule: number[] = [];
+  for (const entry of entries) {
+    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(entry);
+    if (!match) return `"${entry}" is not a duration like 0s, 500ms, 5s, 2m, 1h or 1d`;
+    const ms = Math.round(Number(match[1]) * DURATION_UNITS_MS[match[2] as keyof typeof DURATION_UNITS_MS]);
+    if (ms > MAX_RETRY_STEP_MS) return `"${entry}" is longer than 7 days`;
+    schedule.push(ms);
+  }
+  if (schedule[0] !== 0) return 'the first entry is the first attempt and must be 0s';
+  return schedule;
+}
+
 const booleanString = v.pipe(
   v.optional(v.picklist(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no', '']), ''),
   v.transform((value) => ['1', 'true', 'on', 'yes'].includes(value)),
@@ -59,7 +84,13 @@ const EnvSchema = v.object({
   ),
   BLOB_DIR: v.optional(v.string(), '.data/blobs'),
   HERALD_ENCRYPTION_KEY: encryptionKey,
-  WEBHOOK_RETRY_SCHEDULE: v.optional(v.string(), DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+  WEBHOOK_RETRY_SCHEDULE: v.pipe(
+    v.optional(v.string(), DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+    v.rawCheck(({ dataset, addIssue }) => {
+      const parsed = dataset.typed ? parseRetrySchedule(dataset.value) : [];
+      if (typeof parsed === 'string') addIssue({ message: parsed });
+    }),
+  ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
   DNS_SERVERS: v.optional(
     v.pipe(
@@ -67,6 +98,13 @@ const EnvSchema = v.object({
       v.regex(/^\s*$|^[0-9a-fA-F.:[\]]+(\s*,\s*[0-9a-fA-F.:[\]]+)*\s*$/, 'must be a comma-separated list of IP[:port]'),
     ),
     '',
+  ),
+  CONTACT_DNS_CHECK: v.optional(
+    v.pipe(
+      v.picklist(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no']),
+      v.transform((value) => ['1', 'true', 'on', 'yes'].includes(value)),
+    ),
+    'true',
   ),
   DNS_TIMEOUT_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/), v.transform(Number), v.minValue(100), v.maxValue(30_000)),
 });
@@ -93,9 +131,14 @@ export interface Config {
   spfInclude: string;
   blobDir: string;
   encryptionKey?: Buffer;
-  webhooks: { retrySchedule: string; allowPrivateTargets: boolean };
+  webhooks: {
+    retrySchedule: string;
+    /** WEBHOOK_RETRY_SCHEDULE in milliseconds: entry i is the delay before attempt i + 1. */
+    retryScheduleMs: number[];
+    allowPrivateTargets: boolean;
+  };
   /** Resolvers for contact-quality and domain checks; empty means the system's resolvers. */
-  dns: { servers: string[]; timeoutMs: number };
+  dns: { servers: string[]; timeoutMs: number; checkContacts: boolean };
 }
 
 export class ConfigError extends Error {
@@ -166,11 +209,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       : {}),
     webhooks: {
       retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
+      retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE) as number[],
       allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     },
     dns: {
       servers: env.DNS_SERVERS.split(',').map((server) => server.trim()).filter(Boolean),
       timeoutMs: env.DNS_TIMEOUT_MS,
+      checkContacts: env.CONTACT_DNS_CHECK,
     },
   };
 }

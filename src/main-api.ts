@@ -11,6 +11,7 @@ import { createAuthenticator } from './modules/auth/authenticator.ts';
 import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
 import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
 import { createRedis } from './redis/client.ts';
+import { lazyTemporalClient } from './temporal/client.ts';
 
 export interface RunningApi {
   server: Server;
@@ -20,12 +21,17 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-/** The api process: Koa over one ORM and one Redis; stateless, so replicas scale behind a load balancer. */
+/**
+ * The api process: Koa over one ORM, one Redis and one Temporal client (it starts workflows,
+ * never waits for them); stateless, so replicas scale behind a load balancer.
+ */
 export async function startApi(config: Config, logger: Logger): Promise<RunningApi> {
   const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
   await orm.connect();
+  // Opens on first use: the API serves while Temporal is starting or briefly away.
+  const temporal = lazyTemporalClient(config);
   const redis = createRedis(config, logger);
-  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config });
+  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger });
   const app = createApp({
     config,
     orm,
@@ -55,6 +61,7 @@ export async function startApi(config: Config, logger: Logger): Promise<RunningA
         server.closeIdleConnections();
       });
       redis.disconnect();
+      await temporal.close();
       await orm.close();
     },
   };

@@ -1,12 +1,14 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { createOrm } from '../db/orm.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
 import type { Logger } from './logger.ts';
+import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
 
@@ -84,8 +86,19 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const schedules = await ensureSchedules(temporal.client, config);
   if (schedules.created.length > 0) logger.info('schedules created', schedules);
   logger.info('worker polling', { taskQueues: queues, namespace: config.temporal.namespace });
+  const running = Promise.all(workers.map((worker) => worker.run()));
+  // Fans committed events out to webhook deliveries and starts their workflows.
+  // Its client shares the workers' connection, so new runs start eagerly on this process.
+  const relay = startOutboxRelay({
+    orm,
+    databaseUrl: config.database.url,
+    temporal: new Client({ connection, namespace: config.temporal.namespace }),
+    config,
+    logger,
+    eagerStart: true,
+  });
 
-  const done = Promise.all(workers.map((worker) => worker.run())).then(async () => {
+  const done = running.finally(() => relay.stop()).then(async () => {
     await temporal.close();
     await connection.close();
     await orm.close();
@@ -93,6 +106,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   return {
     done,
     async shutdown() {
+      await relay.stop();
       for (const worker of workers) {
         if (worker.getState() === 'RUNNING') worker.shutdown();
       }

@@ -56,7 +56,12 @@ export const WebhookDeliverySchema = defineEntity({
     updatedAt: updatedAtColumn(),
   },
   uniques: [{ properties: ['webhookId', 'eventId'] }],
-  indexes: [{ properties: ['orgId', 'createdAt'] }, { properties: ['orgId', 'webhookId', 'status'] }],
+  indexes: [
+    { properties: ['orgId', 'createdAt'] },
+    { properties: ['orgId', 'webhookId', 'status'] },
+    // The relay's reconciler looks for queued rows whose workflow never started.
+    { name: 'webhook_deliveries_queued_index', properties: ['updatedAt'], where: { status: 'queued' } },
+  ],
 });
 
 export class WebhookDelivery extends WebhookDeliverySchema.class {}

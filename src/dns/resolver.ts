@@ -25,7 +25,7 @@ async function lookup<T>(query: () => Promise<T[]>): Promise<DnsLookup<T>> {
  * timeout and one retry, telling "the domain has no such record" apart from "DNS did not
  * answer", so callers can decide what an outage means.
  */
-export function createDnsResolver(config: Pick<Config, 'dns'>) {
+export function createDnsResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs'> }) {
   const resolver = new Resolver({ timeout: config.dns.timeoutMs, tries: 2 });
   if (config.dns.servers.length > 0) resolver.setServers(config.dns.servers);
   return {

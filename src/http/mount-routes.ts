@@ -71,6 +71,7 @@ export function mountRoutes(
           required: route.idempotency !== 'optional',
           publicUrl: deps.publicUrl,
           logger: deps.logger,
+          ...(route.storedResponse ? { storedResponse: route.storedResponse } : {}),
         }),
       );
     }

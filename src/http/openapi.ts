@@ -2,6 +2,7 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import type { GenericSchema } from 'valibot';
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
 import { SCOPE_CATALOG } from '../modules/auth/scopes.ts';
+import { EVENT_CATALOG, eventEnvelopeSchema } from '../modules/events/event-catalog.ts';
 import { API_PREFIX } from './constants.ts';
 import { JSON_SCHEMA_OVERRIDES } from './schemas.ts';
 import { isWrite, type AnyRoute, type Schema } from './route.ts';
@@ -123,6 +124,36 @@ const RATE_LIMIT_META: JsonSchema = {
   },
 };
 
+const DELIVERY_HEADERS: readonly [string, string][] = [
+  ['Herald-Signature', '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` keyed with the whole signing secret; `stripe.webhooks.constructEvent(body, header, secret)` verifies it.'],
+  ['webhook-id', 'Standard Webhooks: the delivery id, the same on every retry and replay.'],
+  ['webhook-timestamp', 'Standard Webhooks: unix seconds of this attempt.'],
+  ['webhook-signature', 'Standard Webhooks: `v1,<base64 signature>` from the same secret.'],
+  ['Herald-Event-Id', 'The event id (also `id` in the body); store it to process each event once.'],
+  ['Herald-Delivery-Id', 'The delivery id (one per event and endpoint).'],
+  ['Herald-Event-Type', 'The event type (also `type` in the body).'],
+];
+
+/** The event catalog as OpenAPI 3.1 `webhooks`: what Herald POSTs to a subscribed endpoint. */
+function webhooks(): Record<string, JsonSchema> {
+  return Object.fromEntries(
+    EVENT_CATALOG.map((event) => [
+      event.type,
+      {
+        post: {
+          summary: event.description.replaceAll('`', ''),
+          description: `${event.description} Category: ${event.category}. The whole catalog: /docs/events.`,
+          parameters: DELIVERY_HEADERS.map(([name, description]) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } })),
+          requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(eventEnvelopeSchema(event), 'output') } } },
+          responses: {
+            '2XX': { description: 'Accepted: answer only after durable processing. Anything else is retried; 410 Gone disables the endpoint.' },
+          },
+        },
+      },
+    ]),
+  );
+}
+
 /** The OpenAPI 3.1 document of every mounted route, generated from the same valibot schemas. */
 export function buildOpenApi(routes: readonly AnyRoute[], options: { publicUrl: string }): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
@@ -137,11 +168,12 @@ export function buildOpenApi(routes: readonly AnyRoute[], options: { publicUrl: 
       version: '1.0.0',
       description:
         'Herald\'s public REST API. Authenticate with `Authorization: Bearer <key>`; every operation needs the scope shown. ' +
-        'Writes take an `Idempotency-Key`. Errors are described at /docs/api/errors.',
+        'Writes take an `Idempotency-Key`. Errors are described at /docs/api/errors; webhook event types at /docs/events.',
     },
     servers: [{ url: options.publicUrl }],
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
     paths,
+    webhooks: webhooks(),
     components: {
       securitySchemes: {
         bearerAuth: {

@@ -22,6 +22,15 @@ export interface RouteResult {
 }
 
 /**
+ * How a response that holds a one-time secret is kept for Idempotency-Key replays: `seal`
+ * runs on the response body before it is stored, `unseal` on a stored body before it is sent.
+ */
+export interface StoredResponse {
+  seal(body: unknown): unknown;
+  unseal(body: unknown): unknown;
+}
+
+/**
  * One operation of the public API: its contract (method, path, scope, schemas, errors) and
  * its handler. The same definition mounts the Koa route, documents it in OpenAPI and enrols
  * it in the shared auth/tenancy test suite, so the three cannot drift apart.
@@ -45,6 +54,8 @@ export interface RouteDefinition<P extends Schema | undefined = Schema | undefin
   errors?: ErrorCode[];
   /** Herald's addition beyond the spec, marked `x-herald-extension` in OpenAPI. */
   extension?: boolean;
+  /** For a response holding a one-time secret: store it sealed for idempotent replays. */
+  storedResponse?: StoredResponse;
   handle(input: RouteInput<Output<P>, Output<Q>, Output<B>>): Promise<RouteResult>;
 }
 

@@ -1,6 +1,8 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config.ts';
 import { createDnsResolver } from '../dns/resolver.ts';
+import type { Logger } from '../logger.ts';
 import { createAutomationsRoutes } from '../modules/automations/automations.routes.ts';
 import { createAutomationsService } from '../modules/automations/automations.service.ts';
 import { createBroadcastsRoutes } from '../modules/broadcasts/broadcasts.routes.ts';
@@ -16,11 +18,20 @@ import { createSegmentsRoutes } from '../modules/segments/segments.routes.ts';
 import { createSegmentsService } from '../modules/segments/segments.service.ts';
 import { createTemplatesRoutes } from '../modules/templates/templates.routes.ts';
 import { createTemplatesService } from '../modules/templates/templates.service.ts';
+import { createDeliveriesService } from '../modules/webhooks/deliveries.service.ts';
+import { createWebhooksRoutes } from '../modules/webhooks/webhooks.routes.ts';
+import { createWebhooksService, sealedSecretResponse } from '../modules/webhooks/webhooks.service.ts';
 import type { CursorCodec } from './cursor.ts';
 import type { AnyRoute } from './route.ts';
 
 /** Every operation of the public API, built from the process's shared dependencies. */
-export function createRoutes(deps: { orm: MikroORM; cursors: CursorCodec; config: Config }): AnyRoute[] {
+export function createRoutes(deps: {
+  orm: MikroORM;
+  cursors: CursorCodec;
+  config: Config;
+  temporal: Client;
+  logger: Logger;
+}): AnyRoute[] {
   const dns = createDnsResolver(deps.config);
   return [
     ...createMeRoutes(),
@@ -28,11 +39,21 @@ export function createRoutes(deps: { orm: MikroORM; cursors: CursorCodec; config
       domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
       settings: deps.config,
     }),
-    ...createContactsRoutes({ contacts: createContactsService({ orm: deps.orm, dns }), cursors: deps.cursors }),
+    ...createContactsRoutes({ contacts: createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts }), cursors: deps.cursors }),
     ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createTemplatesRoutes({ templates: createTemplatesService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createMetricsRoutes({ metrics: createMetricsService({ orm: deps.orm }) }),
+    ...createWebhooksRoutes({
+      webhooks: createWebhooksService({
+        orm: deps.orm,
+        encryptionKey: deps.config.encryptionKey,
+        allowPrivateTargets: deps.config.webhooks.allowPrivateTargets,
+      }),
+      deliveries: createDeliveriesService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
+      cursors: deps.cursors,
+      sealedSecret: sealedSecretResponse(deps.config.encryptionKey),
+    }),
   ];
 }

@@ -17,3 +17,16 @@ export async function connectTemporalClient(
     close: () => connection.close(),
   };
 }
+
+/**
+ * A client whose connection opens on first use: the api process starts (and serves everything
+ * that does not need Temporal) while Temporal is still coming up or briefly unavailable.
+ */
+export function lazyTemporalClient(config: Pick<Config, 'temporal'>): TemporalClientHandle {
+  const connection = Connection.lazy({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  return {
+    client,
+    close: () => connection.close(),
+  };
+}

@@ -157,3 +157,17 @@ describe('contacts: update, delete, quality validation, events, filters', () => 
     });
   });
 });
+
+describe('CONTACT_DNS_CHECK=false', () => {
+  it('skips the mail-server check but still refuses disposable domains', async () => {
+    const own = await startApiHarness({ CONTACT_DNS_CHECK: 'false' });
+    try {
+      const created = await own.request('POST', '/api/v1/contacts', { headers: idem(), body: { email: 'x@nomail.example.org' } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const disposable = await own.request('POST', '/api/v1/contacts', { headers: idem(), body: { email: 'x@mailinator.com' } });
+      expectError(disposable, 422, 'unprocessable_entity');
+    } finally {
+      await own.close();
+    }
+  });
+});

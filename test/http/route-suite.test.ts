@@ -30,7 +30,13 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
   const { createRoutes } = await import('../../src/http/routes.ts');
   const { createCursorCodec } = await import('../../src/http/cursor.ts');
   const { loadConfig } = await import('../../src/config.ts');
-  const declared = createRoutes({ orm: undefined as never, cursors: createCursorCodec(undefined), config: loadConfig({}) });
+  const declared = createRoutes({
+    orm: undefined as never,
+    cursors: createCursorCodec(undefined),
+    config: loadConfig({}),
+    temporal: undefined as never,
+    logger: undefined as never,
+  });
 
   beforeAll(async () => {
     h = await startApiHarness();

@@ -5,6 +5,7 @@ import { createAutomationsAdmin } from '../../src/modules/automations/automation
 import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
+import { insertDelivery } from './webhook-rows.ts';
 
 /**
  * For every route with an `:id`: how to create, in a given workspace, the resource the id
@@ -47,6 +48,7 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getTemplate: template(),
   updateTemplate: template({ name: 'Renamed by the route suite' }),
   deleteTemplate: template(),
+  replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
 };
 
 /** A body that passes validation for routes without an id (for the write-route checks). */
@@ -54,4 +56,5 @@ export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createContact: () => ({ email: `${unique('suite')}@example.com` }),
   createSegment: () => ({ name: unique('segment'), tags: ['suite'] }),
   createTemplate: () => ({ name: unique('template') }),
+  createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),
 };

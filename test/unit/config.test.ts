@@ -40,7 +40,15 @@ describe('loadConfig', () => {
     expect(config.http.publicUrl).toBe('https://mail.example.com');
     expect(config.temporal.namespace).toBe('prod');
     expect(config.encryptionKey?.length).toBe(32);
-    expect(config.webhooks).toEqual({ retrySchedule: '0s,1s', allowPrivateTargets: true });
+    expect(config.webhooks).toEqual({ retrySchedule: '0s,1s', retryScheduleMs: [0, 1000], allowPrivateTargets: true });
+  });
+
+  it('parses the webhook retry schedule into milliseconds (default: 13 attempts over about 3 days)', () => {
+    expect(loadConfig({}).webhooks.retryScheduleMs).toEqual([
+      0, 5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 43_200_000, 86_400_000, 86_400_000,
+    ]);
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0s, 200ms,1.5s,2m,1h,7d' }).webhooks.retryScheduleMs).toEqual([0, 200, 1_500, 120_000, 3_600_000, 604_800_000]);
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0ms' }).webhooks.retryScheduleMs).toEqual([0]);
   });
 
   it('refuses to start in production without its secrets', () => {
@@ -75,6 +83,10 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'not a url', 'DATABASE_URL'],
     ['HERALD_ENCRYPTION_KEY', 'c2hvcnQ=', 'HERALD_ENCRYPTION_KEY'],
     ['WEBHOOK_ALLOW_PRIVATE_TARGETS', 'maybe', 'WEBHOOK_ALLOW_PRIVATE_TARGETS'],
+    ['WEBHOOK_RETRY_SCHEDULE', '5s,10s', 'WEBHOOK_RETRY_SCHEDULE'],
+    ['WEBHOOK_RETRY_SCHEDULE', '0s,soon', 'WEBHOOK_RETRY_SCHEDULE'],
+    ['WEBHOOK_RETRY_SCHEDULE', '0s,8d', 'WEBHOOK_RETRY_SCHEDULE'],
+    ['WEBHOOK_RETRY_SCHEDULE', Array(31).fill('0s').join(','), 'WEBHOOK_RETRY_SCHEDULE'],
     ['NODE_ENV', 'staging', 'NODE_ENV'],
   ])('rejects %s=%s with a message naming the variable', (name, value, expected) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`${expected}:`));

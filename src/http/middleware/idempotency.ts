@@ -5,6 +5,7 @@ import type { Logger } from '../../logger.ts';
 import type { IdempotencyStore } from '../../modules/idempotency/idempotency.store.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { errorEnvelope, toAppError } from './error-handler.ts';
+import type { StoredResponse } from '../route.ts';
 import type { HeraldState } from '../state.ts';
 import { callerOf } from '../state.ts';
 
@@ -34,6 +35,8 @@ export function idempotency(options: {
   required: boolean;
   publicUrl: string;
   logger: Logger;
+  /** Seals a stored success response (one-time secrets) and unseals it on replay. */
+  storedResponse?: StoredResponse;
 }): Middleware<HeraldState> {
   return async (ctx, next) => {
     const key = ctx.get(IDEMPOTENCY_HEADER);
@@ -56,7 +59,7 @@ export function idempotency(options: {
     });
     if (begun.kind === 'replay') {
       ctx.status = begun.status;
-      ctx.body = begun.body;
+      ctx.body = options.storedResponse && begun.status < 400 ? options.storedResponse.unseal(begun.body) : begun.body;
       ctx.set('Idempotent-Replayed', 'true');
       return;
     }
@@ -83,7 +86,8 @@ export function idempotency(options: {
     const status = failure?.status ?? ctx.status;
     try {
       if (status >= 500 || status === 429) await options.store.abandon(begun.recordId);
-      else await options.store.complete(begun.recordId, status, failure ? errorEnvelope(ctx.state.requestId, options.publicUrl, failure) : ctx.body);
+      else if (failure) await options.store.complete(begun.recordId, status, errorEnvelope(ctx.state.requestId, options.publicUrl, failure));
+      else await options.store.complete(begun.recordId, status, options.storedResponse ? options.storedResponse.seal(ctx.body) : ctx.body);
     } catch (error) {
       options.logger.error('idempotency record not saved', { requestId: ctx.state.requestId, error });
       await options.store.abandon(begun.recordId).catch(() => {});

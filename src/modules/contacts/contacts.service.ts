@@ -5,6 +5,7 @@ import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import { AppError } from '../../errors.ts';
+import type { EventType } from '../events/event-catalog.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { normalizeEmail } from './contacts.fns.ts';
 import type { CreateContactInput, UpdateContactInput } from './contacts.schemas.ts';
@@ -14,7 +15,7 @@ import { createEmailQuality } from './email-quality.ts';
 const notFound = (id: string) => new AppError('not_found', `Contact ${id} does not exist.`);
 
 /** The event a move into a status emits, besides contact.updated. */
-const STATUS_EVENTS: Partial<Record<ContactStatus, string>> = {
+const STATUS_EVENTS: Partial<Record<ContactStatus, EventType>> = {
   unsubscribed: 'contact.unsubscribed',
   suppressed: 'contact.suppressed',
   bounced: 'contact.bounced',
@@ -29,7 +30,7 @@ function duplicate(email: string): AppError {
  * Contacts of one workspace at a time; every query runs through a workspace-scoped
  * EntityManager, and every change writes its events in the same transaction.
  */
-export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver }) {
+export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; checkMailServer: boolean }) {
   const { orm } = deps;
   const quality = createEmailQuality(deps);
 

@@ -23,15 +23,17 @@ export function isDisposableDomain(domain: string): boolean {
  * Address quality for contacts: refuses disposable domains (DISPOSABLE_DOMAIN) and domains that
  * cannot receive mail (NO_MAIL_SERVER: no MX and no A/AAAA, or a null MX). When DNS does not
  * answer, the address is accepted: a resolver outage must not block sign-ups, and delivery
- * will surface a truly dead domain as a bounce.
+ * will surface a truly dead domain as a bounce. CONTACT_DNS_CHECK=false turns the DNS part off
+ * (air-gapped installs; the dev stack does it when the machine's DNS is offline).
  */
-export function createEmailQuality(deps: { dns: DnsResolver }) {
+export function createEmailQuality(deps: { dns: DnsResolver; checkMailServer: boolean }) {
   return {
     async check(email: string): Promise<QualityVerdict> {
       const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
       if (isDisposableDomain(domain)) {
         return { ok: false, reason: 'DISPOSABLE_DOMAIN', message: `${domain} is a disposable email domain.` };
       }
+      if (!deps.checkMailServer) return { ok: true, dns: 'unavailable' };
       const mail = await deps.dns.mailServer(domain);
       if (mail === 'no') {
         return { ok: false, reason: 'NO_MAIL_SERVER', message: `${domain} has no mail server (no MX, A or AAAA record).` };

@@ -5,6 +5,7 @@ import Router from '@koa/router';
 import { AppError, ERROR_CODES, ERROR_STATUS, isErrorCode } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
 import { ERROR_DOCS } from './error-catalog.ts';
+import { eventsPageBody } from './events-page.ts';
 
 const escape = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -30,6 +31,7 @@ const REFERENCE_PAGE = `<!doctype html>
 <title>Herald API reference</title><link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 <style>.herald-intro{font:15px/1.5 system-ui,sans-serif;max-width:1460px;margin:1rem auto 0;padding:0 20px}</style></head>
 <body><div class="herald-intro">Errors: <a href="/docs/api/errors">every error code, what it means and what to do</a> ·
+Webhooks: <a href="/docs/events">every event type and its data</a> ·
 OpenAPI document: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a></div>
 <div id="reference"></div><script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script>window.ui = SwaggerUIBundle({ url: '/api/v1/openapi.json', dom_id: '#reference', deepLinking: true });</script>
@@ -37,7 +39,8 @@ OpenAPI document: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a></div>
 
 /**
  * Human-readable API docs: the reference at /docs (Swagger UI, served from this server, no
- * CDN, rendering /api/v1/openapi.json) and one page per error code (the errors' docs_url).
+ * CDN, rendering /api/v1/openapi.json), one page per error code (the errors' docs_url) and the
+ * webhook event catalog at /docs/events.
  */
 export function createDocsRouter(): Router<HeraldState> {
   const router = new Router<HeraldState>();
@@ -54,6 +57,12 @@ export function createDocsRouter(): Router<HeraldState> {
     ctx.type = type;
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.body = createReadStream(join(SWAGGER_UI_DIR, file));
+  });
+
+  const eventsPage = page('Webhook events', eventsPageBody());
+  router.get('/docs/events', (ctx) => {
+    ctx.type = 'html';
+    ctx.body = eventsPage;
   });
 
   router.get('/docs/api/errors', (ctx) => {

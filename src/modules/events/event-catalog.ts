@@ -1,0 +1,199 @@
+import * as v from 'valibot';
+import { Timestamp } from '../../http/schemas.ts';
+import { BroadcastResponse } from '../broadcasts/broadcasts.schemas.ts';
+import { ContactResponse } from '../contacts/contacts.schemas.ts';
+import { DomainOptionResponse } from '../domains/domains.schemas.ts';
+
+/**
+ * Herald's event catalog: every event type a webhook endpoint can subscribe to, what it means
+ * and the shape of its `data`. Events are delivered in the envelope
+ * `{id, object: "event", type, created_at, api_version: "1.0.0", data}`. `recordEvent` only
+ * accepts these types (checked by tsc), the docs page /docs/events and the OpenAPI `webhooks`
+ * section are generated from this list, and webhook registration validates against it.
+ */
+
+export const EVENT_TYPES = [
+  'contact.created',
+  'contact.updated',
+  'contact.deleted',
+  'contact.unsubscribed',
+  'contact.suppressed',
+  'contact.bounced',
+  'contact.complained',
+  'broadcast.created',
+  'domain.verified',
+  'domain.attention',
+  'email.sent',
+  'email.delivered',
+  'email.deferred',
+  'email.bounced',
+  'email.complained',
+  'email.failed',
+  'email.received',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Subscribing to `*` means every event type, including types added later. */
+export const ALL_EVENTS = '*';
+
+export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email'] as const;
+export type EventCategory = (typeof EVENT_CATEGORIES)[number];
+
+export interface EventDefinition {
+  type: EventType;
+  category: EventCategory;
+  /** One line: when it is emitted. */
+  description: string;
+  /** The shape of the event's `data` (extra fields may be added without a new api_version). */
+  data: v.GenericSchema;
+}
+
+const ContactData = v.object({ contact: ContactResponse });
+const ContactStatusData = v.object({
+  contact: ContactResponse,
+  previous_status: v.picklist(['active', 'unsubscribed', 'bounced', 'complained', 'suppressed']),
+});
+const DomainData = v.object({
+  domain: DomainOptionResponse,
+  previous_status: v.string(),
+});
+
+/** What every email.* delivery event carries: which email, which recipient, when. */
+const emailData = <T extends v.ObjectEntries>(extra: T) =>
+  v.object({
+    email_id: v.string(),
+    message_id: v.nullable(v.string()),
+    broadcast_id: v.nullable(v.string()),
+    from: v.string(),
+    recipient: v.string(),
+    subject: v.string(),
+    occurred_at: Timestamp,
+    ...extra,
+  });
+
+const Address = v.object({ email: v.string(), name: v.string() });
+
+const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
+  'contact.created': {
+    category: 'contact',
+    description: 'A contact was created (API or import).',
+    data: ContactData,
+  },
+  'contact.updated': {
+    category: 'contact',
+    description: 'A contact changed; `changed_fields` lists the changed fields as named in `contact`.',
+    data: v.object({ contact: ContactResponse, changed_fields: v.array(v.string()) }),
+  },
+  'contact.deleted': {
+    category: 'contact',
+    description: 'A contact was deleted; `contact` is its last state.',
+    data: ContactData,
+  },
+  'contact.unsubscribed': {
+    category: 'compliance',
+    description: 'A contact moved to status unsubscribed.',
+    data: ContactStatusData,
+  },
+  'contact.suppressed': {
+    category: 'compliance',
+    description: 'A contact moved to status suppressed: Herald will not send to it.',
+    data: ContactStatusData,
+  },
+  'contact.bounced': {
+    category: 'compliance',
+    description: 'A contact moved to status bounced (a hard bounce, or set over the API).',
+    data: ContactStatusData,
+  },
+  'contact.complained': {
+    category: 'compliance',
+    description: 'A contact moved to status complained (a spam complaint, or set over the API).',
+    data: ContactStatusData,
+  },
+  'broadcast.created': {
+    category: 'broadcast',
+    description: 'A broadcast draft was created.',
+    data: v.object({ broadcast: BroadcastResponse }),
+  },
+  'domain.verified': {
+    category: 'domain',
+    description: 'A sending domain passed DNS verification (SPF, DKIM and return path found).',
+    data: DomainData,
+  },
+  'domain.attention': {
+    category: 'domain',
+    description: 'A verified sending domain lost a required DNS record; sending from it is refused until fixed.',
+    data: DomainData,
+  },
+  'email.sent': {
+    category: 'email',
+    description: 'The relay accepted the message for one recipient.',
+    data: emailData({}),
+  },
+  'email.delivered': {
+    category: 'email',
+    description: "The recipient's mail server accepted the message.",
+    data: emailData({ smtp_response: v.nullable(v.string()) }),
+  },
+  'email.deferred': {
+    category: 'email',
+    description: 'Delivery to one recipient failed temporarily (4xx); Herald retries.',
+    data: emailData({ reason: v.string(), next_attempt_at: v.nullable(Timestamp) }),
+  },
+  'email.bounced': {
+    category: 'email',
+    description: 'The message bounced for one recipient: hard (5xx or a DSN) or soft (retries ran out).',
+    data: emailData({ bounce_type: v.picklist(['hard', 'soft']), diagnostic: v.nullable(v.string()) }),
+  },
+  'email.complained': {
+    category: 'email',
+    description: 'The recipient reported the message as spam (feedback loop report).',
+    data: emailData({ feedback_type: v.nullable(v.string()) }),
+  },
+  'email.failed': {
+    category: 'email',
+    description: 'Herald could not hand the message over for one recipient (e.g. suppressed, rejected before sending).',
+    data: emailData({ reason: v.string() }),
+  },
+  'email.received': {
+    category: 'email',
+    description: 'An inbound message arrived in the inbox.',
+    data: v.object({
+      message: v.object({
+        id: v.string(),
+        thread_id: v.string(),
+        direction: v.literal('inbound'),
+        subject: v.string(),
+        from: Address,
+        to: v.array(Address),
+        rfc_message_id: v.nullable(v.string()),
+        attachment_count: v.number(),
+        created_at: Timestamp,
+      }),
+    }),
+  },
+};
+
+/** Every event type with its category, description and data shape, in catalog order. */
+export const EVENT_CATALOG: readonly EventDefinition[] = EVENT_TYPES.map((type) => ({ type, ...definitions[type] }));
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** Whether an endpoint subscribed to `events` receives an event of `type`. */
+export function endpointReceives(events: readonly string[], type: string): boolean {
+  return events.includes(ALL_EVENTS) || events.includes(type);
+}
+
+/** The delivered envelope of one event type (for the OpenAPI `webhooks` section). */
+export function eventEnvelopeSchema(definition: EventDefinition): v.GenericSchema {
+  return v.object({
+    id: v.string(),
+    object: v.literal('event'),
+    type: v.literal(definition.type),
+    created_at: Timestamp,
+    api_version: v.literal('1.0.0'),
+    data: definition.data,
+  });
+}

@@ -1,0 +1,73 @@
+/**
+ * The delivery log's two statements that the ORM's query API does not express well: the
+ * attempts of a whole page of deliveries in one query (window-limited per delivery), and the
+ * replay's atomic check-and-update. Raw SQL is outside the tenant filter, so every clause
+ * names the workspace itself.
+ */
+import { WebhookAttempt } from '../../../db/entities/index.ts';
+import type { EntityManager } from '../../../db/orm.ts';
+
+/** Attempts shown per delivery in the log: the most recent ones, across replay series. */
+export const ATTEMPTS_PER_DELIVERY = 50;
+
+/** Statuses a replay may start from; queued and delivering are still in flight. */
+export const REPLAYABLE_STATUSES = ['delivered', 'failed', 'exhausted'] as const;
+
+const RECENT_ATTEMPTS_SQL = `
+  select * from (
+    select a.*, row_number() over (partition by a.delivery_id order by a.series desc, a.attempt_number desc) as recency
+    from webhook_attempts a
+    where a.org_id = ? and a.delivery_id in (?)
+  ) ranked
+  where ranked.recency <= ?
+  order by ranked.delivery_id, ranked.series, ranked.attempt_number`;
+
+/**
+ * The latest ATTEMPTS_PER_DELIVERY attempts of each of some deliveries of one workspace, in
+ * one query, oldest first per delivery (series, then attempt number).
+ */
+export async function findRecentAttempts(
+  em: EntityManager,
+  orgId: string,
+  deliveryIds: readonly string[],
+): Promise<Map<string, WebhookAttempt[]>> {
+  const byDelivery = new Map<string, WebhookAttempt[]>();
+  if (deliveryIds.length === 0) return byDelivery;
+  const rows = await em.execute<Record<string, unknown>[]>(RECENT_ATTEMPTS_SQL, [orgId, [...deliveryIds], ATTEMPTS_PER_DELIVERY]);
+  for (const row of rows) {
+    delete row.recency;
+    const attempt = em.map(WebhookAttempt, row);
+    byDelivery.set(attempt.deliveryId, [...(byDelivery.get(attempt.deliveryId) ?? []), attempt]);
+  }
+  return byDelivery;
+}
+
+const REPLAY_SQL = `
+  with previous as (
+    select id, status from webhook_deliveries where id = ? and org_id = ? for update
+  )
+  update webhook_deliveries d
+     set status = 'queued', replay_count = d.replay_count + 1, next_attempt_at = now(), updated_at = now()
+    from previous
+   where d.id = previous.id
+     and previous.status in (${REPLAYABLE_STATUSES.map((s) => `'${s}'`).join(', ')})
+     and exists (
+       select 1 from webhook_endpoints e where e.id = d.webhook_id and e.org_id = d.org_id and e.enabled
+     )
+  returning d.replay_count as series, previous.status as previous_status`;
+
+/**
+ * Moves a finished delivery back to queued for a new attempt series, in one statement: only
+ * from delivered, failed or exhausted, and only while its endpoint is enabled. Returns the new
+ * series number (= replay_count) and the status it left, or null when nothing was changed.
+ * The row is due now (`next_attempt_at`) and freshly `updated_at`: should the caller fail to
+ * start the series, the relay's reconciler starts it once the row has been queued a minute.
+ */
+export async function markForReplay(
+  em: EntityManager,
+  orgId: string,
+  deliveryId: string,
+): Promise<{ series: number; previousStatus: string } | null> {
+  const [row] = await em.execute<{ series: number; previous_status: string }[]>(REPLAY_SQL, [deliveryId, orgId]);
+  return row ? { series: Number(row.series), previousStatus: row.previous_status } : null;
+}

@@ -1,0 +1,100 @@
+import * as v from 'valibot';
+import { WEBHOOK_DELIVERY_STATUSES } from '../../../db/entities/index.ts';
+import { IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { ALL_EVENTS, EVENT_TYPES } from '../events/event-catalog.ts';
+
+export const WEBHOOK_LIMITS = { name: 200, url: 2048, description: 500, events: 100 } as const;
+
+const Integer = v.pipe(v.number(), v.integer());
+
+/** Structural URL rules; the key-mode (https) and target-address rules are the service's. */
+const WebhookUrl = v.pipe(
+  v.string(),
+  v.minLength(1, 'must not be empty'),
+  v.maxLength(WEBHOOK_LIMITS.url),
+  v.regex(/^[^\s\p{Cc}]+$/u, 'must not contain spaces or control characters'),
+  v.url('must be an absolute http or https URL'),
+  v.check((value) => {
+    const url = URL.parse(value);
+    return url === null || ((url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '');
+  }, 'must be an absolute http or https URL'),
+  v.check((value) => {
+    const url = URL.parse(value);
+    return url === null || (url.username === '' && url.password === '');
+  }, 'must not contain credentials (user:password@)'),
+);
+
+const EventName = v.picklist(
+  [ALL_EVENTS, ...EVENT_TYPES],
+  (issue) => `unknown event type ${issue.received}; the catalog is at /docs/events`,
+);
+
+export const CreateWebhookBody = v.strictObject({
+  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(WEBHOOK_LIMITS.name)),
+  url: WebhookUrl,
+  events: v.pipe(
+    v.array(EventName),
+    v.minLength(1, 'must list at least one event type'),
+    v.maxLength(WEBHOOK_LIMITS.events),
+  ),
+  description: v.optional(v.pipe(v.string(), v.maxLength(WEBHOOK_LIMITS.description)), ''),
+  enabled: v.optional(v.boolean(), true),
+});
+
+export type CreateWebhookInput = v.InferOutput<typeof CreateWebhookBody>;
+
+const DeliveryStatus = v.picklist(
+  WEBHOOK_DELIVERY_STATUSES,
+  `must be one of ${WEBHOOK_DELIVERY_STATUSES.join(', ')}`,
+);
+
+export const ListDeliveriesQuery = v.object({
+  ...PageQuery.entries,
+  webhook_id: v.optional(IdSchema),
+  status: v.optional(DeliveryStatus),
+});
+
+/** The webhook endpoint record (snake_case, like the creation request). */
+export const WebhookResponse = v.object({
+  id: v.string(),
+  name: v.string(),
+  url: v.string(),
+  description: v.string(),
+  events: v.array(v.string()),
+  enabled: v.boolean(),
+  disabled_reason: v.nullable(v.string()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+/** The creation response: the record plus its signing secret, shown this once. */
+export const CreatedWebhookResponse = v.object({
+  ...WebhookResponse.entries,
+  secret: v.pipe(v.string(), v.startsWith('whsec_')),
+});
+
+export const WebhookAttemptResponse = v.object({
+  series: Integer,
+  attempt: Integer,
+  started_at: Timestamp,
+  status_code: v.nullable(Integer),
+  latency_ms: v.nullable(Integer),
+  error: v.nullable(v.string()),
+});
+
+export const WebhookDeliveryResponse = v.object({
+  id: v.string(),
+  webhook_id: v.string(),
+  event_id: v.string(),
+  event_type: v.string(),
+  status: DeliveryStatus,
+  attempt_count: Integer,
+  next_attempt_at: v.nullable(Timestamp),
+  last_response_status: v.nullable(Integer),
+  last_response_excerpt: v.nullable(v.string()),
+  last_error: v.nullable(v.string()),
+  replay_count: Integer,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  attempts: v.array(WebhookAttemptResponse),
+});

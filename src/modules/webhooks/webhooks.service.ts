@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { type ApiKeyMode, WebhookEndpoint } from '../../../db/entities/index.ts';
+import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import { decryptSecret, encryptSecret } from '../../crypto/secret-box.ts';
+import { AppError } from '../../errors.ts';
+import type { StoredResponse } from '../../http/route.ts';
+import { ALL_EVENTS } from '../events/event-catalog.ts';
+import { forbiddenRangeOf } from './address-policy.ts';
+import type { CreateWebhookInput } from './webhooks.schemas.ts';
+
+/** `whsec_` + base64 of 32 random bytes: the whole string is the HMAC key (ARCHITECTURE §6). */
+export function generateSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+function urlProblem(type: string, message: string, reason: string): AppError {
+  return new AppError('invalid_request', `Invalid body.url: ${message}.`, {
+    reason,
+    fields: [{ path: 'url', location: 'body', type, message }],
+  });
+}
+
+/**
+ * Registration-time URL rules beyond the schema's: a live key registers only https URLs, and
+ * unless private targets are allowed, a host that is obviously internal (an IP literal in a
+ * forbidden range, `localhost`) is refused now rather than at every delivery. Names that
+ * resolve to internal addresses are caught at connect time by the delivery engine.
+ */
+export function checkWebhookUrl(url: string, keyMode: ApiKeyMode, allowPrivateTargets: boolean): void {
+  const parsed = new URL(url);
+  if (keyMode === 'live' && parsed.protocol !== 'https:') {
+    throw urlProblem('https_required', 'a live key may register only https URLs (test keys may use http)', 'HTTPS_REQUIRED');
+  }
+  if (allowPrivateTargets) return;
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const range = isIP(host) ? forbiddenRangeOf(host) : host === 'localhost' || host.endsWith('.localhost') ? 'loopback' : null;
+  if (range !== null) {
+    throw urlProblem('forbidden_target', `the host is a ${range} address, which webhooks may not reach`, 'FORBIDDEN_TARGET');
+  }
+}
+
+/** The subscription as stored: duplicates dropped, and `*` alone when it is listed at all. */
+export function normalizeEvents(events: readonly string[]): string[] {
+  return events.includes(ALL_EVENTS) ? [ALL_EVENTS] : [...new Set(events)];
+}
+
+type Envelope = { data?: { secret?: unknown } };
+
+function withSecret(body: unknown, transform: (secret: string) => string): unknown {
+  const envelope = body as Envelope;
+  const secret = envelope?.data?.secret;
+  if (typeof secret !== 'string') return body;
+  return { ...envelope, data: { ...envelope.data, secret: transform(secret) } };
+}
+
+/**
+ * The creation response as kept for Idempotency-Key replays: its secret sealed like the
+ * stored one (never plaintext at rest), unsealed only to answer a replay of the same request.
+ */
+export function sealedSecretResponse(encryptionKey: Buffer | undefined): StoredResponse {
+  const unavailable = () =>
+    new AppError('service_unavailable', 'The stored response cannot be unsealed with the configured encryption key; retry later.', {
+      reason: 'ENCRYPTION_UNAVAILABLE',
+    });
+  return {
+    seal: (body) =>
+      withSecret(body, (secret) => {
+        if (!encryptionKey) throw unavailable();
+        return encryptSecret(encryptionKey, secret);
+      }),
+    unseal: (body) =>
+      withSecret(body, (sealed) => {
+        if (!encryptionKey) throw unavailable();
+        try {
+          return decryptSecret(encryptionKey, sealed);
+        } catch {
+          throw unavailable();
+        }
+      }),
+  };
+}
+
+/**
+ * Webhook endpoints of one workspace at a time. The signing secret is generated here, stored
+ * only sealed (AES-256-GCM under HERALD_ENCRYPTION_KEY) and handed back once to the creator.
+ */
+export function createWebhooksService(deps: {
+  orm: MikroORM;
+  encryptionKey: Buffer | undefined;
+  allowPrivateTargets: boolean;
+}) {
+  const { orm } = deps;
+
+  return {
+    /**
+     * Registers an endpoint and returns it with its plaintext secret (the only time it leaves
+     * the server). 503 service_unavailable without an encryption key: nothing is written.
+     */
+    async createWebhook(
+      orgId: string,
+      keyMode: ApiKeyMode,
+      input: CreateWebhookInput,
+    ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+      if (!deps.encryptionKey) {
+        throw new AppError(
+          'service_unavailable',
+          'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.',
+          { reason: 'ENCRYPTION_UNAVAILABLE' },
+        );
+      }
+      checkWebhookUrl(input.url, keyMode, deps.allowPrivateTargets);
+      const secret = generateSigningSecret();
+      const em = scopeToOrg(orm.em, orgId);
+      const endpoint = em.create(WebhookEndpoint, {
+        orgId,
+        name: input.name,
+        url: input.url,
+        description: input.description,
+        events: normalizeEvents(input.events),
+        enabled: input.enabled,
+        secretEncrypted: encryptSecret(deps.encryptionKey, secret),
+        keyMode,
+        disabledReason: null,
+        disabledAt: null,
+      });
+      await em.flush();
+      return { endpoint, secret };
+    },
+
+    /** Newest first, keyset-paginated on (createdAt, id). */
+    async listWebhooks(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
+      return findKeysetPage(scopeToOrg(orm.em, orgId), WebhookEndpoint, {}, {
+        sortField: 'createdAt',
+        direction: 'desc',
+        limit: page.limit,
+        after: page.after,
+      });
+    },
+  };
+}
+
+export type WebhooksService = ReturnType<typeof createWebhooksService>;

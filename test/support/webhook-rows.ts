@@ -1,0 +1,81 @@
+import {
+  Event,
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookEndpoint,
+  type WebhookDeliveryStatus,
+} from '../../db/entities/index.ts';
+import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
+import { unique } from './factories.ts';
+
+/**
+ * Webhook rows written directly (as the delivery engine would), for tests of the API side:
+ * an endpoint, an event with a delivery to it in a given status, and its attempts.
+ */
+export async function insertEndpoint(
+  orm: MikroORM,
+  orgId: string,
+  overrides: Partial<Pick<WebhookEndpoint, 'enabled' | 'events' | 'url' | 'disabledReason'>> = {},
+): Promise<WebhookEndpoint> {
+  const em = scopeToOrg(orm.em, orgId);
+  const endpoint = em.create(WebhookEndpoint, {
+    orgId,
+    name: unique('endpoint'),
+    url: overrides.url ?? 'https://receiver.example.com/hook',
+    description: '',
+    events: overrides.events ?? ['*'],
+    enabled: overrides.enabled ?? true,
+    secretEncrypted: 'enc:v1:not:a:secret',
+    keyMode: 'test',
+    disabledReason: overrides.disabledReason ?? null,
+    disabledAt: null,
+  });
+  await em.flush();
+  return endpoint;
+}
+
+export async function insertDelivery(
+  orm: MikroORM,
+  orgId: string,
+  options: { webhookId?: string; status?: WebhookDeliveryStatus; type?: string; attempts?: number; createdAt?: Date } = {},
+): Promise<WebhookDelivery> {
+  const webhookId = options.webhookId ?? (await insertEndpoint(orm, orgId)).id;
+  const em = scopeToOrg(orm.em, orgId);
+  const type = options.type ?? 'contact.created';
+  const event = em.create(Event, { orgId, type, apiVersion: '1.0.0', data: { contact: { _id: 'x' } } });
+  await em.flush();
+  const status = options.status ?? 'delivered';
+  const attempts = options.attempts ?? (status === 'queued' ? 0 : 1);
+  const finished = status === 'delivered' || status === 'exhausted';
+  const delivery = em.create(WebhookDelivery, {
+    orgId,
+    webhookId,
+    eventId: event.id,
+    eventType: type,
+    status,
+    attemptCount: attempts,
+    replayCount: 0,
+    nextAttemptAt: finished ? null : new Date(Date.now() + 60_000),
+    lastResponseStatus: attempts > 0 ? (status === 'delivered' ? 200 : 500) : null,
+    lastResponseExcerpt: attempts > 0 ? (status === 'delivered' ? 'ok' : 'boom') : null,
+    lastError: attempts > 0 && status !== 'delivered' ? 'http_error: 500' : null,
+    ...(options.createdAt ? { createdAt: options.createdAt, updatedAt: options.createdAt } : {}),
+  });
+  await em.flush();
+  for (let n = 1; n <= attempts; n += 1) {
+    const ok = status === 'delivered' && n === attempts;
+    em.create(WebhookAttempt, {
+      orgId,
+      deliveryId: delivery.id,
+      series: 0,
+      attemptNumber: n,
+      startedAt: new Date(Date.now() - (attempts - n) * 1000),
+      statusCode: ok ? 200 : 500,
+      latencyMs: 10 + n,
+      error: ok ? null : 'http_error: 500',
+      responseExcerpt: ok ? 'ok' : 'boom',
+    });
+  }
+  await em.flush();
+  return delivery;
+}
