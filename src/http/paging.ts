@@ -1,7 +1,12 @@
-import type { KeysetPage, KeysetPosition, SortField } from '../../db/keyset.ts';
+import type { KeysetPage, KeysetPosition } from '../../db/keyset.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { CursorCodec } from './cursor.ts';
-import type { Pagination } from './envelope.ts';
+import type { RouteResult } from './route.ts';
+
+export interface PageRequest {
+  limit: number;
+  after: KeysetPosition | undefined;
+}
 
 /** Turns `?limit&cursor` into a keyset request for one list of the caller's workspace. */
 export function pageRequest(
@@ -9,23 +14,44 @@ export function pageRequest(
   list: string,
   caller: KeyContext,
   query: { limit: number; cursor?: string | undefined },
-): { limit: number; after: KeysetPosition | undefined } {
+): PageRequest {
   return { limit: query.limit, after: query.cursor ? codec.decode(list, caller.orgId, query.cursor) : undefined };
 }
 
-/** `meta.pagination` for a page: `next_cursor` points after its last row. */
-export function pagination<T extends { id: string } & Record<SortField, Date>>(
-  codec: CursorCodec,
-  list: string,
-  caller: KeyContext,
-  page: KeysetPage<T>,
-  limit: number,
-  sortField: SortField,
-): Pagination {
+/** Where a row sits in a (createdAt, id) keyset: the default for every list. */
+function createdAtPosition(item: unknown): KeysetPosition {
+  const row = item as { id: string; createdAt: Date };
+  return { sortValue: row.createdAt, id: row.id };
+}
+
+/**
+ * The whole of a list route: decodes `?limit&cursor` for the list, loads one keyset page,
+ * serializes its items, and answers `meta.pagination` with a `next_cursor` after the last item.
+ */
+export async function listResult<T, E extends object = object>(
+  options: {
+    cursors: CursorCodec;
+    list: string;
+    caller: KeyContext;
+    query: { limit: number; cursor?: string | undefined };
+    /** Keyset position of an item, when items are not rows sorted on (createdAt, id). */
+    position?: (item: T) => KeysetPosition;
+  },
+  load: (request: PageRequest) => Promise<KeysetPage<T> & E>,
+  serialize: (item: T, page: KeysetPage<T> & E) => unknown,
+): Promise<RouteResult> {
+  const request = pageRequest(options.cursors, options.list, options.caller, options.query);
+  const page = await load(request);
   const last = page.items.at(-1);
+  const position = options.position ?? createdAtPosition;
   return {
-    limit,
-    has_more: page.hasMore,
-    next_cursor: page.hasMore && last ? codec.encode(list, caller.orgId, { sortValue: last[sortField], id: last.id }) : null,
+    status: 200,
+    data: page.items.map((item) => serialize(item, page)),
+    pagination: {
+      limit: request.limit,
+      has_more: page.hasMore,
+      next_cursor:
+        page.hasMore && last !== undefined ? options.cursors.encode(options.list, options.caller.orgId, position(last)) : null,
+    },
   };
 }

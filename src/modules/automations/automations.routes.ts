@@ -5,7 +5,7 @@
  * `{_id, deleted: true, archived: true}`, also for an automation already archived.
  */
 import type { CursorCodec } from '../../http/cursor.ts';
-import { pageRequest, pagination } from '../../http/paging.ts';
+import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import { ArchiveAutomationResult, AutomationResponse, UpdateAutomationBody } from './automations.schemas.ts';
@@ -31,15 +31,12 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       scope: 'automations:read',
       query: PageQuery,
       response: { status: 200, description: 'A page of automations', schema: AutomationResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, LIST, caller, query);
-        const page = await deps.automations.listAutomations(caller.orgId, request);
-        return {
-          status: 200,
-          data: page.items.map(serializeAutomation),
-          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
-        };
-      },
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: LIST, caller, query },
+          (page) => deps.automations.listAutomations(caller.orgId, page),
+          serializeAutomation,
+        ),
     }),
     defineRoute({
       operationId: 'getAutomation',

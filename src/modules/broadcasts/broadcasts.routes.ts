@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../../http/cursor.ts';
-import { pageRequest, pagination } from '../../http/paging.ts';
+import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { PageQuery } from '../../http/schemas.ts';
 import type { BroadcastsService } from './broadcasts.service.ts';
@@ -24,15 +24,12 @@ export function createBroadcastsRoutes(deps: { broadcasts: BroadcastsService; cu
       scope: 'outbox.broadcasts:read',
       query: PageQuery,
       response: { status: 200, description: 'A page of broadcasts', schema: BroadcastResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, LIST, caller, query);
-        const page = await deps.broadcasts.listBroadcasts(caller.orgId, request);
-        return {
-          status: 200,
-          data: page.items.map(serializeBroadcast),
-          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
-        };
-      },
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: LIST, caller, query },
+          (page) => deps.broadcasts.listBroadcasts(caller.orgId, page),
+          serializeBroadcast,
+        ),
     }),
     defineRoute({
       operationId: 'createBroadcast',

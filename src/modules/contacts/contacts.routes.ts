@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../../http/cursor.ts';
-import { pageRequest, pagination } from '../../http/paging.ts';
+import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import type { ContactsService } from './contacts.service.ts';
@@ -27,15 +27,12 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       scope: 'contacts:read',
       query: ListContactsQuery,
       response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, LIST, caller, query);
-        const page = await deps.contacts.listContacts(caller.orgId, request, { email: query.email, status: query.status });
-        return {
-          status: 200,
-          data: page.items.map(serializeContact),
-          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
-        };
-      },
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: LIST, caller, query },
+          (page) => deps.contacts.listContacts(caller.orgId, page, { email: query.email, status: query.status }),
+          serializeContact,
+        ),
     }),
     defineRoute({
       operationId: 'createContact',

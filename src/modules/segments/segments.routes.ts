@@ -5,7 +5,7 @@
  * live member count at the time of the request.
  */
 import type { CursorCodec } from '../../http/cursor.ts';
-import { pageRequest, pagination } from '../../http/paging.ts';
+import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { PageQuery } from '../../http/schemas.ts';
 import { CreateSegmentBody, SegmentResponse } from './segments.schemas.ts';
@@ -32,15 +32,12 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; cursors:
       scope: 'segments:read',
       query: PageQuery,
       response: { status: 200, description: 'A page of segments', schema: SegmentResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, LIST, caller, query);
-        const page = await deps.segments.listSegments(caller.orgId, request);
-        return {
-          status: 200,
-          data: page.items.map((segment) => serializeSegment(segment, page.contactCounts.get(segment.id) ?? 0)),
-          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
-        };
-      },
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: LIST, caller, query },
+          (page) => deps.segments.listSegments(caller.orgId, page),
+          (segment, page) => serializeSegment(segment, page.contactCounts.get(segment.id) ?? 0),
+        ),
     }),
     defineRoute({
       operationId: 'createSegment',

@@ -5,7 +5,7 @@
  * the delete envelope tells by `hidden: true`.
  */
 import type { CursorCodec } from '../../http/cursor.ts';
-import { pageRequest, pagination } from '../../http/paging.ts';
+import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import type { TemplatesService } from './templates.service.ts';
@@ -27,15 +27,12 @@ export function createTemplatesRoutes(deps: { templates: TemplatesService; curso
       scope: 'templates:read',
       query: PageQuery,
       response: { status: 200, description: 'A page of templates', schema: TemplateResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, LIST, caller, query);
-        const page = await deps.templates.listTemplates(caller.orgId, request);
-        return {
-          status: 200,
-          data: page.items.map(serializeTemplate),
-          pagination: pagination(deps.cursors, LIST, caller, page, request.limit, 'createdAt'),
-        };
-      },
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: LIST, caller, query },
+          (page) => deps.templates.listTemplates(caller.orgId, page),
+          serializeTemplate,
+        ),
     }),
     defineRoute({
       operationId: 'createTemplate',

@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../../http/cursor.ts';
-import { pageRequest, pagination } from '../../http/paging.ts';
+import { listResult, type PageRequest } from '../../http/paging.ts';
 import { defineRoute, type StoredResponse } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import type { DeliveriesService } from './deliveries.service.ts';
@@ -39,15 +39,12 @@ export function createWebhooksRoutes(deps: {
       scope: 'webhooks:read',
       query: PageQuery,
       response: { status: 200, description: 'A page of webhook endpoints', schema: WebhookResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, WEBHOOKS_LIST, caller, query);
-        const page = await deps.webhooks.listWebhooks(caller.orgId, request);
-        return {
-          status: 200,
-          data: page.items.map(serializeWebhook),
-          pagination: pagination(deps.cursors, WEBHOOKS_LIST, caller, page, request.limit, 'createdAt'),
-        };
-      },
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: WEBHOOKS_LIST, caller, query },
+          (page) => deps.webhooks.listWebhooks(caller.orgId, page),
+          serializeWebhook,
+        ),
     }),
     defineRoute({
       operationId: 'createWebhook',
@@ -81,26 +78,18 @@ export function createWebhooksRoutes(deps: {
       scope: 'webhooks:read',
       query: ListDeliveriesQuery,
       response: { status: 200, description: 'A page of deliveries', schema: WebhookDeliveryResponse, list: true },
-      async handle({ caller, query }) {
-        const request = pageRequest(deps.cursors, DELIVERIES_LIST, caller, query);
-        const page = await deps.deliveries.listDeliveries(caller.orgId, request, {
-          webhookId: query.webhook_id,
-          status: query.status,
-        });
-        const deliveries = page.items.map((item) => item.delivery);
-        return {
-          status: 200,
-          data: page.items.map((item) => serializeDelivery(item.delivery, item.attempts)),
-          pagination: pagination(
-            deps.cursors,
-            DELIVERIES_LIST,
+      handle: ({ caller, query }) =>
+        listResult(
+          {
+            cursors: deps.cursors,
+            list: DELIVERIES_LIST,
             caller,
-            { items: deliveries, hasMore: page.hasMore },
-            request.limit,
-            'createdAt',
-          ),
-        };
-      },
+            query,
+            position: ({ delivery }) => ({ sortValue: delivery.createdAt, id: delivery.id }),
+          },
+          (page: PageRequest) => deps.deliveries.listDeliveries(caller.orgId, page, { webhookId: query.webhook_id, status: query.status }),
+          (item) => serializeDelivery(item.delivery, item.attempts),
+        ),
     }),
     defineRoute({
       operationId: 'replayWebhookDelivery',
