@@ -6,8 +6,8 @@ import { createLogger } from '../../src/logger.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { cleanupScheduleId, ensureSchedules } from '../../src/temporal/schedules.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
-import { MAIN_ENTRY } from '../../src/dev/paths.ts';
-import { spawnService, waitFor, type Service } from '../../src/dev/processes.ts';
+import { waitFor } from '../../src/dev/processes.ts';
+import { spawnWorkerProcess } from '../support/worker-process.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
@@ -101,27 +101,11 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
     expect(await ensureSchedules(client, stack.config)).toEqual({ created: [] });
   });
 
-  /** `herald worker` as a real process; resolves once it polls. */
-  async function spawnWorkerProcess(): Promise<Service> {
-    let polling = false;
-    const service = spawnService({
-      name: 'worker',
-      command: process.execPath,
-      args: [MAIN_ENTRY, 'worker'],
-      env: { ...process.env, ...stack.env, LOG_LEVEL: 'info' },
-      onLine: (line) => {
-        if (line.includes('"msg":"worker polling"')) polling = true;
-      },
-    });
-    await waitFor('the worker process to poll', () => Promise.resolve(polling ? true : undefined), 90_000);
-    return service;
-  }
-
   it('loses nothing when the worker process is killed: a run started meanwhile completes after restart', async () => {
     await worker!.shutdown();
     worker = undefined;
 
-    const doomed = await spawnWorkerProcess();
+    const doomed = await spawnWorkerProcess(stack);
     doomed.child.kill('SIGKILL');
     await doomed.exited;
 
@@ -130,7 +114,7 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
     await waitFor('a triggered run waiting for a worker', async () => ((await listCleanupRuns('Running')).length > 0 ? true : undefined), 30_000);
     expect(await remainingKeys()).toContain('expired-2');
 
-    const restarted = await spawnWorkerProcess();
+    const restarted = await spawnWorkerProcess(stack);
     try {
       await waitFor('expired-2 to be deleted after restart', async () => ((await remainingKeys()).includes('expired-2') ? undefined : true), 60_000);
       await waitFor('no run left running', async () => ((await listCleanupRuns('Running')).length === 0 ? true : undefined), 60_000);
