@@ -14,23 +14,24 @@ export interface KeysetPage<T> {
 }
 
 /**
- * One page of a keyset scan over (sortField, id): the cost of a page does not depend on how
- * deep it is. Reads `limit + 1` rows to know whether another page exists.
+ * One page of a keyset scan over (sortField, id), newest first on createdAt unless told
+ * otherwise: the cost of a page does not depend on how deep it is. Reads `limit + 1` rows to
+ * know whether another page exists.
  */
 export async function findKeysetPage<T extends { id: string } & Record<SortField, Date>>(
   em: EntityManager,
   entity: EntityName<T>,
   where: FilterQuery<T>,
+  page: { limit: number; after?: KeysetPosition | undefined },
   options: {
-    sortField: SortField;
-    direction: 'asc' | 'desc';
-    limit: number;
-    after?: KeysetPosition | undefined;
+    sortField?: SortField;
+    direction?: 'asc' | 'desc';
     /** Filter switches for this query, e.g. a deliberate cross-tenant read whose `where` confines it. */
     filters?: FindOptions<T>['filters'];
-  },
+  } = {},
 ): Promise<KeysetPage<T>> {
-  const { sortField, direction, limit, after, filters } = options;
+  const { limit, after } = page;
+  const { sortField = 'createdAt', direction = 'desc', filters } = options;
   const beyond = direction === 'asc' ? '$gt' : '$lt';
   const conditions: unknown[] = [where];
   if (after) {

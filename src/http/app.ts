@@ -20,7 +20,6 @@ import { buildOpenApi } from './openapi.ts';
 import type { AnyRoute } from './route.ts';
 import type { HeraldState } from './state.ts';
 
-export { API_PREFIX, MAX_BODY_BYTES };
 
 export interface AppDeps {
   config: Pick<Config, 'http'>;

@@ -31,12 +31,7 @@ export function createAutomationsService({ orm }: { orm: MikroORM }) {
   return {
     /** Newest first, keyset-paginated on (createdAt, id); archived automations included. */
     async listAutomations(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-      return findKeysetPage(scopeToOrg(orm.em, orgId), Automation, {}, {
-        sortField: 'createdAt',
-        direction: 'desc',
-        limit: page.limit,
-        after: page.after,
-      });
+      return findKeysetPage(scopeToOrg(orm.em, orgId), Automation, {}, page);
     },
 
     /** One automation of the workspace; 404 when absent or another workspace's. */

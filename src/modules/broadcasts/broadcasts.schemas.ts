@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { Timestamp } from '../../http/schemas.ts';
 import { DATE_TIME_PATTERN, isDateTime } from './broadcasts.fns.ts';
+import { EventCounts } from '../metrics/metrics.schemas.ts';
 
 /** Sizes of the bodies, the same as a transactional email's html / text (spec, Limits). */
 export const MAX_HTML_LENGTH = 500_000;
@@ -50,17 +51,7 @@ export const CreateBroadcastBody = v.strictObject({
 
 export type CreateBroadcastInput = v.InferOutput<typeof CreateBroadcastBody>;
 
-const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
-
-export const BroadcastMetricsResponse = v.object({
-  sent: Count,
-  delivered: Count,
-  opened: Count,
-  clicked: Count,
-  bounced: Count,
-  complained: Count,
-  unsubscribed: Count,
-});
+export const BroadcastMetricsResponse = v.object(EventCounts);
 
 export const BroadcastResponse = v.object({
   _id: v.string(),

@@ -24,12 +24,7 @@ export function createBroadcastsService({ orm, clock = () => new Date() }: { orm
   return {
     /** Newest first, keyset-paginated on (createdAt, id). */
     async listBroadcasts(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-      return findKeysetPage(scopeToOrg(orm.em, orgId), Broadcast, {}, {
-        sortField: 'createdAt',
-        direction: 'desc',
-        limit: page.limit,
-        after: page.after,
-      });
+      return findKeysetPage(scopeToOrg(orm.em, orgId), Broadcast, {}, page);
     },
 
     /**

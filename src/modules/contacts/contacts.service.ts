@@ -64,12 +64,7 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
         ...(filters.email ? { email: normalizeEmail(filters.email) } : {}),
         ...(filters.status ? { status: filters.status } : {}),
       };
-      return findKeysetPage(scopeToOrg(orm.em, orgId), Contact, where, {
-        sortField: 'createdAt',
-        direction: 'desc',
-        limit: page.limit,
-        after: page.after,
-      });
+      return findKeysetPage(scopeToOrg(orm.em, orgId), Contact, where, page);
     },
 
     async getContact(orgId: string, id: string): Promise<Contact> {

@@ -8,7 +8,8 @@ export const MetricsQuery = v.object({
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));
 const Rate = v.pipe(v.number(), v.minValue(0));
 
-const Counts = {
+/** One integer per email event type: the counters of the summary, campaigns and broadcasts. */
+export const EventCounts = {
   sent: Count,
   delivered: Count,
   opened: Count,
@@ -29,7 +30,7 @@ const Rates = v.object({
 });
 
 export const MetricsResponse = v.object({
-  summary: v.object({ ...Counts, campaigns: Count }),
+  summary: v.object({ ...EventCounts, campaigns: Count }),
   rates: Rates,
   dailyVolume: v.array(
     v.object({
@@ -41,7 +42,7 @@ export const MetricsResponse = v.object({
       bounced: Count,
     }),
   ),
-  topCampaigns: v.array(v.object({ broadcastId: v.string(), name: v.nullable(v.string()), ...Counts, rates: Rates })),
+  topCampaigns: v.array(v.object({ broadcastId: v.string(), name: v.nullable(v.string()), ...EventCounts, rates: Rates })),
   contacts: v.object({ total: Count, active: Count, unsubscribed: Count, bounced: Count, complained: Count }),
   domains: v.array(
     v.object({

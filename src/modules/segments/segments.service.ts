@@ -22,12 +22,7 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
     /** Newest first, keyset-paginated on (createdAt, id), with member counts in one extra query. */
     async listSegments(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<SegmentPage> {
       const em = scopeToOrg(orm.em, orgId);
-      const result = await findKeysetPage(em, Segment, {}, {
-        sortField: 'createdAt',
-        direction: 'desc',
-        limit: page.limit,
-        after: page.after,
-      });
+      const result = await findKeysetPage(em, Segment, {}, page);
       const contactCounts = await countSegmentMembers(em, orgId, result.items.map((segment) => segment.id));
       return { ...result, contactCounts };
     },

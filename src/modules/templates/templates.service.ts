@@ -44,13 +44,7 @@ async function findVisibleTemplate(em: EntityManager, orgId: string, id: string)
 }
 
 async function findVisiblePage(em: EntityManager, orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-  return findKeysetPage(em, Template, visibleTo(em, orgId), {
-    sortField: 'createdAt',
-    direction: 'desc',
-    limit: page.limit,
-    after: page.after,
-    filters: ALL_TENANTS.filters,
-  });
+  return findKeysetPage(em, Template, visibleTo(em, orgId), page, { filters: ALL_TENANTS.filters });
 }
 
 /** Only for the owner's delete of `template` (already checked to be the caller's): its grantees' shares go with it. */

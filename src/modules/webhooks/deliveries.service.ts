@@ -79,12 +79,7 @@ export function createDeliveriesService(deps: {
         ...(filters.webhookId ? { webhookId: filters.webhookId.toLowerCase() } : {}),
         ...(filters.status ? { status: filters.status } : {}),
       };
-      const deliveries = await findKeysetPage(em, WebhookDelivery, where, {
-        sortField: 'createdAt',
-        direction: 'desc',
-        limit: page.limit,
-        after: page.after,
-      });
+      const deliveries = await findKeysetPage(em, WebhookDelivery, where, page);
       const attempts = await findRecentAttempts(em, orgId, deliveries.items.map((d) => d.id));
       return {
         hasMore: deliveries.hasMore,

@@ -132,12 +132,7 @@ export function createWebhooksService(deps: {
 
     /** Newest first, keyset-paginated on (createdAt, id). */
     async listWebhooks(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-      return findKeysetPage(scopeToOrg(orm.em, orgId), WebhookEndpoint, {}, {
-        sortField: 'createdAt',
-        direction: 'desc',
-        limit: page.limit,
-        after: page.after,
-      });
+      return findKeysetPage(scopeToOrg(orm.em, orgId), WebhookEndpoint, {}, page);
     },
   };
 }
