@@ -37,6 +37,15 @@ import {
   WebhookDeliverySchema,
   WebhookEndpoint,
   WebhookEndpointSchema,
+  AttachmentUpload,
+  AttachmentUploadSchema,
+  DomainDailySendSchema,
+  EmailRecipient,
+  EmailRecipientSchema,
+  Suppression,
+  SuppressionSchema,
+  TransactionalEmail,
+  TransactionalEmailSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -65,6 +74,10 @@ export const TENANT_ENTITIES = [
   WebhookEndpoint,
   WebhookDelivery,
   WebhookAttempt,
+  TransactionalEmail,
+  EmailRecipient,
+  Suppression,
+  AttachmentUpload,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -86,6 +99,11 @@ const ENTITY_SCHEMAS = [
   WebhookEndpointSchema,
   WebhookDeliverySchema,
   WebhookAttemptSchema,
+  TransactionalEmailSchema,
+  EmailRecipientSchema,
+  SuppressionSchema,
+  DomainDailySendSchema,
+  AttachmentUploadSchema,
 ];
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

@@ -4,6 +4,8 @@ import { createdAtColumn, idColumn } from './columns.ts';
 export const EMAIL_EVENT_TYPES = [
   'sent',
   'delivered',
+  'deferred',
+  'failed',
   'opened',
   'clicked',
   'bounced',

@@ -12,3 +12,5 @@ export * from './event.ts';
 export * from './email-event.ts';
 export * from './email-event-count.ts';
 export * from './webhook.ts';
+export * from './transactional-email.ts';
+export * from './attachment-upload.ts';

@@ -25,26 +25,34 @@ describe('migrations', () => {
     );
     expect(rows.map((r) => r.table_name)).toEqual([
       'api_keys',
+      'attachment_uploads',
       'automations',
       'broadcasts',
       'contacts',
+      'domain_daily_sends',
       'domains',
       'email_event_counts',
       'email_events',
+      'email_recipients',
       'events',
       'idempotency_records',
       'organizations',
       'segments',
       'sender_identities',
+      'suppressions',
       'template_shares',
       'templates',
+      'transactional_emails',
       'users',
       'webhook_attempts',
       'webhook_deliveries',
       'webhook_endpoints',
     ]);
-    // The rollup email_event_counts is keyed by its columns and has no id.
-    expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual(['email_event_counts']);
+    // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no id.
+    expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
+      'domain_daily_sends',
+      'email_event_counts',
+    ]);
     expect(new Set(rows.flatMap((r) => (r.character_maximum_length === null ? [] : [r.character_maximum_length])))).toEqual(new Set([24]));
   });
 

@@ -83,11 +83,13 @@ export interface MetricsInput {
   contacts: ContactCounts;
 }
 
-const ZERO: EventCounts = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
+const ZERO: EventCounts = { sent: 0, delivered: 0, deferred: 0, failed: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
 
 const countsOf = (c: EventCounts): EventCounts => ({
   sent: c.sent,
   delivered: c.delivered,
+  deferred: c.deferred,
+  failed: c.failed,
   opened: c.opened,
   clicked: c.clicked,
   bounced: c.bounced,

@@ -19,6 +19,8 @@ type CountRow = Record<(typeof EMAIL_EVENT_TYPES)[number], string | number>;
 const toCounts = (row: CountRow): EventCounts => ({
   sent: Number(row.sent),
   delivered: Number(row.delivered),
+  deferred: Number(row.deferred),
+  failed: Number(row.failed),
   opened: Number(row.opened),
   clicked: Number(row.clicked),
   bounced: Number(row.bounced),

@@ -1,0 +1,167 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
+
+/**
+ * scheduled: waiting for scheduled_at (cancellable) · queued: accepted, waiting for hand-off ·
+ * sending: the relay conversation has started · sent: settled, at least one recipient accepted ·
+ * failed: settled, no recipient accepted · cancelled: cancelled before sending.
+ */
+export const EMAIL_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'failed', 'cancelled'] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+
+/**
+ * Per recipient: queued → sent (relay accepted) → delivered (final hop accepted) · deferred (4xx,
+ * retrying) · bounced (5xx, a DSN, or retries ran out) · complained · failed (never handed over)
+ * · cancelled.
+ */
+export const RECIPIENT_STATUSES = [
+  'queued',
+  'sent',
+  'delivered',
+  'deferred',
+  'bounced',
+  'complained',
+  'failed',
+  'cancelled',
+] as const;
+export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
+export const RECIPIENT_KINDS = ['to', 'cc', 'bcc'] as const;
+export type RecipientKind = (typeof RECIPIENT_KINDS)[number];
+
+/** What the email record keeps of an attachment: never the bytes, except a transient blob until settled. */
+export interface EmailAttachmentRecord {
+  filename: string;
+  content_type: string | null;
+  size_bytes: number;
+  content_id: string | null;
+  /** Where the bytes are until the send settles (inline: a transient blob; stored: the upload's blob). */
+  blob_key: string | null;
+  /** Set for a stored attachment reference. */
+  attachment_id: string | null;
+}
+
+/**
+ * One transactional email (POST /api/v1/outbox/emails), delivered by the `email:<id>` workflow.
+ * The body lives here (not in workflow history); `messageId` is Herald's RFC 5322 Message-ID
+ * without angle brackets, fixed at acceptance so a resend after a crash carries the same one.
+ * `creditsCharged` / `overageCharged` are what acceptance took, so a 502 or a permanent failure
+ * before hand-off gives back exactly that.
+ */
+export const TransactionalEmailSchema = defineEntity({
+  name: 'TransactionalEmail',
+  tableName: 'transactional_emails',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    apiKeyId: p.string().length(24).nullable(),
+    domainId: p.string().length(24),
+    /** The sending domain name (denormalised for events and metrics). */
+    domain: p.string().length(253),
+    fromEmail: p.string().length(320),
+    fromName: p.string().length(320).nullable(),
+    replyTo: p.string().length(320).nullable(),
+    subject: p.string().length(998),
+    html: p.text().nullable(),
+    text: p.text().nullable(),
+    headers: p.json<Record<string, string>>().defaultRaw(`'{}'`),
+    attachments: p.json<EmailAttachmentRecord[]>().defaultRaw(`'[]'`),
+    messageId: p.string().length(400).unique(),
+    status: p.enum(EMAIL_STATUSES),
+    scheduledAt: p.datetime().nullable(),
+    /** Bytes of the message as built (headers, bodies, attachments), for the 25 MB rule. */
+    sizeBytes: p.integer().default(0),
+    creditsCharged: p.integer().default(0),
+    overageCharged: p.integer().default(0),
+    /** Whether credits and the domain quota were given back (502, failure before hand-off, cancel). */
+    quotaReleased: p.boolean().default(false),
+    /** The UTC day whose warm-up counter this email counted against, `YYYY-MM-DD`. */
+    quotaDay: p.string().length(10),
+    /** Bumped by each hand-off attempt that reached the relay. */
+    handoffAttempts: p.integer().default(0),
+    lastError: p.string().length(1024).nullable(),
+    sentAt: p.datetime().nullable(),
+    settledAt: p.datetime().nullable(),
+    cancelledAt: p.datetime().nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  indexes: [
+    { properties: ['orgId', 'createdAt'] },
+    // The reconciler looks for accepted emails whose workflow never started.
+    { name: 'transactional_emails_open_index', properties: ['updatedAt'], where: { status: { $in: ['scheduled', 'queued', 'sending'] } } },
+  ],
+});
+
+export class TransactionalEmail extends TransactionalEmailSchema.class {}
+TransactionalEmailSchema.setClass(TransactionalEmail);
+
+/** One envelope recipient of a transactional email and its outcome. */
+export const EmailRecipientSchema = defineEntity({
+  name: 'EmailRecipient',
+  tableName: 'email_recipients',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    emailId: p.string().length(24),
+    kind: p.enum(RECIPIENT_KINDS),
+    /** Lower-cased address; unique per email (duplicates across to/cc/bcc are merged). */
+    email: p.string().length(320),
+    name: p.string().length(320).nullable(),
+    status: p.enum(RECIPIENT_STATUSES).default('queued'),
+    attempts: p.integer().default(0),
+    /** Last SMTP reply for this recipient (code and text), or a DSN's diagnostic. */
+    lastResponse: p.string().length(1024).nullable(),
+    lastResponseCode: p.integer().nullable(),
+    bounceType: p.string().length(10).nullable(),
+    nextAttemptAt: p.datetime().nullable(),
+    sentAt: p.datetime().nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  uniques: [{ properties: ['emailId', 'email'] }],
+  indexes: [{ properties: ['orgId', 'email'] }],
+});
+
+export class EmailRecipient extends EmailRecipientSchema.class {}
+EmailRecipientSchema.setClass(EmailRecipient);
+
+export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual'] as const;
+export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
+
+/** An address Herald will not send to for this workspace (hard bounce, complaint, operator). */
+export const SuppressionSchema = defineEntity({
+  name: 'Suppression',
+  tableName: 'suppressions',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    email: p.string().length(320),
+    reason: p.enum(SUPPRESSION_REASONS),
+    /** The email whose bounce or complaint caused it. */
+    emailId: p.string().length(24).nullable(),
+    detail: p.string().length(1024).nullable(),
+    createdAt: createdAtColumn(),
+  },
+  uniques: [{ properties: ['orgId', 'email'] }],
+});
+
+export class Suppression extends SuppressionSchema.class {}
+SuppressionSchema.setClass(Suppression);
+
+/**
+ * The warm-up counter: messages counted against one domain on one UTC day (recipients, like
+ * credits). Incremented atomically at acceptance only while under the domain's daily cap.
+ */
+export const DomainDailySendSchema = defineEntity({
+  name: 'DomainDailySend',
+  tableName: 'domain_daily_sends',
+  properties: {
+    domainId: p.string().length(24).primary(),
+    day: p.string().length(10).primary(),
+    orgId: p.string().length(24),
+    count: p.integer().default(0),
+  },
+});
+
+export class DomainDailySend extends DomainDailySendSchema.class {}
+DomainDailySendSchema.setClass(DomainDailySend);
