@@ -46,6 +46,13 @@ import {
   SuppressionSchema,
   TransactionalEmail,
   TransactionalEmailSchema,
+  InboundMessageSchema,
+  InboxAttachment,
+  InboxAttachmentSchema,
+  InboxMessage,
+  InboxMessageSchema,
+  InboxThread,
+  InboxThreadSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -78,6 +85,9 @@ export const TENANT_ENTITIES = [
   EmailRecipient,
   Suppression,
   AttachmentUpload,
+  InboxThread,
+  InboxMessage,
+  InboxAttachment,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -104,6 +114,10 @@ const ENTITY_SCHEMAS = [
   SuppressionSchema,
   DomainDailySendSchema,
   AttachmentUploadSchema,
+  InboundMessageSchema,
+  InboxThreadSchema,
+  InboxMessageSchema,
+  InboxAttachmentSchema,
 ];
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

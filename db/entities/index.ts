@@ -14,3 +14,4 @@ export * from './email-event-count.ts';
 export * from './webhook.ts';
 export * from './transactional-email.ts';
 export * from './attachment-upload.ts';
+export * from './inbox.ts';

@@ -1,0 +1,163 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
+
+export const INBOUND_STATUSES = ['received', 'ingested', 'failed'] as const;
+export type InboundStatus = (typeof INBOUND_STATUSES)[number];
+
+/**
+ * One message as the inbound MX received it, recorded (with its raw bytes in the blob store)
+ * before the 250 reply. Not tenant-scoped: routing to workspaces happens during ingestion
+ * (`inbound:<id>` workflow), which may create one inbox message per workspace it reaches.
+ */
+export const InboundMessageSchema = defineEntity({
+  name: 'InboundMessage',
+  tableName: 'inbound_messages',
+  properties: {
+    id: idColumn(),
+    blobKey: p.string().length(200),
+    sizeBytes: p.integer(),
+    sha256: p.string().length(64),
+    mailFrom: p.string().length(320).default(''),
+    rcptTo: p.array().default([]),
+    remoteAddress: p.string().length(64).nullable(),
+    clientHostname: p.string().length(253).nullable(),
+    heloName: p.string().length(253).nullable(),
+    tls: p.boolean().default(false),
+    status: p.enum(INBOUND_STATUSES).default('received'),
+    attempts: p.integer().default(0),
+    lastError: p.string().length(1024).nullable(),
+    ingestedAt: p.datetime().nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  indexes: [
+    // The reconciler looks for received rows whose workflow never started.
+    { name: 'inbound_messages_received_index', properties: ['createdAt'], where: { status: 'received' } },
+  ],
+});
+
+export class InboundMessage extends InboundMessageSchema.class {}
+InboundMessageSchema.setClass(InboundMessage);
+
+/** A conversation: messages linked by In-Reply-To/References, or by subject and participants. */
+export const InboxThreadSchema = defineEntity({
+  name: 'InboxThread',
+  tableName: 'inbox_threads',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    subject: p.string().length(998).default(''),
+    /** Subject without reply/forward prefixes, lower-cased, whitespace collapsed. */
+    normalizedSubject: p.string().length(998).default(''),
+    /** Lower-cased addresses of everyone on any message of the thread. */
+    participants: p.array().default([]),
+    messageCount: p.integer().default(0),
+    lastMessageAt: p.datetime(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  indexes: [
+    { properties: ['orgId', 'lastMessageAt'] },
+    { properties: ['orgId', 'normalizedSubject'] },
+  ],
+});
+
+export class InboxThread extends InboxThreadSchema.class {}
+InboxThreadSchema.setClass(InboxThread);
+
+export const MESSAGE_DIRECTIONS = ['inbound', 'outbound'] as const;
+export type MessageDirection = (typeof MESSAGE_DIRECTIONS)[number];
+export const ATTACHMENT_INGEST_STATUSES = ['pending', 'ready', 'partial_failure', 'unavailable'] as const;
+export type AttachmentIngestStatus = (typeof ATTACHMENT_INGEST_STATUSES)[number];
+/** What an inbound message turned out to be; reports also drive bounces and complaints. */
+export const INBOX_MESSAGE_KINDS = ['message', 'bounce', 'delay', 'complaint', 'auto_reply'] as const;
+export type InboxMessageKind = (typeof INBOX_MESSAGE_KINDS)[number];
+
+export interface MailboxAddress {
+  email: string;
+  name: string;
+}
+
+export interface FailedAttachment {
+  filename: string;
+  reason: 'ingest_failed';
+}
+
+/**
+ * One message in a workspace's inbox (the spec's Inbox message). Inbound ones come from an
+ * InboundMessage (`inboundId`), outbound ones from a transactional email (`emailId`).
+ * `updatedAt` moves with every change so pollers ordered by (updated_at, id) see it.
+ */
+export const InboxMessageSchema = defineEntity({
+  name: 'InboxMessage',
+  tableName: 'inbox_messages',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    threadId: p.string().length(24),
+    direction: p.enum(MESSAGE_DIRECTIONS),
+    kind: p.enum(INBOX_MESSAGE_KINDS).default('message'),
+    inboundId: p.string().length(24).nullable(),
+    emailId: p.string().length(24).nullable(),
+    subject: p.string().length(998).default(''),
+    text: p.text().default(''),
+    html: p.text().nullable(),
+    fromEmail: p.string().length(320).default(''),
+    fromName: p.string().length(320).default(''),
+    to: p.json<MailboxAddress[]>().defaultRaw(`'[]'`),
+    cc: p.json<MailboxAddress[]>().defaultRaw(`'[]'`),
+    rfcMessageId: p.string().length(998).nullable(),
+    inReplyTo: p.string().length(998).nullable(),
+    references: p.array().default([]),
+    /** The message this one replies to, when it is in the workspace (reply correlation). */
+    inReplyToId: p.string().length(24).nullable(),
+    attachmentIngestStatus: p.enum(ATTACHMENT_INGEST_STATUSES),
+    failedAttachments: p.json<FailedAttachment[]>().defaultRaw(`'[]'`),
+    attachmentCount: p.integer().default(0),
+    attachmentsReady: p.boolean().default(false),
+    /** SPF, DKIM, DMARC results of an inbound message (extension field). */
+    authResults: p.json<Record<string, unknown>>().nullable(),
+    /** The Date header, when present and valid. */
+    sentAt: p.datetime().nullable(),
+    createdAt: createdAtColumn(),
+    updatedAt: updatedAtColumn(),
+  },
+  uniques: [
+    { properties: ['inboundId', 'orgId'] },
+    { properties: ['emailId'] },
+  ],
+  indexes: [
+    { properties: ['orgId', 'updatedAt', 'id'] },
+    { properties: ['orgId', 'rfcMessageId'] },
+    { properties: ['orgId', 'threadId', 'createdAt'] },
+  ],
+});
+
+export class InboxMessage extends InboxMessageSchema.class {}
+InboxMessageSchema.setClass(InboxMessage);
+
+export const INBOX_ATTACHMENT_STATUSES = ['stored', 'failed'] as const;
+
+/** One attachment of an inbound message; `position` is its order in the MIME tree. */
+export const InboxAttachmentSchema = defineEntity({
+  name: 'InboxAttachment',
+  tableName: 'inbox_attachments',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    messageId: p.string().length(24),
+    position: p.integer(),
+    filename: p.string().length(512),
+    contentType: p.string().length(255),
+    sizeBytes: p.integer().default(0),
+    contentId: p.string().length(998).nullable(),
+    status: p.enum(INBOX_ATTACHMENT_STATUSES),
+    blobKey: p.string().length(200).nullable(),
+    sha256: p.string().length(64).nullable(),
+    createdAt: createdAtColumn(),
+  },
+  uniques: [{ properties: ['messageId', 'position'] }],
+});
+
+export class InboxAttachment extends InboxAttachmentSchema.class {}
+InboxAttachmentSchema.setClass(InboxAttachment);
