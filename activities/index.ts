@@ -1,8 +1,11 @@
 import { createDomainActivities, type DomainActivityDeps } from './domains.ts';
+import { createInboundActivities, type InboundActivityDeps } from './inbound.ts';
 import { createMaintenanceActivities, type MaintenanceDeps } from './maintenance.ts';
+import { createSendActivities, type SendActivityDeps } from './sends.ts';
+import { createUploadActivities, type UploadActivityDeps } from './uploads.ts';
 import { createWebhookActivities, type WebhookActivityDeps } from './webhooks.ts';
 
-export type ActivityDeps = MaintenanceDeps & DomainActivityDeps & WebhookActivityDeps;
+export type ActivityDeps = MaintenanceDeps & DomainActivityDeps & WebhookActivityDeps & UploadActivityDeps & InboundActivityDeps & SendActivityDeps;
 
 /** Builds every activity the worker registers, from the process's shared dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -10,6 +13,9 @@ export function createActivities(deps: ActivityDeps) {
     ...createMaintenanceActivities(deps),
     ...createDomainActivities(deps),
     ...createWebhookActivities(deps),
+    ...createInboundActivities(deps),
+    ...createUploadActivities(deps),
+    ...createSendActivities(deps),
   };
 }
 

@@ -1,69 +1,35 @@
 /**
- * Benchmark of webhook delivery: throughput against plain signed POSTs, and commit-to-first-
- * attempt latency at a steady event rate.
+ * 4. Webhooks: delivery throughput against plain signed POSTs, and commit-to-first-attempt
+ * latency at a steady event rate, through a real `herald worker` process and the Temporal dev
+ * server to a receiver on 127.0.0.1 that answers 200 at once.
  *
- *   node_modules/.bin/node bench/webhooks.ts [--deliveries=2000] [--endpoints=10] [--concurrency=16]
- *                                            [--rate=50] [--seconds=20] [--baseline=3000]
- *
- * Sets up a scratch database (the PostgreSQL the tests use: DATABASE_URL's server, else
- * 127.0.0.1:5432, else an embedded one), an in-memory Temporal dev server, a receiver on
- * 127.0.0.1 that answers 200 at once, and a real `herald worker` process. Then:
- *
- * 1. baseline: `--baseline` POSTs from this one Node process to the receiver, each signed as a
- *    delivery is (HMAC of the body, both schemes) on a fresh connection like the worker's,
- *    `--concurrency` in flight;
- * 2. throughput: `--deliveries` deliveries (events committed in one go, fanned out to
- *    `--endpoints` endpoints) from the first commit to the last request received;
- * 3. latency: `--rate` events per second for `--seconds`, each committed alone; the time from
- *    its commit to its first attempt arriving at the receiver.
- *
- * Prints `bench webhooks-throughput: …` and `bench webhooks-latency: …`.
+ * Each run measures, in order:
+ * 1. baseline: plain POSTs from the harness process to the receiver, each signed as a delivery
+ *    is (HMAC of the body, both schemes) on a fresh connection like the worker's, 16 in flight;
+ *    and the round trip of one such POST at a time;
+ * 2. throughput: events committed in one transaction, fanned out to 10 endpoints, from the
+ *    commit to the last delivery received;
+ * 3. latency: 50 events per second, each committed alone, from its commit to its first attempt
+ *    arriving at the receiver.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { migrateUp } from '../db/migrate.ts';
 import { type Event, WebhookEndpoint } from '../db/entities/index.ts';
 import { createOrm } from '../db/orm.ts';
-import { loadDevEnv } from '../src/config.ts';
 import { encryptSecret } from '../src/crypto/secret-box.ts';
-import { cacheDir, MAIN_ENTRY } from '../src/dev/paths.ts';
-import { freePort } from '../src/dev/ports.ts';
-import { dropDatabase, ensureDatabase, resolvePostgres, withDatabase } from '../src/dev/postgres.ts';
-import { spawnService, waitFor } from '../src/dev/processes.ts';
-import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
-import { startTemporalDevServer } from '../src/dev/temporal-server.ts';
+import { waitFor } from '../src/dev/processes.ts';
 import { recordEvent } from '../src/modules/events/events.fns.ts';
-import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import { signatureHeaders } from '../src/modules/webhooks/signing.ts';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
+import type { BenchContext } from './lib/context.ts';
+import { fmt, med, quantile } from './lib/stats.ts';
+import type { Benchmark } from './lib/types.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    deliveries: { type: 'string', default: '2000' },
-    endpoints: { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '16' },
-    rate: { type: 'string', default: '50' },
-    seconds: { type: 'string', default: '20' },
-    baseline: { type: 'string', default: '3000' },
-  },
-});
-const DELIVERIES = Number(args.deliveries);
-const ENDPOINTS = Number(args.endpoints);
-const CONCURRENCY = Number(args.concurrency);
-const RATE = Number(args.rate);
-const SECONDS = Number(args.seconds);
-const BASELINE = Number(args.baseline);
+const ENDPOINTS = 10;
+const CONCURRENCY = 16;
+const RATE = 50;
 
-const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
-}
 
 /** One signed POST on a fresh connection, as the delivery engine sends it. */
 function signedPost(port: number, path: string, secret: string, id: string): Promise<void> {
@@ -83,151 +49,148 @@ function signedPost(port: number, path: string, secret: string, id: string): Pro
   });
 }
 
-const dev = loadDevEnv();
-const scratch = mkdtempSync(join(tmpdir(), 'herald-bench-'));
-const postgres = await resolvePostgres({ databaseUrl: dev.DATABASE_URL, dataDir: scratch, persistent: false, log });
-const database = `herald_bench_webhooks_${process.pid}`;
-const databaseUrl = withDatabase(postgres.serverUrl, database);
-const temporalServer = await startTemporalDevServer({
-  binary: resolveTemporalBinary({ explicit: dev.TEMPORAL_BIN, cacheDir: cacheDir(dev), path: dev.PATH, log }),
-  port: await freePort(),
-  uiPort: null,
-  dbFile: null,
-  namespace: 'herald-bench',
-  logFile: join(scratch, 'temporal.log'),
-});
-const receiver = await startWebhookReceiver();
-const encryptionKey = randomBytes(32);
-let worker: Awaited<ReturnType<typeof spawnService>> | undefined;
+export const benchmark: Benchmark = {
+  name: 'webhooks',
+  description: `Webhook deliveries/s (events fanned out to ${ENDPOINTS} endpoints) against plain signed POSTs from one process (${CONCURRENCY} in flight, fresh connections), and commit-to-first-attempt latency at ${RATE} events/s against one signed POST's round trip.`,
+  needsTemporal: true,
 
-try {
-  await ensureDatabase(databaseUrl);
-  const orm = await createOrm({ databaseUrl, poolMax: 4 });
-  await migrateUp(orm);
+  async setup(context: BenchContext) {
+    const quick = context.options.quick;
+    const deliveries = quick ? 300 : 1000;
+    const baselinePosts = quick ? 500 : 2000;
+    const latencySeconds = quick ? 4 : 10;
 
-  // 1. Baseline: plain signed POSTs from this process.
-  const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  for (let i = 0; i < 200; i += 1) await signedPost(receiver.port, '/warmup', secret, `w${i}`);
-  let next = 0;
-  const baselineStart = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < BASELINE) {
-        next += 1;
-        await signedPost(receiver.port, '/baseline', secret, `b${next}`);
-      }
-    }),
-  );
-  const baselineRate = BASELINE / ((performance.now() - baselineStart) / 1000);
-  log(`baseline: ${BASELINE} signed POSTs, ${CONCURRENCY} in flight, fresh connections: ${baselineRate.toFixed(0)}/s`);
+    const databaseUrl = await context.database();
+    const workspace = await context.workspace(databaseUrl);
+    const receiver = await startWebhookReceiver();
+    context.defer(() => receiver.close());
+    await context.start('worker', await context.env(databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,5s' }));
+    const orm = await createOrm({ databaseUrl, poolMax: 4 });
+    context.defer(() => orm.close());
 
-  // The worker: a real `herald worker` process.
-  const env = {
-    ...process.env,
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'info',
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporalServer.address,
-    TEMPORAL_NAMESPACE: temporalServer.namespace,
-    TEMPORAL_TASK_QUEUE_PREFIX: `bench${process.pid}`,
-    HERALD_ENCRYPTION_KEY: encryptionKey.toString('base64'),
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_RETRY_SCHEDULE: '0s,1s,5s',
-  };
-  let polling = false;
-  worker = spawnService({
-    name: 'worker',
-    command: process.execPath,
-    args: [MAIN_ENTRY, 'worker'],
-    env,
-    onLine: (line) => {
-      if (line.includes('"msg":"worker polling"')) polling = true;
-      else if (/"level":"(warn|error)"/.test(line)) process.stderr.write(`[worker] ${line}\n`);
-    },
-  });
-  await waitFor('the worker to poll', () => Promise.resolve(polling ? true : undefined), 120_000);
-
-  const { org } = await createOrgsService({ orm }).createOrganization({ name: `Bench ${process.pid}` });
-  const em = orm.em.fork();
-  em.setFilterParams('tenant', { orgId: org.id });
-  const endpointsFor = (prefix: string, count: number) =>
-    Array.from({ length: count }, (_, i) =>
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const em = orm.em.fork();
+    em.setFilterParams('tenant', { orgId: workspace.orgId });
+    const endpoint = (prefix: string, i: number, event: 'contact.created' | 'contact.updated') =>
       em.create(WebhookEndpoint, {
-        orgId: org.id,
+        orgId: workspace.orgId,
         name: `${prefix} ${i}`,
         url: receiver.url(`/${prefix}-${i}`),
         description: '',
-        events: [prefix === 'throughput' ? 'contact.created' : 'contact.updated'],
+        events: [event],
         enabled: true,
-        secretEncrypted: encryptSecret(encryptionKey, secret),
+        secretEncrypted: encryptSecret(Buffer.from(context.services.encryptionKey, 'base64'), secret),
         keyMode: 'test',
         disabledReason: null,
         disabledAt: null,
-      }),
-    );
-  endpointsFor('throughput', ENDPOINTS);
-  endpointsFor('latency', 1);
-  await em.flush();
-  await sleep(100);
+      });
+    for (let i = 0; i < ENDPOINTS; i += 1) endpoint('throughput', i, 'contact.created');
+    endpoint('latency', 0, 'contact.updated');
+    await em.flush();
 
-  // Warm-up: a few deliveries through the whole path.
-  for (let i = 0; i < 5; i += 1) {
-    await em.fork().transactional((tx) => Promise.resolve(recordEvent(tx, org.id, 'contact.updated', { warmup: i })));
-  }
-  await waitFor('the warm-up deliveries', () => Promise.resolve(receiver.requests('/latency-0').length >= 5 ? true : undefined), 60_000, 50);
+    const commit = (type: 'contact.created' | 'contact.updated', count: number) =>
+      em.fork().transactional(async (tx) => {
+        const events: Event[] = [];
+        for (let i = 0; i < count; i += 1) events.push(recordEvent(tx, workspace.orgId, type, { contact: { n: i } }));
+        await tx.flush();
+        return events;
+      });
+    const throughputCount = () => receiver.requests().filter((r) => r.path.startsWith('/throughput-')).length;
+    let latencySeen = 0;
 
-  // 2. Throughput.
-  const eventCount = Math.ceil(DELIVERIES / ENDPOINTS);
-  const total = eventCount * ENDPOINTS;
-  const throughputStart = performance.now();
-  await em.fork().transactional(async (tx) => {
-    for (let i = 0; i < eventCount; i += 1) recordEvent(tx, org.id, 'contact.created', { contact: { n: i } });
-    await tx.flush();
-  });
-  const countThroughput = () => receiver.requests().filter((r) => r.path.startsWith('/throughput-')).length;
-  await waitFor(`${total} deliveries`, () => Promise.resolve(countThroughput() >= total ? true : undefined), 600_000, 20);
-  const lastAt = Math.max(...receiver.requests().filter((r) => r.path.startsWith('/throughput-')).map((r) => r.at));
-  const deliveryRate = total / ((lastAt - throughputStart) / 1000);
-  const share = (deliveryRate / baselineRate) * 100;
+    async function baseline(posts: number): Promise<{ rps: number; p50Ms: number }> {
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < posts) {
+            next += 1;
+            await signedPost(receiver.port, '/baseline', secret, `b${next}`);
+          }
+        }),
+      );
+      const rps = posts / ((performance.now() - started) / 1000);
+      const single: number[] = [];
+      for (let i = 0; i < 50; i += 1) {
+        const t0 = performance.now();
+        await signedPost(receiver.port, '/baseline', secret, `s${i}`);
+        single.push(performance.now() - t0);
+      }
+      return { rps, p50Ms: quantile(single.sort((a, b) => a - b), 0.5) };
+    }
 
-  // 3. Latency at RATE events/s.
-  const committedAt = new Map<string, number>();
-  const latencyEvents = RATE * SECONDS;
-  const latencyStart = performance.now();
-  const writes: Promise<void>[] = [];
-  for (let i = 0; i < latencyEvents; i += 1) {
-    const due = latencyStart + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    writes.push(
-      em
-        .fork()
-        .transactional((tx) => Promise.resolve(recordEvent(tx, org.id, 'contact.updated', { n: i })))
-        .then((event: Event) => void committedAt.set(event.id, performance.now())),
-    );
-  }
-  await Promise.all(writes);
-  await waitFor('the latency deliveries', () => Promise.resolve(receiver.requests('/latency-0').length >= 5 + latencyEvents ? true : undefined), 120_000, 20);
-  const latencies = receiver
-    .requests('/latency-0')
-    .flatMap((r) => {
-      const at = committedAt.get(String(r.headers['herald-event-id']));
-      return at === undefined ? [] : [r.at - at];
-    })
-    .sort((a, b) => a - b);
-  await orm.close();
+    async function throughput(): Promise<number> {
+      const before = throughputCount();
+      const events = Math.ceil(deliveries / ENDPOINTS);
+      const total = events * ENDPOINTS;
+      const started = performance.now();
+      await commit('contact.created', events);
+      await waitFor(`${total} deliveries`, () => Promise.resolve(throughputCount() - before >= total ? true : undefined), 600_000, 20);
+      const arrivals = receiver.requests().filter((r) => r.path.startsWith('/throughput-')).slice(before).map((r) => r.at);
+      return total / ((Math.max(...arrivals) - started) / 1000);
+    }
 
-  process.stdout.write(
-    `bench webhooks-throughput: ${deliveryRate.toFixed(0)} deliveries/s (${total} deliveries to ${ENDPOINTS} endpoints) = ${share.toFixed(0)} % of ${baselineRate.toFixed(0)} plain signed POSTs/s from one process (${CONCURRENCY} in flight)\n`,
-  );
-  process.stdout.write(
-    `bench webhooks-latency: p50 ${percentile(latencies, 0.5).toFixed(0)} ms, p99 ${percentile(latencies, 0.99).toFixed(0)} ms, max ${latencies.at(-1)!.toFixed(0)} ms from commit to first attempt (${latencies.length} events at ${RATE}/s)\n`,
-  );
-} finally {
-  await worker?.stop();
-  await receiver.close();
-  await temporalServer.stop();
-  await dropDatabase(postgres.serverUrl, database).catch((error: unknown) => log(`could not drop ${database}: ${String(error)}`));
-  await postgres.stop();
-  rmSync(scratch, { recursive: true, force: true });
-}
+    async function latency(seconds: number): Promise<number[]> {
+      const committedAt = new Map<string, number>();
+      const count = RATE * seconds;
+      const started = performance.now();
+      const writes: Promise<void>[] = [];
+      for (let i = 0; i < count; i += 1) {
+        const wait = started + (i * 1000) / RATE - performance.now();
+        if (wait > 0) await sleep(wait);
+        writes.push(commit('contact.updated', 1).then(([event]) => void committedAt.set(event!.id, performance.now())));
+      }
+      await Promise.all(writes);
+      latencySeen += count;
+      await waitFor('the latency deliveries', () => Promise.resolve(receiver.requests('/latency-0').length >= latencySeen ? true : undefined), 120_000, 20);
+      return receiver
+        .requests('/latency-0')
+        .flatMap((r) => {
+          const at = committedAt.get(String(r.headers['herald-event-id']));
+          return at === undefined ? [] : [r.at - at];
+        })
+        .sort((a, b) => a - b);
+    }
+
+    return {
+      async warmup() {
+        await baseline(200);
+        await latency(1);
+      },
+      async run() {
+        const plain = await baseline(baselinePosts);
+        const deliveryRate = await throughput();
+        const latencies = await latency(latencySeconds);
+        const p50 = quantile(latencies, 0.5);
+        return {
+          baseline_rps: plain.rps,
+          baseline_post_p50_ms: plain.p50Ms,
+          deliveries_per_s: deliveryRate,
+          ratio_of_baseline: deliveryRate / plain.rps,
+          first_attempt_p50_ms: p50,
+          first_attempt_p99_ms: quantile(latencies, 0.99),
+          first_attempt_max_ms: latencies.at(-1) ?? Number.NaN,
+          latency_ratio_of_post: p50 / plain.p50Ms,
+        };
+      },
+      close: () => Promise.resolve(),
+    };
+  },
+
+  summarize(stats) {
+    return [
+      {
+        name: 'webhooks-throughput',
+        figure: `${fmt(med(stats, 'deliveries_per_s'))} deliveries/s`,
+        ratio: med(stats, 'ratio_of_baseline'),
+        baseline: `plain signed POSTs from one process, ${fmt(med(stats, 'baseline_rps'))}/s`,
+      },
+      {
+        name: 'webhooks-latency',
+        figure: `first attempt p50 ${fmt(med(stats, 'first_attempt_p50_ms'))} ms, p99 ${fmt(med(stats, 'first_attempt_p99_ms'))} ms after commit at ${RATE} events/s`,
+        ratio: med(stats, 'latency_ratio_of_post'),
+        baseline: `one signed POST's round trip, ${fmt(med(stats, 'baseline_post_p50_ms'))} ms`,
+      },
+    ];
+  },
+};

@@ -6,6 +6,12 @@ export type SortField = 'createdAt' | 'updatedAt';
 export interface KeysetPosition {
   sortValue: Date;
   id: string;
+  /**
+   * The sort value at the database's full precision (PostgreSQL text of a microsecond
+   * timestamp, e.g. `2026-11-21T08:00:00.123456Z`), for lists that compare in SQL on it:
+   * `sortValue` is a JS Date (milliseconds), which would skip or repeat rows within a millisecond.
+   */
+  sortText?: string;
 }
 
 export interface KeysetPage<T> {

@@ -7,6 +7,9 @@ import * as v from 'valibot';
 
 const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
 
+/** Deferred (4xx) recipients: the first attempt, then these delays, the last one repeating until the window closes. */
+const DEFAULT_EMAIL_RETRY_SCHEDULE = '0s,1m,5m,15m,30m,1h,2h,4h';
+
 const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const MAX_RETRY_STEP_MS = 7 * 86_400_000;
 const MAX_RETRY_ATTEMPTS = 30;
@@ -31,6 +34,21 @@ export function parseRetrySchedule(text: string): number[] | string {
   if (schedule[0] !== 0) return 'the first entry is the first attempt and must be 0s';
   return schedule;
 }
+
+/** One duration (`72h`, `500ms`) in milliseconds, or the problem found. */
+export function parseDuration(text: string): number | string {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) return `"${text}" is not a duration like 500ms, 5s, 2m, 1h or 3d`;
+  return Math.round(Number(match[1]) * DURATION_UNITS_MS[match[2] as keyof typeof DURATION_UNITS_MS]);
+}
+
+const durationString = (fallback: string) =>
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.rawCheck(({ dataset, addIssue }) => {
+      if (dataset.typed && typeof parseDuration(dataset.value) === 'string') addIssue({ message: parseDuration(dataset.value) as string });
+    }),
+  );
 
 const booleanString = v.pipe(
   v.optional(v.picklist(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no', '']), ''),
@@ -92,6 +110,17 @@ const EnvSchema = v.object({
     }),
   ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
+  EMAIL_RETRY_SCHEDULE: v.pipe(
+    v.optional(v.string(), DEFAULT_EMAIL_RETRY_SCHEDULE),
+    v.rawCheck(({ dataset, addIssue }) => {
+      const parsed = dataset.typed ? parseRetrySchedule(dataset.value) : [];
+      if (typeof parsed === 'string') addIssue({ message: parsed });
+    }),
+  ),
+  EMAIL_RETRY_WINDOW: durationString('72h'),
+  SMTP_RELAY_FINAL_HOP: booleanString,
+  SMTP_RELAY_POOL_SIZE: v.pipe(v.optional(v.string(), '5'), v.regex(/^\d+$/), v.transform(Number), v.minValue(1), v.maxValue(100)),
+  SEND_HANDOFF_WAIT_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(30_000)),
   DNS_SERVERS: v.optional(
     v.pipe(
       v.string(),
@@ -136,6 +165,17 @@ export interface Config {
     /** WEBHOOK_RETRY_SCHEDULE in milliseconds: entry i is the delay before attempt i + 1. */
     retryScheduleMs: number[];
     allowPrivateTargets: boolean;
+  };
+  sends: {
+    /** Deferred recipients: entry 0 is the first attempt, then the delays; the last repeats. */
+    retryScheduleMs: number[];
+    /** How long deferred recipients are retried before email.failed (EMAIL_RETRY_WINDOW). */
+    retryWindowMs: number;
+    /** The relay is the final hop (the dev sink): accepted means delivered. */
+    relayIsFinalHop: boolean;
+    relayPoolSize: number;
+    /** How long POST /outbox/emails waits for the hand-off to the relay before answering 202. */
+    handoffWaitMs: number;
   };
   /** Resolvers for contact-quality and domain checks; empty means the system's resolvers. */
   dns: { servers: string[]; timeoutMs: number; checkContacts: boolean };
@@ -212,6 +252,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE) as number[],
       allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     },
+    sends: {
+      retryScheduleMs: parseRetrySchedule(env.EMAIL_RETRY_SCHEDULE) as number[],
+      retryWindowMs: parseDuration(env.EMAIL_RETRY_WINDOW) as number,
+      relayIsFinalHop: env.SMTP_RELAY_FINAL_HOP,
+      relayPoolSize: env.SMTP_RELAY_POOL_SIZE,
+      handoffWaitMs: env.SEND_HANDOFF_WAIT_MS,
+    },
     dns: {
       servers: env.DNS_SERVERS.split(',').map((server) => server.trim()).filter(Boolean),
       timeoutMs: env.DNS_TIMEOUT_MS,
@@ -233,6 +280,10 @@ const DevEnvSchema = v.object({
   SMTP_PORT: port('2525'),
   TEMPORAL_PORT: port('7233'),
   TEMPORAL_UI_PORT: port('8233'),
+  /** Set to a real relay to send through it; unset or loopback, `herald dev` runs the mail sink there. */
+  SMTP_RELAY_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  /** The mail sink's viewer; the next free port is taken when this one is busy. */
+  MAIL_SINK_HTTP_PORT: port('8025'),
 });
 
 export type DevEnv = v.InferOutput<typeof DevEnvSchema>;

@@ -7,6 +7,8 @@ import { createCursorCodec } from './http/cursor.ts';
 import type { AnyRoute } from './http/route.ts';
 import { createRoutes } from './http/routes.ts';
 import type { Logger } from './logger.ts';
+import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
+import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
 import { createAuthenticator } from './modules/auth/authenticator.ts';
 import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
 import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
@@ -40,6 +42,9 @@ export async function startApi(config: Config, logger: Logger): Promise<RunningA
     bucket: createTokenBucket(redis),
     idempotency: createIdempotencyStore({ orm }),
     routes,
+    uploads: createUploadsRouter({
+      attachments: createAttachmentsServiceFromConfig(orm, config),
+    }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.http.port, config.http.host, () => resolve(listening));

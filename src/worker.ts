@@ -5,9 +5,15 @@ import { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { createOrm } from '../db/orm.ts';
+import { createBlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
 import type { Logger } from './logger.ts';
+import { startInboundReconciler } from './modules/inbound/reconciler.ts';
+import { createRelay } from './modules/sends/relay.ts';
+import { applyInboundReport } from './modules/sends/reports.ts';
+import { startSendReconciler } from './modules/sends/send-reconciler.ts';
+import { classifyInbound } from './modules/inbound/reports.ts';
 import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
@@ -68,7 +74,17 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
-  const activities = createActivities({ orm, dns: createDnsResolver(config), config });
+  // One pooled SMTP transport to the relay per worker process.
+  const smtpRelay = createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize });
+  const activities = createActivities({
+    orm,
+    relay: smtpRelay,
+    dns: createDnsResolver(config),
+    config,
+    blobs: createBlobStore(config),
+    logger,
+    reports: { classify: classifyInbound, apply: applyInboundReport },
+  });
   const bundle = await workflowBundle(logger);
   const queues = Object.values(config.temporal.taskQueues);
   const workers = await Promise.all(
@@ -97,8 +113,25 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     logger,
     eagerStart: true,
   });
+  // Starts ingestion of inbound messages the smtp process recorded but could not hand to Temporal.
+  const inboundReconciler = startInboundReconciler({
+    orm,
+    temporal: new Client({ connection, namespace: config.temporal.namespace }),
+    config,
+    logger,
+    eagerStart: true,
+  });
+  // Starts the send workflow of accepted emails the api could not hand to Temporal.
+  const sendReconciler = startSendReconciler({
+    orm,
+    temporal: new Client({ connection, namespace: config.temporal.namespace }),
+    config,
+    logger,
+  });
+  const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop()]);
 
-  const done = running.finally(() => relay.stop()).then(async () => {
+  const done = running.finally(stopLoops).then(async () => {
+    smtpRelay.close();
     await temporal.close();
     await connection.close();
     await orm.close();
@@ -106,7 +139,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   return {
     done,
     async shutdown() {
-      await relay.stop();
+      await stopLoops();
       for (const worker of workers) {
         if (worker.getState() === 'RUNNING') worker.shutdown();
       }

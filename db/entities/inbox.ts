@@ -130,6 +130,8 @@ export const InboxMessageSchema = defineEntity({
     { properties: ['orgId', 'updatedAt', 'id'] },
     { properties: ['orgId', 'rfcMessageId'] },
     { properties: ['orgId', 'threadId', 'createdAt'] },
+    // Reply correlation: the replies of a message (GET /inbox/messages/{id}).
+    { properties: ['orgId', 'inReplyToId'], where: { inReplyToId: { $ne: null } } },
   ],
 });
 

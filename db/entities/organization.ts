@@ -12,6 +12,8 @@ export const OrganizationSchema = defineEntity({
     /** Transactional credits left; one is consumed per recipient. */
     creditBalance: p.integer().default(0),
     overageEnabled: p.boolean().default(false),
+    /** Recipients sent beyond the balance while overage was enabled (billed separately). */
+    overageUsed: p.integer().default(0),
     /** Workspace-wide rate-limit profile; null means the platform default. */
     rateLimitPerMinute: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),

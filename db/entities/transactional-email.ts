@@ -79,6 +79,8 @@ export const TransactionalEmailSchema = defineEntity({
     /** Bumped by each hand-off attempt that reached the relay. */
     handoffAttempts: p.integer().default(0),
     lastError: p.string().length(1024).nullable(),
+    /** When its `email:<id>` workflow was started; null rows are started by the reconciler. */
+    workflowStartedAt: p.datetime().nullable(),
     sentAt: p.datetime().nullable(),
     settledAt: p.datetime().nullable(),
     cancelledAt: p.datetime().nullable(),

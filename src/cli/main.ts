@@ -24,6 +24,7 @@ development:
   herald dev                 the whole stack on this machine (npm start)
   herald test [args]         typecheck, lint and the test suite (npm test)
   herald migration:create    write a migration for entity changes
+  herald mail-sink [--help]  the dev mail sink and mailbox simulator alone (SMTP 2526, viewer 8025)
 
 operators:
   herald admin ...           workspaces, keys, domains, senders, automations, templates, credits
@@ -116,6 +117,8 @@ async function main(argv: string[]): Promise<void> {
       return bundleWorkflows();
     case 'dev':
       return (await import('../dev/dev.ts')).runDev();
+    case 'mail-sink':
+      return (await import('../dev/mail-sink-cli.ts')).runMailSink(rest);
     case 'test':
       process.exitCode = await (await import('../dev/test-runner.ts')).runTests(rest);
       return;

@@ -14,6 +14,8 @@ import { startTemporalDevServer } from './temporal-server.ts';
 import { Connection } from '@temporalio/client';
 import { createDnsResolver } from '../dns/resolver.ts';
 import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
+import { createLogger } from '../logger.ts';
+import { startDevRelay } from './dev-mail-sink.ts';
 
 const NAMESPACE = 'default';
 
@@ -21,13 +23,14 @@ const say = (line: string) => process.stdout.write(`[herald] ${line}\n`);
 
 /**
  * `herald dev` (npm start): PostgreSQL, Redis and the Temporal dev server (Web UI on, state
- * under .data/) when none is configured, migrations, the dev workspace, then api + worker +
- * smtp as child processes, and a banner. Ctrl-C stops everything in reverse order.
+ * under .data/) when none is configured, migrations, the dev workspace, the mail sink as the
+ * outbound relay (unless SMTP_RELAY_URL names another), then api + worker + smtp as child
+ * processes, and a banner. Ctrl-C stops everything in reverse order.
  */
 export async function runDev(): Promise<void> {
   const env = loadDevEnv();
   const data = dataDir(env);
-  const { PORT: API_PORT, SMTP_PORT, TEMPORAL_PORT, TEMPORAL_UI_PORT } = env;
+  const { PORT: API_PORT, SMTP_PORT, TEMPORAL_PORT, TEMPORAL_UI_PORT, MAIL_SINK_HTTP_PORT } = env;
   const stack: { name: string; stop: () => Promise<void> }[] = [];
   let stopping = false;
   const stopAll = async (code: number) => {
@@ -94,10 +97,24 @@ export async function runDev(): Promise<void> {
 
     const dnsOnline = await systemDnsWorks();
     if (!dnsOnline) say('the machine\'s DNS resolves nothing (offline?): contact mail-server checks are off (CONTACT_DNS_CHECK=false)');
+    const relay = await startDevRelay({
+      relayUrl: env.SMTP_RELAY_URL,
+      httpPort: MAIL_SINK_HTTP_PORT,
+      dataDir: data,
+      inboundSmtpPort: SMTP_PORT,
+      logger: createLogger('info', { service: 'herald-mail-sink' }, (line) => process.stdout.write(`[mail-sink] ${line}\n`)),
+    });
+    if (relay.sink) {
+      const sink = relay.sink;
+      stack.push({ name: 'mail-sink', stop: () => sink.close() });
+    }
     const publicUrl = `http://127.0.0.1:${API_PORT}`;
     updateEnvFile(envFile, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, TEMPORAL_ADDRESS: temporalAddress, PUBLIC_URL: publicUrl });
     const childEnv: NodeJS.ProcessEnv = {
+      // The sink is the final hop: accepted there means delivered (unless the user says otherwise).
+      ...(relay.sink ? { SMTP_RELAY_FINAL_HOP: 'true' } : {}),
       ...process.env,
+      SMTP_RELAY_URL: relay.relayUrl,
       NODE_ENV: 'development',
       DATABASE_URL: databaseUrl,
       REDIS_URL: redis.url,
@@ -145,7 +162,7 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url });
+    printBanner({ smtpPort: SMTP_PORT, relayLines: relay.bannerLines, publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
@@ -163,6 +180,7 @@ async function systemDnsWorks(): Promise<boolean> {
 
 function printBanner(info: {
   smtpPort: number;
+  relayLines: string[];
   publicUrl: string;
   temporalUi: string | null;
   temporalAddress: string;
@@ -183,6 +201,7 @@ function printBanner(info: {
     `  Temporal UI   ${info.temporalUi ?? `(external Temporal at ${info.temporalAddress})`}`,
     `                workspace filter: HeraldOrgId="${info.orgId}"`,
     `  Inbound SMTP  127.0.0.1:${info.smtpPort} (domain ${info.domain})`,
+    ...info.relayLines,
     `  PostgreSQL    ${db.toString()}`,
     `  Redis         ${info.redisUrl}`,
     `  Dev API key   ${info.key}`,

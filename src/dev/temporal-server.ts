@@ -48,6 +48,8 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
   for (const spec of searchAttributeCliSpecs()) args.push('--search-attribute', `${spec.name}=${spec.type}`);
   args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true');
   args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true');
+  // Update-with-start: the send API waits briefly for the hand-off to the relay.
+  args.push('--dynamic-config-value', 'frontend.enableExecuteMultiOperation=true');
 
   mkdirSync(dirname(options.logFile), { recursive: true });
   const log = createWriteStream(options.logFile, { flags: 'a' });

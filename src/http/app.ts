@@ -29,12 +29,15 @@ export interface AppDeps {
   bucket: TokenBucket;
   idempotency: IdempotencyStore;
   routes: readonly AnyRoute[];
+  /** PUT /uploads/:id (signed attachment uploads): raw request streams, so mounted before the body parser. */
+  uploads: Router<HeraldState>;
 }
 
 /**
- * The HTTP application. Request path: request id → access log → error envelope → body limit
- * → docs and health → /api/v1: authenticate → rate limit → route (scope → idempotency →
- * validation → handler → envelope) → 404 / 405 in the envelope.
+ * The HTTP application. Request path: request id → access log → error envelope → signed
+ * uploads (PUT /uploads/:id, raw body) → body limit → docs and health → /api/v1: authenticate
+ * → rate limit → route (scope → idempotency → validation → handler → envelope) → 404 / 405 in
+ * the envelope.
  */
 export function createApp(deps: AppDeps): Koa<HeraldState> {
   const app = new Koa<HeraldState>({ proxy: true });
@@ -44,6 +47,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   app.use(requestId());
   app.use(accessLog(deps.logger));
   app.use(errorHandler(publicUrl, deps.logger));
+  app.use(deps.uploads.routes());
   app.use(
     koaBody({
       json: true,

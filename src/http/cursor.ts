@@ -14,6 +14,9 @@ export interface CursorCodec {
 
 const TAG_BYTES = 16;
 
+/** The form of `KeysetPosition.sortText`: a UTC timestamp with up to microseconds. */
+const PRECISE_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+
 function badCursor(): AppError {
   return new AppError('invalid_request', 'Invalid cursor: use next_cursor from a previous page of the same list.', {
     fields: [{ path: 'cursor', location: 'query', type: 'cursor', message: 'invalid cursor' }],
@@ -30,7 +33,9 @@ export function createCursorCodec(encryptionKey: Buffer | undefined): CursorCode
 
   return {
     encode(list, orgId, position) {
-      const payload = Buffer.from(JSON.stringify([position.sortValue.toISOString(), position.id])).toString('base64url');
+      const fields = [position.sortValue.toISOString(), position.id];
+      if (position.sortText !== undefined) fields.push(position.sortText);
+      const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
       return `${payload}.${tag(list, orgId, payload).toString('base64url')}`;
     },
     decode(list, orgId, cursor) {
@@ -40,10 +45,12 @@ export function createCursorCodec(encryptionKey: Buffer | undefined): CursorCode
       const expected = tag(list, orgId, payload);
       if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw badCursor();
       try {
-        const [sortValue, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string];
+        const [sortValue, id, sortText] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string, unknown];
         const date = new Date(sortValue);
         if (Number.isNaN(date.getTime()) || typeof id !== 'string') throw badCursor();
-        return { sortValue: date, id };
+        if (sortText === undefined) return { sortValue: date, id };
+        if (typeof sortText !== 'string' || !PRECISE_TIMESTAMP.test(sortText)) throw badCursor();
+        return { sortValue: date, id, sortText };
       } catch {
         throw badCursor();
       }

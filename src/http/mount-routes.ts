@@ -55,7 +55,8 @@ function refuseNul(value: unknown, location: 'body' | 'query' | 'path'): void {
 
 /**
  * Mounts route definitions on a router. Per request: scope check → idempotency (writes) →
- * valibot parse of path, query and body → handler → success envelope.
+ * valibot parse of path, query and body → handler → success envelope (or, for a stream
+ * result, the raw bytes with the route's headers).
  */
 export function mountRoutes(
   router: Router<HeraldState>,
@@ -85,7 +86,7 @@ export function mountRoutes(
         refuseNul(rawBody, 'body');
         const params = route.params ? await parseInput(route.params, ctx.params, 'path') : undefined;
         const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
-        const body = route.body ? await parseInput(route.body, rawBody, 'body') : undefined;
+        const body = route.body ? await parseInput(route.body, rawBody, 'body', route.bodyErrorReason) : undefined;
         const result = await route.handle({
           caller: callerOf(ctx.state),
           params,
@@ -93,6 +94,13 @@ export function mountRoutes(
           body,
           requestId: ctx.state.requestId,
         });
+        if ('stream' in result) {
+          ctx.status = result.status;
+          ctx.body = result.stream;
+          // After the body: Koa's body setter may drop a Content-Length set before it.
+          ctx.set(result.headers);
+          return;
+        }
         respond(ctx, result.status, result.data, result.pagination ? { pagination: result.pagination } : {});
       },
     ], { name: route.operationId });

@@ -71,8 +71,48 @@ function errorResponses(route: AnyRoute): Record<string, JsonSchema> {
   );
 }
 
+const RATE_LIMIT_HEADERS: JsonSchema = {
+  'RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
+  'RateLimit-Remaining': { $ref: '#/components/headers/RateLimitRemaining' },
+  'RateLimit-Reset': { $ref: '#/components/headers/RateLimitReset' },
+};
+
+/** The success response: the JSON envelope around the route's schema, or raw bytes. */
+function successResponse(route: AnyRoute): JsonSchema {
+  const response = route.response;
+  if (response.binary) {
+    return {
+      description: response.description,
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        ...Object.fromEntries(
+          Object.entries(response.binary.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
+        ),
+      },
+      content: { [response.binary.contentType]: { schema: { type: 'string', format: 'binary' } } },
+    };
+  }
+  const data = jsonSchema(response.schema, 'output');
+  return {
+    description: response.description,
+    headers: RATE_LIMIT_HEADERS,
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['ok', 'data', 'meta'],
+          properties: {
+            ok: { const: true },
+            data: response.list ? { type: 'array', items: data } : data,
+            meta: { $ref: response.list ? '#/components/schemas/ListMeta' : '#/components/schemas/Meta' },
+          },
+        },
+      },
+    },
+  };
+}
+
 function operation(route: AnyRoute): JsonSchema {
-  const data = jsonSchema(route.response.schema, 'output');
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -86,27 +126,7 @@ function operation(route: AnyRoute): JsonSchema {
       ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
       : {}),
     responses: {
-      [String(route.response.status)]: {
-        description: route.response.description,
-        headers: {
-          'RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
-          'RateLimit-Remaining': { $ref: '#/components/headers/RateLimitRemaining' },
-          'RateLimit-Reset': { $ref: '#/components/headers/RateLimitReset' },
-        },
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              required: ['ok', 'data', 'meta'],
-              properties: {
-                ok: { const: true },
-                data: route.response.list ? { type: 'array', items: data } : data,
-                meta: { $ref: route.response.list ? '#/components/schemas/ListMeta' : '#/components/schemas/Meta' },
-              },
-            },
-          },
-        },
-      },
+      [String(route.response.status)]: successResponse(route),
       ...errorResponses(route),
     },
   };

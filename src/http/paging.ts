@@ -36,6 +36,11 @@ export async function listResult<T, E extends object = object>(
     query: { limit: number; cursor?: string | undefined };
     /** Keyset position of an item, when items are not rows sorted on (createdAt, id). */
     position?: (item: T) => KeysetPosition;
+    /**
+     * For a list that is polled: `next_cursor` follows the last item of every non-empty page,
+     * the last one included, so a client resumes from it later and sees only what came after.
+     */
+    resumable?: boolean;
   },
   load: (request: PageRequest) => Promise<KeysetPage<T> & E>,
   serialize: (item: T, page: KeysetPage<T> & E) => unknown,
@@ -51,7 +56,9 @@ export async function listResult<T, E extends object = object>(
       limit: request.limit,
       has_more: page.hasMore,
       next_cursor:
-        page.hasMore && last !== undefined ? options.cursors.encode(options.list, options.caller.orgId, position(last)) : null,
+        (page.hasMore || options.resumable === true) && last !== undefined
+          ? options.cursors.encode(options.list, options.caller.orgId, position(last))
+          : null,
     },
   };
 }

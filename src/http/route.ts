@@ -1,7 +1,9 @@
+import type { Readable } from 'node:stream';
 import type * as v from 'valibot';
 import type { ErrorCode } from '../errors.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { Pagination } from './envelope.ts';
+import type { FieldProblem } from './validation.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 export type Schema = v.GenericSchema | v.GenericSchemaAsync;
@@ -15,11 +17,37 @@ export interface RouteInput<P, Q, B> {
   requestId: string;
 }
 
-export interface RouteResult {
+/** A JSON answer, sent inside the success envelope `{ok: true, data, meta}`. */
+export interface JsonRouteResult {
   status: number;
   data: unknown;
   pagination?: Pagination;
 }
+
+/**
+ * Raw bytes instead of the envelope (downloads): the stream is piped as the body with these
+ * headers (Content-Type, Content-Length, Content-Disposition, …). Only for GET routes whose
+ * `response.binary` documents it.
+ */
+export interface StreamRouteResult {
+  status: number;
+  stream: Readable;
+  headers: Record<string, string>;
+}
+
+export type RouteResult = JsonRouteResult | StreamRouteResult;
+
+/** The documented success response: a JSON schema inside the envelope, or raw bytes. */
+export type RouteResponse =
+  | { status: number; description: string; schema: Schema; list?: boolean; binary?: undefined }
+  | {
+      status: number;
+      description: string;
+      /** Raw bytes (a StreamRouteResult): the media type and the headers that describe them. */
+      binary: { contentType: string; headers: Record<string, string> };
+      schema?: undefined;
+      list?: undefined;
+    };
 
 /**
  * How a response that holds a one-time secret is kept for Idempotency-Key replays: `seal`
@@ -49,7 +77,9 @@ export interface RouteDefinition<P extends Schema | undefined = Schema | undefin
   params?: P;
   query?: Q;
   body?: B;
-  response: { status: number; description: string; schema: Schema; list?: boolean };
+  /** For a body that fails validation: the `details.reason` the operation documents for those fields. */
+  bodyErrorReason?: (fields: FieldProblem[]) => string | undefined;
+  response: RouteResponse;
   /** Error codes this operation can answer besides the common ones (401, 403, 429, 500). */
   errors?: ErrorCode[];
   /** Herald's addition beyond the spec, marked `x-herald-extension` in OpenAPI. */

@@ -1,8 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
+import { createBlobStore } from '../blob/blob-store.ts';
 import type { Config } from '../config.ts';
 import { createDnsResolver } from '../dns/resolver.ts';
 import type { Logger } from '../logger.ts';
+import { createAttachmentsRoutes } from '../modules/attachments/attachments.routes.ts';
+import { createAttachmentsServiceFromConfig } from '../modules/attachments/attachments.service.ts';
 import { createAutomationsRoutes } from '../modules/automations/automations.routes.ts';
 import { createAutomationsService } from '../modules/automations/automations.service.ts';
 import { createBroadcastsRoutes } from '../modules/broadcasts/broadcasts.routes.ts';
@@ -11,9 +14,13 @@ import { createContactsRoutes } from '../modules/contacts/contacts.routes.ts';
 import { createContactsService } from '../modules/contacts/contacts.service.ts';
 import { createDomainsRoutes } from '../modules/domains/domains.routes.ts';
 import { createDomainsService } from '../modules/domains/domains.service.ts';
+import { createInboxRoutes } from '../modules/inbox/inbox.routes.ts';
+import { createInboxService } from '../modules/inbox/inbox.service.ts';
 import { createMeRoutes } from '../modules/me/me.routes.ts';
 import { createMetricsRoutes } from '../modules/metrics/metrics.routes.ts';
 import { createMetricsService } from '../modules/metrics/metrics.service.ts';
+import { createSendsRoutes } from '../modules/sends/sends.routes.ts';
+import { createSendsService } from '../modules/sends/sends.service.ts';
 import { createSegmentsRoutes } from '../modules/segments/segments.routes.ts';
 import { createSegmentsService } from '../modules/segments/segments.service.ts';
 import { createTemplatesRoutes } from '../modules/templates/templates.routes.ts';
@@ -44,7 +51,14 @@ export function createRoutes(deps: {
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createTemplatesRoutes({ templates: createTemplatesService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createSendsRoutes({
+      sends: createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger }),
+    }),
+    ...createAttachmentsRoutes({
+      attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),
+    }),
     ...createMetricsRoutes({ metrics: createMetricsService({ orm: deps.orm }) }),
+    ...createInboxRoutes({ inbox: createInboxService({ orm: deps.orm, blobs: createBlobStore(deps.config) }), cursors: deps.cursors }),
     ...createWebhooksRoutes({
       webhooks: createWebhooksService({
         orm: deps.orm,

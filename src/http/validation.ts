@@ -36,6 +36,7 @@ export async function parseInput<TSchema extends AnySchema>(
   schema: TSchema,
   value: unknown,
   location: InputLocation,
+  reasonOf?: (fields: FieldProblem[]) => string | undefined,
 ): Promise<v.InferOutput<TSchema>> {
   const result = await v.safeParseAsync(schema, value, { abortEarly: false, abortPipeEarly: false });
   if (result.success) return result.output;
@@ -43,5 +44,6 @@ export async function parseInput<TSchema extends AnySchema>(
   const first = fields[0];
   const where = first?.path ? `${first.location}.${first.path}` : (first?.location ?? location);
   const more = fields.length > 1 ? ` (and ${fields.length - 1} more)` : '';
-  throw new AppError('invalid_request', `Invalid ${where}: ${first?.message ?? 'invalid'}${more}.`, { fields });
+  const reason = reasonOf?.(fields);
+  throw new AppError('invalid_request', `Invalid ${where}: ${first?.message ?? 'invalid'}${more}.`, reason ? { reason, fields } : { fields });
 }

@@ -1,14 +1,24 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
+import type { Client } from '@temporalio/client';
+import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { Domain } from '../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
+import type { BlobStore } from '../blob/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { startInboundWorkflow } from '../modules/inbound/inbound-starter.ts';
+import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
 
 /** The largest message accepted: the spec's 25 MB body-plus-attachments ceiling. */
 export const MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
+/** Recipients per message; more are refused with 452 4.5.3 (RFC 5321 §4.5.3.1.8 asks for at least 100). */
+export const MAX_RECIPIENTS = 100;
+/** Simultaneous SMTP connections per process; more are refused with 421. */
+export const MAX_CLIENTS = 200;
+/** A workflow start gives up on an unresponsive Temporal after this long (the reconciler takes over). */
+const START_DEADLINE_MS = 5_000;
 
 interface SmtpReplyError extends Error {
   responseCode: number;
@@ -19,18 +29,50 @@ function reply(code: number, message: string): SmtpReplyError {
 }
 
 export interface InboundServerDeps {
-  config: Pick<Config, 'smtp' | 'bounceDomain'>;
+  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal'>;
   orm: MikroORM;
   logger: Logger;
+  /** Where raw messages go; null (BLOB_DIR empty) answers every DATA with 451. */
+  blobs: BlobStore | null;
+  /** Starts ingestion after the 250; null leaves it to the worker's reconciler. */
+  temporal: Client | null;
+  limits?: Partial<InboundLimits>;
+}
+
+export interface InboundLimits {
+  maxBytes: number;
+  maxRecipients: number;
+  maxClients: number;
+}
+
+function envelopeOf(session: SMTPServerSession): InboundEnvelope {
+  return {
+    mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+    rcptTo: session.envelope.rcptTo.map((recipient) => recipient.address),
+    remoteAddress: session.remoteAddress || null,
+    clientHostname: session.clientHostname || null,
+    heloName: session.hostNameAppearsAs || null,
+    tls: session.secure,
+  };
 }
 
 /**
- * Inbound MX. Recipients are checked at RCPT: a domain of some workspace or the VERP bounce
- * domain, else 550 5.1.1. The size limit is announced and enforced after draining (552).
- * Storing and ingesting the message belongs to the inbound pipeline; until it is wired in,
- * DATA is answered 451 (transient) so senders keep the message and retry: nothing is lost.
+ * Inbound MX. RCPT: a domain of some workspace or the VERP bounce domain, else 550 5.1.1; past
+ * `maxRecipients` 452 4.5.3. DATA: the message is streamed into the blob store and its
+ * InboundMessage row recorded (src/modules/inbound/intake.ts), and only then answered 250 with
+ * the id; over the size limit 552 5.3.4 after draining; any failure to store or record 451 4.3.0
+ * with nothing kept. After the 250 the `inbound:<id>` workflow is started; if Temporal does not
+ * take it, the row stays `received` and the worker's reconciler starts it later.
  */
-export function createInboundServer({ config, orm, logger }: InboundServerDeps): SMTPServer {
+export function createInboundServer({ config, orm, logger, blobs, temporal, limits = {} }: InboundServerDeps) {
+  const { maxBytes, maxRecipients, maxClients }: InboundLimits = {
+    maxBytes: MAX_MESSAGE_BYTES,
+    maxRecipients: MAX_RECIPIENTS,
+    maxClients: MAX_CLIENTS,
+    ...limits,
+  };
+  const intake = createInboundIntake({ orm, blobs, maxBytes, logger });
+  const starts = new Set<Promise<void>>();
   const tls: Partial<SMTPServerOptions> =
     config.smtp.tlsKeyFile && config.smtp.tlsCertFile
       ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
@@ -42,17 +84,32 @@ export function createInboundServer({ config, orm, logger }: InboundServerDeps):
     return found > 0;
   }
 
-  return new SMTPServer({
+  function startIngestion(inboundId: string): void {
+    if (!temporal) return;
+    const started = temporal.connection
+      .withDeadline(Date.now() + START_DEADLINE_MS, () => startInboundWorkflow(temporal, config, { inboundId }))
+      .catch((error: unknown) =>
+        logger.warn('inbound: could not start ingestion; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) }),
+      )
+      .finally(() => starts.delete(started));
+    starts.add(started);
+  }
+
+  const server = new SMTPServer({
     ...tls,
     name: config.smtp.host === '0.0.0.0' ? undefined : config.smtp.host,
     banner: 'Herald inbound',
     authOptional: true,
     disabledCommands: ['AUTH'],
-    size: MAX_MESSAGE_BYTES,
-    maxClients: 200,
+    size: maxBytes,
+    maxClients,
     disableReverseLookup: true,
     socketTimeout: 60_000,
-    onRcptTo(address, _session, callback) {
+    onRcptTo(address, session, callback) {
+      if (session.envelope.rcptTo.length >= maxRecipients) {
+        callback(reply(452, `4.5.3 Too many recipients (at most ${maxRecipients} per message)`));
+        return;
+      }
       const domain = address.address.split('@').pop()?.toLowerCase() ?? '';
       acceptsDomain(domain).then(
         (ok) => callback(ok ? undefined : reply(550, '5.1.1 Recipient address rejected: unknown domain')),
@@ -62,17 +119,32 @@ export function createInboundServer({ config, orm, logger }: InboundServerDeps):
         },
       );
     },
-    onData(stream, _session, callback) {
-      stream.on('data', () => {});
-      stream.on('end', () => {
-        if (stream.sizeExceeded) {
-          callback(reply(552, '5.3.4 Message exceeds the 25 MB size limit'));
-          return;
-        }
-        callback(reply(451, '4.3.2 Inbound processing is not enabled on this server yet, try again later'));
-      });
+    onData(stream, session, callback) {
+      intake.receive(stream, envelopeOf(session)).then(
+        (result) => {
+          if (result.status === 'too_large') {
+            callback(reply(552, `5.3.4 Message exceeds the ${Math.round(maxBytes / 1024 / 1024)} MB size limit`));
+          } else if (result.status === 'failed') {
+            callback(reply(451, '4.3.0 Temporary failure storing the message, try again later'));
+          } else {
+            callback(null, `2.0.0 Ok: queued as ${result.id}`);
+            startIngestion(result.id);
+          }
+        },
+        (error: unknown) => {
+          logger.error('inbound: intake failed', { error });
+          callback(reply(451, '4.3.0 Temporary failure storing the message, try again later'));
+        },
+      );
     },
   });
+  return {
+    server,
+    /** Resolves when every workflow start begun so far has finished (or given up). */
+    async settle(): Promise<void> {
+      await Promise.all([...starts]);
+    },
+  };
 }
 
 export interface RunningSmtp {

@@ -45,7 +45,14 @@ describe('herald dev (npm start)', () => {
   });
 
   it('starts the whole stack, prints a working curl, stops cleanly on Ctrl-C, and reuses its data', async () => {
-    const ports = { api: await freePort(), smtp: await freePort(), temporal: await freePort(), ui: await freePort() };
+    const ports = {
+      api: await freePort(),
+      smtp: await freePort(),
+      temporal: await freePort(),
+      ui: await freePort(),
+      sinkSmtp: await freePort(),
+      sinkHttp: await freePort(),
+    };
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       NODE_ENV: 'development',
@@ -57,6 +64,8 @@ describe('herald dev (npm start)', () => {
       SMTP_PORT: String(ports.smtp),
       TEMPORAL_PORT: String(ports.temporal),
       TEMPORAL_UI_PORT: String(ports.ui),
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${ports.sinkSmtp}`,
+      MAIL_SINK_HTTP_PORT: String(ports.sinkHttp),
     };
     delete env.TEMPORAL_ADDRESS;
 
@@ -71,6 +80,10 @@ describe('herald dev (npm start)', () => {
     const [, command, key] = curl!;
     expect(banner).toContain(`Temporal UI   http://127.0.0.1:${ports.ui}`);
     expect(banner).toContain(`Inbound SMTP  127.0.0.1:${ports.smtp}`);
+    expect(banner).toContain(`Mail sink     http://127.0.0.1:${ports.sinkHttp} (outbound relay smtp://127.0.0.1:${ports.sinkSmtp};`);
+    const sinkPage = await fetch(`http://127.0.0.1:${ports.sinkHttp}/`);
+    expect(sinkPage.status).toBe(200);
+    expect(await sinkPage.text()).toContain('Herald mail sink');
 
     const me = JSON.parse((await sh(command!)).stdout) as { ok: boolean; data: { org_slug: string; scopes: string[] } };
     expect(me.ok).toBe(true);

@@ -97,7 +97,7 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
     it('404 for another workspace\'s resource', async ({ skip }) => {
       const fixture = RESOURCE_FIXTURES[operationId];
       if (!route().path.includes(':')) skip('no id in the path');
-      const foreignId = await fixture!.create(h.stack.orm, other.org.id);
+      const foreignId = await fixture!.create(h.stack.orm, other.org.id, { config: h.stack.config });
       const response = await h.request(route().method, urlFor(route(), foreignId), {
         headers: write(),
         ...(fixture!.validBody ? { body: fixture!.validBody } : {}),

@@ -3,7 +3,9 @@ import { Template } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import { createBlobStore } from '../../src/blob/blob-store.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
+import { insertAttachment, insertMessage } from '../support/inbox-rows.ts';
 
 /** The spec's field lists ("Resources and their fields"), name for name. */
 const SPEC = {
@@ -22,7 +24,15 @@ const SPEC = {
   metricsRates: ['delivery', 'open', 'click', 'ctor', 'bounce', 'complaint', 'unsubscribe'],
   metricsDaily: ['date', 'sent', 'delivered', 'opened', 'clicked', 'bounced'],
   metricsContacts: ['total', 'active', 'unsubscribed', 'bounced', 'complained'],
+  attachmentUpload: ['attachment_id', 'upload_url', 'expires_at', 'required_headers'],
+  inboxMessage: ['id', 'thread_id', 'direction', 'subject', 'text', 'from', 'to', 'rfc_message_id', 'in_reply_to_message_id', 'references_rfc', 'attachments', 'attachment_ingest_status', 'failed_attachments', 'attachment_count', 'attachments_ready', 'created_at', 'updated_at'],
+  inboxAttachment: ['id', 'filename', 'content_type', 'size_bytes'],
+  mailbox: ['email', 'name'],
 };
+
+/** Herald's additions to the spec's Inbox message (marked as extensions in OpenAPI), in lists and on GET by id. */
+const INBOX_EXTENSIONS = ['cc', 'kind', 'auth_results', 'email_id', 'sent_at'];
+const INBOX_DETAIL_EXTENSIONS = [...INBOX_EXTENSIONS, 'html', 'in_reply_to', 'replies'];
 
 const keys = (value: unknown) => Object.keys(value as object).sort();
 const sorted = (list: string[]) => [...list].sort();
@@ -89,6 +99,24 @@ describe('responses carry exactly the spec\'s field names and casing', () => {
       segment_ids: [segment._id],
     });
     expect(keys(broadcast)).toEqual(sorted(SPEC.broadcast));
+  });
+
+  it('Attachment upload', async () => {
+    const created = await ok('POST', '/api/v1/outbox/attachments', { filename: 'fields.pdf', content_type: 'application/pdf', size_bytes: 10 });
+    expect(keys(created)).toEqual(sorted(SPEC.attachmentUpload));
+  });
+
+  it('Inbox message', async () => {
+    const blobs = createBlobStore(h.stack.config);
+    const message = await insertMessage(h.stack.orm, h.workspace.org.id, { attachmentCount: 1 });
+    await insertAttachment(h.stack.orm, h.workspace.org.id, { messageId: message.id, blobs: blobs!, filename: 'a.txt', contentType: 'text/plain' });
+    const [listed] = (await ok('GET', '/api/v1/inbox/messages')) as Record<string, unknown>[];
+    expect(keys(listed)).toEqual(sorted([...SPEC.inboxMessage, ...INBOX_EXTENSIONS]));
+    const data = (await ok('GET', `/api/v1/inbox/messages/${message.id}`)) as { from: unknown; to: unknown[]; attachments: unknown[] };
+    expect(keys(data)).toEqual(sorted([...SPEC.inboxMessage, ...INBOX_DETAIL_EXTENSIONS]));
+    expect(keys(data.attachments[0])).toEqual(sorted(SPEC.inboxAttachment));
+    expect(keys(data.from)).toEqual(sorted(SPEC.mailbox));
+    expect(keys(data.to[0])).toEqual(sorted(SPEC.mailbox));
   });
 
   it('Metrics summary', async () => {

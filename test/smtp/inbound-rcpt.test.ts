@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createTransport, type Transporter } from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
@@ -18,9 +21,11 @@ describe('inbound SMTP listener', () => {
   let stack: TestStack;
   let smtp: RunningSmtp;
   let transport: Transporter;
+  let blobDir: string;
 
   beforeAll(async () => {
-    stack = await createTestStack({ BOUNCE_DOMAIN: 'bounces.herald.test' });
+    blobDir = await mkdtemp(join(tmpdir(), 'herald-rcpt-'));
+    stack = await createTestStack({ BOUNCE_DOMAIN: 'bounces.herald.test', BLOB_DIR: blobDir });
     const { org } = await createOrg(stack.orm);
     await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
       orgId: org.id,
@@ -34,6 +39,7 @@ describe('inbound SMTP listener', () => {
     transport.close();
     await smtp.close();
     await stack.close();
+    await rm(blobDir, { recursive: true, force: true });
   });
 
   const message = (to: string) => ({ from: 'sender@remote.example', to, subject: 'hi', text: 'hello' });
@@ -76,9 +82,8 @@ describe('inbound SMTP listener', () => {
     },
   );
 
-  it('answers DATA with a transient 451 until inbound ingestion is wired in, so senders retry and nothing is lost', async () => {
-    const failure = (await transport.sendMail(message('reply@inbound.example.com')).catch((e: unknown) => e)) as SmtpFailure;
-    expect(failure.code).toBe('EMESSAGE');
-    expect(failure.responseCode).toBe(451);
+  it('answers DATA with 250 and the id of the recorded message', async () => {
+    const info = (await transport.sendMail(message('reply@inbound.example.com'))) as { response: string };
+    expect(info.response).toMatch(/^250 2\.0\.0 Ok: queued as [a-f0-9]{24}$/);
   });
 });

@@ -1,10 +1,14 @@
 import * as v from 'valibot';
 import { Contact } from '../../db/entities/index.ts';
+import { newId } from '../../db/ids.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
+import { createBlobStore } from '../../src/blob/blob-store.ts';
+import type { Config } from '../../src/config.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
+import { insertAttachment, insertMessage } from './inbox-rows.ts';
 import { insertDelivery } from './webhook-rows.ts';
 
 /**
@@ -13,7 +17,8 @@ import { insertDelivery } from './webhook-rows.ts';
  * another workspace's id answers 404; it fails for a route that has no entry here.
  */
 export interface ResourceFixture {
-  create(orm: MikroORM, orgId: string): Promise<string>;
+  /** `config` is the running api's (e.g. its BLOB_DIR, for a resource with bytes). */
+  create(orm: MikroORM, orgId: string, context: { config: Config }): Promise<string>;
   validBody?: Record<string, unknown>;
 }
 
@@ -38,6 +43,21 @@ const template = (validBody?: Record<string, unknown>): ResourceFixture => ({
   ...(validBody ? { validBody } : {}),
 });
 
+/**
+ * An inbox message with one stored attachment whose id is the message's own id (the suite
+ * fills every path parameter with the same id), its bytes in the api's blob store.
+ */
+const inboxAttachment: ResourceFixture = {
+  async create(orm, orgId, { config }) {
+    const blobs = createBlobStore(config);
+    if (!blobs) throw new Error('the route suite needs BLOB_DIR for attachment downloads');
+    const id = newId();
+    await insertMessage(orm, orgId, { id, attachmentCount: 1 });
+    await insertAttachment(orm, orgId, { id, messageId: id, blobs, bytes: Buffer.from('suite bytes') });
+    return id;
+  },
+};
+
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getAutomation: automation(),
   updateAutomation: automation({ name: 'Renamed by the route suite' }),
@@ -48,6 +68,8 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getTemplate: template(),
   updateTemplate: template({ name: 'Renamed by the route suite' }),
   deleteTemplate: template(),
+  getInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id },
+  downloadInboxAttachment: inboxAttachment,
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
 };
 
@@ -57,4 +79,5 @@ export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createSegment: () => ({ name: unique('segment'), tags: ['suite'] }),
   createTemplate: () => ({ name: unique('template') }),
   createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),
+  createAttachmentUpload: () => ({ filename: `${unique('file')}.pdf`, content_type: 'application/pdf', size_bytes: 1024 }),
 };

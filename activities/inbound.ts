@@ -1,0 +1,57 @@
+import { Context } from '@temporalio/activity';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { BlobStore } from '../src/blob/blob-store.ts';
+import type { Config } from '../src/config.ts';
+import type { Logger } from '../src/logger.ts';
+import type { StoreOutcome } from '../src/modules/inbound/attachments.ts';
+import { createInboundIngestion, type RecordOutcome } from '../src/modules/inbound/ingestion.ts';
+import type { InboundReportHooks } from '../src/modules/inbound/reports-hook.ts';
+
+export interface InboundActivityDeps {
+  orm: MikroORM;
+  blobs: BlobStore | null;
+  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp'>;
+  /** Bounce/complaint classification and its effects; without it every message is kind `message`. */
+  reports?: InboundReportHooks | undefined;
+  logger?: Logger;
+}
+
+const HEARTBEAT_EVERY_MS = 2_000;
+
+/** Runs `work` while heartbeating, so a worker lost mid-step is noticed within the heartbeat timeout. */
+async function beating<T>(work: () => Promise<T>): Promise<T> {
+  const context = Context.current();
+  const timer = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Inbound ingestion activities (src/modules/inbound/ingestion.ts), all idempotent:
+ * recordInboundMessages creates at most one inbox message per (raw message, workspace);
+ * storeInboundAttachments stores only what is missing and, on the workflow's last attempt,
+ * settles what could not be stored as partial_failure; finishInbound marks the raw message.
+ */
+export function createInboundActivities(deps: InboundActivityDeps) {
+  const ingestion = createInboundIngestion(deps);
+  return {
+    async recordInboundMessages(input: { inboundId: string }): Promise<RecordOutcome> {
+      return beating(() => ingestion.recordMessages(input.inboundId));
+    },
+
+    async storeInboundAttachments(input: { inboundId: string; finalAttempt: number }): Promise<StoreOutcome> {
+      const final = Context.current().info.attempt >= input.finalAttempt;
+      return beating(() => ingestion.storeAttachments(input.inboundId, { final }));
+    },
+
+    async finishInbound(input: { inboundId: string; outcome: 'ingested' | 'failed'; reason?: string }): Promise<void> {
+      if (input.outcome === 'ingested') await ingestion.markIngested(input.inboundId);
+      else await ingestion.markFailed(input.inboundId, input.reason ?? 'ingestion failed');
+    },
+  };
+}
+
+export type InboundActivities = ReturnType<typeof createInboundActivities>;

@@ -1,0 +1,122 @@
+/**
+ * 1. API read: GET /api/v1/contacts?limit=50 through the whole api (authentication, rate
+ * limiting, the idempotency layer, keyset page, serialization) with 50 keep-alive connections,
+ * against (a) a bare Koa app answering the same JSON from memory and (b) the same SQL the api
+ * issues, through pg in a tight loop with the api's pool size and the same 50 in flight.
+ * Target: at least 50 % of (b).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BenchContext } from './lib/context.ts';
+import { runHttpLoad, runPgLoop, type LoadResult } from './lib/load.ts';
+import { seedContacts, withClient } from './lib/seed.ts';
+import { fmt, med } from './lib/stats.ts';
+import type { Benchmark, Figures } from './lib/types.ts';
+
+const CONNECTIONS = 50;
+const POOL = 10;
+const LIMIT = 50;
+
+export const LIST_PATH = `/api/v1/contacts?limit=${LIMIT}`;
+
+/**
+ * The statement the api ran last for the contacts list (MikroORM inlines the values), from
+ * pg_stat_activity; with `containing`, only one that contains that text.
+ */
+export async function capturedListQuery(databaseUrl: string, containing = ''): Promise<string> {
+  const found = await withClient(databaseUrl, (client) =>
+    client.query<{ query: string }>(
+      `select query from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and query like 'select %from "contacts"%limit%'
+          and strpos(query, $1) > 0
+        limit 1`,
+      [containing],
+    ),
+  );
+  const query = found.rows[0]?.query;
+  if (!query) throw new Error('could not find the list query of the api in pg_stat_activity');
+  return query;
+}
+
+/** EXPLAIN (ANALYZE, BUFFERS) of a statement, as text. */
+export async function explainAnalyze(databaseUrl: string, sql: string): Promise<string> {
+  const plan = await withClient(databaseUrl, (client) => client.query<{ 'QUERY PLAN': string }>(`explain (analyze, buffers) ${sql}`));
+  return `${sql}\n\n${plan.rows.map((row) => row['QUERY PLAN']).join('\n')}`;
+}
+
+function figures(prefix: string, result: LoadResult): Figures {
+  return { [`${prefix}_rps`]: result.rps, [`${prefix}_p50_ms`]: result.p50Ms, [`${prefix}_p99_ms`]: result.p99Ms };
+}
+
+export const benchmark: Benchmark = {
+  name: 'api-read',
+  description: `GET ${LIST_PATH} (auth, rate limit, idempotency on), ${CONNECTIONS} connections, against a bare Koa app serving the same JSON and the same SQL through pg (pool ${POOL}, ${CONNECTIONS} in flight).`,
+
+  async setup(context: BenchContext) {
+    const databaseUrl = await context.database();
+    const workspace = await context.workspace(databaseUrl);
+    await seedContacts(databaseUrl, workspace.orgId, context.options.quick ? 2_000 : 10_000);
+    const api = await context.start('api', await context.env(databaseUrl, { DATABASE_POOL_MAX: String(POOL) }), { profile: true });
+    const headers = { Authorization: `Bearer ${workspace.key}` };
+
+    const response = await fetch(`${api.url}${LIST_PATH}`, { headers });
+    const page = (await response.json()) as { data?: unknown[] };
+    if (response.status !== 200 || page.data?.length !== LIMIT) {
+      throw new Error(`GET ${LIST_PATH} answered ${response.status} with ${JSON.stringify(page).slice(0, 300)}`);
+    }
+    const sql = await capturedListQuery(databaseUrl);
+    context.note('EXPLAIN ANALYZE of the list query', await explainAnalyze(databaseUrl, sql));
+
+    const file = join(context.scratch, 'page.json');
+    writeFileSync(file, JSON.stringify(page));
+    const koaPort = await context.freePort();
+    await context.spawnNode('bare-koa', [join(import.meta.dirname, 'lib/bare-koa.ts'), file, String(koaPort)], 'bare koa listening');
+
+    const herald = (durationSec: number) => runHttpLoad({ url: `${api.url}${LIST_PATH}`, headers, connections: CONNECTIONS, durationSec });
+    const koa = (durationSec: number) => runHttpLoad({ url: `http://127.0.0.1:${koaPort}${LIST_PATH}`, connections: CONNECTIONS, durationSec });
+    const pgLoop = (durationSec: number) =>
+      runPgLoop({ databaseUrl, poolMax: POOL, concurrency: CONNECTIONS, durationSec, statement: () => ({ text: sql, values: [] }) });
+    const { durationSec, warmupSec } = context.options;
+
+    return {
+      async warmup() {
+        await herald(warmupSec);
+        await koa(Math.min(2, warmupSec));
+        await pgLoop(Math.min(2, warmupSec));
+      },
+      async run() {
+        const heraldResult = await herald(durationSec);
+        const koaResult = await koa(durationSec);
+        const pgResult = await pgLoop(durationSec);
+        return {
+          ...figures('herald', heraldResult),
+          ...figures('koa', koaResult),
+          ...figures('pg', pgResult),
+          ratio_of_pg: heraldResult.rps / pgResult.rps,
+          ratio_of_koa: heraldResult.rps / koaResult.rps,
+        };
+      },
+      close: () => Promise.resolve(),
+    };
+  },
+
+  summarize(stats) {
+    const figure = `${fmt(med(stats, 'herald_rps'))} req/s, p50 ${fmt(med(stats, 'herald_p50_ms'))} ms, p99 ${fmt(med(stats, 'herald_p99_ms'))} ms`;
+    const ofPg = med(stats, 'ratio_of_pg');
+    return [
+      {
+        name: 'api-read',
+        figure,
+        ratio: ofPg,
+        baseline: `the same SQL through pg, ${fmt(med(stats, 'pg_rps'))} q/s`,
+        target: { text: '≥ 50 %', met: ofPg >= 0.5 },
+      },
+      {
+        name: 'api-read-vs-koa',
+        figure,
+        ratio: med(stats, 'ratio_of_koa'),
+        baseline: `a bare Koa app serving the same JSON, ${fmt(med(stats, 'koa_rps'))} req/s`,
+      },
+    ];
+  },
+};

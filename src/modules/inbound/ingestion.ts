@@ -1,0 +1,211 @@
+import { hostname } from 'node:os';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { InboundMessage, InboxMessage, type InboxMessageKind } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import { readBlob, type BlobStore } from '../../blob/blob-store.ts';
+import type { Config } from '../../config.ts';
+import type { Logger } from '../../logger.ts';
+import { recordEvent } from '../events/events.fns.ts';
+import { lockWorkspaceThreads, participantsOf, threadMessage } from '../inbox/threading.ts';
+import { settleAttachments, storeAttachments, type StoreOutcome } from './attachments.ts';
+import { checkAuthentication, createAuthResolver, type AuthResultsSummary } from './auth-results.ts';
+import { parseMessageStream, scanSubject, type ParsedMessage } from './mime.ts';
+import { appliesReport, CLASSIFY_MAX_BYTES, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
+import { routeRecipients, type InboundRoute } from './routing.ts';
+
+export interface InboundIngestionDeps {
+  orm: MikroORM;
+  blobs: BlobStore | null;
+  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp'>;
+  reports?: InboundReportHooks | undefined;
+  logger?: Logger;
+}
+
+export type RecordOutcome =
+  | { status: 'recorded'; orgIds: string[]; messageIds: string[]; attachmentsPending: boolean }
+  /** The raw message is already ingested or failed: nothing to do. */
+  | { status: 'settled' }
+  | { status: 'missing' }
+  /** No workspace owns any recipient any more (a domain removed since RCPT, an unknown VERP id). */
+  | { status: 'unroutable' };
+
+/** Bytes of the raw message read for the fallback subject when the MIME parse fails early. */
+const HEAD_BYTES = 64 * 1024;
+
+async function readHead(blobs: BlobStore, key: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  const stream = await blobs.get(key);
+  for await (const chunk of stream) {
+    chunks.push(chunk as Buffer);
+    length += (chunk as Buffer).length;
+    if (length >= HEAD_BYTES) break;
+  }
+  stream.destroy();
+  return Buffer.concat(chunks).subarray(0, HEAD_BYTES);
+}
+
+/** The email a report names, if the classifier found one. */
+function reportEmailId(report: InboundReportLike | null): string | null {
+  return typeof report?.emailId === 'string' ? report.emailId : null;
+}
+
+function emailReceivedData(message: InboxMessage) {
+  return {
+    message: {
+      id: message.id,
+      thread_id: message.threadId,
+      direction: 'inbound' as const,
+      subject: message.subject,
+      from: { email: message.fromEmail, name: message.fromName },
+      to: message.to,
+      rfc_message_id: message.rfcMessageId,
+      attachment_count: message.attachmentCount,
+      created_at: message.createdAt.toISOString(),
+    },
+  };
+}
+
+/**
+ * Ingestion of one raw inbound message (the activities of the `inbound:<id>` workflow). Every
+ * step is idempotent: messages are unique per (raw message, workspace) and attachments per
+ * (message, position), so a retry after a crash finishes the work without duplicating it.
+ */
+export function createInboundIngestion(deps: InboundIngestionDeps) {
+  const { orm, config, reports } = deps;
+  const resolver = createAuthResolver(config);
+  const mta = config.smtp.host === '0.0.0.0' || config.smtp.host === '' ? hostname() : config.smtp.host;
+  const blobStore = (): BlobStore => {
+    if (!deps.blobs) throw new Error('no blob store configured (BLOB_DIR is empty)');
+    return deps.blobs;
+  };
+
+  async function parse(inbound: InboundMessage): Promise<ParsedMessage> {
+    const blobs = blobStore();
+    const parsed = await parseMessageStream(await blobs.get(inbound.blobKey));
+    if (parsed.parseError) {
+      deps.logger?.warn('inbound: MIME parse stopped early; keeping what was read', { inboundId: inbound.id, error: parsed.parseError });
+      if (!parsed.subject) parsed.subject = scanSubject(await readHead(blobs, inbound.blobKey));
+    }
+    return parsed;
+  }
+
+  async function classify(inbound: InboundMessage): Promise<InboundReportLike | null> {
+    if (!reports || inbound.sizeBytes > CLASSIFY_MAX_BYTES) return null;
+    try {
+      const raw = await readBlob(blobStore(), inbound.blobKey);
+      return await reports.classify({ raw, mailFrom: inbound.mailFrom, rcptTo: inbound.rcptTo, bounceDomain: config.bounceDomain });
+    } catch (error) {
+      deps.logger?.warn('inbound: classification failed; recorded as a message', { inboundId: inbound.id, error });
+      return null;
+    }
+  }
+
+  /** One inbox message in one workspace, with its thread, event and report, in one transaction. */
+  async function recordForWorkspace(
+    inbound: InboundMessage,
+    route: InboundRoute,
+    parsed: ParsedMessage,
+    auth: AuthResultsSummary,
+    report: InboundReportLike | null,
+  ): Promise<string> {
+    return scopeToOrg(orm.em, route.orgId).transactional(async (em: EntityManager) => {
+      const existing = await em.findOne(InboxMessage, { inboundId: inbound.id, orgId: route.orgId });
+      if (existing) return existing.id;
+      await lockWorkspaceThreads(em, route.orgId);
+      const at = inbound.createdAt;
+      const { thread, parent } = await threadMessage(em, route.orgId, {
+        subject: parsed.subject,
+        inReplyTo: parsed.inReplyTo,
+        references: parsed.references,
+        participants: participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]),
+        at,
+      });
+      const kind: InboxMessageKind = report?.kind ?? 'message';
+      const attachmentCount = parsed.attachments.length;
+      const message = em.create(InboxMessage, {
+        id: newId(),
+        orgId: route.orgId,
+        threadId: thread.id,
+        direction: 'inbound',
+        kind,
+        inboundId: inbound.id,
+        emailId: null,
+        subject: parsed.subject,
+        text: parsed.text,
+        html: parsed.html,
+        fromEmail: parsed.from?.email ?? '',
+        fromName: parsed.from?.name ?? '',
+        to: parsed.to,
+        cc: parsed.cc,
+        rfcMessageId: parsed.messageId,
+        inReplyTo: parsed.inReplyTo,
+        references: parsed.references,
+        inReplyToId: parent?.id ?? null,
+        attachmentIngestStatus: attachmentCount > 0 ? 'pending' : 'ready',
+        failedAttachments: [],
+        attachmentCount,
+        attachmentsReady: attachmentCount === 0,
+        authResults: auth,
+        sentAt: parsed.date,
+        createdAt: at,
+        updatedAt: new Date(),
+      });
+      if (kind === 'message') recordEvent(em, route.orgId, 'email.received', emailReceivedData(message));
+      await em.flush();
+      if (report && reports?.apply && appliesReport(kind)) await reports.apply(em, route.orgId, report, message.id);
+      return message.id;
+    });
+  }
+
+  return {
+    /**
+     * Parses the raw message (attachments only measured), checks its authentication, classifies
+     * it, routes it and records one inbox message per workspace reached, each `pending` until
+     * its attachments are stored (`ready` at once without attachments).
+     */
+    async recordMessages(inboundId: string): Promise<RecordOutcome> {
+      const em = orm.em.fork();
+      const inbound = await em.findOne(InboundMessage, { id: inboundId });
+      if (!inbound) return { status: 'missing' };
+      if (inbound.status !== 'received') return { status: 'settled' };
+      await em.getConnection().execute(`update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ?`, [inboundId], 'run');
+      const report = await classify(inbound);
+      const routes = await routeRecipients(em, inbound.rcptTo, config.bounceDomain, reportEmailId(report));
+      if (routes.length === 0) return { status: 'unroutable' };
+      const [parsed, auth] = await Promise.all([
+        parse(inbound),
+        blobStore()
+          .get(inbound.blobKey)
+          .then((raw) => checkAuthentication({ raw, mailFrom: inbound.mailFrom, remoteAddress: inbound.remoteAddress ?? null, heloName: inbound.heloName ?? null, mta, resolver })),
+      ]);
+      const messageIds: string[] = [];
+      for (const route of routes) messageIds.push(await recordForWorkspace(inbound, route, parsed, auth, report));
+      return { status: 'recorded', orgIds: routes.map((route) => route.orgId), messageIds, attachmentsPending: parsed.attachments.length > 0 };
+    },
+
+    /** Stores the attachments of the raw message's pending inbox messages; see attachments.ts. */
+    async storeAttachments(inboundId: string, options: { final: boolean }): Promise<StoreOutcome> {
+      const inbound = await orm.em.fork().findOne(InboundMessage, { id: inboundId });
+      if (!inbound) return { stored: 0, failed: 0, settled: 0 };
+      return storeAttachments({ orm, blobs: blobStore(), inbound, final: options.final });
+    },
+
+    /** Ends ingestion successfully. */
+    async markIngested(inboundId: string): Promise<void> {
+      await orm.em.fork().nativeUpdate(InboundMessage, { id: inboundId }, { status: 'ingested', ingestedAt: new Date(), lastError: null, updatedAt: new Date() });
+    },
+
+    /**
+     * Ends ingestion as failed (retries exhausted, or no workspace reached): any inbox message
+     * still pending settles with its unstored attachments as failed, so nothing stays pending.
+     */
+    async markFailed(inboundId: string, reason: string): Promise<void> {
+      await settleAttachments(orm, inboundId);
+      await orm.em.fork().nativeUpdate(InboundMessage, { id: inboundId }, { status: 'failed', lastError: reason.slice(0, 1024), updatedAt: new Date() });
+    },
+  };
+}
+
+export type InboundIngestion = ReturnType<typeof createInboundIngestion>;

@@ -1,0 +1,108 @@
+import { PassThrough, type Readable } from 'node:stream';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { InboundMessage } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
+import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
+import type { Logger } from '../../logger.ts';
+
+/** What the SMTP conversation says about a message besides its bytes. */
+export interface InboundEnvelope {
+  mailFrom: string;
+  rcptTo: string[];
+  remoteAddress: string | null;
+  clientHostname: string | null;
+  heloName: string | null;
+  tls: boolean;
+}
+
+export type IntakeResult =
+  | { status: 'accepted'; id: string; sizeBytes: number }
+  | { status: 'too_large' }
+  | { status: 'failed'; reason: string };
+
+export interface InboundIntakeDeps {
+  orm: MikroORM;
+  /** null when BLOB_DIR is empty: every message is refused with a transient failure. */
+  blobs: BlobStore | null;
+  maxBytes: number;
+  logger: Logger;
+}
+
+/** `inbound/<yyyy>/<mm>/<dd>/<id>.eml`, by the UTC day of receipt. */
+export function inboundBlobKey(id: string, at: Date): string {
+  const [yyyy, mm, dd] = at.toISOString().slice(0, 10).split('-');
+  return `inbound/${yyyy}/${mm}/${dd}/${id}.eml`;
+}
+
+/** Lets the rest of a DATA stream flow to nowhere and resolves when it has ended. */
+function drain(stream: Readable): Promise<void> {
+  if (stream.readableEnded || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+    stream.resume();
+  });
+}
+
+/**
+ * Intake of one message at DATA: streams the bytes into the blob store (never whole in memory),
+ * then records the InboundMessage row. Only a fully stored and recorded message is `accepted`
+ * (the caller then answers 250); anything else leaves nothing behind (a blob whose row could not
+ * be written is deleted) so the sender's retry starts clean. Over `maxBytes` the rest of the
+ * stream is drained and the result is `too_large`.
+ */
+export function createInboundIntake({ orm, blobs, maxBytes, logger }: InboundIntakeDeps) {
+  return {
+    async receive(stream: Readable, envelope: InboundEnvelope): Promise<IntakeResult> {
+      if (!blobs) {
+        await drain(stream);
+        return { status: 'failed', reason: 'no blob store configured (BLOB_DIR is empty)' };
+      }
+      const receivedAt = new Date();
+      const id = newId();
+      const key = inboundBlobKey(id, receivedAt);
+      // The smtp-server stream is piped, not handed over: a failed put must not destroy it,
+      // since the rest of the DATA still has to be read before the reply.
+      const body = new PassThrough();
+      stream.pipe(body);
+      let stored;
+      try {
+        stored = await blobs.put(key, body, { maxBytes });
+      } catch (error) {
+        stream.unpipe(body);
+        await drain(stream);
+        if (error instanceof BlobSizeError) return { status: 'too_large' };
+        logger.error('inbound: storing the raw message failed', { error });
+        return { status: 'failed', reason: 'blob store failure' };
+      }
+      try {
+        await orm.em.fork().insert(InboundMessage, {
+          id,
+          blobKey: key,
+          sizeBytes: stored.sizeBytes,
+          sha256: stored.sha256,
+          mailFrom: envelope.mailFrom.slice(0, 320),
+          rcptTo: envelope.rcptTo,
+          remoteAddress: envelope.remoteAddress?.slice(0, 64) ?? null,
+          clientHostname: envelope.clientHostname?.slice(0, 253) ?? null,
+          heloName: envelope.heloName?.slice(0, 253) ?? null,
+          tls: envelope.tls,
+          status: 'received',
+          attempts: 0,
+          lastError: null,
+          ingestedAt: null,
+          createdAt: receivedAt,
+          updatedAt: receivedAt,
+        });
+      } catch (error) {
+        logger.error('inbound: recording the raw message failed', { error });
+        await blobs.delete(key).catch((deleteError: unknown) => logger.error('inbound: could not delete an unrecorded blob', { key, error: deleteError }));
+        return { status: 'failed', reason: 'database failure' };
+      }
+      return { status: 'accepted', id, sizeBytes: stored.sizeBytes };
+    },
+  };
+}
+
+export type InboundIntake = ReturnType<typeof createInboundIntake>;

@@ -1,0 +1,74 @@
+import { defineRoute } from '../../http/route.ts';
+import { IdParams } from '../../http/schemas.ts';
+import { SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
+import { serializeEmail } from './sends.serializer.ts';
+import type { SendsService } from './sends.service.ts';
+
+/**
+ * POST /outbox/emails (spec), GET /outbox/emails/{id} and POST /outbox/emails/{id}/cancel
+ * (Herald extensions). 202 means accepted for delivery: outcomes arrive as email.* webhook
+ * events and on the record's recipients. For an immediate send the API waits briefly for the
+ * hand-off to the relay, so an outright rejection by the provider is a 502 (credits and quota
+ * released; safe to retry).
+ */
+export function createSendsRoutes(deps: { sends: SendsService }) {
+  return [
+    defineRoute({
+      operationId: 'sendEmail',
+      method: 'POST',
+      path: '/outbox/emails',
+      summary: 'Send a transactional email',
+      description: [
+        'Consumes one transactional credit per recipient (to + cc + bcc, each address once) and counts against the sending domain\'s daily warm-up cap.',
+        '`scheduled_at` takes ISO 8601 (UTC unless an offset is given) or natural language in UTC ("in 2 hours", "tomorrow at 9am", "friday 15:00 UTC"); up to 30 days ahead; a time up to a minute in the past means now.',
+        '400 details.reason: INVALID_FROM, NO_RECIPIENTS, TOO_MANY_RECIPIENTS, EMPTY_BODY, TOO_MANY_ATTACHMENTS, INVALID_ATTACHMENT. 402 credits short (overage off).',
+        '403 details.reason: DOMAIN_NOT_FOUND, DOMAIN_NOT_READY, DOMAIN_ATTENTION, DOMAIN_REPUTATION_RECOVERY, RECIPIENT_SUPPRESSED. 404 INVALID_ATTACHMENT (unknown or unfinished attachment_id).',
+        '413 details.reason: ATTACHMENT_TOO_LARGE (one file over 12 MB decoded), MESSAGE_TOO_LARGE (bodies plus attachments over 25 MB), REQUEST_TOO_LARGE.',
+        '429 details.reason DAILY_CAP_REACHED when the domain\'s warm-up cap for that UTC day is used up (Retry-After: seconds to the next UTC day). 502 PROVIDER_REJECTED.',
+      ].join('\n\n'),
+      tag: 'Outbox',
+      scope: 'outbox.transactional:send',
+      body: SendEmailBody,
+      bodyErrorReason: sendBodyErrorReason,
+      errors: ['payment_required', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'bad_gateway', 'service_unavailable'],
+      response: { status: 202, description: 'Accepted for delivery: the transactional email record', schema: TransactionalEmailResponse },
+      handle: async ({ caller, body }) => {
+        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body);
+        return { status: 202, data: serializeEmail(email, recipients) };
+      },
+    }),
+    defineRoute({
+      operationId: 'getEmail',
+      method: 'GET',
+      path: '/outbox/emails/:id',
+      summary: 'Get a transactional email with per-recipient outcomes',
+      tag: 'Outbox',
+      scope: 'outbox.transactional:send',
+      extension: true,
+      params: IdParams,
+      errors: ['not_found'],
+      response: { status: 200, description: 'The transactional email record', schema: TransactionalEmailResponse },
+      handle: async ({ caller, params }) => {
+        const { email, recipients } = await deps.sends.getEmail(caller.orgId, params.id);
+        return { status: 200, data: serializeEmail(email, recipients) };
+      },
+    }),
+    defineRoute({
+      operationId: 'cancelEmail',
+      method: 'POST',
+      path: '/outbox/emails/:id/cancel',
+      summary: 'Cancel a scheduled send',
+      description: 'Only before sending starts: 409 conflict (details.reason EMAIL_NOT_CANCELLABLE) once it is sending, sent, failed or cancelled. Credits and the warm-up count are given back.',
+      tag: 'Outbox',
+      scope: 'outbox.transactional:send',
+      extension: true,
+      params: IdParams,
+      errors: ['not_found', 'conflict'],
+      response: { status: 200, description: 'The cancelled email', schema: TransactionalEmailResponse },
+      handle: async ({ caller, params }) => {
+        const { email, recipients } = await deps.sends.cancelEmail(caller.orgId, params.id);
+        return { status: 200, data: serializeEmail(email, recipients) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,162 @@
+import * as v from 'valibot';
+import { Timestamp } from '../../http/schemas.ts';
+import type { FieldProblem } from '../../http/validation.ts';
+import { EMAIL_STATUSES, RECIPIENT_KINDS, RECIPIENT_STATUSES } from '../../../db/entities/index.ts';
+
+/** Bounds of a transactional send (spec: Transactional email send request, Limits). */
+export const SEND_LIMITS = {
+  fromMin: 3,
+  fromMax: 320,
+  recipientsPerField: 50,
+  subjectMax: 998,
+  htmlMax: 500_000,
+  textMax: 200_000,
+  headerValueMax: 4000,
+  /** Herald's bound on custom headers per message (the spec bounds only their values). */
+  headersMax: 50,
+  attachmentsMax: 20,
+  filenameMax: 512,
+  contentTypeMax: 255,
+  contentIdMax: 255,
+  /** One attachment, decoded: 12 MB. */
+  attachmentBytesMax: 12 * 1024 * 1024,
+  /** Bodies plus decoded attachments: 25 MB. */
+  messageBytesMax: 25 * 1024 * 1024,
+} as const;
+
+const NO_LINE_BREAKS = /^[^\r\n]*$/;
+const Email = v.pipe(v.string(), v.trim(), v.maxLength(320, 'must be at most 320 characters'), v.email('must be a valid email address'));
+const recipientList = (field: string) =>
+  v.pipe(
+    v.array(Email),
+    v.maxLength(SEND_LIMITS.recipientsPerField, `${field} must list at most ${SEND_LIMITS.recipientsPerField} addresses`),
+  );
+
+/** RFC 5322 field name: printable ASCII except colon. */
+const HEADER_NAME = /^[!-9;-~]{1,76}$/;
+
+const InlineAttachment = v.strictObject({
+  filename: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')),
+  content: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
+  content_type: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
+  content_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.contentIdMax), v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets'))),
+});
+
+const StoredAttachment = v.strictObject({
+  attachment_id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(64)),
+  filename: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
+  content_type: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
+  content_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.contentIdMax), v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets'))),
+});
+
+export const SendEmailBody = v.pipe(
+  v.strictObject({
+    from: v.pipe(
+      v.string(),
+      v.minLength(SEND_LIMITS.fromMin, `must be ${SEND_LIMITS.fromMin} to ${SEND_LIMITS.fromMax} characters`),
+      v.maxLength(SEND_LIMITS.fromMax, `must be ${SEND_LIMITS.fromMin} to ${SEND_LIMITS.fromMax} characters`),
+    ),
+    to: v.union(
+      [Email, v.pipe(recipientList('to'), v.minLength(1, 'must list at least one address'))],
+      'must be an email address or an array of 1 to 50 addresses',
+    ),
+    cc: v.optional(recipientList('cc')),
+    bcc: v.optional(recipientList('bcc')),
+    subject: v.pipe(
+      v.string(),
+      v.minLength(1, 'must not be empty'),
+      v.maxLength(SEND_LIMITS.subjectMax, `must be at most ${SEND_LIMITS.subjectMax} characters`),
+      v.regex(NO_LINE_BREAKS, 'must not contain line breaks'),
+    ),
+    html: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.htmlMax, `must be at most ${SEND_LIMITS.htmlMax} characters`))),
+    text: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.textMax, `must be at most ${SEND_LIMITS.textMax} characters`))),
+    reply_to: v.optional(Email),
+    headers: v.optional(
+      v.pipe(
+        v.record(
+          v.pipe(v.string(), v.regex(HEADER_NAME, 'is not a valid header name')),
+          v.pipe(
+            v.string(),
+            v.maxLength(SEND_LIMITS.headerValueMax, `must be at most ${SEND_LIMITS.headerValueMax} characters`),
+            v.regex(NO_LINE_BREAKS, 'must not contain line breaks'),
+          ),
+        ),
+        v.check((headers) => Object.keys(headers).length <= SEND_LIMITS.headersMax, `at most ${SEND_LIMITS.headersMax} headers`),
+      ),
+    ),
+    attachments: v.optional(
+      v.pipe(
+        v.array(v.union([InlineAttachment, StoredAttachment], 'must be an inline attachment (filename, content) or a stored one (attachment_id)')),
+        v.maxLength(SEND_LIMITS.attachmentsMax, `must hold at most ${SEND_LIMITS.attachmentsMax} attachments`),
+      ),
+    ),
+    scheduled_at: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200))),
+  }),
+  v.forward(
+    v.partialCheck(
+      [['html'], ['text']],
+      (input) => (input.html ?? '').length > 0 || (input.text ?? '').length > 0,
+      'at least one of html or text is required',
+    ),
+    ['html'],
+  ),
+);
+
+export type SendEmailInput = v.InferOutput<typeof SendEmailBody>;
+export type InlineAttachmentInput = v.InferOutput<typeof InlineAttachment>;
+export type StoredAttachmentInput = v.InferOutput<typeof StoredAttachment>;
+
+/** The spec's `details.reason` for a body that fails validation, most specific first. */
+export function sendBodyErrorReason(fields: FieldProblem[]): string | undefined {
+  const at = (prefix: string) => fields.filter((f) => f.path === prefix || f.path.startsWith(`${prefix}.`));
+  if (at('from').length > 0) return 'INVALID_FROM';
+  const to = at('to');
+  const missingTo = (f: FieldProblem) => f.path === 'to' && (f.type === 'min_length' || f.type === 'strict_object' || f.message.startsWith('must be an email address or'));
+  if (to.some(missingTo)) {
+    return 'NO_RECIPIENTS';
+  }
+  if (['to', 'cc', 'bcc'].some((field) => fields.some((f) => f.path === field && f.type === 'max_length'))) return 'TOO_MANY_RECIPIENTS';
+  if (fields.some((f) => f.path === 'html' && f.type === 'partial_check')) return 'EMPTY_BODY';
+  if (fields.some((f) => f.path === 'attachments' && f.type === 'max_length')) return 'TOO_MANY_ATTACHMENTS';
+  if (at('attachments').length > 0) return 'INVALID_ATTACHMENT';
+  return undefined;
+}
+
+const Recipient = v.object({
+  email: v.string(),
+  kind: v.picklist(RECIPIENT_KINDS),
+  status: v.picklist(RECIPIENT_STATUSES),
+  attempts: v.number(),
+  last_response: v.nullable(v.string()),
+  bounce_type: v.nullable(v.string()),
+  next_attempt_at: v.nullable(Timestamp),
+  updated_at: Timestamp,
+});
+
+const AttachmentSummary = v.object({
+  filename: v.string(),
+  content_type: v.nullable(v.string()),
+  size_bytes: v.number(),
+  content_id: v.nullable(v.string()),
+  attachment_id: v.nullable(v.string()),
+});
+
+/** The transactional email record (spec names only _id and message_id; the rest is Herald's). */
+export const TransactionalEmailResponse = v.object({
+  _id: v.string(),
+  message_id: v.string(),
+  object: v.literal('email'),
+  status: v.picklist(EMAIL_STATUSES),
+  from: v.string(),
+  subject: v.string(),
+  reply_to: v.nullable(v.string()),
+  scheduled_at: v.nullable(Timestamp),
+  recipients: v.array(Recipient),
+  attachments: v.array(AttachmentSummary),
+  credits_charged: v.number(),
+  last_error: v.nullable(v.string()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  sent_at: v.nullable(Timestamp),
+  cancelled_at: v.nullable(Timestamp),
+});

@@ -1,0 +1,257 @@
+import type { Client } from '@temporalio/client';
+import { LockMode } from '@mikro-orm/core';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { AttachmentUpload, Contact, Domain, EmailRecipient, Suppression, TransactionalEmail } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import type { BlobStore } from '../../blob/blob-store.ts';
+import type { Config } from '../../config.ts';
+import { AppError } from '../../errors.ts';
+import type { Logger } from '../../logger.ts';
+import { recordOutboundMessage } from '../inbox/outbound.ts';
+import { releaseCredits, releaseDomainQuota, reserveCredits, reserveDomainQuota } from './quota.repo.ts';
+import { resolveSchedule } from './schedule.fns.ts';
+import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
+import { signalSendCancelled, startSendWorkflow } from './send-starter.ts';
+import type { HandoffResult } from './send-workflow.ts';
+import { envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
+import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
+
+/** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
+export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
+
+export interface SendsServiceDeps {
+  orm: MikroORM;
+  blobs: BlobStore | null;
+  temporal: Client;
+  config: Pick<Config, 'temporal' | 'sends'>;
+  logger: Logger;
+  now?: () => Date;
+}
+
+export interface AcceptedEmail {
+  email: TransactionalEmail;
+  recipients: EmailRecipient[];
+}
+
+function invalidField(path: string, type: string, message: string, reason?: string): AppError {
+  return new AppError('invalid_request', `Invalid body.${path}: ${message}.`, {
+    ...(reason ? { reason } : {}),
+    fields: [{ path, location: 'body', type, message }],
+  });
+}
+
+function domainRefusal(domain: Domain, host: string): AppError | null {
+  const refuse = (reason: string, message: string) => new AppError('forbidden', message, { reason, domain: host });
+  if (domain.status === 'pending') return refuse('DOMAIN_NOT_READY', `${host} has not passed DNS verification yet.`);
+  if (domain.status === 'attention') return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
+  if (domain.reputationState === 'recovery') {
+    return refuse('DOMAIN_REPUTATION_RECOVERY', `${host} is in reputation recovery; sending from it is paused.`);
+  }
+  return null;
+}
+
+/**
+ * Transactional sends: acceptance (POST /outbox/emails), reading and cancelling. Acceptance
+ * checks everything it can before writing (shape, from, headers, schedule, attachments, size,
+ * domain, suppression), then in one transaction reserves credits and the domain's warm-up
+ * count and writes the email, its recipients and its outbound inbox message: a refusal or a
+ * crash leaves nothing behind. Inline attachment bytes go to the blob store first (deleted
+ * again if the transaction fails). After commit the `email:<id>` workflow starts; a start
+ * that fails is left to the reconciler.
+ */
+export function createSendsService(deps: SendsServiceDeps) {
+  const { orm, config, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function suppressedAmong(orgId: string, addresses: string[]): Promise<string[]> {
+    const em = scopeToOrg(orm.em, orgId);
+    const listed = await em.find(Suppression, { email: { $in: addresses } }, { fields: ['email'] });
+    const contacts = await em.find(Contact, { email: { $in: addresses }, status: { $in: ['bounced', 'complained', 'suppressed'] } }, { fields: ['email'] });
+    const found = new Set([...listed, ...contacts].map((r) => r.email));
+    if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
+    return addresses.filter((a) => found.has(a));
+  }
+
+  async function writeInlineBlobs(orgId: string, emailId: string, prepared: Awaited<ReturnType<typeof prepareAttachments>>): Promise<string[]> {
+    const written: string[] = [];
+    for (const [index, attachment] of prepared.entries()) {
+      if (attachment.bytes === null) continue;
+      if (!deps.blobs) {
+        throw new AppError('service_unavailable', 'Attachment storage is not configured on this server (BLOB_DIR), so attachments cannot be sent.');
+      }
+      const key = `sends/${orgId}/${emailId}/${index}`;
+      await deps.blobs.put(key, attachment.bytes);
+      attachment.record.blob_key = key;
+      written.push(key);
+    }
+    return written;
+  }
+
+  return {
+    /** Accepts one transactional email; answers the hand-off when it comes within the wait. */
+    async sendEmail(orgId: string, apiKeyId: string | null, input: SendEmailInput): Promise<AcceptedEmail & { handoff: HandoffResult | null }> {
+      const at = now();
+      const from = parseFromAddress(input.from);
+      if (!from) throw invalidField('from', 'from_address', 'must be addr@host or "Display Name <addr@host>"', 'INVALID_FROM');
+      const headers = input.headers ?? {};
+      const reserved = reservedHeaderNames(headers);
+      if (reserved.length > 0) {
+        throw new AppError('invalid_request', `Header ${reserved[0]} is set by Herald and cannot be overridden.`, {
+          fields: reserved.map((name) => ({ path: `headers.${name}`, location: 'body', type: 'reserved_header', message: 'is set by Herald' })),
+        });
+      }
+      const schedule = resolveSchedule(input.scheduled_at, at);
+      if (!schedule.ok) throw invalidField('scheduled_at', schedule.problem, schedule.message);
+      const recipients = envelopeRecipients(input.to, input.cc, input.bcc);
+
+      const em = scopeToOrg(orm.em, orgId);
+      const prepared = await prepareAttachments(em, input.attachments ?? []);
+      const size = messageSize(input.html, input.text, prepared);
+      if (size > SEND_LIMITS.messageBytesMax) throw messageTooLarge(size);
+
+      const domain = await em.findOne(Domain, { domain: from.domain });
+      if (!domain) {
+        throw new AppError('forbidden', `${from.domain} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: from.domain });
+      }
+      const refusal = domainRefusal(domain, from.domain);
+      if (refusal) throw refusal;
+      const suppressed = await suppressedAmong(orgId, recipients.map((r) => r.email));
+      if (suppressed.length > 0) {
+        throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
+          reason: 'RECIPIENT_SUPPRESSED',
+          recipients: suppressed,
+        });
+      }
+
+      const emailId = newId(at);
+      const blobKeys = await writeInlineBlobs(orgId, emailId, prepared);
+      let accepted: AcceptedEmail;
+      try {
+        accepted = await em.transactional(async (tx) => {
+          const count = recipients.length;
+          const credits = await reserveCredits(tx, orgId, count);
+          const quotaDay = utcDay(schedule.at ?? at);
+          await reserveDomainQuota(tx, { orgId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
+          const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
+          if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
+          const email = tx.create(TransactionalEmail, {
+            id: emailId,
+            orgId,
+            apiKeyId,
+            domainId: domain.id,
+            domain: domain.domain,
+            fromEmail: from.email,
+            fromName: from.name,
+            replyTo: input.reply_to ?? null,
+            subject: input.subject,
+            html: input.html ?? null,
+            text: input.text ?? null,
+            headers,
+            attachments: prepared.map((a) => a.record),
+            messageId: messageIdFor(emailId, domain.domain),
+            status: schedule.at ? 'scheduled' : 'queued',
+            scheduledAt: schedule.at,
+            sizeBytes: size,
+            creditsCharged: credits.fromBalance,
+            overageCharged: credits.overage,
+            quotaDay,
+            createdAt: at,
+            updatedAt: at,
+          });
+          const rows = recipients.map((r) => tx.create(EmailRecipient, { orgId, emailId, kind: r.kind, email: r.email, name: null, createdAt: at, updatedAt: at }));
+          const headerValue = (name: string) => Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1] ?? null;
+          await recordOutboundMessage(tx, {
+            orgId,
+            emailId,
+            rfcMessageId: email.messageId,
+            subject: input.subject,
+            text: input.text ?? '',
+            html: input.html ?? null,
+            from: { email: from.email, name: from.name ?? '' },
+            to: recipients.filter((r) => r.kind === 'to').map((r) => ({ email: r.email, name: '' })),
+            cc: recipients.filter((r) => r.kind === 'cc').map((r) => ({ email: r.email, name: '' })),
+            inReplyTo: headerValue('in-reply-to'),
+            references: (headerValue('references') ?? '').split(/\s+/).filter(Boolean),
+            attachmentCount: prepared.length,
+            createdAt: at,
+          });
+          await tx.flush();
+          return { email, recipients: rows };
+        });
+      } catch (error) {
+        for (const key of blobKeys) await deps.blobs?.delete(key);
+        throw error;
+      }
+
+      const { email } = accepted;
+      let handoff: HandoffResult | null = null;
+      try {
+        handoff = await startSendWorkflow(
+          deps.temporal,
+          config,
+          { orgId, emailId, scheduledAt: email.scheduledAt ?? null, recipientDomain: recipients[0]?.email.split('@')[1] ?? '' },
+          config.sends.handoffWaitMs,
+        );
+        await em.nativeUpdate(TransactionalEmail, { id: emailId, workflowStartedAt: null }, { workflowStartedAt: new Date() });
+      } catch (error) {
+        // The row is committed: the worker's reconciler starts the workflow once Temporal answers.
+        logger.warn('send workflow not started; the reconciler will start it', { emailId, error });
+      }
+      if (handoff?.outcome === 'rejected') {
+        throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {
+          reason: 'PROVIDER_REJECTED',
+          email_id: emailId,
+          smtp_response: handoff.response,
+        });
+      }
+      return { ...(await this.getEmail(orgId, emailId)), handoff };
+    },
+
+    /** One email with its recipients, or 404. */
+    async getEmail(orgId: string, id: string): Promise<AcceptedEmail> {
+      const em = scopeToOrg(orm.em, orgId);
+      const email = await em.findOne(TransactionalEmail, { id });
+      if (!email) throw new AppError('not_found', `Email ${id} was not found.`);
+      const recipients = await em.find(EmailRecipient, { emailId: id }, { orderBy: { id: 'asc' } });
+      return { email, recipients };
+    },
+
+    /**
+     * Cancels a scheduled (or not yet started) send: 409 once sending started or settled. The
+     * row moves to cancelled with its credits and warm-up count given back, in one
+     * transaction; then the workflow is told (a lost signal only means it finds the row
+     * cancelled at the scheduled time).
+     */
+    async cancelEmail(orgId: string, id: string): Promise<AcceptedEmail> {
+      const em = scopeToOrg(orm.em, orgId);
+      await em.transactional(async (tx) => {
+        const email = await tx.findOne(TransactionalEmail, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!email) throw new AppError('not_found', `Email ${id} was not found.`);
+        if (email.status !== 'scheduled' && email.status !== 'queued') {
+          throw new AppError('conflict', `Email ${id} is ${email.status}: only a send that has not started can be cancelled.`, {
+            reason: 'EMAIL_NOT_CANCELLABLE',
+            status: email.status,
+          });
+        }
+        email.status = 'cancelled';
+        email.cancelledAt = new Date();
+        email.settledAt = email.cancelledAt;
+        if (!email.quotaReleased) {
+          await releaseCredits(tx, orgId, { fromBalance: email.creditsCharged, overage: email.overageCharged });
+          await releaseDomainQuota(tx, email.domainId, email.quotaDay, email.creditsCharged + email.overageCharged);
+          email.quotaReleased = true;
+        }
+        await tx.nativeUpdate(EmailRecipient, { emailId: id }, { status: 'cancelled' });
+      });
+      const email = await this.getEmail(orgId, id);
+      for (const record of email.email.attachments) {
+        if (record.blob_key && !record.attachment_id) await deps.blobs?.delete(record.blob_key);
+      }
+      await signalSendCancelled(deps.temporal, id).catch((error: unknown) => logger.warn('cancel signal not delivered', { emailId: id, error }));
+      return email;
+    },
+  };
+}
+
+export type SendsService = ReturnType<typeof createSendsService>;

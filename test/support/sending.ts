@@ -1,0 +1,33 @@
+import { Domain } from '../../db/entities/index.ts';
+import type { MikroORM } from '../../db/orm.ts';
+import { ALL_TENANTS } from '../../db/orm.ts';
+import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import { createOrgsService } from '../../src/modules/orgs/orgs.service.ts';
+import { unique } from './factories.ts';
+import { TEST_ENCRYPTION_KEY } from './stack.ts';
+
+/** A sending domain of the workspace (verified unless said otherwise), with a real DKIM key pair. */
+export async function addSendingDomain(
+  orm: MikroORM,
+  orgId: string,
+  overrides: { domain?: string; verified?: boolean; dailyCap?: number; status?: 'pending' | 'verified' | 'attention'; reputation?: 'healthy' | 'recovery' } = {},
+): Promise<Domain> {
+  const name = overrides.domain ?? `${unique('send').toLowerCase()}.example.com`;
+  const domains = createDomainsService({ orm, encryptionKey: Buffer.from(TEST_ENCRYPTION_KEY, 'base64') });
+  await domains.addDomain({
+    orgId,
+    domain: name,
+    verified: overrides.verified ?? true,
+    ...(overrides.dailyCap !== undefined ? { dailyCap: overrides.dailyCap } : {}),
+  });
+  const em = orm.em.fork();
+  const domain = await em.findOneOrFail(Domain, { domain: name }, ALL_TENANTS);
+  if (overrides.status) domain.status = overrides.status;
+  if (overrides.reputation) domain.reputationState = overrides.reputation;
+  await em.flush();
+  return domain;
+}
+
+export async function setCredits(orm: MikroORM, orgId: string, credits: number, overage = false): Promise<void> {
+  await createOrgsService({ orm }).setCredits(orgId, credits, overage);
+}

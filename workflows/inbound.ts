@@ -1,0 +1,61 @@
+import { log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+
+/** Attempts of each ingestion step before the raw message is marked failed. */
+const MAX_ATTEMPTS = 6;
+
+const { recordInboundMessages, storeInboundAttachments } = proxyActivities<Activities>({
+  // Parsing and storing up to 25 MB; heartbeats let a lost worker's attempt be retried quickly.
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: MAX_ATTEMPTS },
+});
+
+const { finishInbound } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumInterval: '1 minute' },
+});
+
+export interface IngestInboundInput {
+  inboundId: string;
+}
+
+export type IngestInboundResult = 'ingested' | 'failed' | 'settled' | 'missing';
+
+/** The activity's own error message rather than Temporal's "Activity task failed". */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.cause instanceof Error ? error.cause.message : error.message;
+}
+
+/**
+ * ingestInbound — id `inbound:<inboundId>`, task queue herald-inbound, HeraldKind = inbound,
+ * HeraldOrgId = `platform` until routing finds exactly one workspace.
+ * Turns one raw inbound message into inbox messages: record them (parse, authentication,
+ * classification, routing, threading, email.received; attachments pending), store their
+ * attachments (→ ready / partial_failure), then mark the raw message ingested. Each step is
+ * idempotent and retried with backoff; when retries run out the raw message is marked failed
+ * with the error and nothing is left pending. Started by the smtp process after its 250 and by
+ * the worker's reconciler; a second start joins the running one.
+ */
+export async function ingestInbound(input: IngestInboundInput): Promise<IngestInboundResult> {
+  try {
+    const recorded = await recordInboundMessages(input);
+    if (recorded.status === 'settled' || recorded.status === 'missing') return recorded.status;
+    if (recorded.status === 'unroutable') {
+      await finishInbound({ inboundId: input.inboundId, outcome: 'failed', reason: 'no workspace owns any recipient' });
+      return 'failed';
+    }
+    // Started as `platform`; a message that reached one workspace is filed under it.
+    if (recorded.orgIds.length === 1) {
+      upsertSearchAttributes([{ key: { name: 'HeraldOrgId', type: 'KEYWORD' }, value: recorded.orgIds[0]! }]);
+    }
+    if (recorded.attachmentsPending) await storeInboundAttachments({ inboundId: input.inboundId, finalAttempt: MAX_ATTEMPTS });
+    await finishInbound({ inboundId: input.inboundId, outcome: 'ingested' });
+    return 'ingested';
+  } catch (error) {
+    log.warn('inbound ingestion failed', { inboundId: input.inboundId, error: describe(error) });
+    await finishInbound({ inboundId: input.inboundId, outcome: 'failed', reason: describe(error) });
+    return 'failed';
+  }
+}

@@ -1,0 +1,94 @@
+import {
+  allHandlersFinished,
+  condition,
+  defineSignal,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+
+/**
+ * A delivery attempt talks to the relay for up to a few minutes with a large message; it
+ * heartbeats, so a worker that dies mid-send is noticed within the heartbeat timeout and the
+ * attempt runs again elsewhere (recipients already recorded are not sent to again).
+ */
+const { deliverEmail, expireEmail } = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '2 minutes' },
+});
+
+/** Mirrors SendEmailWorkflowInput (src/modules/sends/send-workflow.ts); workflow code may not import src/. */
+export interface SendEmailInput {
+  orgId: string;
+  emailId: string;
+  scheduledAt: string | null;
+  retryScheduleMs: number[];
+  retryWindowMs: number;
+}
+
+export interface HandoffResult {
+  outcome: 'accepted' | 'deferred' | 'rejected' | 'cancelled';
+  response: string | null;
+}
+
+export const handoffUpdate = defineUpdate<HandoffResult>('handoff');
+export const cancelSignal = defineSignal('cancel');
+
+type EmailStatus = 'scheduled' | 'queued' | 'sending' | 'sent' | 'failed' | 'cancelled';
+
+/**
+ * sendEmail — id `email:<emailId>`, task queue herald-email, HeraldOrgId / HeraldKind = email /
+ * HeraldDeliveryStatus (the email's status). Waits for scheduled_at as a durable timer (a
+ * `cancel` signal ends the wait; the database row is the truth, so a lost signal only means
+ * the attempt at the scheduled time finds the email cancelled), then makes delivery attempts:
+ * each sends to the recipients not yet settled and records their outcomes. Deferred (4xx)
+ * recipients are retried after the schedule's delays until the retry window closes, then
+ * failed. The `handoff` update answers with the first attempt's outcome, so the API can turn
+ * an outright rejection into a 502.
+ */
+export async function sendEmail(input: SendEmailInput): Promise<{ status: EmailStatus; attempts: number }> {
+  let handoff: HandoffResult | null = null;
+  let cancelled = false;
+  setHandler(handoffUpdate, async () => {
+    await condition(() => handoff !== null);
+    return handoff as HandoffResult;
+  });
+  setHandler(cancelSignal, () => {
+    cancelled = true;
+  });
+  const show = (status: EmailStatus) =>
+    upsertSearchAttributes([{ key: { name: 'HeraldDeliveryStatus', type: 'KEYWORD' }, value: status }]);
+
+  if (input.scheduledAt !== null) {
+    const wait = Date.parse(input.scheduledAt) - Date.now();
+    if (wait > 0) await condition(() => cancelled, wait);
+  }
+
+  const firstAttemptAt = Date.now();
+  let attempt = 1;
+  let status: EmailStatus = 'sending';
+  for (;;) {
+    // The delay before the next attempt, or null when the retry window would close first.
+    const schedule = input.retryScheduleMs;
+    const delay = schedule.length < 2 ? null : (schedule[Math.min(attempt, schedule.length - 1)] ?? null);
+    const nextDelayMs = delay !== null && Date.now() - firstAttemptAt + delay <= input.retryWindowMs ? delay : null;
+    const result = await deliverEmail({ orgId: input.orgId, emailId: input.emailId, attempt, nextDelayMs });
+    handoff ??= result.handoff;
+    status = result.status;
+    if (result.status !== 'sending') break;
+    if (attempt === 1) show('sending');
+    if (nextDelayMs === null) {
+      status = (await expireEmail({ orgId: input.orgId, emailId: input.emailId })).status;
+      break;
+    }
+    await sleep(nextDelayMs);
+    attempt += 1;
+  }
+  show(status);
+  await condition(allHandlersFinished);
+  return { status, attempts: attempt };
+}
