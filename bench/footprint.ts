@@ -1,6 +1,7 @@
 /**
  * 7. Footprint: resident memory (VmRSS from /proc/<pid>/status) of the api, worker and smtp
- * processes and of the Temporal dev server, idle (a few seconds after the previous activity)
+ * processes and of a Temporal dev server of its own (so earlier benchmarks' workflows do not
+ * weigh on it), idle (a few seconds after the previous activity)
  * and at the peak under load, against a bare Node process that does nothing.
  *
  * The load, all at once for the run's duration: contact list reads (25 connections) and
@@ -30,7 +31,7 @@ export const benchmark: Benchmark = {
   name: 'footprint',
   description:
     'VmRSS of the api, worker, smtp and Temporal dev server processes, idle and at the peak under a mixed load (reads, writes fanned out as webhook deliveries, SMTP sessions), against a bare Node process.',
-  needsTemporal: true,
+  needsTemporal: 'own',
 
   async setup(context: BenchContext) {
     const databaseUrl = await context.database();
@@ -64,7 +65,7 @@ export const benchmark: Benchmark = {
     const api = await context.start('api', env);
     const worker = await context.start('worker', env);
     const smtp = await context.start('smtp', env);
-    const temporal = await context.services.temporal();
+    const temporal = await context.temporal();
     const bare = await context.spawnNode('bare-node', ['-e', 'console.log("bare node ready"); setInterval(() => {}, 60_000)'], 'bare node ready');
     const pids = { api: api.pid, worker: worker.pid, smtp: smtp.pid, temporal: temporal.pid };
 

@@ -129,22 +129,31 @@ const services: SharedServices = {
   encryptionKey: newEncryptionKey(),
   runId,
   async temporal() {
-    temporal ??= (async () => {
-      const binary = resolveTemporalBinary({ explicit: dev.TEMPORAL_BIN, cacheDir: cacheDir(dev), path: dev.PATH, log });
-      log('starting the Temporal dev server');
-      return startTemporalDevServer({
-        binary,
-        port: await freePort(),
-        uiPort: null,
-        dbFile: null,
-        namespace: 'herald-bench',
-        logFile: join(scratch, 'temporal.log'),
-      });
-    })();
+    temporal ??= startTemporal();
     const server = await temporal;
     return { address: server.address, namespace: server.namespace, pid: server.service.child.pid! };
   },
+  async startTemporal() {
+    const server = await startTemporal();
+    return { address: server.address, namespace: server.namespace, pid: server.service.child.pid!, stop: () => server.stop() };
+  },
 };
+
+let temporalServers = 0;
+/** An in-memory Temporal dev server from the cached CLI binary, headless, on a free port. */
+async function startTemporal(): Promise<TemporalDevServer> {
+  const binary = resolveTemporalBinary({ explicit: dev.TEMPORAL_BIN, cacheDir: cacheDir(dev), path: dev.PATH, log });
+  temporalServers += 1;
+  log('starting a Temporal dev server');
+  return startTemporalDevServer({
+    binary,
+    port: await freePort(),
+    uiPort: null,
+    dbFile: null,
+    namespace: 'herald-bench',
+    logFile: join(scratch, `temporal-${temporalServers}.log`),
+  });
+}
 
 let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -27,10 +27,18 @@ export interface SharedServices {
   pgServerUrl: string;
   templateDatabase: string;
   redisUrl: string;
-  /** The Temporal dev server, started on first call. */
-  temporal(): Promise<{ address: string; namespace: string; pid: number }>;
+  /** The shared Temporal dev server, started on first call. */
+  temporal(): Promise<TemporalServer>;
+  /** A Temporal dev server of its own for the caller, which must stop it. */
+  startTemporal(): Promise<TemporalServer & { stop(): Promise<void> }>;
   encryptionKey: string;
   runId: string;
+}
+
+export interface TemporalServer {
+  address: string;
+  namespace: string;
+  pid: number;
 }
 
 export type ProcessKind = 'api' | 'worker' | 'smtp';
@@ -68,9 +76,10 @@ export class BenchContext {
 
   /** A directory of this benchmark's own, removed when it ends. */
   readonly scratch: string;
-  private readonly needsTemporal: boolean;
+  private readonly needsTemporal: boolean | 'own';
+  private ownTemporal: Promise<TemporalServer> | undefined;
 
-  constructor(name: string, options: HarnessOptions, services: SharedServices, needsTemporal: boolean) {
+  constructor(name: string, options: HarnessOptions, services: SharedServices, needsTemporal: boolean | 'own') {
     this.name = name;
     this.options = options;
     this.services = services;
@@ -137,7 +146,7 @@ export class BenchContext {
    */
   async env(databaseUrl: string, overrides: Record<string, string> = {}): Promise<Record<string, string>> {
     const tag = `${this.services.runId}${this.name.replaceAll('-', '')}`;
-    const temporal = this.needsTemporal ? await this.services.temporal() : undefined;
+    const temporal = this.needsTemporal ? await this.temporal() : undefined;
     return {
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
@@ -154,6 +163,16 @@ export class BenchContext {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       ...overrides,
     };
+  }
+
+  /** The Temporal dev server of this benchmark: the shared one, or its own (see Benchmark.needsTemporal). */
+  temporal(): Promise<TemporalServer> {
+    if (this.needsTemporal !== 'own') return this.services.temporal();
+    this.ownTemporal ??= this.services.startTemporal().then((server) => {
+      this.defer(() => server.stop());
+      return server;
+    });
+    return this.ownTemporal;
   }
 
   /**

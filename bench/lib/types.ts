@@ -45,8 +45,11 @@ export interface Benchmark {
   name: string;
   /** One sentence for the report: what is measured against which baseline. */
   description: string;
-  /** Whether it needs the Temporal dev server (started once, on first need). */
-  needsTemporal?: boolean;
+  /**
+   * Whether it needs the Temporal dev server: `true` shares the run's (started once, on first
+   * need); `'own'` gets a fresh one for itself (when its figures depend on the server's state).
+   */
+  needsTemporal?: boolean | 'own';
   setup(context: BenchContext): Promise<Session>;
   /** The summary lines from the median of each figure (and min–max where it helps). */
   summarize(stats: Record<string, Stat>): Summary[];

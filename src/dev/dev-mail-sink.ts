@@ -79,7 +79,7 @@ export async function startDevRelay(input: {
         viewerUrl,
         bannerLines: [
           `  Mail sink     ${viewerUrl} (outbound relay ${masked(sinkUrl)}; nothing leaves this machine)`,
-          `                test addresses: delivered@ bounce@ softbounce@ complaint@ suppressed@ ${SIMULATOR_DOMAIN}`,
+          `                test addresses: delivered@ bounce@ softbounce@ complaint@ suppressed@ reject@ ${SIMULATOR_DOMAIN}`,
         ],
       };
     } catch (error) {

@@ -3,7 +3,7 @@
  * domain gets at RCPT, and what to do after DATA. Everything outside the simulator domain,
  * and every unknown local part inside it, is simply accepted (the sink is the final hop).
  */
-export type SimulatedMailbox = 'delivered' | 'bounce' | 'softbounce' | 'complaint' | 'suppressed';
+export type SimulatedMailbox = 'delivered' | 'bounce' | 'softbounce' | 'complaint' | 'suppressed' | 'reject';
 
 export interface SmtpReply {
   code: number;
@@ -16,6 +16,8 @@ export const RCPT_ACCEPTED: SmtpReply = { code: 250, message: 'Accepted' };
 export const BOUNCE_REPLY: SmtpReply = { code: 550, message: '5.1.1 mailbox does not exist (simulated hard bounce)' };
 export const SOFT_BOUNCE_REPLY: SmtpReply = { code: 451, message: '4.2.0 mailbox temporarily unavailable, try again later (simulated soft bounce)' };
 export const SUPPRESSED_REPLY: SmtpReply = { code: 550, message: '5.1.1 address on suppression list' };
+/** reject@: the whole message is refused after DATA, as a provider refusing content would. */
+export const REJECT_REPLY: SmtpReply = { code: 554, message: '5.7.1 message rejected (simulated provider rejection)' };
 
 /**
  * The simulated mailbox an address stands for, or null when it is not at the simulator
@@ -32,6 +34,7 @@ export function simulatedMailbox(address: string, simulatorDomain: string): Simu
     case 'softbounce':
     case 'complaint':
     case 'suppressed':
+    case 'reject':
       return local;
     default:
       return 'delivered';

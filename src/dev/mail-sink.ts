@@ -5,7 +5,7 @@ import { newId } from '../../db/ids.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { headerBlock, sendArfReport } from './mail-sink-arf.ts';
 import { startSinkViewer, type SinkViewer } from './mail-sink-http.ts';
-import { rcptReply, simulatedMailbox, softBounceKey, type SmtpReply } from './mail-sink-simulator.ts';
+import { rcptReply, REJECT_REPLY, simulatedMailbox, softBounceKey, type SmtpReply } from './mail-sink-simulator.ts';
 import { createSinkStore } from './mail-sink-store.ts';
 
 export const SIMULATOR_DOMAIN = 'simulator.herald.test';
@@ -140,6 +140,11 @@ export async function startMailSink(options: MailSinkOptions): Promise<MailSink>
           const reply = { code: 552, message: '5.3.4 Message exceeds the 30 MB size limit of the mail sink' };
           record('data', null, reply);
           callback(smtpError(reply));
+          return;
+        }
+        if (session.envelope.rcptTo.some((r) => simulatedMailbox(r.address, simulatorDomain) === 'reject')) {
+          record('data', null, REJECT_REPLY);
+          callback(smtpError(REJECT_REPLY));
           return;
         }
         const raw = Buffer.concat(chunks);

@@ -78,16 +78,27 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
       : { hideSTARTTLS: true };
 
-  async function acceptsDomain(domain: string): Promise<boolean> {
-    if (domain === config.bounceDomain.toLowerCase()) return true;
-    const found = await orm.em.fork().count(Domain, { domain }, ALL_TENANTS);
-    return found > 0;
+  /** Workspaces the accepted recipients of one envelope belong to; null marks a VERP recipient (routed later). */
+  const envelopeOrgs = new WeakMap<object, Set<string | null>>();
+
+  /** Whether a recipient domain is accepted, and the workspace owning it (null: the bounce domain). */
+  async function lookupDomain(domain: string): Promise<{ accepted: boolean; orgId: string | null }> {
+    if (domain === config.bounceDomain.toLowerCase()) return { accepted: true, orgId: null };
+    const found = await orm.em.fork().findOne(Domain, { domain }, { ...ALL_TENANTS, fields: ['orgId'] });
+    return { accepted: found !== null, orgId: found?.orgId ?? null };
   }
 
-  function startIngestion(inboundId: string): void {
+  /** The workspace for HeraldOrgId when every recipient is on domains of one workspace. */
+  function knownOrg(session: SMTPServerSession): string | undefined {
+    const orgs = envelopeOrgs.get(session.envelope);
+    if (!orgs || orgs.size !== 1) return undefined;
+    return [...orgs][0] ?? undefined;
+  }
+
+  function startIngestion(inboundId: string, orgId: string | undefined): void {
     if (!temporal) return;
     const started = temporal.connection
-      .withDeadline(Date.now() + START_DEADLINE_MS, () => startInboundWorkflow(temporal, config, { inboundId }))
+      .withDeadline(Date.now() + START_DEADLINE_MS, () => startInboundWorkflow(temporal, config, { inboundId, ...(orgId ? { orgId } : {}) }))
       .catch((error: unknown) =>
         logger.warn('inbound: could not start ingestion; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) }),
       )
@@ -111,8 +122,16 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
         return;
       }
       const domain = address.address.split('@').pop()?.toLowerCase() ?? '';
-      acceptsDomain(domain).then(
-        (ok) => callback(ok ? undefined : reply(550, '5.1.1 Recipient address rejected: unknown domain')),
+      lookupDomain(domain).then(
+        ({ accepted, orgId }) => {
+          if (!accepted) {
+            callback(reply(550, '5.1.1 Recipient address rejected: unknown domain'));
+            return;
+          }
+          const orgs = envelopeOrgs.get(session.envelope) ?? new Set();
+          envelopeOrgs.set(session.envelope, orgs.add(orgId));
+          callback();
+        },
         (error: unknown) => {
           logger.error('recipient check failed', { error });
           callback(reply(451, '4.3.0 Temporary failure, try again later'));
@@ -120,6 +139,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       );
     },
     onData(stream, session, callback) {
+      const orgId = knownOrg(session);
       intake.receive(stream, envelopeOf(session)).then(
         (result) => {
           if (result.status === 'too_large') {
@@ -128,7 +148,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
             callback(reply(451, '4.3.0 Temporary failure storing the message, try again later'));
           } else {
             callback(null, `2.0.0 Ok: queued as ${result.id}`);
-            startIngestion(result.id);
+            startIngestion(result.id, orgId);
           }
         },
         (error: unknown) => {
