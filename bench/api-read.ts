@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad, runPgLoop, type LoadResult } from './lib/load.ts';
+import { databaseWorkPerRequest } from './lib/pg-activity.ts';
 import { seedContacts, withClient } from './lib/seed.ts';
 import { fmt, med } from './lib/stats.ts';
 import type { Benchmark, Figures } from './lib/types.ts';
@@ -66,6 +67,12 @@ export const benchmark: Benchmark = {
     }
     const sql = await capturedListQuery(databaseUrl);
     context.note('EXPLAIN ANALYZE of the list query', await explainAnalyze(databaseUrl, sql));
+    context.note(
+      'Database work per request',
+      await databaseWorkPerRequest(databaseUrl, 100, async () => {
+        await (await fetch(`${api.url}${LIST_PATH}`, { headers })).arrayBuffer();
+      }),
+    );
 
     const file = join(context.scratch, 'page.json');
     writeFileSync(file, JSON.stringify(page));

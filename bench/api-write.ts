@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad, runPgLoop } from './lib/load.ts';
+import { databaseWorkPerRequest } from './lib/pg-activity.ts';
 import { fmt, med } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
 
@@ -42,6 +43,19 @@ export const benchmark: Benchmark = {
       body: BODY.replace('[<id>]', 'probe'),
     });
     if (probe.status !== 201) throw new Error(`POST ${PATH} answered ${probe.status}: ${(await probe.text()).slice(0, 300)}`);
+    let probes = 0;
+    context.note(
+      'Database work per request',
+      await databaseWorkPerRequest(databaseUrl, 100, async () => {
+        probes += 1;
+        const response = await fetch(`${api.url}${PATH}`, {
+          method: 'POST',
+          headers: { ...headers, 'Idempotency-Key': `probe-${probes}-${randomBytes(8).toString('hex')}` },
+          body: BODY.replace('[<id>]', `probe-${probes}`),
+        });
+        if (response.status !== 201) throw new Error(`POST ${PATH} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      }),
+    );
 
     const herald = (durationSec: number) =>
       runHttpLoad({ url: `${api.url}${PATH}`, method: 'POST', headers, body: BODY, uniqueIds: true, connections: CONNECTIONS, durationSec });

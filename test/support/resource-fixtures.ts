@@ -8,6 +8,7 @@ import { createAutomationsAdmin } from '../../src/modules/automations/automation
 import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
+import { insertScheduledEmail } from './sending.ts';
 import { insertAttachment, insertMessage } from './inbox-rows.ts';
 import { insertDelivery } from './webhook-rows.ts';
 
@@ -70,6 +71,8 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   deleteTemplate: template(),
   getInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id },
   downloadInboxAttachment: inboxAttachment,
+  getEmail: { create: insertScheduledEmail },
+  cancelEmail: { create: insertScheduledEmail },
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
 };
 

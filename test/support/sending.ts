@@ -1,6 +1,7 @@
-import { Domain } from '../../db/entities/index.ts';
+import { Domain, EmailRecipient, TransactionalEmail } from '../../db/entities/index.ts';
+import { newId } from '../../db/ids.ts';
 import type { MikroORM } from '../../db/orm.ts';
-import { ALL_TENANTS } from '../../db/orm.ts';
+import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
 import { createOrgsService } from '../../src/modules/orgs/orgs.service.ts';
 import { unique } from './factories.ts';
@@ -30,4 +31,29 @@ export async function addSendingDomain(
 
 export async function setCredits(orm: MikroORM, orgId: string, credits: number, overage = false): Promise<void> {
   await createOrgsService({ orm }).setCredits(orgId, credits, overage);
+}
+
+/** A scheduled transactional email row (no workflow), for routes that only need one to exist. */
+export async function insertScheduledEmail(orm: MikroORM, orgId: string): Promise<string> {
+  const em = scopeToOrg(orm.em, orgId);
+  const id = newId();
+  em.create(TransactionalEmail, {
+    id,
+    orgId,
+    domainId: newId(),
+    domain: 'suite.example.com',
+    fromEmail: 'suite@suite.example.com',
+    subject: 'Route suite',
+    text: 'Hello',
+    messageId: `${id}.0@suite.example.com`,
+    status: 'scheduled',
+    scheduledAt: new Date(Date.now() + 86_400_000),
+    quotaDay: new Date().toISOString().slice(0, 10),
+    workflowStartedAt: new Date(),
+    createdAt: new Date(),
+    updatedAt: new Date(),
+  });
+  em.create(EmailRecipient, { orgId, emailId: id, kind: 'to', email: 'someone@example.com', createdAt: new Date(), updatedAt: new Date() });
+  await em.flush();
+  return id;
 }

@@ -36,7 +36,7 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     const inboundId = await h.send({ from: 'Client <client@remote.example>', to: 'support@acme.example', subject: 'Steps', text: 'body', attachments: files });
     const ingestion = createInboundIngestion({ orm: h.stack.orm, blobs: h.blobs(), config: h.stack.config });
     const recorded = await ingestion.recordMessages(inboundId);
-    expect(recorded).toMatchObject({ status: 'recorded', h.orgIds: [h.orgId], attachmentsPending: true });
+    expect(recorded).toMatchObject({ status: 'recorded', orgIds: [h.orgId], attachmentsPending: true });
     const pending = await h.inbox().findOneOrFail(InboxMessage, { inboundId });
     expect(pending).toMatchObject({ attachmentIngestStatus: 'pending', attachmentsReady: false, attachmentCount: 3, kind: 'message' });
     // A retry of the step creates nothing twice.

@@ -65,7 +65,7 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   it('threads a reply to an outbound message recorded by the send pipeline', async () => {
     const outbound = await h.inbox().transactional((em) =>
       recordOutboundMessage(em, {
-        h.orgId,
+        orgId: h.orgId,
         emailId: 'aaaaaaaaaaaaaaaaaaaaaaaa',
         rfcMessageId: '<aaaaaaaaaaaaaaaaaaaaaaaa.0@acme.example>',
         subject: 'Your invoice',
@@ -112,7 +112,7 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   it('routes a DSN to a VERP bounce address to the workspace of the email it names, as kind bounce', async () => {
     const domain = await h.inbox().findOneOrFail(Domain, { domain: 'acme.example' });
     const email = h.inbox().create(TransactionalEmail, {
-      h.orgId,
+      orgId: h.orgId,
       domainId: domain.id,
       domain: 'acme.example',
       fromEmail: 'billing@acme.example',
@@ -144,7 +144,7 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   }, 60_000);
 
   it('marks a message no workspace owns any more as failed, with the reason', async () => {
-    const inboundId = await h.send({ envelope: { from: 'x@remote.example', to: 'bounce+0123456789abcdef01234567@${BOUNCE_DOMAIN}' }, raw: 'Subject: nobody\r\n\r\nx\r\n' });
+    const inboundId = await h.send({ envelope: { from: 'x@remote.example', to: `bounce+0123456789abcdef01234567@${BOUNCE_DOMAIN}` }, raw: 'Subject: nobody\r\n\r\nx\r\n' });
     const row = await h.ended(inboundId);
     expect(row).toMatchObject({ status: 'failed', lastError: 'no workspace owns any recipient' });
   }, 60_000);

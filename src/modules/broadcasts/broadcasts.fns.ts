@@ -1,10 +1,14 @@
 import { EMAIL_EVENT_TYPES, type EmailEventType } from '../../../db/entities/index.ts';
 
-/** The counters of a broadcast's `metrics` object: one per email event type, zero for a draft. */
-export type BroadcastMetrics = Record<EmailEventType, number>;
+/** The email event types a broadcast's `metrics` object counts (delivery retries and failures are not campaign metrics). */
+const BROADCAST_COUNTERS = EMAIL_EVENT_TYPES.filter((type) => type !== 'deferred' && type !== 'failed');
+type BroadcastCounter = Exclude<EmailEventType, 'deferred' | 'failed'>;
+
+/** The counters of a broadcast's `metrics` object, zero for a draft. */
+export type BroadcastMetrics = Record<BroadcastCounter, number>;
 
 export const ZERO_METRICS: Readonly<BroadcastMetrics> = Object.freeze(
-  Object.fromEntries(EMAIL_EVENT_TYPES.map((type) => [type, 0])) as BroadcastMetrics,
+  Object.fromEntries(BROADCAST_COUNTERS.map((type) => [type, 0])) as BroadcastMetrics,
 );
 
 /** A broadcast may be scheduled at most this far ahead (the spec's scheduling limit). */
@@ -47,7 +51,7 @@ export function distinct(values: readonly string[]): string[] {
 /** A broadcast's stored counters with every key present (missing ones are zero). */
 export function completeMetrics(stored: Record<string, number> | null | undefined): BroadcastMetrics {
   const metrics = { ...ZERO_METRICS };
-  for (const type of EMAIL_EVENT_TYPES) {
+  for (const type of BROADCAST_COUNTERS as BroadcastCounter[]) {
     const value = stored?.[type];
     if (typeof value === 'number' && Number.isFinite(value)) metrics[type] = value;
   }

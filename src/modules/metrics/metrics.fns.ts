@@ -85,11 +85,10 @@ export interface MetricsInput {
 
 const ZERO: EventCounts = { sent: 0, delivered: 0, deferred: 0, failed: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
 
-const countsOf = (c: EventCounts): EventCounts => ({
+/** The spec's counters (deferred and failed are kept in the rollup but not part of the summary shape). */
+const countsOf = (c: EventCounts) => ({
   sent: c.sent,
   delivered: c.delivered,
-  deferred: c.deferred,
-  failed: c.failed,
   opened: c.opened,
   clicked: c.clicked,
   bounced: c.bounced,
@@ -107,7 +106,7 @@ export function summarizeMetrics(input: MetricsInput) {
   const byDomain = new Map(input.domains.map((d) => [d.domain, d]));
   for (const name of input.workspaceDomains) if (!byDomain.has(name)) byDomain.set(name, { domain: name, ...ZERO });
   return {
-    summary: { ...totals, campaigns: input.campaigns },
+    summary: { ...countsOf(totals), campaigns: input.campaigns },
     rates: ratesOf(totals),
     dailyVolume: input.window.days.map((date) => {
       const d = byDay.get(date) ?? ZERO;

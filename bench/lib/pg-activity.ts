@@ -1,0 +1,58 @@
+import { withClient } from './seed.ts';
+
+interface Counters {
+  xact_commit: number;
+  xact_rollback: number;
+  tup_returned: number;
+  tup_fetched: number;
+  tup_inserted: number;
+  tup_updated: number;
+  tables: Record<string, { seq_scan: number; idx_scan: number; n_tup_ins: number; n_tup_upd: number }>;
+}
+
+async function counters(databaseUrl: string): Promise<Counters> {
+  return withClient(databaseUrl, async (client) => {
+    await client.query('select pg_stat_clear_snapshot()');
+    const database = await client.query<Omit<Counters, 'tables'>>(
+      `select xact_commit::float8 as xact_commit, xact_rollback::float8 as xact_rollback, tup_returned::float8 as tup_returned,
+              tup_fetched::float8 as tup_fetched, tup_inserted::float8 as tup_inserted, tup_updated::float8 as tup_updated
+         from pg_stat_database where datname = current_database()`,
+    );
+    const tables = await client.query<{ relname: string; seq_scan: number; idx_scan: number; n_tup_ins: number; n_tup_upd: number }>(
+      `select relname, seq_scan::float8 as seq_scan, coalesce(idx_scan, 0)::float8 as idx_scan,
+              n_tup_ins::float8 as n_tup_ins, n_tup_upd::float8 as n_tup_upd
+         from pg_stat_user_tables`,
+    );
+    return { ...database.rows[0]!, tables: Object.fromEntries(tables.rows.map(({ relname, ...rest }) => [relname, rest])) };
+  });
+}
+
+/**
+ * What one request costs the database: runs `requests` requests one at a time and divides the
+ * growth of pg_stat_database and pg_stat_user_tables by it (transactions, rows read, scans per
+ * table). Statistics reach the views when a backend goes idle, at most once a second, hence the
+ * pause before the second reading.
+ */
+export async function databaseWorkPerRequest(databaseUrl: string, requests: number, request: () => Promise<void>): Promise<string> {
+  const before = await counters(databaseUrl);
+  for (let i = 0; i < requests; i += 1) await request();
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const after = await counters(databaseUrl);
+  const per = (a: number, b: number) => ((a - b) / requests).toFixed(2);
+  const lines = [
+    `over ${requests} requests one at a time, per request:`,
+    `  transactions committed ${per(after.xact_commit, before.xact_commit)}, rolled back ${per(after.xact_rollback, before.xact_rollback)}`,
+    `  rows returned ${per(after.tup_returned, before.tup_returned)}, fetched ${per(after.tup_fetched, before.tup_fetched)}, inserted ${per(after.tup_inserted, before.tup_inserted)}, updated ${per(after.tup_updated, before.tup_updated)}`,
+  ];
+  for (const [table, now] of Object.entries(after.tables)) {
+    const then = before.tables[table] ?? { seq_scan: 0, idx_scan: 0, n_tup_ins: 0, n_tup_upd: 0 };
+    const scans = [
+      ['seq scans', now.seq_scan - then.seq_scan],
+      ['index scans', now.idx_scan - then.idx_scan],
+      ['rows inserted', now.n_tup_ins - then.n_tup_ins],
+      ['rows updated', now.n_tup_upd - then.n_tup_upd],
+    ].filter(([, delta]) => Number(delta) > 0);
+    if (scans.length > 0) lines.push(`  ${table}: ${scans.map(([name, delta]) => `${name} ${(Number(delta) / requests).toFixed(2)}`).join(', ')}`);
+  }
+  return lines.join('\n');
+}
