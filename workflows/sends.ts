@@ -17,7 +17,7 @@ import type { Activities } from '../activities/index.ts';
  */
 const { deliverEmail, expireEmail } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '20 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '2 minutes' },
 });
 
