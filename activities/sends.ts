@@ -15,8 +15,8 @@ export interface SendActivityDeps {
 
 /**
  * Transactional send activities (workflows/sends.ts). deliverEmail makes one attempt for the
- * recipients not yet settled and records every answer before returning; it heartbeats while
- * the relay conversation runs. expireEmail fails what is still deferred when the retry window
+ * recipients not yet settled and records every answer before returning (it heartbeats while
+ * the relay conversation runs when scheduled as a regular activity). expireEmail fails what is still deferred when the retry window
  * closes. Both are idempotent: a retry finds recorded recipients settled.
  */
 export function createSendActivities(deps: SendActivityDeps) {
@@ -27,11 +27,14 @@ export function createSendActivities(deps: SendActivityDeps) {
     relay,
     config: deps.config,
     heartbeat: () => {
+      // Scheduled as local activities by sendEmail (no heartbeats); as regular ones, they beat.
+      let context: Context;
       try {
-        Context.current().heartbeat();
+        context = Context.current();
       } catch {
-        // Outside an activity context (direct calls in tests): nothing to beat.
+        return;
       }
+      if (!context.info.isLocal) context.heartbeat();
     },
   });
   return {

@@ -3,7 +3,7 @@ import {
   condition,
   defineSignal,
   defineUpdate,
-  proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -11,13 +11,14 @@ import {
 import type { Activities } from '../activities/index.ts';
 
 /**
- * A delivery attempt talks to the relay for up to a few minutes with a large message; it
- * heartbeats, so a worker that dies mid-send is noticed within the heartbeat timeout and the
- * attempt runs again elsewhere (recipients already recorded are not sent to again).
+ * Delivery attempts are local activities: they run in the worker that runs the workflow task
+ * and are recorded as markers, so a send costs the Temporal server a start and a few workflow
+ * tasks instead of a round trip per activity. If the worker dies mid-send, the workflow task
+ * times out and another worker runs the attempt again; recipients already recorded are not
+ * sent to again. An attempt (one SMTP transaction, up to 25 MB) gets 5 minutes.
  */
-const { deliverEmail, expireEmail } = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '10 seconds',
+const { deliverEmail, expireEmail } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '2 minutes' },
 });
 

@@ -130,9 +130,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       try {
         accepted = await em.transactional(async (tx) => {
           const count = recipients.length;
-          const credits = await reserveCredits(tx, orgId, count);
           const quotaDay = utcDay(schedule.at ?? at);
-          await reserveDomainQuota(tx, { orgId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
           const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
           if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
           const email = tx.create(TransactionalEmail, {
@@ -153,8 +151,8 @@ export function createSendsService(deps: SendsServiceDeps) {
             status: schedule.at ? 'scheduled' : 'queued',
             scheduledAt: schedule.at,
             sizeBytes: size,
-            creditsCharged: credits.fromBalance,
-            overageCharged: credits.overage,
+            creditsCharged: 0,
+            overageCharged: 0,
             quotaDay,
             createdAt: at,
             updatedAt: at,
@@ -176,6 +174,13 @@ export function createSendsService(deps: SendsServiceDeps) {
             attachmentCount: prepared.length,
             createdAt: at,
           });
+          await tx.flush();
+          // Last, so the workspace's credit row and the domain's counter are locked for the
+          // shortest time: concurrent sends of a workspace queue on them until commit.
+          const credits = await reserveCredits(tx, orgId, count);
+          await reserveDomainQuota(tx, { orgId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
+          email.creditsCharged = credits.fromBalance;
+          email.overageCharged = credits.overage;
           await tx.flush();
           return { email, recipients: rows };
         });

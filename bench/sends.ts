@@ -1,0 +1,207 @@
+/**
+ * 3. Transactional sends: acceptance rate, delivery rate to the relay, and 202-to-relay latency,
+ * through real `herald api` and `herald worker` processes, the Temporal dev server and the dev
+ * mail sink (in this process) as the relay.
+ *
+ * Each run measures, in order:
+ * 1. baseline A: empty workflows started from this process on the same Temporal server
+ *    (50 in flight; nothing runs them) — what one start costs the server;
+ * 2. acceptance: POST /api/v1/outbox/emails with autocannon (50 connections, one recipient,
+ *    a new Idempotency-Key each), with the API's default hand-off wait; accepted sends/s;
+ * 3. delivery: from the start of that load to the last of its messages at the relay;
+ * 4. baseline B: plain nodemailer (pooled, same pool size as the worker) sending the same number
+ *    of similar messages to the same relay, 50 in flight;
+ * 5. latency: 20 sends/s through an api without the hand-off wait, from each 202 to its
+ *    message at the relay.
+ */
+import { randomBytes } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import nodemailer from 'nodemailer';
+import { createOrm } from '../db/orm.ts';
+import { startMailSink } from '../src/dev/mail-sink.ts';
+import { createLogger } from '../src/logger.ts';
+import { createDomainsService } from '../src/modules/domains/domains.service.ts';
+import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
+import type { BenchContext } from './lib/context.ts';
+import { runHttpLoad } from './lib/load.ts';
+import { fmt, med, quantile } from './lib/stats.ts';
+import type { Benchmark } from './lib/types.ts';
+
+const CONNECTIONS = 50;
+const RATE = 20;
+const POOL = 5;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const benchmark: Benchmark = {
+  name: 'sends',
+  description: `Accepted sends/s (POST /outbox/emails, ${CONNECTIONS} connections) against empty workflow starts/s on the same Temporal server; messages/s at the relay against plain pooled nodemailer; 202-to-relay latency at ${RATE} sends/s.`,
+  needsTemporal: true,
+
+  async setup(context: BenchContext) {
+    const quick = context.options.quick;
+    const duration = context.options.durationSec;
+    const latencySeconds = quick ? 4 : 10;
+    const emptyStarts = quick ? 300 : 1000;
+
+    const sink = await startMailSink({ smtpPort: 0, feedback: null, logger: createLogger('silent') });
+    context.defer(() => sink.close());
+    const databaseUrl = await context.database();
+    const workspace = await context.workspace(databaseUrl);
+    const orm = await createOrm({ databaseUrl, poolMax: 2 });
+    context.defer(() => orm.close());
+    const domain = `bench-${randomBytes(3).toString('hex')}.example.com`;
+    await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({
+      orgId: workspace.orgId,
+      domain,
+      verified: true,
+    });
+    await createOrgsService({ orm }).setCredits(workspace.orgId, 100_000_000);
+
+    const relayEnv = {
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
+      SMTP_RELAY_FINAL_HOP: 'true',
+      SMTP_RELAY_POOL_SIZE: String(POOL),
+      BLOB_DIR: '',
+    };
+    await context.start('worker', await context.env(databaseUrl, relayEnv));
+    const api = await context.start('api', await context.env(databaseUrl, relayEnv), { profile: true });
+    const apiNoWait = await context.start('api', await context.env(databaseUrl, { ...relayEnv, SEND_HANDOFF_WAIT_MS: '0' }));
+
+    const temporal = await context.temporal();
+    const connection = await Connection.connect({ address: temporal.address });
+    context.defer(() => connection.close());
+    const client = new Client({ connection, namespace: temporal.namespace });
+
+    const headers = { Authorization: `Bearer ${workspace.key}`, 'Content-Type': 'application/json', 'Idempotency-Key': 'bench-[<id>]' };
+    const body = (tag: string) =>
+      JSON.stringify({ from: `Bench <bench@${domain}>`, to: `delivered+${tag}@simulator.herald.test`, subject: 'Bench', text: 'Hello from the benchmark.', html: '<p>Hello from the benchmark.</p>' });
+
+    async function startEmptyWorkflows(count: number): Promise<number> {
+      let next = 0;
+      const queue = `bench-empty-${randomBytes(3).toString('hex')}`;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (next < count) {
+            next += 1;
+            await client.workflow.start('benchEmpty', { taskQueue: queue, workflowId: `bench-empty-${randomBytes(8).toString('hex')}`, args: [] });
+          }
+        }),
+      );
+      return count / ((performance.now() - started) / 1000);
+    }
+
+    async function acceptance(tag: string) {
+      const before = sink.messages().length;
+      const started = Date.now();
+      const load = await runHttpLoad({ url: `${api.url}/api/v1/outbox/emails`, method: 'POST', headers, body: body(`${tag}-[<id>]`), uniqueIds: true, connections: CONNECTIONS, durationSec: duration });
+      const accepted = Math.round(load.rps * duration);
+      // Every accepted message reaches the relay; the delivery rate runs from the load's start to the last arrival.
+      const deadline = Date.now() + 300_000;
+      while (sink.messages().length - before < load.total - load.failures && Date.now() < deadline) await sleep(50);
+      const arrived = sink.messages().slice(before);
+      const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
+      return { load, accepted, arrived: arrived.length, relayRate: arrived.length / ((last - started) / 1000) };
+    }
+
+    async function plainNodemailer(count: number): Promise<number> {
+      const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port: sink.smtpPort, maxConnections: POOL, maxMessages: 1000 });
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (next < count) {
+            next += 1;
+            await transport.sendMail({ from: `bench@${domain}`, to: `plain-${next}@simulator.herald.test`, subject: 'Bench', text: 'Hello from the benchmark.', html: '<p>Hello from the benchmark.</p>' });
+          }
+        }),
+      );
+      transport.close();
+      return count / ((performance.now() - started) / 1000);
+    }
+
+    async function latency(seconds: number): Promise<number[]> {
+      const answeredAt = new Map<string, number>();
+      const count = RATE * seconds;
+      const started = performance.now();
+      const requests: Promise<void>[] = [];
+      const epochOffset = Date.now() - performance.now();
+      for (let i = 0; i < count; i += 1) {
+        const wait = started + (i * 1000) / RATE - performance.now();
+        if (wait > 0) await sleep(wait);
+        requests.push(
+          fetch(`${apiNoWait.url}/api/v1/outbox/emails`, { method: 'POST', headers: { ...headers, 'Idempotency-Key': `lat-${randomBytes(8).toString('hex')}` }, body: body(`lat${i}`) }).then(async (response) => {
+            const at = performance.now() + epochOffset;
+            const json = (await response.json()) as { data?: { message_id: string } };
+            if (response.status !== 202 || !json.data) throw new Error(`send answered ${response.status}`);
+            answeredAt.set(json.data.message_id, at);
+          }),
+        );
+      }
+      await Promise.all(requests);
+      const deadline = Date.now() + 120_000;
+      const arrivals = () => sink.messages().filter((m) => m.messageId !== null && answeredAt.has(m.messageId));
+      while (arrivals().length < count && Date.now() < deadline) await sleep(50);
+      return arrivals()
+        .map((m) => Date.parse(m.receivedAt) - (answeredAt.get(m.messageId as string) as number))
+        .sort((a, b) => a - b);
+    }
+
+    return {
+      async warmup() {
+        await startEmptyWorkflows(100);
+        await runHttpLoad({ url: `${api.url}/api/v1/outbox/emails`, method: 'POST', headers, body: body('warm-[<id>]'), uniqueIds: true, connections: 10, durationSec: context.options.warmupSec });
+        await plainNodemailer(100);
+        await latency(1);
+      },
+      async run(index) {
+        const starts = await startEmptyWorkflows(emptyStarts);
+        const sent = await acceptance(`run${index}`);
+        const plain = await plainNodemailer(Math.max(200, sent.arrived));
+        const latencies = await latency(latencySeconds);
+        return {
+          empty_starts_per_s: starts,
+          accepted_per_s: sent.load.rps,
+          accept_p50_ms: sent.load.p50Ms,
+          accept_p99_ms: sent.load.p99Ms,
+          accept_ratio_of_starts: sent.load.rps / starts,
+          relay_per_s: sent.relayRate,
+          plain_nodemailer_per_s: plain,
+          relay_ratio_of_plain: sent.relayRate / plain,
+          to_relay_p50_ms: quantile(latencies, 0.5),
+          to_relay_p99_ms: quantile(latencies, 0.99),
+          to_relay_max_ms: latencies.at(-1) ?? Number.NaN,
+        };
+      },
+      close: () => Promise.resolve(),
+    };
+  },
+
+  summarize(stats) {
+    const p50 = med(stats, 'to_relay_p50_ms');
+    const p99 = med(stats, 'to_relay_p99_ms');
+    return [
+      {
+        name: 'sends-accept',
+        figure: `${fmt(med(stats, 'accepted_per_s'))} accepted sends/s (p99 ${fmt(med(stats, 'accept_p99_ms'))} ms, hand-off wait on)`,
+        ratio: med(stats, 'accept_ratio_of_starts'),
+        baseline: `empty workflow starts from one process, ${fmt(med(stats, 'empty_starts_per_s'))}/s`,
+        target: { text: '≥ 70 %', met: med(stats, 'accept_ratio_of_starts') >= 0.7 },
+      },
+      {
+        name: 'sends-relay',
+        figure: `${fmt(med(stats, 'relay_per_s'))} messages/s at the relay`,
+        ratio: med(stats, 'relay_ratio_of_plain'),
+        baseline: `plain pooled nodemailer to the same relay, ${fmt(med(stats, 'plain_nodemailer_per_s'))}/s`,
+        target: { text: '≥ 50 %', met: med(stats, 'relay_ratio_of_plain') >= 0.5 },
+      },
+      {
+        name: 'sends-latency',
+        figure: `202 to relay p50 ${fmt(p50)} ms, p99 ${fmt(p99)} ms at ${RATE} sends/s`,
+        ratio: p50 / 150,
+        baseline: 'the 150 ms p50 target',
+        target: { text: 'p50 < 150 ms, p99 < 1 s', met: p50 < 150 && p99 < 1000 },
+      },
+    ];
+  },
+};
