@@ -84,6 +84,13 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
   async function parse(inbound: InboundMessage): Promise<ParsedMessage> {
     const blobs = blobStore();
     const parsed = await parseMessageStream(await blobs.get(inbound.blobKey));
+    if (parsed.htmlTooLong) {
+      // An html-only body too large to convert: keep the html (capped), without a text version.
+      const again = await parseMessageStream(await blobs.get(inbound.blobKey), undefined, { htmlOnly: true });
+      parsed.html = again.html;
+      parsed.text = again.text;
+    }
+    if (parsed.textTruncated) deps.logger?.info('inbound: text body cut to the inbox limit', { inboundId: inbound.id });
     if (parsed.parseError) {
       deps.logger?.warn('inbound: MIME parse stopped early; keeping what was read', { inboundId: inbound.id, error: parsed.parseError });
       if (!parsed.subject) parsed.subject = scanSubject(await readHead(blobs, inbound.blobKey));
@@ -102,6 +109,20 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
     }
   }
 
+  /**
+   * Applies a bounce/complaint report inside a savepoint of the message's transaction. A failure
+   * fails the step (retried) until the final attempt; then the message is recorded without the
+   * report's effects rather than lost.
+   */
+  async function applyReport(em: EntityManager, orgId: string, report: InboundReportLike, messageId: string, final: boolean): Promise<void> {
+    try {
+      await em.transactional((savepoint) => reports!.apply!(savepoint, orgId, report, messageId));
+    } catch (error) {
+      if (!final) throw error;
+      deps.logger?.error('inbound: applying the report failed; the message is recorded without it', { orgId, messageId, error });
+    }
+  }
+
   /** One inbox message in one workspace, with its thread, event and report, in one transaction. */
   async function recordForWorkspace(
     inbound: InboundMessage,
@@ -109,17 +130,19 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
     parsed: ParsedMessage,
     auth: AuthResultsSummary,
     report: InboundReportLike | null,
+    final: boolean,
   ): Promise<string> {
     return scopeToOrg(orm.em, route.orgId).transactional(async (em: EntityManager) => {
       const existing = await em.findOne(InboxMessage, { inboundId: inbound.id, orgId: route.orgId });
       if (existing) return existing.id;
-      await lockWorkspaceThreads(em, route.orgId);
+      const participants = participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]);
+      await lockWorkspaceThreads(em, route.orgId, { subject: parsed.subject, participants });
       const at = inbound.createdAt;
       const { thread, parent } = await threadMessage(em, route.orgId, {
         subject: parsed.subject,
         inReplyTo: parsed.inReplyTo,
         references: parsed.references,
-        participants: participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]),
+        participants,
         at,
       });
       const kind: InboxMessageKind = report?.kind ?? 'message';
@@ -154,7 +177,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       });
       if (kind === 'message') recordEvent(em, route.orgId, 'email.received', emailReceivedData(message));
       await em.flush();
-      if (report && reports?.apply && appliesReport(kind)) await reports.apply(em, route.orgId, report, message.id);
+      if (report && reports?.apply && appliesReport(kind)) await applyReport(em, route.orgId, report, message.id, final);
       return message.id;
     });
   }
@@ -163,9 +186,10 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
     /**
      * Parses the raw message (attachments only measured), checks its authentication, classifies
      * it, routes it and records one inbox message per workspace reached, each `pending` until
-     * its attachments are stored (`ready` at once without attachments).
+     * its attachments are stored (`ready` at once without attachments). `final`: the last
+     * attempt, which records the message even if applying its report fails.
      */
-    async recordMessages(inboundId: string): Promise<RecordOutcome> {
+    async recordMessages(inboundId: string, options: { final?: boolean } = {}): Promise<RecordOutcome> {
       const em = orm.em.fork();
       const inbound = await em.findOne(InboundMessage, { id: inboundId });
       if (!inbound) return { status: 'missing' };
@@ -181,7 +205,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
           .then((raw) => checkAuthentication({ raw, mailFrom: inbound.mailFrom, remoteAddress: inbound.remoteAddress ?? null, heloName: inbound.heloName ?? null, mta, resolver })),
       ]);
       const messageIds: string[] = [];
-      for (const route of routes) messageIds.push(await recordForWorkspace(inbound, route, parsed, auth, report));
+      for (const route of routes) messageIds.push(await recordForWorkspace(inbound, route, parsed, auth, report, options.final ?? false));
       return { status: 'recorded', orgIds: routes.map((route) => route.orgId), messageIds, attachmentsPending: parsed.attachments.length > 0 };
     },
 

@@ -36,14 +36,15 @@ export const INBOX_HTML_LIMIT = 5 * 1024 * 1024;
 export async function recordOutboundMessage(em: EntityManager, input: OutboundMessageInput): Promise<InboxMessage> {
   const existing = await em.findOne(InboxMessage, { emailId: input.emailId });
   if (existing) return existing;
-  await lockWorkspaceThreads(em, input.orgId);
+  const participants = participantsOf([input.from.email, ...input.to.map((a) => a.email), ...input.cc.map((a) => a.email)]);
+  await lockWorkspaceThreads(em, input.orgId, { subject: input.subject, participants });
   const inReplyTo = input.inReplyTo ? bareMessageId(input.inReplyTo) || null : null;
   const references = parseMessageIdList(input.references);
   const { thread, parent } = await threadMessage(em, input.orgId, {
     subject: input.subject,
     inReplyTo,
     references,
-    participants: participantsOf([input.from.email, ...input.to.map((a) => a.email), ...input.cc.map((a) => a.email)]),
+    participants,
     at: input.createdAt,
   });
   return em.create(InboxMessage, {

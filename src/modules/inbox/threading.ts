@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Domain, InboxMessage, InboxThread } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
@@ -125,11 +126,17 @@ export interface ThreadPlacement {
 }
 
 /**
- * Serialises threading within one workspace until the caller's transaction ends, so two
- * messages of one new conversation arriving together do not open two threads.
+ * Serialises threading of messages with the same normalised subject and participants in one
+ * workspace until the caller's transaction ends, so two messages of one new conversation
+ * arriving together do not open two threads. Other messages thread concurrently: a
+ * workspace-wide lock would make every send of a workspace wait for the one before it (a
+ * receipt sent to a thousand customers has one subject but a thousand conversations). The
+ * thread row itself is locked when a message joins it (see threadMessage), so its counters
+ * stay exact.
  */
-export async function lockWorkspaceThreads(em: EntityManager, orgId: string): Promise<void> {
-  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`inbox-threads:${orgId}`]);
+export async function lockWorkspaceThreads(em: EntityManager, orgId: string, message: { subject: string; participants: readonly string[] }): Promise<void> {
+  const key = [orgId, normalizeSubject(message.subject).slice(0, 200), ...participantsOf(message.participants).sort()].join('\n');
+  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`inbox-threads:${key}`]);
 }
 
 async function findByMessageIds(em: EntityManager, candidates: string[]): Promise<{ thread: InboxThread; parent: InboxMessage } | null> {
@@ -165,9 +172,11 @@ async function findBySubject(em: EntityManager, orgId: string, input: ThreadingI
 export async function threadMessage(em: EntityManager, orgId: string, input: ThreadingInput): Promise<ThreadPlacement> {
   const normalized = normalizeSubject(input.subject).slice(0, 998);
   const byId = await findByMessageIds(em, replyCandidates(input.inReplyTo, input.references));
+  const found = byId?.thread ?? (await findBySubject(em, orgId, input, normalized));
+  // Another message may be joining the same thread now: take its row lock and fresh counters.
+  const locked = found ? await em.findOne(InboxThread, { id: found.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }) : null;
   const thread =
-    byId?.thread ??
-    (await findBySubject(em, orgId, input, normalized)) ??
+    locked ??
     em.create(InboxThread, {
       id: newId(),
       orgId,
