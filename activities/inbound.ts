@@ -38,8 +38,9 @@ async function beating<T>(work: () => Promise<T>): Promise<T> {
 export function createInboundActivities(deps: InboundActivityDeps) {
   const ingestion = createInboundIngestion(deps);
   return {
-    async recordInboundMessages(input: { inboundId: string }): Promise<RecordOutcome> {
-      return beating(() => ingestion.recordMessages(input.inboundId));
+    async recordInboundMessages(input: { inboundId: string; finalAttempt?: number }): Promise<RecordOutcome> {
+      const final = input.finalAttempt !== undefined && Context.current().info.attempt >= input.finalAttempt;
+      return beating(() => ingestion.recordMessages(input.inboundId, { final }));
     },
 
     async storeInboundAttachments(input: { inboundId: string; finalAttempt: number }): Promise<StoreOutcome> {

@@ -5,10 +5,10 @@
  *   node bench/run.ts [name …] [--runs=3] [--duration=8] [--warmup=3] [--quick] [--profile]
  *                     [--out=bench/results]
  *
- * --profile runs the api under `node --cpu-prof` (profiles kept in a temporary directory) and
- * writes the summary of each profile (self time by package and the top frames) to
- * `<out>/<date>-profile-<name>.txt` instead of the results (the profiler slows the api, so
- * its figures are not comparable).
+ * --profile runs the processes a benchmark asks to profile (the api; the worker of webhooks)
+ * under `node --cpu-prof` (profiles kept in a temporary directory) and writes the summary of
+ * each profile to `<out>/<date>-profile-<name>-<process>.txt` instead of the results (the
+ * profiler slows the processes, so its figures are not comparable).
  *
  * Starts what the benchmarks need on loopback: a template database migrated once on the
  * PostgreSQL the tests use (DATABASE_URL's server, else 127.0.0.1:5432, else an embedded one),
@@ -197,8 +197,10 @@ try {
       await context.close();
     }
     if (options.profileDir) {
-      for (const profile of summarizeProfiles(join(options.profileDir, `${name}-api`))) {
-        context.note(`CPU profile of the api (${profile.file})`, profile.summary);
+      for (const kind of ['api', 'worker', 'smtp']) {
+        for (const profile of summarizeProfiles(join(options.profileDir, `${name}-${kind}`))) {
+          context.note(`CPU profile of the ${kind} (${profile.file})`, profile.summary);
+        }
       }
     }
     const stats = summarizeRuns(runs);
@@ -228,7 +230,8 @@ if (options.profileDir) {
   for (const [name, result] of Object.entries(results)) {
     for (const note of result.notes.filter((n) => n.title.startsWith('CPU profile'))) {
       mkdirSync(args.out, { recursive: true });
-      const file = join(args.out, `${date}-profile-${name}.txt`);
+      const kind = /CPU profile of the (\w+)/.exec(note.title)?.[1] ?? 'api';
+      const file = join(args.out, `${date}-profile-${name}-${kind}.txt`);
       writeFileSync(file, `${note.title}\n\n${note.text}\n`);
       process.stdout.write(`\n${name}: ${note.title}\n${note.text}\n`);
     }

@@ -64,7 +64,7 @@ export const benchmark: Benchmark = {
     const workspace = await context.workspace(databaseUrl);
     const receiver = await startWebhookReceiver();
     context.defer(() => receiver.close());
-    await context.start('worker', await context.env(databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,5s' }));
+    await context.start('worker', await context.env(databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,5s' }), { profile: true });
     const orm = await createOrm({ databaseUrl, poolMax: 4 });
     context.defer(() => orm.close());
 

@@ -40,7 +40,7 @@ function describe(error: unknown): string {
  */
 export async function ingestInbound(input: IngestInboundInput): Promise<IngestInboundResult> {
   try {
-    const recorded = await recordInboundMessages(input);
+    const recorded = await recordInboundMessages({ inboundId: input.inboundId, finalAttempt: MAX_ATTEMPTS });
     if (recorded.status === 'settled' || recorded.status === 'missing') return recorded.status;
     if (recorded.status === 'unroutable') {
       await finishInbound({ inboundId: input.inboundId, outcome: 'failed', reason: 'no workspace owns any recipient' });

@@ -177,7 +177,7 @@ export class BenchContext {
 
   /**
    * Starts `herald <kind>` as a child process on free ports and waits for its ready line.
-   * With `profile`, the api writes a CPU profile to the harness's profile directory on exit.
+   * With `profile`, the process writes a CPU profile when the harness runs with --profile.
    */
   async start(kind: ProcessKind, env: Record<string, string>, options: { profile?: boolean } = {}): Promise<HeraldProcess> {
     const port = await freePort();

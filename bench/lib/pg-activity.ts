@@ -30,13 +30,13 @@ async function counters(databaseUrl: string): Promise<Counters> {
 /**
  * What one request costs the database: runs `requests` requests one at a time and divides the
  * growth of pg_stat_database and pg_stat_user_tables by it (transactions, rows read, scans per
- * table). Statistics reach the views when a backend goes idle, at most once a second, hence the
- * pause before the second reading.
+ * table). A backend publishes its statistics when it goes idle, at most once a second, and
+ * otherwise 10 s later: hence the pause before the second reading.
  */
 export async function databaseWorkPerRequest(databaseUrl: string, requests: number, request: () => Promise<void>): Promise<string> {
   const before = await counters(databaseUrl);
   for (let i = 0; i < requests; i += 1) await request();
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await new Promise((resolve) => setTimeout(resolve, 11_000));
   const after = await counters(databaseUrl);
   const per = (a: number, b: number) => ((a - b) / requests).toFixed(2);
   const lines = [

@@ -86,6 +86,27 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     expect(await h.stack.orm.em.fork().findOneOrFail(InboundMessage, { id: inboundId })).toMatchObject({ status: 'failed', lastError: 'disk on fire' });
   });
 
+  it('retries when applying a bounce report fails, and on the final attempt records the message without it', async () => {
+    const inboundId = await h.send({ from: 'MAILER-DAEMON@remote.example', to: 'support@acme.example', subject: 'Delivery failure', text: 'gone' });
+    const ingestion = createInboundIngestion({
+      orm: h.stack.orm,
+      blobs: h.blobs(),
+      config: h.stack.config,
+      reports: {
+        classify: () => Promise.resolve({ kind: 'bounce' as const }),
+        apply: async (em) => {
+          await em.execute('select 1 / 0');
+        },
+      },
+    });
+    await expect(ingestion.recordMessages(inboundId)).rejects.toThrow(/division by zero/);
+    expect(await h.inbox().count(InboxMessage, { inboundId })).toBe(0);
+
+    await ingestion.recordMessages(inboundId, { final: true });
+    expect(await h.inbox().findOneOrFail(InboxMessage, { inboundId })).toMatchObject({ kind: 'bounce', attachmentIngestStatus: 'ready' });
+    await ingestion.markIngested(inboundId);
+  });
+
   it('ingests a message with 3 attachments end to end: ready, bytes identical, email.received written', async () => {
     await h.startWorker();
     const inboundId = await h.send({
@@ -193,4 +214,11 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     },
     60_000,
   );
+
+  it('keeps a large html-only body (too large to convert to text) rather than dropping it', async () => {
+    const html = `<html><body>${'<p>a long newsletter paragraph</p>\n'.repeat(100_000)}</body></html>`;
+    const message = await h.settled(await h.send({ from: 'news@remote.example', to: 'support@acme.example', subject: 'Big html', html }));
+    expect(message.html?.length).toBeGreaterThan(3_000_000);
+    expect(message.html).toContain('a long newsletter paragraph');
+  }, 60_000);
 });

@@ -4,7 +4,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { AttachmentUpload } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
-import { BlobSizeError, createBlobStore, type BlobStore } from '../../blob/blob-store.ts';
+import { BlobSizeError, createBlobStore, type BlobStore, type StoredBlob } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import {
@@ -148,8 +148,9 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
       const expires = /^\d{1,12}$/.test(request.expires ?? '') ? Number(request.expires) : null;
       if (expires === null || !/^[0-9a-f]{24}$/.test(request.attachmentId)) throw badSignature();
       const found = await orm.em.fork().findOne(AttachmentUpload, { id: request.attachmentId }, ALL_TENANTS);
-      const claim = found && { attachmentId: found.id, contentType: found.contentType, sizeBytes: found.sizeBytes, expires };
-      if (!found || !claim || !sign.verify(claim, request.sig ?? '')) throw badSignature();
+      const signed = (upload: AttachmentUpload) =>
+        sign.verify({ attachmentId: upload.id, contentType: upload.contentType, sizeBytes: upload.sizeBytes, expires }, request.sig ?? '');
+      if (!found || !signed(found)) throw badSignature();
       if (expires * 1000 <= now().getTime()) {
         throw new AppError('forbidden', 'The upload URL has expired; create a new upload with POST /api/v1/outbox/attachments.', {
           reason: 'UPLOAD_URL_EXPIRED',
@@ -169,7 +170,7 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
       }
 
       const key = attemptBlobKey(found.orgId, found.id, randomBytes(6).toString('hex'));
-      let stored;
+      let stored: StoredBlob;
       try {
         stored = await store.put(key, request.body, { exactBytes: found.sizeBytes });
       } catch (error) {

@@ -39,6 +39,13 @@ export interface ParsedMessage {
   attachments: AttachmentMeta[];
   /** Why the parse stopped early, if it did; whatever was read before is kept. */
   parseError: string | null;
+  /** The html was too large to convert to text, and mailparser then drops it: parse again with `htmlOnly`. */
+  htmlTooLong: boolean;
+}
+
+export interface ParseOptions {
+  /** Keep html without converting it to text (no size limit applies then). */
+  htmlOnly?: boolean;
 }
 
 /** HTML larger than this is kept but not converted to text (mailparser's html-to-text is slow on huge input). */
@@ -87,6 +94,7 @@ function isRecoverable(error: Error): boolean {
 export function parseMessageStream(
   source: Readable,
   onAttachment?: (part: AttachmentPart) => Promise<void>,
+  options: ParseOptions = {},
 ): Promise<ParsedMessage> {
   const parsed: ParsedMessage = {
     subject: '',
@@ -102,8 +110,14 @@ export function parseMessageStream(
     date: null,
     attachments: [],
     parseError: null,
+    htmlTooLong: false,
   };
-  const parser = new MailParser({ skipImageLinks: true, skipTextToHtml: true, maxHtmlLengthToParse: HTML_TO_TEXT_LIMIT });
+  const parser = new MailParser({
+    skipImageLinks: true,
+    skipTextToHtml: true,
+    maxHtmlLengthToParse: HTML_TO_TEXT_LIMIT,
+    skipHtmlToText: options.htmlOnly ?? false,
+  });
   let position = 0;
   let handling: Promise<void> = Promise.resolve();
   let current: Readable | null = null;
@@ -134,8 +148,13 @@ export function parseMessageStream(
       parsed.messageId = bare && bare.length <= 998 && !/\s/.test(bare) ? bare : null;
       parsed.inReplyTo = parseMessageIdList(headerText(headers.get('in-reply-to')))[0] ?? null;
       parsed.references = parseMessageIdList(headerText(headers.get('references')));
-      const date = headers.get('date');
-      parsed.date = date instanceof Date && !Number.isNaN(date.getTime()) ? date : null;
+    });
+
+    // mailparser turns an unparseable Date header into "now"; read the header line ourselves.
+    parser.on('headerLines', (lines: { key: string; line: string }[]) => {
+      const line = lines.find((entry) => entry.key === 'date')?.line;
+      const value = line ? Date.parse(line.slice(line.indexOf(':') + 1).trim()) : Number.NaN;
+      parsed.date = Number.isNaN(value) ? null : new Date(value);
     });
 
     parser.on('data', (data: AttachmentStream | MessageText) => {
@@ -178,6 +197,7 @@ export function parseMessageStream(
     });
 
     parser.on('error', (error: Error) => {
+      if (error.message.startsWith('HTML too long for parsing')) parsed.htmlTooLong = true;
       if (!isRecoverable(error)) finish(error);
     });
     parser.on('end', () => finish());
