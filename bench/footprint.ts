@@ -17,7 +17,7 @@ import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
 import { LIST_PATH } from './api-read.ts';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad } from './lib/load.ts';
-import { peakRss, rssMb } from './lib/rss.ts';
+import { peakRss, rssMb } from './lib/proc.ts';
 import { seedContacts, seedDomains } from './lib/seed.ts';
 import { smtpLoad } from './lib/smtp-load.ts';
 import { fmt, med } from './lib/stats.ts';

@@ -227,13 +227,15 @@ try {
 }
 
 if (options.profileDir) {
+  mkdirSync(args.out, { recursive: true });
   for (const [name, result] of Object.entries(results)) {
-    for (const note of result.notes.filter((n) => n.title.startsWith('CPU profile'))) {
-      mkdirSync(args.out, { recursive: true });
-      const kind = /CPU profile of the (\w+)/.exec(note.title)?.[1] ?? 'api';
-      const file = join(args.out, `${date}-profile-${name}-${kind}.txt`);
-      writeFileSync(file, `${note.title}\n\n${note.text}\n`);
-      process.stdout.write(`\n${name}: ${note.title}\n${note.text}\n`);
+    for (const kind of ['api', 'worker', 'smtp']) {
+      // One file per process; a worker's threads (Temporal's workflow threads) each have a profile.
+      const notes = result.notes.filter((n) => n.title.startsWith(`CPU profile of the ${kind} `));
+      if (notes.length === 0) continue;
+      const text = notes.map((note) => `${note.title}\n\n${note.text}\n`).join('\n');
+      writeFileSync(join(args.out, `${date}-profile-${name}-${kind}.txt`), text);
+      process.stdout.write(`\n${name}:\n${text}`);
     }
   }
   log(`profiled figures are not written to the results (the profiler slows the api); profile summaries in ${args.out}`);

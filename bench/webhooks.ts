@@ -8,7 +8,8 @@
  *    is (HMAC of the body, both schemes) on a fresh connection like the worker's, 16 in flight;
  *    and the round trip of one such POST at a time;
  * 2. throughput: events committed in one transaction, fanned out to 10 endpoints, from the
- *    commit to the last delivery received;
+ *    commit to the last delivery received; with the CPU time the worker and the Temporal
+ *    server used per delivery meanwhile (where the time goes);
  * 3. latency: 50 events per second, each committed alone, from its commit to its first attempt
  *    arriving at the receiver.
  */
@@ -22,6 +23,7 @@ import { recordEvent } from '../src/modules/events/events.fns.ts';
 import { signatureHeaders } from '../src/modules/webhooks/signing.ts';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
 import type { BenchContext } from './lib/context.ts';
+import { cpuMs } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
 
@@ -64,7 +66,8 @@ export const benchmark: Benchmark = {
     const workspace = await context.workspace(databaseUrl);
     const receiver = await startWebhookReceiver();
     context.defer(() => receiver.close());
-    await context.start('worker', await context.env(databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,5s' }), { profile: true });
+    const worker = await context.start('worker', await context.env(databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,5s' }), { profile: true });
+    const temporal = await context.temporal();
     const orm = await createOrm({ databaseUrl, poolMax: 4 });
     context.defer(() => orm.close());
 
@@ -119,15 +122,21 @@ export const benchmark: Benchmark = {
       return { rps, p50Ms: quantile(single.sort((a, b) => a - b), 0.5) };
     }
 
-    async function throughput(): Promise<number> {
+    /** Deliveries/s, and the CPU the worker and the Temporal server spent per delivery. */
+    async function throughput(): Promise<{ rate: number; workerCpuMs: number; temporalCpuMs: number }> {
       const before = throughputCount();
       const events = Math.ceil(deliveries / ENDPOINTS);
       const total = events * ENDPOINTS;
+      const cpuBefore = { worker: cpuMs(worker.pid), temporal: cpuMs(temporal.pid) };
       const started = performance.now();
       await commit('contact.created', events);
       await waitFor(`${total} deliveries`, () => Promise.resolve(throughputCount() - before >= total ? true : undefined), 600_000, 20);
       const arrivals = receiver.requests().filter((r) => r.path.startsWith('/throughput-')).slice(before).map((r) => r.at);
-      return total / ((Math.max(...arrivals) - started) / 1000);
+      return {
+        rate: total / ((Math.max(...arrivals) - started) / 1000),
+        workerCpuMs: (cpuMs(worker.pid) - cpuBefore.worker) / total,
+        temporalCpuMs: (cpuMs(temporal.pid) - cpuBefore.temporal) / total,
+      };
     }
 
     async function latency(seconds: number): Promise<number[]> {
@@ -159,7 +168,7 @@ export const benchmark: Benchmark = {
       },
       async run() {
         const plain = await baseline(baselinePosts);
-        const deliveryRate = await throughput();
+        const { rate: deliveryRate, workerCpuMs, temporalCpuMs } = await throughput();
         const latencies = await latency(latencySeconds);
         const p50 = quantile(latencies, 0.5);
         return {
@@ -167,6 +176,8 @@ export const benchmark: Benchmark = {
           baseline_post_p50_ms: plain.p50Ms,
           deliveries_per_s: deliveryRate,
           ratio_of_baseline: deliveryRate / plain.rps,
+          worker_cpu_ms_per_delivery: workerCpuMs,
+          temporal_cpu_ms_per_delivery: temporalCpuMs,
           first_attempt_p50_ms: p50,
           first_attempt_p99_ms: quantile(latencies, 0.99),
           first_attempt_max_ms: latencies.at(-1) ?? Number.NaN,

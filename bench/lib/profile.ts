@@ -39,7 +39,7 @@ const IDLE = new Set(['(idle)', '(program)']);
  * folder, Node core, GC), the top frames by self time, and Herald's own functions by
  * inclusive time (the function and everything it calls).
  */
-export function summarizeCpuProfile(profile: CpuProfile, top = 20): string {
+export function summarizeCpuProfile(profile: CpuProfile, top = 20): { busyMicros: number; text: string } {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -79,10 +79,10 @@ export function summarizeCpuProfile(profile: CpuProfile, top = 20): string {
   for (const [key, micros] of sorted(frames, top)) lines.push(`  ${share(micros)}  ${key}`);
   lines.push('', 'Herald functions by inclusive time:');
   for (const [key, micros] of sorted(inclusive, 15)) lines.push(`  ${share(micros)}  ${key}`);
-  return lines.join('\n');
+  return { busyMicros: busy, text: lines.join('\n') };
 }
 
-/** Summaries of every `.cpuprofile` in `dir`. */
+/** Summaries of every `.cpuprofile` in `dir` (one per thread), the busiest first. */
 export function summarizeProfiles(dir: string): { file: string; summary: string }[] {
   let files: string[];
   try {
@@ -90,8 +90,8 @@ export function summarizeProfiles(dir: string): { file: string; summary: string 
   } catch {
     return [];
   }
-  return files.map((file) => ({
-    file: join(dir, file),
-    summary: summarizeCpuProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile),
-  }));
+  return files
+    .map((file) => ({ file: join(dir, file), ...summarizeCpuProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile) }))
+    .sort((a, b) => b.busyMicros - a.busyMicros)
+    .map(({ file, text }) => ({ file, summary: text }));
 }

@@ -82,9 +82,12 @@ describe('classifyInbound over the real-world corpus', () => {
     expect(files.length).toBeGreaterThanOrEqual(120);
   });
 
-  it.each(files)('%s', async (file) => {
+  // Over SMTP every line ends in CRLF, whatever the fixture file uses: check both forms.
+  const cases = files.flatMap((file) => [[file, 'as stored'], [file, 'with CRLF line ends']] as const);
+  it.each(cases)('%s (%s)', async (file, form) => {
     const want = expected[file]!;
-    const raw = readFileSync(join(FIXTURES, file));
+    const stored = readFileSync(join(FIXTURES, file));
+    const raw = form === 'as stored' ? stored : Buffer.from(stored.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
     const got = await classify(raw, ['inbox@herald.test'], envelopeSender(raw));
     expect(got.kind).toBe(want.kind);
     if (got.kind === 'bounce' || got.kind === 'delay') {

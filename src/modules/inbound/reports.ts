@@ -155,7 +155,10 @@ function complaintFromHotmail(mail: ParsedMail, raw: Buffer): string[] | null {
 }
 
 async function classify(input: ClassifyInput): Promise<InboundReport> {
-  const mail = await parse(input.raw);
+  // Messages arrive over SMTP with CRLF line ends; the line-based readers below expect LF.
+  // latin1 maps bytes one to one, so binary content survives the round trip.
+  const raw = Buffer.from(input.raw.toString('latin1').replace(/\r\n/g, '\n'), 'latin1');
+  const mail = await parse(raw);
   if (!mail) return { kind: 'message' };
   const emailId = emailIdFromVerp(input.rcptTo, input.bounceDomain);
   const type = reportType(mail);
@@ -164,36 +167,36 @@ async function classify(input: ClassifyInput): Promise<InboundReport> {
     const part = mail.attachments.find((a) => a.contentType.toLowerCase() === 'message/feedback-report');
     const feedback = parseFeedbackReport(part ? attachmentText(part) : (mail.text ?? ''));
     let recipients = feedback.recipients;
-    if (recipients.length === 0) recipients = originalRecipients(mail, input.raw);
-    return { kind: 'complaint', emailId, originalMessageId: originalMessageId(mail, input.raw), feedbackType: feedback.feedbackType, userAgent: feedback.userAgent, recipients };
+    if (recipients.length === 0) recipients = originalRecipients(mail, raw);
+    return { kind: 'complaint', emailId, originalMessageId: originalMessageId(mail, raw), feedbackType: feedback.feedbackType, userAgent: feedback.userAgent, recipients };
   }
-  const hotmail = complaintFromHotmail(mail, input.raw);
+  const hotmail = complaintFromHotmail(mail, raw);
   if (hotmail) {
-    return { kind: 'complaint', emailId, originalMessageId: originalMessageId(mail, input.raw), feedbackType: 'abuse', userAgent: null, recipients: hotmail };
+    return { kind: 'complaint', emailId, originalMessageId: originalMessageId(mail, raw), feedbackType: 'abuse', userAgent: null, recipients: hotmail };
   }
   if (type === 'disposition-notification') return { kind: 'auto_reply', reason: 'disposition-notification (read receipt)' };
 
   if (type === 'delivery-status' || type === 'global-delivery-status') {
     const part = mail.attachments.find((a) => /^message\/(global-)?delivery-status$/i.test(a.contentType));
-    const parsed = parseDeliveryStatus(part ? attachmentText(part) : rawBody(input.raw));
+    const parsed = parseDeliveryStatus(part ? attachmentText(part) : rawBody(raw));
     const failed = parsed.recipients.some((r) => r.action === 'failed');
     const delayed = parsed.recipients.some((r) => r.action === 'delayed');
     if (parsed.recipients.length > 0 && !failed && !delayed) return { kind: 'message' };
     let { recipients, reportingMta } = parsed;
     if (recipients.length === 0) {
-      const text = textReport(mail, input);
+      const text = textReport(mail, { ...input, raw });
       recipients = text?.recipients ?? [];
       reportingMta = text?.reportingMta ?? null;
     }
     const kind = failed || (!delayed && recipients.every((r) => r.action !== 'delayed')) ? 'bounce' : 'delay';
-    return { kind, format: 'dsn', emailId, originalMessageId: originalMessageId(mail, input.raw), reportingMta, recipients };
+    return { kind, format: 'dsn', emailId, originalMessageId: originalMessageId(mail, raw), reportingMta, recipients };
   }
 
   const strongAutoReply = autoReplyReason(mail, true);
   if (strongAutoReply) return { kind: 'auto_reply', reason: strongAutoReply };
-  const text = textReport(mail, input);
+  const text = textReport(mail, { ...input, raw });
   if (text) {
-    return { kind: text.kind, format: text.format, emailId, originalMessageId: originalMessageId(mail, input.raw), reportingMta: text.reportingMta, recipients: text.recipients };
+    return { kind: text.kind, format: text.format, emailId, originalMessageId: originalMessageId(mail, raw), reportingMta: text.reportingMta, recipients: text.recipients };
   }
   const weakAutoReply = autoReplyReason(mail, false);
   if (weakAutoReply) return { kind: 'auto_reply', reason: weakAutoReply };

@@ -20,3 +20,11 @@ export async function peakRss(pids: Record<string, number>, until: Promise<unkno
   await finished;
   return peak;
 }
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat (ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After the command: state is field 3, utime field 14 and stime field 15 of the whole line.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
