@@ -46,6 +46,8 @@ async function startHoldingRelay() {
       });
     },
   });
+  // The killed worker's connection ends with ECONNRESET: expected here, not a failure.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.server.address() as AddressInfo).port,
