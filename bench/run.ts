@@ -245,7 +245,7 @@ if (options.profileDir) {
     machine: { cpus: availableParallelism(), node: process.version, loadAverage: loadavg() },
     options: { runs: options.runs, durationSec: options.durationSec, warmupSec: options.warmupSec, quick: options.quick },
     benchmarks: results,
-  });
+  }, BENCHMARKS);
   log(`wrote ${written.json} and ${written.markdown} in ${Math.round((performance.now() - started) / 1000)} s`);
 }
 process.exitCode = failed || interrupted ? 1 : 0;

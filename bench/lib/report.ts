@@ -29,14 +29,22 @@ export function summaryLine(summary: Summary): string {
 
 /**
  * Writes `<dir>/<date>.json` and `<dir>/<date>.md`. Benchmarks run today before (another
- * `npm run bench -- <name>`) stay in the files unless this run measured them again.
+ * `npm run bench -- <name>`) stay in the files unless this run measured them again; the
+ * benchmarks are listed in `order`.
  */
-export function writeResults(dir: string, current: ResultsFile): { json: string; markdown: string; merged: ResultsFile } {
+export function writeResults(
+  dir: string,
+  current: ResultsFile,
+  order: readonly string[],
+): { json: string; markdown: string; merged: ResultsFile } {
   mkdirSync(dir, { recursive: true });
   const json = join(dir, `${current.date}.json`);
   const markdown = join(dir, `${current.date}.md`);
   const previous = existsSync(json) ? (JSON.parse(readFileSync(json, 'utf8')) as ResultsFile) : undefined;
-  const merged: ResultsFile = { ...current, benchmarks: { ...previous?.benchmarks, ...current.benchmarks } };
+  const all = { ...previous?.benchmarks, ...current.benchmarks };
+  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
+  const names = Object.keys(all).sort((a, b) => rank(a) - rank(b));
+  const merged: ResultsFile = { ...current, benchmarks: Object.fromEntries(names.map((name) => [name, all[name]!])) };
   writeFileSync(json, `${JSON.stringify(merged, null, 2)}\n`);
   writeFileSync(markdown, renderMarkdown(merged));
   return { json, markdown, merged };

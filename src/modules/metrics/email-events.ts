@@ -90,6 +90,8 @@ export async function recordEmailEvents(em: EntityManager, inputs: readonly Emai
       occurredAt: input.occurredAt ?? new Date(),
     }),
   );
+  // The event rows first: only the counter upserts below (and the commit) hold the shared rows.
+  await em.flush();
   const increments = incrementsOf(events);
   for (let start = 0; start < increments.length; start += UPSERT_CHUNK) {
     const chunk = increments.slice(start, start + UPSERT_CHUNK);

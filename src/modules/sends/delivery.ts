@@ -12,6 +12,7 @@ import { scopeToOrg } from '../../../db/orm.ts';
 import { BlobNotFoundError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
+import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome, type RecipientOutcome } from './outcomes.ts';
 import { releaseCredits, releaseDomainQuota } from './quota.repo.ts';
 import type { Relay, RelayResult } from './relay.ts';
@@ -198,11 +199,14 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
         await em.transactional(async (tx) => {
           const row = await tx.findOneOrFail(TransactionalEmail, { id: email.id });
           const rows = await tx.find(EmailRecipient, { emailId: email.id, status: { $in: [...PENDING] } });
-          for (const recipient of rows) await applyRecipientOutcome(tx, row, recipient, { type: 'failed', reason: error.message });
+          const metrics: EmailEventInput[] = [];
+          for (const recipient of rows) await applyRecipientOutcome(tx, row, recipient, { type: 'failed', reason: error.message }, metrics);
           if (!everHandedOff) await releaseQuota(tx, row);
           row.lastError = error.message;
           row.status = everHandedOff ? 'sent' : 'failed';
           row.settledAt = now;
+          await tx.flush();
+          await recordEmailEvents(tx, metrics);
         });
         await afterSettled(input.orgId, email);
         return { status: everHandedOff ? 'sent' : 'failed', handoff: { outcome: 'rejected', response: error.message } };
@@ -223,17 +227,19 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       const status = await em.transactional(async (tx) => {
         const row = await tx.findOneOrFail(TransactionalEmail, { id: email.id });
         const rows = await tx.find(EmailRecipient, { emailId: email.id }, { orderBy: { id: 'asc' } });
+        const metrics: EmailEventInput[] = [];
         for (const recipient of rows) {
           const outcome = outcomes.get(recipient.email);
           if (!outcome || !(PENDING as readonly string[]).includes(recipient.status)) continue;
           recipient.attempts += 1;
-          await applyRecipientOutcome(tx, row, recipient, outcome);
+          await applyRecipientOutcome(tx, row, recipient, outcome, metrics);
         }
         if (rejectedOutright) await releaseQuota(tx, row);
         if (result.kind !== 'recipients') row.lastError = result.response.slice(0, 1024);
         if (rows.some((r) => r.status === 'sent' || r.status === 'delivered')) row.sentAt ??= now;
         const settled = settle(row, rows, now);
         await tx.flush();
+        await recordEmailEvents(tx, metrics);
         return settled;
       });
       if (status !== 'sending') await afterSettled(input.orgId, email);
@@ -253,15 +259,21 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       const email = await em.transactional(async (tx) => {
         const row = await tx.findOneOrFail(TransactionalEmail, { id: input.emailId });
         const rows = await tx.find(EmailRecipient, { emailId: input.emailId }, { orderBy: { id: 'asc' } });
+        const metrics: EmailEventInput[] = [];
         for (const recipient of rows) {
           if (!(PENDING as readonly string[]).includes(recipient.status)) continue;
-          await applyRecipientOutcome(tx, row, recipient, {
-            type: 'failed',
-            reason: `retries_exhausted: ${recipient.lastResponse ?? 'temporary failures'}`,
-          });
+          await applyRecipientOutcome(
+            tx,
+            row,
+            recipient,
+            { type: 'failed', reason: `retries_exhausted: ${recipient.lastResponse ?? 'temporary failures'}` },
+            metrics,
+          );
         }
         if (!rows.some((r) => HANDED_OFF.has(r.status))) await releaseQuota(tx, row);
         if (row.status === 'sending' || row.status === 'queued' || row.status === 'scheduled') settle(row, rows, now);
+        await tx.flush();
+        await recordEmailEvents(tx, metrics);
         return row;
       });
       await afterSettled(input.orgId, email);

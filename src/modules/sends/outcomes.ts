@@ -12,7 +12,7 @@ import { newId } from '../../../db/ids.ts';
 import { serializeContact } from '../contacts/contacts.serializer.ts';
 import type { EventType } from '../events/event-catalog.ts';
 import { recordEvent } from '../events/events.fns.ts';
-import { recordEmailEvent } from '../metrics/email-events.ts';
+import type { EmailEventInput } from '../metrics/email-events.ts';
 
 /**
  * What happened to one recipient of one transactional email, as the relay, a DSN or a
@@ -78,34 +78,38 @@ export const SETTLED_RECIPIENT_STATUSES: readonly RecipientStatus[] = ['sent', '
 
 /**
  * Records one outcome for one recipient row (in the caller's transaction, `em` scoped to the
- * workspace). The recipient and email rows must be managed by `em`.
+ * workspace). The recipient and email rows must be managed by `em`. The email events for
+ * GET /metrics are added to `metrics`: the caller writes them with recordEmailEvents as the
+ * last statement of its transaction, because their daily rollup rows are shared by every
+ * email of a domain and stay locked until the commit.
  */
 export async function applyRecipientOutcome(
   em: EntityManager,
   email: TransactionalEmail,
   recipient: EmailRecipient,
   outcome: RecipientOutcome,
+  metrics: EmailEventInput[],
   at: Date = new Date(),
 ): Promise<void> {
   const data = emailEventData(email, recipient.email, at);
   const metric = (type: EmailEventType) =>
-    recordEmailEvent(em, { orgId: email.orgId, type, recipient: recipient.email, domain: email.domain, emailId: email.id, occurredAt: at });
+    metrics.push({ orgId: email.orgId, type, recipient: recipient.email, domain: email.domain, emailId: email.id, occurredAt: at });
   switch (outcome.type) {
     case 'sent':
       recipient.status = outcome.delivered ? 'delivered' : 'sent';
       recipient.sentAt = at;
       recipient.lastResponse = outcome.response?.slice(0, 1024) ?? null;
       recipient.nextAttemptAt = null;
-      await metric('sent');
+      metric('sent');
       recordEvent(em, email.orgId, 'email.sent', data);
       if (outcome.delivered) {
-        await metric('delivered');
+        metric('delivered');
         recordEvent(em, email.orgId, 'email.delivered', { ...data, smtp_response: outcome.response });
       }
       break;
     case 'delivered':
       recipient.status = 'delivered';
-      await metric('delivered');
+      metric('delivered');
       recordEvent(em, email.orgId, 'email.delivered', { ...data, smtp_response: outcome.response });
       break;
     case 'deferred':
@@ -113,7 +117,7 @@ export async function applyRecipientOutcome(
       recipient.lastResponse = outcome.response.slice(0, 1024);
       recipient.lastResponseCode = outcome.code;
       recipient.nextAttemptAt = outcome.nextAttemptAt;
-      await metric('deferred');
+      metric('deferred');
       recordEvent(em, email.orgId, 'email.deferred', {
         ...data,
         reason: outcome.response,
@@ -126,7 +130,7 @@ export async function applyRecipientOutcome(
       recipient.lastResponse = outcome.response?.slice(0, 1024) ?? null;
       recipient.lastResponseCode = outcome.code;
       recipient.nextAttemptAt = null;
-      await metric('bounced');
+      metric('bounced');
       recordEvent(em, email.orgId, 'email.bounced', { ...data, bounce_type: outcome.bounceType, diagnostic: outcome.response });
       if (outcome.bounceType === 'hard') {
         await suppressAddress(em, email.orgId, recipient.email, 'hard_bounce', { emailId: email.id, detail: outcome.response });
@@ -134,7 +138,7 @@ export async function applyRecipientOutcome(
       break;
     case 'complained':
       recipient.status = 'complained';
-      await metric('complained');
+      metric('complained');
       recordEvent(em, email.orgId, 'email.complained', { ...data, feedback_type: outcome.feedbackType });
       await suppressAddress(em, email.orgId, recipient.email, 'complaint', { emailId: email.id, detail: outcome.feedbackType });
       break;
@@ -142,7 +146,7 @@ export async function applyRecipientOutcome(
       recipient.status = 'failed';
       recipient.lastResponse = outcome.reason.slice(0, 1024);
       recipient.nextAttemptAt = null;
-      await metric('failed');
+      metric('failed');
       recordEvent(em, email.orgId, 'email.failed', { ...data, reason: outcome.reason });
       break;
   }

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { emailIdFromMessageId, type InboundReport } from '../inbound/reports.ts';
-import { recordEmailEvent } from '../metrics/email-events.ts';
+import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome } from './outcomes.ts';
 
 export interface AppliedReport {
@@ -41,6 +41,7 @@ export async function applyInboundReport(em: EntityManager, orgId: string, repor
   // A report naming no known recipient of a single-recipient email is about that recipient.
   const resolve = (address: string | null | undefined) => (address ? byAddress.get(address.toLowerCase()) : undefined) ?? (rows.length === 1 ? rows[0] : undefined);
   const changed: string[] = [];
+  const metrics: EmailEventInput[] = [];
   const now = new Date();
 
   if (report.kind === 'complaint') {
@@ -48,9 +49,10 @@ export async function applyInboundReport(em: EntityManager, orgId: string, repor
     for (const address of addresses) {
       const row = resolve(address);
       if (!row || row.status === 'complained') continue;
-      await applyRecipientOutcome(em, email, row, { type: 'complained', feedbackType: report.feedbackType }, now);
+      await applyRecipientOutcome(em, email, row, { type: 'complained', feedbackType: report.feedbackType }, metrics, now);
       changed.push(row.email);
     }
+    await recordEmailEvents(em, metrics);
     return { emailId: email.id, recipients: changed };
   }
 
@@ -59,7 +61,7 @@ export async function applyInboundReport(em: EntityManager, orgId: string, repor
     if (!row) continue;
     const diagnostic = entry?.diagnostic ?? entry?.status ?? null;
     if (report.kind === 'delay' || entry?.action === 'delayed') {
-      await recordEmailEvent(em, { orgId, type: 'deferred', recipient: row.email, domain: email.domain, emailId: email.id, occurredAt: now });
+      metrics.push({ orgId, type: 'deferred', recipient: row.email, domain: email.domain, emailId: email.id, occurredAt: now });
       recordEvent(em, orgId, 'email.deferred', {
         email_id: email.id,
         message_id: email.messageId,
@@ -77,9 +79,10 @@ export async function applyInboundReport(em: EntityManager, orgId: string, repor
     if (entry && entry.action !== null && entry.action !== 'failed') continue;
     if (row.status === 'bounced' || row.status === 'complained') continue;
     const code = entry?.status ? Number(entry.status.charAt(0)) * 100 : null;
-    await applyRecipientOutcome(em, email, row, { type: 'bounced', bounceType: entry?.bounceType ?? 'soft', response: diagnostic, code }, now);
+    await applyRecipientOutcome(em, email, row, { type: 'bounced', bounceType: entry?.bounceType ?? 'soft', response: diagnostic, code }, metrics, now);
     changed.push(row.email);
   }
   await em.flush();
+  await recordEmailEvents(em, metrics);
   return { emailId: email.id, recipients: changed };
 }

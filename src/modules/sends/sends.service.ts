@@ -9,7 +9,7 @@ import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { recordOutboundMessage } from '../inbox/outbound.ts';
-import { releaseCredits, releaseDomainQuota, reserveCredits, reserveDomainQuota } from './quota.repo.ts';
+import { releaseCredits, releaseDomainQuota, reserveQuota } from './quota.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { signalSendCancelled, startSendWorkflow } from './send-starter.ts';
@@ -175,13 +175,10 @@ export function createSendsService(deps: SendsServiceDeps) {
             createdAt: at,
           });
           await tx.flush();
-          // Last, so the workspace's credit row and the domain's counter are locked for the
-          // shortest time: concurrent sends of a workspace queue on them until commit.
-          const credits = await reserveCredits(tx, orgId, count);
-          await reserveDomainQuota(tx, { orgId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
-          email.creditsCharged = credits.fromBalance;
-          email.overageCharged = credits.overage;
-          await tx.flush();
+          // Last, in one statement that also stamps the charge on the email row: the workspace's
+          // credit row and the domain's counter are written by every send of the workspace, so
+          // they stay locked only for this statement and the commit.
+          await reserveQuota(tx, { orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
           return { email, recipients: rows };
         });
       } catch (error) {
