@@ -1,0 +1,191 @@
+/**
+ * 5. Inbound SMTP: messages per second accepted by `herald smtp` and visible in the API, against
+ * a bare smtp-server that only writes each message to disk; and the time from the 250 reply to
+ * the message being listed by GET /api/v1/inbox/messages, at a steady rate. Real processes: smtp,
+ * worker (ingestion on Temporal), api; the load comes from this process over loopback SMTP.
+ *
+ * Each run measures, in order:
+ * 1. baseline: `SESSIONS` concurrent SMTP sessions to the bare server for the run's duration;
+ * 2. Herald: the same load to `herald smtp`; the rate of 250s, and the rate at which those
+ *    messages become visible in the API (from the load's start to the last one listed);
+ * 3. latency: `RATE` messages per second, one session each, from each 250 to the first poll of
+ *    the API (every 25 ms, `updated_after` the run's start) that lists it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createOrm } from '../db/orm.ts';
+import { createDomainsService } from '../src/modules/domains/domains.service.ts';
+import type { BenchContext } from './lib/context.ts';
+import { smtpSession } from './lib/smtp-load.ts';
+import { fmt, med, quantile } from './lib/stats.ts';
+import type { Benchmark } from './lib/types.ts';
+
+const SESSIONS = 8;
+const RATE = 10;
+const DOMAIN = 'inbound-bench.example';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const benchmark: Benchmark = {
+  name: 'inbound',
+  description: `Inbound messages/s accepted (250) and visible in the API through herald smtp + worker, ${SESSIONS} concurrent SMTP sessions, against a bare smtp-server writing each message to disk; 250-to-visible latency at ${RATE} messages/s.`,
+  needsTemporal: true,
+
+  async setup(context: BenchContext) {
+    const duration = context.options.durationSec;
+    const latencySeconds = context.options.quick ? 4 : 8;
+    const blobDir = mkdtempSync(join(tmpdir(), 'herald-bench-blobs-'));
+    const bareDir = mkdtempSync(join(tmpdir(), 'herald-bench-bare-'));
+    context.defer(() => {
+      rmSync(blobDir, { recursive: true, force: true });
+      rmSync(bareDir, { recursive: true, force: true });
+      return Promise.resolve();
+    });
+    const databaseUrl = await context.database();
+    const workspace = await context.workspace(databaseUrl);
+    const orm = await createOrm({ databaseUrl, poolMax: 2 });
+    await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({ orgId: workspace.orgId, domain: DOMAIN, verified: true });
+    await orm.close();
+
+    const env = await context.env(databaseUrl, { BLOB_DIR: blobDir });
+    const smtp = await context.start('smtp', env);
+    await context.start('worker', env);
+    const api = await context.start('api', env);
+    const barePort = await context.freePort();
+    await context.spawnNode('bare-smtp', [join(import.meta.dirname, 'lib/bare-smtp.ts'), bareDir, String(barePort)], 'bare smtp listening');
+
+    const authorization = `Bearer ${workspace.key}`;
+    let sequence = 0;
+    /** Subjects the API has listed, with when each was first seen; polled by `watch`. */
+    const seen = new Map<string, number>();
+    let watching = false;
+    /**
+     * Walks GET /inbox/messages?updated_after=<since> page by page, then starts over: a cursor
+     * alone can pass a message whose transaction commits late with an earlier updated_at, so
+     * the walk is repeated from `since` (the polling recipe of docs/inbox.md).
+     */
+    async function watch(since: string): Promise<void> {
+      let cursor: string | null = null;
+      while (watching) {
+        const url = new URL(`${api.url}/api/v1/inbox/messages`);
+        url.searchParams.set('limit', '100');
+        url.searchParams.set('updated_after', since);
+        if (cursor) url.searchParams.set('cursor', cursor);
+        try {
+          const response = await fetch(url, { headers: { authorization } });
+          const body = (await response.json()) as { data: { subject: string }[]; meta: { pagination: { next_cursor: string | null } } };
+          const now = performance.now();
+          for (const message of body.data) if (!seen.has(message.subject)) seen.set(message.subject, now);
+          cursor = body.data.length === 100 ? body.meta.pagination.next_cursor : null;
+        } catch (error) {
+          if (watching) throw error;
+        }
+        if (cursor === null) await sleep(25);
+      }
+    }
+
+    async function withWatcher(since: Date, body: () => Promise<void>): Promise<void> {
+      seen.clear();
+      watching = true;
+      const polling = watch(since.toISOString());
+      try {
+        await body();
+      } finally {
+        watching = false;
+        await polling.catch(() => {});
+      }
+    }
+
+    /** `SESSIONS` sessions back to back for `seconds`; returns the subjects accepted with 250. */
+    async function load(port: number, seconds: number, tag: string): Promise<string[]> {
+      const deadline = performance.now() + seconds * 1000;
+      const accepted: string[] = [];
+      await Promise.all(
+        Array.from({ length: SESSIONS }, async () => {
+          while (performance.now() < deadline) {
+            const n = (sequence += 1);
+            const code = await smtpSession(port, `inbox@${DOMAIN}`, n);
+            if (code === 250) accepted.push(`bench message ${n}`);
+          }
+        }),
+      );
+      if (tag) context.log(`${tag}: ${accepted.length} accepted`);
+      return accepted;
+    }
+
+    async function visible(subjects: string[], timeoutMs: number): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (subjects.some((s) => !seen.has(s)) && Date.now() < deadline) await sleep(50);
+      const missing = subjects.filter((s) => !seen.has(s)).length;
+      if (missing > 0) throw new Error(`${missing} of ${subjects.length} inbound messages never became visible in the API`);
+    }
+
+    return {
+      async warmup() {
+        await load(barePort, 1, '');
+        await withWatcher(new Date(Date.now() - 1000), async () => visible(await load(smtp.port, context.options.warmupSec, ''), 120_000));
+      },
+      async run() {
+        const bareCount = (await load(barePort, duration, '')).length;
+        const bareRate = bareCount / duration;
+
+        let acceptRate = 0;
+        let visibleRate = 0;
+        const acceptedAt = new Map<string, number>();
+        await withWatcher(new Date(Date.now() - 1000), async () => {
+          const started = performance.now();
+          const subjects = await load(smtp.port, duration, '');
+          acceptRate = subjects.length / duration;
+          await visible(subjects, 300_000);
+          const lastVisible = Math.max(...subjects.map((s) => seen.get(s) as number));
+          visibleRate = subjects.length / ((lastVisible - started) / 1000);
+
+          const latencyStart = performance.now();
+          const sessions: Promise<void>[] = [];
+          for (let i = 0; i < RATE * latencySeconds; i += 1) {
+            const wait = latencyStart + (i * 1000) / RATE - performance.now();
+            if (wait > 0) await sleep(wait);
+            const n = (sequence += 1);
+            sessions.push(
+              smtpSession(smtp.port, `inbox@${DOMAIN}`, n).then((code) => {
+                if (code === 250) acceptedAt.set(`bench message ${n}`, performance.now());
+              }),
+            );
+          }
+          await Promise.all(sessions);
+          await visible([...acceptedAt.keys()], 120_000);
+        });
+        const latencies = [...acceptedAt].map(([subject, at]) => (seen.get(subject) as number) - at).sort((a, b) => a - b);
+        return {
+          bare_per_s: bareRate,
+          accepted_per_s: acceptRate,
+          accept_ratio_of_bare: acceptRate / bareRate,
+          visible_per_s: visibleRate,
+          visible_ratio_of_bare: visibleRate / bareRate,
+          to_visible_p50_ms: quantile(latencies, 0.5),
+          to_visible_p99_ms: quantile(latencies, 0.99),
+        };
+      },
+      close: () => Promise.resolve(),
+    };
+  },
+
+  summarize(stats) {
+    return [
+      {
+        name: 'inbound-accept',
+        figure: `${fmt(med(stats, 'accepted_per_s'))} messages/s accepted (250), ${fmt(med(stats, 'visible_per_s'))}/s visible in the API`,
+        ratio: med(stats, 'visible_ratio_of_bare'),
+        baseline: `a bare smtp-server writing each message to disk, ${fmt(med(stats, 'bare_per_s'))}/s`,
+        target: { text: '≥ 50 %', met: med(stats, 'visible_ratio_of_bare') >= 0.5 },
+      },
+      {
+        name: 'inbound-latency',
+        figure: `250 to visible in the API p50 ${fmt(med(stats, 'to_visible_p50_ms'))} ms, p99 ${fmt(med(stats, 'to_visible_p99_ms'))} ms at ${RATE} messages/s`,
+        ratio: med(stats, 'to_visible_p50_ms') / 500,
+        baseline: 'the 500 ms p50 target',
+        target: { text: 'p50 < 500 ms', met: med(stats, 'to_visible_p50_ms') < 500 },
+      },
+    ];
+  },
+};
