@@ -28,7 +28,11 @@ export const ContactSchema = defineEntity({
     updatedAt: updatedAtColumn(),
   },
   uniques: [{ properties: ['orgId', 'email'] }],
-  indexes: [{ properties: ['tags'], type: 'gin' }],
+  indexes: [
+    { properties: ['tags'], type: 'gin' },
+    // Keyset pages (newest first) read this index instead of sorting the workspace's contacts.
+    { properties: ['orgId', 'createdAt', 'id'] },
+  ],
 });
 
 export class Contact extends ContactSchema.class {}
