@@ -21,6 +21,8 @@ const HEARTBEAT_EVERY_MS = 2_000;
 /** Runs `work` while heartbeating, so a worker lost mid-step is noticed within the heartbeat timeout. */
 async function beating<T>(work: () => Promise<T>): Promise<T> {
   const context = Context.current();
+  // Local activities (as ingestInbound schedules them) do not heartbeat: the workflow task does.
+  if (context.info.isLocal) return work();
   const timer = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
   try {
     return await work();
