@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createOrm } from '../../db/orm.ts';
 import { migrateUp } from '../../db/migrate.ts';
 import { ConfigError, loadConfig, loadDevEnv } from '../config.ts';
@@ -25,6 +27,7 @@ development:
   herald test [args]         typecheck, lint and the test suite (npm test)
   herald migration:create    write a migration for entity changes
   herald mail-sink [--help]  the dev mail sink and mailbox simulator alone (SMTP 2526, viewer 8025)
+  herald bench [names]       the benchmarks (npm run bench; see BENCHMARKS.md)
 
 operators:
   herald admin ...           workspaces, keys, domains, senders, automations, templates, credits
@@ -102,6 +105,13 @@ async function admin(args: string[]): Promise<void> {
   process.exitCode = result.exitCode;
 }
 
+/** The benchmark harness (bench/run.ts) in a child process on this Node, with its own arguments. */
+function runBench(args: string[]): Promise<number> {
+  const script = fileURLToPath(new URL('../../bench/run.ts', import.meta.url));
+  const child = spawn(process.execPath, [script, ...args], { stdio: 'inherit' });
+  return new Promise((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -121,6 +131,9 @@ async function main(argv: string[]): Promise<void> {
       return (await import('../dev/mail-sink-cli.ts')).runMailSink(rest);
     case 'test':
       process.exitCode = await (await import('../dev/test-runner.ts')).runTests(rest);
+      return;
+    case 'bench':
+      process.exitCode = await runBench(rest);
       return;
     case 'admin':
       if (rest.length === 0 || rest[0] === '--help') {
