@@ -42,18 +42,17 @@ export interface BucketDecision {
   fullInMs: number;
 }
 
+type BucketCommand = (key: string, capacity: number, perMs: number, cost: number) => Promise<[number, number, number, number]>;
+
 export function createTokenBucket(redis: Redis) {
+  // A defined command runs as EVALSHA (the script is sent once, then only its hash), falling
+  // back to EVAL when Redis lost its script cache.
+  redis.defineCommand('heraldTakeToken', { numberOfKeys: 1, lua: SCRIPT });
+  const takeToken = (redis as unknown as { heraldTakeToken: BucketCommand }).heraldTakeToken.bind(redis);
   return {
     async take(apiKeyId: string, profile: RateLimitProfile): Promise<BucketDecision> {
       const perMs = profile.requests_per_minute / 60_000;
-      const [allowed, remaining, retryMs, fullMs] = (await redis.eval(
-        SCRIPT,
-        1,
-        redisKeys.rateLimitBucket(apiKeyId),
-        profile.burst,
-        perMs,
-        1,
-      )) as [number, number, number, number];
+      const [allowed, remaining, retryMs, fullMs] = await takeToken(redisKeys.rateLimitBucket(apiKeyId), profile.burst, perMs, 1);
       return { allowed: allowed === 1, remaining, retryAfterMs: retryMs, fullInMs: fullMs };
     },
   };
