@@ -10,7 +10,7 @@ import { createTemplatesService } from '../../src/modules/templates/templates.se
 import { unique } from './factories.ts';
 import { insertScheduledEmail } from './sending.ts';
 import { insertAttachment, insertMessage } from './inbox-rows.ts';
-import { insertDelivery } from './webhook-rows.ts';
+import { insertDelivery, insertEndpoint } from './webhook-rows.ts';
 
 /**
  * For every route with an `:id`: how to create, in a given workspace, the resource the id
@@ -73,6 +73,9 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   downloadInboxAttachment: inboxAttachment,
   getEmail: { create: insertScheduledEmail },
   cancelEmail: { create: insertScheduledEmail },
+  getWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },
+  updateWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id, validBody: { name: 'Renamed by the route suite' } },
+  deleteWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
 };
 

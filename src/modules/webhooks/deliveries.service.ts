@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { WebhookDelivery, type WebhookAttempt, type WebhookDeliveryStatus } from '../../../db/entities/index.ts';
+import { WebhookDelivery, WebhookEndpoint, type WebhookAttempt, type WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { Config } from '../../config.ts';
@@ -106,7 +106,13 @@ export function createDeliveriesService(deps: {
               status: delivery.status,
             });
           }
-          throw new AppError('conflict', `The endpoint of delivery ${id} is disabled; it cannot receive a replay.`, {
+          if (!(await em.findOne(WebhookEndpoint, { id: delivery.webhookId }))) {
+            throw new AppError('conflict', `The endpoint of delivery ${id} was deleted; it cannot receive a replay.`, {
+              reason: 'ENDPOINT_DELETED',
+              webhook_id: delivery.webhookId,
+            });
+          }
+          throw new AppError('conflict', `The endpoint of delivery ${id} is disabled; re-enable it (PATCH enabled: true) to replay.`, {
             reason: 'ENDPOINT_DISABLED',
             webhook_id: delivery.webhookId,
           });

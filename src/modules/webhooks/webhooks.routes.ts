@@ -6,7 +6,9 @@ import type { DeliveriesService } from './deliveries.service.ts';
 import {
   CreatedWebhookResponse,
   CreateWebhookBody,
+  DeletedWebhookResponse,
   ListDeliveriesQuery,
+  UpdateWebhookBody,
   WebhookDeliveryResponse,
   WebhookResponse,
 } from './webhooks.schemas.ts';
@@ -17,7 +19,8 @@ const WEBHOOKS_LIST = 'webhooks';
 const DELIVERIES_LIST = 'webhook-deliveries';
 
 /**
- * GET/POST /webhooks, GET /webhooks/deliveries, POST /webhooks/deliveries/{id}/replay.
+ * GET/POST /webhooks, GET /webhooks/deliveries, POST /webhooks/deliveries/{id}/replay, and
+ * Herald's GET/PATCH/DELETE /webhooks/{id} (after /webhooks/deliveries, which they would shadow).
  * The signing secret is in exactly one response, the 201 of its creation (an Idempotency-Key
  * replay of that same request answers it again from a sealed copy, `sealedSecret`). The
  * deliveries themselves are made by the delivery engine (workflows/, activities/).
@@ -99,7 +102,8 @@ export function createWebhooksRoutes(deps: {
       description:
         'Same delivery id and event id (receivers dedupe on them); the delivery goes back to `queued` and a new ' +
         'attempt series starts. Only a delivery that is delivered, failed or exhausted can be replayed; one still ' +
-        'queued or delivering, or whose endpoint is disabled, is 409.',
+        'queued or delivering, or whose endpoint is disabled or deleted, is 409 (`details.reason` ENDPOINT_DISABLED, ' +
+        'ENDPOINT_DELETED); re-enable a disabled endpoint with PATCH /webhooks/{id} first.',
       tag: 'Webhooks',
       scope: 'webhooks:admin',
       params: IdParams,
@@ -108,6 +112,62 @@ export function createWebhooksRoutes(deps: {
       async handle({ caller, params }) {
         const replayed = await deps.deliveries.replayDelivery(caller.orgId, params.id);
         return { status: 202, data: serializeDelivery(replayed.delivery, replayed.attempts) };
+      },
+    }),
+    defineRoute({
+      operationId: 'getWebhook',
+      method: 'GET',
+      path: '/webhooks/:id',
+      summary: 'Retrieve a webhook endpoint',
+      description: 'The endpoint record, without its signing secret (shown only when the endpoint was created).',
+      tag: 'Webhooks',
+      scope: 'webhooks:read',
+      extension: true,
+      params: IdParams,
+      response: { status: 200, description: 'The webhook endpoint', schema: WebhookResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        return { status: 200, data: serializeWebhook(await deps.webhooks.getWebhook(caller.orgId, params.id)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'updateWebhook',
+      method: 'PATCH',
+      path: '/webhooks/:id',
+      summary: 'Update a webhook endpoint (name, url, events, description, enabled)',
+      description:
+        'Any of the creation fields, with the same rules; at least one. A new `url` must be https when the key, or the ' +
+        'key that registered the endpoint, is live. `enabled: true` re-enables an endpoint Herald disabled (after a 410 ' +
+        'Gone) and clears `disabled_reason`; `enabled: false` disables it with `disabled_reason` "disabled over the API". ' +
+        'Deliveries already waiting for a retry read the endpoint again at their next attempt: to a disabled endpoint ' +
+        'they end `exhausted` without a request. The signing secret does not change.',
+      tag: 'Webhooks',
+      scope: 'webhooks:write',
+      extension: true,
+      params: IdParams,
+      body: UpdateWebhookBody,
+      response: { status: 200, description: 'The updated endpoint', schema: WebhookResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params, body }) {
+        return { status: 200, data: serializeWebhook(await deps.webhooks.updateWebhook(caller.orgId, caller.keyMode, params.id, body)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'deleteWebhook',
+      method: 'DELETE',
+      path: '/webhooks/:id',
+      summary: 'Delete a webhook endpoint',
+      description:
+        'The endpoint stops receiving events at once. Its deliveries stay in the delivery log (filter `webhook_id`); ' +
+        'those still queued or waiting for a retry end `exhausted` without a request, and none can be replayed.',
+      tag: 'Webhooks',
+      scope: 'webhooks:write',
+      extension: true,
+      params: IdParams,
+      response: { status: 200, description: 'The deleted endpoint\'s id', schema: DeletedWebhookResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        return { status: 200, data: await deps.webhooks.deleteWebhook(caller.orgId, params.id) };
       },
     }),
   ];

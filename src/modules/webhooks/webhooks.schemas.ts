@@ -29,19 +29,42 @@ const EventName = v.picklist(
   (issue) => `unknown event type ${issue.received}; the catalog is at /docs/events`,
 );
 
+const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(WEBHOOK_LIMITS.name));
+const Events = v.pipe(
+  v.array(EventName),
+  v.minLength(1, 'must list at least one event type'),
+  v.maxLength(WEBHOOK_LIMITS.events),
+);
+const Description = v.pipe(v.string(), v.maxLength(WEBHOOK_LIMITS.description));
+
 export const CreateWebhookBody = v.strictObject({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(WEBHOOK_LIMITS.name)),
+  name: Name,
   url: WebhookUrl,
-  events: v.pipe(
-    v.array(EventName),
-    v.minLength(1, 'must list at least one event type'),
-    v.maxLength(WEBHOOK_LIMITS.events),
-  ),
-  description: v.optional(v.pipe(v.string(), v.maxLength(WEBHOOK_LIMITS.description)), ''),
+  events: Events,
+  description: v.optional(Description, ''),
   enabled: v.optional(v.boolean(), true),
 });
 
 export type CreateWebhookInput = v.InferOutput<typeof CreateWebhookBody>;
+
+export const UPDATABLE_WEBHOOK_FIELDS = ['name', 'url', 'events', 'description', 'enabled'] as const;
+
+/** PATCH: any of the creation fields, same rules; at least one of them. */
+export const UpdateWebhookBody = v.pipe(
+  v.strictObject({
+    name: v.optional(Name),
+    url: v.optional(WebhookUrl),
+    events: v.optional(Events),
+    description: v.optional(Description),
+    enabled: v.optional(v.boolean()),
+  }),
+  v.check(
+    (body) => Object.values(body).some((value) => value !== undefined),
+    `must set at least one of ${UPDATABLE_WEBHOOK_FIELDS.join(', ')}`,
+  ),
+);
+
+export type UpdateWebhookInput = v.InferOutput<typeof UpdateWebhookBody>;
 
 const DeliveryStatus = v.picklist(
   WEBHOOK_DELIVERY_STATUSES,
@@ -66,6 +89,9 @@ export const WebhookResponse = v.object({
   created_at: Timestamp,
   updated_at: Timestamp,
 });
+
+/** DELETE: the removed endpoint's id (the shape of every delete in the API). */
+export const DeletedWebhookResponse = v.object({ _id: v.string(), deleted: v.literal(true) });
 
 /** The creation response: the record plus its signing secret, shown this once. */
 export const CreatedWebhookResponse = v.object({

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
+import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { type ApiKeyMode, WebhookEndpoint } from '../../../db/entities/index.ts';
+import { type ApiKeyMode, WebhookDelivery, WebhookEndpoint } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { decryptSecret, encryptSecret } from '../../crypto/secret-box.ts';
@@ -9,7 +10,22 @@ import { AppError } from '../../errors.ts';
 import type { StoredResponse } from '../../http/route.ts';
 import { ALL_EVENTS } from '../events/event-catalog.ts';
 import { forbiddenRangeOf } from './address-policy.ts';
-import type { CreateWebhookInput } from './webhooks.schemas.ts';
+import type { CreateWebhookInput, UpdateWebhookInput } from './webhooks.schemas.ts';
+
+/** `disabled_reason` of an endpoint switched off with PATCH `enabled: false`. */
+export const DISABLED_OVER_API = 'disabled over the API';
+/** `last_error` of the pending deliveries of a deleted endpoint. */
+export const ENDPOINT_DELETED_ERROR = 'the webhook endpoint was deleted';
+
+const notFound = (id: string) => new AppError('not_found', `Webhook ${id} does not exist.`);
+
+/** The columns PATCH `enabled` sets, only when it flips the endpoint (a disabled one keeps its reason). */
+function enabledChange(current: boolean, wanted: boolean | undefined) {
+  if (wanted === undefined || wanted === current) return {};
+  return wanted
+    ? { enabled: true, disabledReason: null, disabledAt: null }
+    : { enabled: false, disabledReason: DISABLED_OVER_API, disabledAt: new Date() };
+}
 
 /** `whsec_` + base64 of 32 random bytes: the whole string is the HMAC key (ARCHITECTURE §6). */
 export function generateSigningSecret(): string {
@@ -128,6 +144,63 @@ export function createWebhooksService(deps: {
       });
       await em.flush();
       return { endpoint, secret };
+    },
+
+    /** One endpoint of the workspace (404 for an unknown id or another workspace's). */
+    async getWebhook(orgId: string, id: string): Promise<WebhookEndpoint> {
+      const endpoint = await scopeToOrg(orm.em, orgId).findOne(WebhookEndpoint, { id: id.toLowerCase() });
+      if (!endpoint) throw notFound(id);
+      return endpoint;
+    },
+
+    /**
+     * Changes any of name, url, events, description, enabled, with the creation rules. A new
+     * url must be https when the caller's key or the key that registered the endpoint is live.
+     * `enabled: true` clears why Herald disabled it; `enabled: false` on an enabled endpoint
+     * records DISABLED_OVER_API (an endpoint already disabled keeps its first reason). Queued
+     * and waiting deliveries are left to their workflows: each attempt reads the endpoint anew.
+     */
+    async updateWebhook(orgId: string, keyMode: ApiKeyMode, id: string, input: UpdateWebhookInput): Promise<WebhookEndpoint> {
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!endpoint) throw notFound(id);
+        if (input.url !== undefined) {
+          const strictest: ApiKeyMode = keyMode === 'live' || endpoint.keyMode === 'live' ? 'live' : 'test';
+          checkWebhookUrl(input.url, strictest, deps.allowPrivateTargets);
+        }
+        em.assign(endpoint, {
+          ...(input.name !== undefined ? { name: input.name } : {}),
+          ...(input.url !== undefined ? { url: input.url } : {}),
+          ...(input.events !== undefined ? { events: normalizeEvents(input.events) } : {}),
+          ...(input.description !== undefined ? { description: input.description } : {}),
+          ...enabledChange(endpoint.enabled, input.enabled),
+        });
+        await em.flush();
+        return endpoint;
+      });
+    },
+
+    /**
+     * Removes the endpoint row (hard delete). Its deliveries and attempts stay in the log; the
+     * ones still queued or waiting for a retry end `exhausted` now, and their workflows stop
+     * without a request when they wake (the engine leaves a final delivery alone; one it finds
+     * without an endpoint it ends `exhausted` too). An attempt already in flight finishes and is
+     * recorded.
+     */
+    async deleteWebhook(orgId: string, id: string): Promise<{ _id: string; deleted: true }> {
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!endpoint) throw notFound(id);
+        const webhookId = endpoint.id;
+        em.remove(endpoint);
+        await em.flush();
+        await em.nativeUpdate(
+          WebhookDelivery,
+          { orgId, webhookId, status: { $in: ['queued', 'failed'] } },
+          { status: 'exhausted', nextAttemptAt: null, lastError: ENDPOINT_DELETED_ERROR, updatedAt: new Date() },
+        );
+        return { _id: webhookId, deleted: true as const };
+      });
     },
 
     /** Newest first, keyset-paginated on (createdAt, id). */
