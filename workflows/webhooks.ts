@@ -7,8 +7,10 @@ import type { Activities } from '../activities/index.ts';
  * workflow task instead of a round trip per activity (about twice the throughput on the dev
  * server; see bench/webhooks.ts). The receiver's answer is the activity's result, never its
  * failure, so retries here only cover infrastructure (the database down). If the worker dies
- * mid-attempt, the workflow task times out and another worker runs the attempt again; the
- * attempt record makes that idempotent (at least once). An attempt is 15 s of HTTP at most.
+ * mid-attempt, the workflow task times out and another worker runs the activity again; the
+ * engine records that attempt as abandoned (the request may have gone out: at least once) and
+ * answers `retry` with no delay, so the next attempt follows at once. A recorded attempt is never
+ * sent again. An attempt is 15 s of HTTP at most.
  */
 const { attemptWebhookDelivery } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '1 minute',

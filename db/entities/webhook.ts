@@ -61,6 +61,8 @@ export const WebhookDeliverySchema = defineEntity({
     { properties: ['orgId', 'webhookId', 'status'] },
     // The relay's reconciler looks for queued rows whose workflow never started.
     { name: 'webhook_deliveries_queued_index', properties: ['updatedAt'], where: { status: 'queued' } },
+    // ... and for failed or delivering rows whose workflow is gone, walking (updated_at, id).
+    { name: 'webhook_deliveries_open_index', properties: ['updatedAt', 'id'], where: { status: { $in: ['queued', 'failed', 'delivering'] } } },
   ],
 });
 

@@ -3,6 +3,7 @@ import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
+import { clip, eventPayload, failureText, nextDelay } from './delivery.fns.ts';
 import { createEndpointLimiter, type EndpointLimiter } from './endpoint-limiter.ts';
 import { signatureHeaders } from './signing.ts';
 import { postWebhook, retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
@@ -14,6 +15,9 @@ import { postWebhook, retryAfterMs, type PostOptions, type PostResult } from './
  * 1. Load the delivery, its endpoint and event. A delivery whose series was superseded by a
  *    replay, or that is already final, is left alone. An attempt that is already recorded (the
  *    activity ran again after a crash) is answered from the record without sending again.
+ *    An attempt that is not recorded while the delivery is still `delivering` was interrupted
+ *    (the worker died waiting for the answer, or the record failed): it is recorded as
+ *    abandoned, with no status code, and the next attempt follows at once (see `abandon`).
  * 2. Take a slot of the endpoint's concurrency limit (endpoint-limiter.ts) or report `busy`.
  * 3. Mark the delivery `delivering`, sign a fresh body (new timestamp, same delivery id) and POST
  *    it (webhook-http.ts: SSRF-checked address, no redirects, 15 s).
@@ -22,15 +26,18 @@ import { postWebhook, retryAfterMs, type PostOptions, type PostResult } from './
  *    failed, the receiver answered 410 Gone, or the endpoint is disabled or gone). 410 also
  *    disables the endpoint with a `disabled_reason`.
  *
- * Delivery is at least once: a crash between the POST and step 4 sends that attempt again.
+ * Delivery is at least once: after a crash between the POST and step 4 the receiver may get the
+ * request twice, with the same `Herald-Delivery-Id` / `webhook-id` to dedupe on; the attempt log
+ * shows both (the abandoned one and the one after it).
  */
 
+// Kept importable from here (bench and tests use them); they live in delivery.fns.ts.
+export { eventPayload, MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, nextDelay } from './delivery.fns.ts';
+
 export const WEBHOOK_USER_AGENT = 'Herald-Webhooks/1.0';
-/** Retry-After may move the next attempt up to this far out (or the scheduled delay, if longer). */
-export const MAX_RETRY_AFTER_MS = 3_600_000;
-/** The shortest wait a Retry-After can ask for. */
-export const MIN_RETRY_AFTER_MS = 1_000;
-const TEXT_LIMIT = 1024;
+/** The error recorded for an attempt whose worker stopped before its answer was recorded. */
+export const ABANDONED_ERROR =
+  'abandoned: the attempt was interrupted (worker stopped) before its answer was recorded; the receiver may have received it';
 
 export interface AttemptInput {
   orgId: string;
@@ -74,6 +81,8 @@ interface DeliveryRow {
   replay_count: number;
   /** Epoch milliseconds (raw queries return timestamps as text; epochs are exact). */
   next_attempt_ms: number | null;
+  /** When the row last changed (for `delivering`: when the attempt in flight began). */
+  updated_ms: number;
   webhook_id: string;
   event_id: string;
   url: string | null;
@@ -91,6 +100,7 @@ interface DeliveryRow {
 const LOAD_SQL = `
   select d.id, d.org_id, d.status, d.replay_count, d.webhook_id, d.event_id,
          (extract(epoch from d.next_attempt_at) * 1000)::float8 as next_attempt_ms,
+         (extract(epoch from d.updated_at) * 1000)::float8 as updated_ms,
          w.url, w.enabled, w.secret_encrypted, w.disabled_reason,
          e.type as event_type, e.api_version, e.data,
          (extract(epoch from e.created_at) * 1000)::float8 as event_created_ms,
@@ -103,39 +113,16 @@ const LOAD_SQL = `
     left join events e on e.id = d.event_id and e.org_id = d.org_id
    where d.id = ? and d.org_id = ?`;
 
-function clip(text: string | null): string | null {
-  if (text === null) return null;
-  const clean = text.replace(/\0/g, '');
-  return clean.length > TEXT_LIMIT ? `${clean.slice(0, TEXT_LIMIT - 1)}…` : clean;
-}
-
-/** The delivered JSON: `{id, object: "event", type, created_at, api_version, data}`. */
-export function eventPayload(row: { event_id: string; event_type: string; event_created_ms: number; api_version: string; data: unknown }): string {
-  return JSON.stringify({
-    id: row.event_id,
-    object: 'event',
-    type: row.event_type,
-    created_at: new Date(Math.round(row.event_created_ms)).toISOString(),
-    api_version: row.api_version,
-    data: row.data,
-  });
-}
-
-/**
- * The wait before the next attempt: the schedule's entry for it with the workflow's jitter,
- * replaced by a 429/503 Retry-After bounded to [1 s, max(scheduled, 1 h)].
- */
-export function nextDelay(scheduledMs: number, jitter: number, retryAfter: number | null): number {
-  const planned = Math.round(scheduledMs * jitter);
-  if (retryAfter === null) return planned;
-  return Math.min(Math.max(retryAfter, MIN_RETRY_AFTER_MS), Math.max(planned, MAX_RETRY_AFTER_MS));
-}
-
-function failureText(result: PostResult): string | null {
-  if (result.error) return result.error;
-  if (result.statusCode === null || (result.statusCode >= 200 && result.statusCode < 300)) return null;
-  if (result.statusCode === 410) return 'the receiver answered 410 Gone: endpoint disabled, no further attempts';
-  return `the receiver answered HTTP ${result.statusCode}`;
+/** What `record` writes: the attempt row and the delivery's state after it. */
+interface Recorded {
+  startedAt: Date;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+  excerpt: string | null;
+  status: WebhookDeliveryStatus;
+  nextDelayMs: number | null;
+  gone: boolean;
 }
 
 export interface DeliveryEngineDeps {
@@ -161,7 +148,74 @@ export function createDeliveryEngine(deps: DeliveryEngineDeps) {
     );
   }
 
-  return {
+  /**
+   * Records attempt `attemptNumber` of the series and the delivery's new state in one
+   * transaction; false when another run of the same attempt recorded it first (that record stands).
+   */
+  async function record(row: DeliveryRow, input: AttemptInput, attempt: Recorded): Promise<boolean> {
+    return orm.em.fork().transactional(async (em) => {
+      const inserted = await em.execute<{ id: string }[]>(
+        `insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, response_excerpt, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
+         on conflict (delivery_id, series, attempt_number) do nothing returning id`,
+        [newId(), row.org_id, row.id, input.series, input.attemptNumber, attempt.startedAt, attempt.statusCode, attempt.latencyMs, attempt.error, attempt.excerpt],
+      );
+      if (inserted.length === 0) return false;
+      await em.execute(
+        `update webhook_deliveries
+            set status = ?, attempt_count = attempt_count + 1, next_attempt_at = ?,
+                last_response_status = ?, last_response_excerpt = ?, last_error = ?, updated_at = now()
+          where id = ? and org_id = ? and replay_count = ?`,
+        [
+          attempt.status,
+          attempt.nextDelayMs === null ? null : new Date(Date.now() + attempt.nextDelayMs),
+          attempt.statusCode,
+          attempt.excerpt,
+          attempt.error,
+          row.id,
+          row.org_id,
+          input.series,
+        ],
+        'run',
+      );
+      if (attempt.gone) {
+        await em.execute(
+          `update webhook_endpoints set enabled = false, disabled_at = now(), disabled_reason = ?, updated_at = now()
+            where id = ? and org_id = ? and enabled`,
+          [`the receiver answered 410 Gone to delivery ${row.id} at ${new Date().toISOString()}`, row.webhook_id, row.org_id],
+          'run',
+        );
+      }
+      return true;
+    });
+  }
+
+  /**
+   * The previous run of this attempt marked the delivery `delivering` and never recorded an
+   * answer: the worker died mid-request (or the record failed). The request may have reached
+   * the receiver, so the attempt is recorded as abandoned (no status code) and counts like any
+   * failed attempt; the next one is due at once, since the answer never came. On the last
+   * attempt of the schedule the delivery is exhausted (a replay sends it again).
+   */
+  async function abandon(row: DeliveryRow, input: AttemptInput, schedule: number[]): Promise<AttemptResult | null> {
+    const last = input.attemptNumber >= schedule.length;
+    const status: WebhookDeliveryStatus = last ? 'exhausted' : 'failed';
+    const nextDelayMs = last ? null : 0;
+    const attempt: Recorded = {
+      startedAt: new Date(Math.round(row.updated_ms)),
+      statusCode: null,
+      latencyMs: null,
+      error: ABANDONED_ERROR,
+      excerpt: null,
+      status,
+      nextDelayMs,
+      gone: false,
+    };
+    if (!(await record(row, input, attempt))) return null;
+    return { outcome: last ? 'exhausted' : 'retry', status, nextDelayMs, schedule, statusCode: null, error: ABANDONED_ERROR };
+  }
+
+  const engine = {
     limiter,
 
     /** Runs one attempt (see the module comment). Throws only for infrastructure failures (database). */
@@ -186,6 +240,8 @@ export function createDeliveryEngine(deps: DeliveryEngineDeps) {
         return { ...base, outcome: 'retry', status: row.status, nextDelayMs: due };
       }
       if (row.status === 'delivered' || row.status === 'exhausted') return { ...base, outcome: 'stopped', status: row.status };
+      // Recorded meanwhile by another run of this attempt (null): answer from that record.
+      if (row.status === 'delivering') return (await abandon(row, input, schedule)) ?? engine.attempt(input);
 
       if (row.url === null || row.enabled === null) {
         await finishWithoutAttempt(row, 'the webhook endpoint no longer exists');
@@ -252,44 +308,12 @@ export function createDeliveryEngine(deps: DeliveryEngineDeps) {
       const status: WebhookDeliveryStatus = outcome === 'retry' ? 'failed' : outcome;
       const error = clip(failureText(result));
 
-      await orm.em.fork().transactional(async (em) => {
-        const inserted = await em.execute<{ id: string }[]>(
-          `insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, response_excerpt, created_at)
-           values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())
-           on conflict (delivery_id, series, attempt_number) do nothing returning id`,
-          [newId(), row.org_id, row.id, input.series, input.attemptNumber, startedAt, result.statusCode, result.latencyMs, error, clip(result.excerpt)],
-        );
-        // Recorded meanwhile by another run of this attempt: that record stands.
-        if (inserted.length === 0) return;
-        await em.execute(
-          `update webhook_deliveries
-              set status = ?, attempt_count = attempt_count + 1, next_attempt_at = ?,
-                  last_response_status = ?, last_response_excerpt = ?, last_error = ?, updated_at = now()
-            where id = ? and org_id = ? and replay_count = ?`,
-          [
-            status,
-            nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs),
-            result.statusCode,
-            clip(result.excerpt),
-            error,
-            row.id,
-            row.org_id,
-            input.series,
-          ],
-          'run',
-        );
-        if (gone) {
-          await em.execute(
-            `update webhook_endpoints set enabled = false, disabled_at = now(), disabled_reason = ?, updated_at = now()
-              where id = ? and org_id = ? and enabled`,
-            [`the receiver answered 410 Gone to delivery ${row.id} at ${new Date().toISOString()}`, row.webhook_id, row.org_id],
-            'run',
-          );
-        }
-      });
+      const excerpt = clip(result.excerpt);
+      await record(row, input, { startedAt, statusCode: result.statusCode, latencyMs: result.latencyMs, error, excerpt, status, nextDelayMs, gone });
       return { outcome, status, nextDelayMs, schedule, statusCode: result.statusCode, error };
     },
   };
+  return engine;
 }
 
 export type DeliveryEngine = ReturnType<typeof createDeliveryEngine>;

@@ -7,6 +7,7 @@ import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { endpointReceives } from '../events/event-catalog.ts';
 import { startDeliveryWorkflow } from './delivery-starter.ts';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS } from './webhook-http.ts';
 
 /**
  * The webhook outbox relay (runs in every worker process). Events are written to `events` in
@@ -29,8 +30,22 @@ import { startDeliveryWorkflow } from './delivery-starter.ts';
  * starts within milliseconds of the commit; a poll every 2 s covers lost notifications and a
  * dropped listener connection (re-established with backoff).
  *
- * Reconciler (every 30 s): deliveries `queued` for over a minute (a replay whose start failed,
- * a start lost in a crash) get their workflow started (USE_EXISTING: a running one is left be).
+ * Reconciler (every 30 s): restarts the series of deliveries whose workflow may be missing,
+ * with the same start (USE_EXISTING: a running workflow is joined and left be; a missing or
+ * closed one, e.g. terminated by an operator or lost with the Temporal server's state, is
+ * started afresh). It finds, a margin (default 1 min) past the point where the workflow should
+ * have moved them on:
+ *   - `queued` rows untouched for the margin (a replay whose start failed, a start lost in a crash);
+ *   - `failed` rows whose `next_attempt_at` passed more than the margin ago (the retry timer's
+ *     workflow is gone);
+ *   - `delivering` rows untouched for the attempt timeout (15 s) plus the margin (the attempt's
+ *     worker and workflow are gone).
+ * A restarted run continues the series from its record: deliverWebhook begins at attempt 1, and
+ * the engine answers every recorded attempt from the database without sending (the latest
+ * one's remaining retry delay, if any, is waited); an attempt left `delivering` is recorded as
+ * abandoned and the next attempt made (delivery-engine.ts). Passes walk the candidates in
+ * (updated_at, id) order from where the previous pass stopped, so rows whose running workflow
+ * is merely late (a busy endpoint) cannot crowd out the rest.
  */
 
 export interface OutboxRelayOptions {
@@ -42,8 +57,16 @@ export interface OutboxRelayOptions {
   pollIntervalMs?: number;
   batchSize?: number;
   reconcileIntervalMs?: number;
-  /** How long a delivery may stay queued before the reconciler starts its workflow. */
+  /**
+   * The reconciler's margin (default 60 s): how long a delivery may stay queued, stay past its
+   * `next_attempt_at` as `failed`, or stay `delivering` beyond the attempt timeout, before the
+   * reconciler (re)starts its series.
+   */
   reconcileAfterMs?: number;
+  /** The longest an attempt can be in flight (default: the HTTP deadline, 15 s). */
+  attemptTimeoutMs?: number;
+  /** Deliveries (re)started per reconciler pass at most (default 500). */
+  reconcileBatchSize?: number;
   /** A workflow start gives up on an unresponsive Temporal after this long (default 10 s), failing the pass. */
   startDeadlineMs?: number;
   /**
@@ -76,6 +99,13 @@ interface QueuedDelivery {
   replay_count: number;
 }
 
+/** A reconciler candidate with its place in the (updated_at, id) walk. */
+interface StaleDelivery extends QueuedDelivery {
+  status: 'queued' | 'failed' | 'delivering';
+  /** updated_at as text with microseconds (exact for the keyset comparison). */
+  updated_key: string;
+}
+
 const START_CONCURRENCY = 32;
 const LISTEN_RETRY_MS = [1_000, 2_000, 5_000, 10_000];
 const FAILURE_LOG_EVERY_MS = 30_000;
@@ -106,6 +136,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const batchSize = options.batchSize ?? 100;
   const reconcileIntervalMs = options.reconcileIntervalMs ?? 30_000;
   const reconcileAfterMs = options.reconcileAfterMs ?? 60_000;
+  const attemptTimeoutMs = options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+  const reconcileBatchSize = options.reconcileBatchSize ?? 500;
   const startDeadlineMs = options.startDeadlineMs ?? 10_000;
   const connection = () => orm.em.getConnection();
 
@@ -211,16 +243,37 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return running;
   }
 
+  /** Where the previous reconciler pass stopped; null starts from the oldest row. */
+  let reconcileCursor: { updatedKey: string; id: string } | null = null;
+
+  /** The next page of deliveries that should have moved on by now (see the module comment). */
+  function findStale(after: { updatedKey: string; id: string } | null): Promise<StaleDelivery[]> {
+    const margin = reconcileAfterMs / 1000;
+    return connection().execute<StaleDelivery[]>(
+      `select id, org_id, replay_count, status,
+              to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as updated_key
+         from webhook_deliveries
+        where ((status = 'queued' and updated_at < now() - make_interval(secs => ?))
+            or (status = 'failed' and next_attempt_at < now() - make_interval(secs => ?))
+            or (status = 'delivering' and updated_at < now() - make_interval(secs => ?)))
+          and (?::timestamptz is null or (updated_at, id) > (?::timestamptz, ?))
+        order by updated_at, id limit ?`,
+      [margin, margin, (attemptTimeoutMs + reconcileAfterMs) / 1000, after?.updatedKey ?? null, after?.updatedKey ?? null, after?.id ?? '', reconcileBatchSize],
+    );
+  }
+
   async function reconcile(): Promise<number> {
     try {
-      const stale = await connection().execute<QueuedDelivery[]>(
-        `select id, org_id, replay_count from webhook_deliveries
-          where status = 'queued' and updated_at < now() - make_interval(secs => ?)
-          order by updated_at limit 500`,
-        [reconcileAfterMs / 1000],
-      );
+      let stale = await findStale(reconcileCursor);
+      if (stale.length === 0 && reconcileCursor !== null) stale = await findStale(null);
       await startAll(stale);
-      if (stale.length > 0) logger.info('webhook relay: started workflows of stale queued deliveries', { count: stale.length });
+      const lastRow = stale.at(-1);
+      reconcileCursor = stale.length === reconcileBatchSize && lastRow ? { updatedKey: lastRow.updated_key, id: lastRow.id } : null;
+      if (stale.length > 0) {
+        const byStatus: Record<string, number> = {};
+        for (const row of stale) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
+        logger.info('webhook relay: (re)started the series of stale deliveries', { count: stale.length, ...byStatus });
+      }
       return stale.length;
     } catch (error) {
       noteFailure('reconcile', error);

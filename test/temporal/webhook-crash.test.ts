@@ -1,0 +1,293 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import Stripe from 'stripe';
+import { WebhookAttempt, WebhookDelivery, WebhookEndpoint, type Event, type WebhookDeliveryStatus } from '../../db/entities/index.ts';
+import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
+import { encryptSecret } from '../../src/crypto/secret-box.ts';
+import { waitFor, type Service } from '../../src/dev/processes.ts';
+import { createLogger } from '../../src/logger.ts';
+import { recordEvent } from '../../src/modules/events/events.fns.ts';
+import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
+import { deliveryWorkflowId } from '../../src/modules/webhooks/delivery-workflow.ts';
+import { startOutboxRelay } from '../../src/modules/webhooks/outbox-relay.ts';
+import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
+import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
+import { createOrg, unique } from '../support/factories.ts';
+import { createTestStack, type TestStack } from '../support/stack.ts';
+import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { spawnWorkerProcess } from '../support/worker-process.ts';
+
+/**
+ * Crash robustness of webhook delivery on the real stack: a `herald worker` process killed while
+ * it waits for the receiver's answer, and deliveries whose workflow is gone (terminated by an
+ * operator, lost with the Temporal server's state) finished by the relay's reconciler.
+ */
+
+const logger = createLogger('warn');
+const stripe = new Stripe('sk_test_unused');
+
+async function createEndpoint(stack: TestStack, orgId: string, url: string) {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const em = scopeToOrg(stack.orm.em, orgId);
+  const endpoint = em.create(WebhookEndpoint, {
+    orgId,
+    name: unique('hook'),
+    url,
+    description: '',
+    events: ['*'],
+    enabled: true,
+    secretEncrypted: encryptSecret(stack.config.encryptionKey!, secret),
+    keyMode: 'test',
+    disabledReason: null,
+    disabledAt: null,
+  });
+  await em.flush();
+  return { endpoint, secret };
+}
+
+function emit(stack: TestStack, orgId: string): Promise<Event> {
+  return scopeToOrg(stack.orm.em, orgId).transactional((em) =>
+    Promise.resolve(recordEvent(em, orgId, 'contact.created', { contact: { _id: unique('c'), email: 'ada@example.com' } })),
+  );
+}
+
+function waitForDelivery(stack: TestStack, eventId: string, webhookId: string, statuses: WebhookDeliveryStatus[], timeoutMs = 30_000) {
+  return waitFor(`delivery of ${eventId} to be ${statuses.join('|')}`, async () => {
+    const delivery = await stack.orm.em.fork().findOne(WebhookDelivery, { eventId, webhookId }, ALL_TENANTS);
+    return delivery && statuses.includes(delivery.status) ? delivery : undefined;
+  }, timeoutMs, 25);
+}
+
+async function attemptsOf(stack: TestStack, deliveryId: string) {
+  const attempts = await stack.orm.em.fork().find(WebhookAttempt, { deliveryId }, { ...ALL_TENANTS, orderBy: { series: 'asc', attemptNumber: 'asc' } });
+  return attempts.map((a) => [a.attemptNumber, a.statusCode, a.error]);
+}
+
+/** What a receiver that dedupes checks: both signatures verify, and every copy names the same delivery. */
+function expectSameDelivery(requests: ReceivedRequest[], secret: string, delivery: WebhookDelivery) {
+  for (const request of requests) {
+    expect(stripe.webhooks.constructEvent(request.body, request.headers['herald-signature'] as string, secret)).toMatchObject({ id: delivery.eventId });
+    const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)]));
+    expect(new Webhook(secret).verify(request.body, headers)).toMatchObject({ id: delivery.eventId });
+    expect(request.headers).toMatchObject({ 'herald-delivery-id': delivery.id, 'webhook-id': delivery.id, 'herald-event-id': delivery.eventId });
+  }
+  expect(new Set(requests.map((r) => r.body)).size).toBe(1);
+}
+
+async function countStatus(stack: TestStack, orgId: string, status: WebhookDeliveryStatus) {
+  return stack.orm.em.fork().count(WebhookDelivery, { orgId, status }, ALL_TENANTS);
+}
+
+describe('webhook delivery when the worker process is killed during an HTTP attempt', () => {
+  let stack: TestStack;
+  let receiver: WebhookReceiver;
+  let temporal: TemporalClientHandle;
+  let service: Service | undefined;
+
+  beforeAll(async () => {
+    receiver = await startWebhookReceiver();
+    stack = await createTestStack({ WEBHOOK_RETRY_SCHEDULE: '0s,200ms,200ms,200ms' });
+    temporal = await connectTemporalClient(stack.config);
+  });
+
+  afterAll(async () => {
+    receiver?.releaseHanging();
+    await service?.stop();
+    await temporal?.close();
+    await receiver?.close();
+    await stack?.close();
+  });
+
+  /** Starts a worker process, emits an event to `path` (whose first request hangs) and kills the worker while it waits. */
+  async function killDuringFirstAttempt(path: string) {
+    const orgId = (await createOrg(stack.orm)).org.id;
+    receiver.respond(path, (_request, index) => (index === 0 ? 'hang' : {}));
+    const { endpoint, secret } = await createEndpoint(stack, orgId, receiver.url(path));
+    service ??= await spawnWorkerProcess(stack);
+    const event = await emit(stack, orgId);
+    await receiver.waitForRequests(path, 1, 30_000);
+    const inFlight = await waitForDelivery(stack, event.id, endpoint.id, ['delivering'], 10_000);
+    service.child.kill('SIGKILL');
+    await service.exited;
+    service = undefined;
+    receiver.releaseHanging();
+    // The answer never reached Herald: the row still says delivering, nothing is recorded.
+    expect((await waitForDelivery(stack, event.id, endpoint.id, ['delivering'])).attemptCount).toBe(0);
+    expect(await attemptsOf(stack, inFlight.id)).toEqual([]);
+    return { orgId, endpoint, secret, event, deliveryId: inFlight.id };
+  }
+
+  it('records the interrupted attempt as abandoned and delivers on the next one, with the same delivery id for the receiver to dedupe', async () => {
+    const path = '/killed-mid-request';
+    const { orgId, endpoint, secret, event, deliveryId } = await killDuringFirstAttempt(path);
+
+    service = await spawnWorkerProcess(stack);
+    const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered'], 90_000);
+    expect(delivery).toMatchObject({ id: deliveryId, attemptCount: 2, lastResponseStatus: 200, lastError: null, nextAttemptAt: null });
+    expect(await attemptsOf(stack, deliveryId)).toEqual([
+      [1, null, ABANDONED_ERROR],
+      [2, 200, null],
+    ]);
+    // At least once: the receiver saw the request twice, both copies the same delivery.
+    const requests = receiver.requests(path);
+    expect(requests).toHaveLength(2);
+    expectSameDelivery(requests, secret, delivery);
+    expect(await countStatus(stack, orgId, 'delivering')).toBe(0);
+  }, 180_000);
+
+  it('finishes a delivery left delivering whose worker died and whose workflow was terminated (reconciler)', async () => {
+    const path = '/killed-and-terminated';
+    const { orgId, endpoint, secret, event, deliveryId } = await killDuringFirstAttempt(path);
+    // The operator terminates the run (or the Temporal server lost it): no worker will resume it.
+    await temporal.client.workflow.getHandle(deliveryWorkflowId(deliveryId, 0)).terminate('test: workflow lost');
+    service = await spawnWorkerProcess(stack);
+    expect((await waitForDelivery(stack, event.id, endpoint.id, ['delivering'])).attemptCount).toBe(0);
+
+    // No margin and no attempt timeout: the row counts as stuck at once.
+    const relay = startOutboxRelay({
+      orm: stack.orm,
+      databaseUrl: stack.databaseUrl,
+      temporal: temporal.client,
+      config: stack.config,
+      logger,
+      reconcileIntervalMs: 3_600_000,
+      reconcileAfterMs: 0,
+      attemptTimeoutMs: 0,
+    });
+    try {
+      expect(await relay.reconcile()).toBe(1);
+    } finally {
+      await relay.stop();
+    }
+    const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
+    expect(await attemptsOf(stack, deliveryId)).toEqual([
+      [1, null, ABANDONED_ERROR],
+      [2, 200, null],
+    ]);
+    const requests = receiver.requests(path);
+    expect(requests).toHaveLength(2);
+    expectSameDelivery(requests, secret, delivery);
+    expect(await countStatus(stack, orgId, 'delivering')).toBe(0);
+  }, 180_000);
+});
+
+describe('webhook reconciler: failed and queued deliveries', () => {
+  const RETRY_MS = 3_000;
+  let stack: TestStack;
+  let worker: RunningWorker;
+  let temporal: TemporalClientHandle;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    installTemporalLogging(logger);
+    receiver = await startWebhookReceiver();
+    stack = await createTestStack({ WEBHOOK_RETRY_SCHEDULE: `0s,${RETRY_MS}ms,${RETRY_MS}ms` });
+    temporal = await connectTemporalClient(stack.config);
+    worker = await startWorker(stack.config, logger);
+  });
+
+  afterAll(async () => {
+    await worker?.shutdown();
+    await temporal?.close();
+    await receiver?.close();
+    await stack?.close();
+  });
+
+  it('restarts the series once its retry is overdue, continuing from the recorded attempts', async () => {
+    const path = '/terminated';
+    const orgId = (await createOrg(stack.orm)).org.id;
+    receiver.respond(path, (_request, index) => (index === 0 ? { status: 500, body: 'first fails' } : {}));
+    const { endpoint, secret } = await createEndpoint(stack, orgId, receiver.url(path));
+    const event = await emit(stack, orgId);
+    const failed = await waitForDelivery(stack, event.id, endpoint.id, ['failed']);
+    const handle = temporal.client.workflow.getHandle(deliveryWorkflowId(failed.id, 0));
+
+    const relay = startOutboxRelay({
+      orm: stack.orm,
+      databaseUrl: stack.databaseUrl,
+      temporal: temporal.client,
+      config: stack.config,
+      logger,
+      reconcileIntervalMs: 3_600_000,
+      reconcileAfterMs: 200,
+    });
+    try {
+      // The retry is not yet overdue: nothing to reconcile.
+      expect(await relay.reconcile()).toBe(0);
+      await handle.terminate('test: operator terminated the delivery');
+      expect((await handle.describe()).status.name).toBe('TERMINATED');
+
+      // The retry falls due with no workflow to make it: nothing is sent, the row stays failed.
+      const overdue = failed.nextAttemptAt!.getTime() + 400 - Date.now();
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, overdue)));
+      expect(receiver.requests(path)).toHaveLength(1);
+      expect((await waitForDelivery(stack, event.id, endpoint.id, ['failed'])).attemptCount).toBe(1);
+
+      expect(await relay.reconcile()).toBe(1);
+    } finally {
+      await relay.stop();
+    }
+    const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
+    expect(delivery).toMatchObject({ attemptCount: 2, lastResponseStatus: 200, lastError: null });
+    // Attempt 1 was answered from its record, not sent again.
+    expect(await attemptsOf(stack, failed.id)).toEqual([
+      [1, 500, 'the receiver answered HTTP 500'],
+      [2, 200, null],
+    ]);
+    const requests = receiver.requests(path);
+    expect(requests).toHaveLength(2);
+    expectSameDelivery(requests, secret, delivery);
+    // The restarted run walked attempt 1 from the record and made attempt 2.
+    expect(await temporal.client.workflow.getHandle(deliveryWorkflowId(failed.id, 0)).result()).toMatchObject({ outcome: 'delivered', attempts: 2 });
+  }, 120_000);
+
+  it('joins a running series instead of restarting it, and moves past it to the next stale delivery', async () => {
+    const orgId = (await createOrg(stack.orm)).org.id;
+    // A: failed, its workflow alive and sleeping out an hour-long Retry-After.
+    receiver.respond('/waiting', () => ({ status: 503, headers: { 'retry-after': '3600' } }));
+    const waiting = await createEndpoint(stack, orgId, receiver.url('/waiting'));
+    const eventA = await emit(stack, orgId);
+    const a = await waitForDelivery(stack, eventA.id, waiting.endpoint.id, ['failed']);
+    const handleA = temporal.client.workflow.getHandle(deliveryWorkflowId(a.id, 0));
+    const runA = (await handleA.describe()).runId;
+    // B (another workspace): delivered, then queued for a replay (series 1) whose start was lost.
+    const otherOrgId = (await createOrg(stack.orm)).org.id;
+    const orphan = await createEndpoint(stack, otherOrgId, receiver.url('/orphan'));
+    const eventB = await emit(stack, otherOrgId);
+    const b = await waitForDelivery(stack, eventB.id, orphan.endpoint.id, ['delivered']);
+    // Both look stale to a reconciler with no margin; A is the older (the worker's own relay, with
+    // its one-minute margin, sees neither).
+    const em = stack.orm.em.fork();
+    await em.nativeUpdate(WebhookDelivery, { id: a.id }, { nextAttemptAt: new Date(Date.now() - 20_000), updatedAt: new Date(Date.now() - 20_000) }, ALL_TENANTS);
+    await em.nativeUpdate(WebhookDelivery, { id: b.id }, { status: 'queued', replayCount: 1, nextAttemptAt: new Date(), updatedAt: new Date(Date.now() - 10_000) }, ALL_TENANTS);
+
+    const relay = startOutboxRelay({
+      orm: stack.orm,
+      databaseUrl: stack.databaseUrl,
+      temporal: temporal.client,
+      config: stack.config,
+      logger,
+      reconcileIntervalMs: 3_600_000,
+      reconcileAfterMs: 0,
+      reconcileBatchSize: 1,
+    });
+    try {
+      expect(await relay.reconcile()).toBe(1); // A: joined
+      expect(await relay.reconcile()).toBe(1); // B: started, though A is still stale
+    } finally {
+      await relay.stop();
+    }
+    await waitFor('the replay of B to be delivered', async () => {
+      const row = await stack.orm.em.fork().findOne(WebhookDelivery, { id: b.id }, ALL_TENANTS);
+      return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
+    }, 30_000, 25);
+    expect(receiver.requests('/orphan')).toHaveLength(2);
+    // A's run was joined, not replaced: still the first run, still waiting, one request so far.
+    const described = await handleA.describe();
+    expect(described.status.name).toBe('RUNNING');
+    expect(described.runId).toBe(runA);
+    expect(receiver.requests('/waiting')).toHaveLength(1);
+    await handleA.terminate('test done');
+  }, 120_000);
+});
