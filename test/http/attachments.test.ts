@@ -5,11 +5,9 @@ import { createFsBlobStore } from '../../src/blob/blob-store.ts';
 import { MAX_ATTACHMENT_BYTES } from '../../src/modules/attachments/attachments.fns.ts';
 import { createAttachmentsService } from '../../src/modules/attachments/attachments.service.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
-import { expectError, type ApiResponse } from '../support/http.ts';
+import { expectError, fieldsOf, type ApiResponse } from '../support/http.ts';
 import { startUploadHarness, type UploadHarness, type UploadSlot } from '../support/uploads.ts';
 
-type Field = { path: string; type: string; location: string; message: string };
-const fieldsOf = (response: ApiResponse) => (response.body.error?.details as { fields: Field[] }).fields;
 const reasonOf = (response: ApiResponse) => response.body.error?.details?.reason;
 
 describe('POST /api/v1/outbox/attachments', () => {

@@ -8,7 +8,7 @@ import { scopeToOrg } from '../../db/orm.ts';
 import { createBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
-import { apiClient, expectError, type ApiResponse } from '../support/http.ts';
+import { apiClient, expectError, fieldsOf, type ApiResponse } from '../support/http.ts';
 import { insertAttachment, insertMessage, insertThread, setUpdatedAt } from '../support/inbox-rows.ts';
 
 interface MessageRecord {
@@ -20,8 +20,6 @@ interface MessageRecord {
   [field: string]: unknown;
 }
 
-type Field = { path: string; type: string; location: string };
-const fieldsOf = (response: ApiResponse) => (response.body.error?.details as { fields: Field[] }).fields;
 const pageOf = (response: ApiResponse) =>
   (response.body.meta as { pagination: { limit: number; has_more: boolean; next_cursor: string | null } }).pagination;
 const ids = (response: ApiResponse) => {

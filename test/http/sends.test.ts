@@ -158,6 +158,11 @@ describe('POST /api/v1/outbox/emails', () => {
       }
       expectError(await send(body({ headers: { 'X-Injected': 'a\r\nBcc: evil@example.com' } })), 400, 'invalid_request');
     });
+    it('takes 50 custom headers and refuses 51', async () => {
+      const headers = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-Tag-${i}`, String(i)]));
+      expectAccepted(await send(body({ headers: headers(50) })));
+      expectError(await send(body({ headers: headers(51) })), 400, 'invalid_request');
+    });
   });
 
   describe('attachments', () => {

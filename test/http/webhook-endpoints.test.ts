@@ -13,38 +13,14 @@ import { connectTemporalClient, type TemporalClientHandle } from '../../src/temp
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
-import { apiClient, expectError, type ApiResponse } from '../support/http.ts';
+import { apiClient, expectError, fieldsOf } from '../support/http.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { insertDelivery, insertEndpoint } from '../support/webhook-rows.ts';
+import { insertDelivery, insertEndpoint, type DeliveryRecord, type WebhookRecord } from '../support/webhook-rows.ts';
 
 /** Short enough to keep the worker tests quick, long enough to act while a retry waits. */
 const SCHEDULE = '0s,2s';
 const GONE_REASON = 'the receiver answered 410 Gone to delivery 69558b000000000000000001 at 2026-11-21T00:00:00.000Z';
 
-interface WebhookRecord {
-  id: string;
-  name: string;
-  url: string;
-  description: string;
-  events: string[];
-  enabled: boolean;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-  secret?: string;
-}
-
-interface DeliveryRecord {
-  id: string;
-  webhook_id: string;
-  status: string;
-  replay_count: number;
-  last_error: string | null;
-  attempts: { series: number; attempt: number; status_code: number | null }[];
-}
-
-type Field = { path: string; type: string; location: string; message: string };
-const fieldsOf = (response: ApiResponse) => (response.body.error?.details as { fields: Field[] }).fields;
 
 const validBody = (overrides: Record<string, unknown> = {}) => ({
   name: 'Orders service',

@@ -14,36 +14,9 @@ import { connectTemporalClient, type TemporalClientHandle } from '../../src/temp
 import { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, workflowSearchAttributes } from '../../src/temporal/search-attributes.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
-import { apiClient, expectError, type ApiResponse } from '../support/http.ts';
-import { insertDelivery, insertEndpoint } from '../support/webhook-rows.ts';
+import { apiClient, expectError, fieldsOf, type ApiResponse } from '../support/http.ts';
+import { insertDelivery, insertEndpoint, type DeliveryRecord, type WebhookRecord } from '../support/webhook-rows.ts';
 
-interface WebhookRecord {
-  id: string;
-  name: string;
-  url: string;
-  description: string;
-  events: string[];
-  enabled: boolean;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-  secret?: string;
-}
-
-interface DeliveryRecord {
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
-  attempt_count: number;
-  next_attempt_at: string | null;
-  replay_count: number;
-  attempts: { series: number; attempt: number; started_at: string; status_code: number | null; latency_ms: number | null; error: string | null }[];
-}
-
-type Field = { path: string; type: string; location: string; message: string };
-const fieldsOf = (response: ApiResponse) => (response.body.error?.details as { fields: Field[] }).fields;
 const pageMeta = (response: ApiResponse) =>
   (response.body.meta as { pagination: { limit: number; has_more: boolean; next_cursor: string | null } }).pagination;
 

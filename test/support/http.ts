@@ -49,3 +49,9 @@ export function expectError(response: ApiResponse, status: number, code: string)
   expect(response.body.error?.docs_url).toBe(`http://herald.test/docs/api/errors/${code}`);
   expect(response.body.meta?.request_id).toEqual(expect.any(String));
 }
+
+/** One entry of `error.details.fields` (see src/http/validation.ts). */
+export type FieldProblem = { path: string; type: string; location: string; message: string };
+
+/** The per-field problems of a 400 answer. */
+export const fieldsOf = (response: ApiResponse): FieldProblem[] => (response.body.error?.details as { fields: FieldProblem[] }).fields;

@@ -79,3 +79,31 @@ export async function insertDelivery(
   await em.flush();
   return delivery;
 }
+
+/** A webhook endpoint as the API answers it (the secret only in the creation response). */
+export interface WebhookRecord {
+  id: string;
+  name: string;
+  url: string;
+  description: string;
+  events: string[];
+  enabled: boolean;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+  secret?: string;
+}
+
+/** A webhook delivery as the API answers it. */
+export interface DeliveryRecord {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: string;
+  attempt_count: number;
+  next_attempt_at: string | null;
+  replay_count: number;
+  last_error: string | null;
+  attempts: { series: number; attempt: number; started_at: string; status_code: number | null; latency_ms: number | null; error: string | null }[];
+}

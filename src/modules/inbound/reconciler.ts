@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
+import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
 import { startInboundWorkflow } from './inbound-starter.ts';
 
 export interface InboundReconcilerOptions {
@@ -19,11 +20,7 @@ export interface InboundReconcilerOptions {
   eagerStart?: boolean;
 }
 
-export interface InboundReconciler {
-  /** One pass; resolves with the workflows started (or joined). */
-  reconcile(): Promise<number>;
-  stop(): Promise<void>;
-}
+export type InboundReconciler = ReconcileLoop;
 
 /**
  * The inbound reconciler (runs in every worker process). The smtp process answers 250 once the
@@ -38,8 +35,6 @@ export function startInboundReconciler(options: InboundReconcilerOptions): Inbou
   const afterMs = options.afterMs ?? 5_000;
   const batchSize = options.batchSize ?? 200;
   const startDeadlineMs = options.startDeadlineMs ?? 10_000;
-  let running: Promise<number> | null = null;
-  let failing = false;
 
   async function pass(): Promise<number> {
     const rows = await orm.em.getConnection().execute<{ id: string }[]>(
@@ -53,31 +48,8 @@ export function startInboundReconciler(options: InboundReconcilerOptions): Inbou
         startInboundWorkflow(temporal, config, { inboundId: row.id }, { eager: options.eagerStart ?? false }),
       );
     }
-    if (failing) logger.info('inbound reconciler recovered');
-    failing = false;
     return rows.length;
   }
 
-  function reconcile(): Promise<number> {
-    running ??= pass()
-      .catch((error: unknown) => {
-        if (!failing) logger.warn('inbound reconciler: pass failed; retrying', { error: error instanceof Error ? error.message : String(error) });
-        failing = true;
-        return 0;
-      })
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
-  const timer = setInterval(() => void reconcile(), intervalMs);
-  void reconcile();
-  return {
-    reconcile,
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startReconcileLoop({ name: 'inbound reconciler', intervalMs, logger, pass });
 }

@@ -14,7 +14,7 @@ import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome, type RecipientOutcome } from './outcomes.ts';
-import { releaseCredits, releaseDomainQuota } from './quota.repo.ts';
+import { releaseEmailQuota } from './quota.repo.ts';
 import type { Relay, RelayResult } from './relay.ts';
 import type { HandoffResult } from './send-workflow.ts';
 import { verpAddress } from './sends.fns.ts';
@@ -109,14 +109,6 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     };
   }
 
-  /** Gives back credits and the domain's warm-up count, once. */
-  async function releaseQuota(em: EntityManager, email: TransactionalEmail): Promise<void> {
-    if (email.quotaReleased) return;
-    await releaseCredits(em, email.orgId, { fromBalance: email.creditsCharged, overage: email.overageCharged });
-    await releaseDomainQuota(em, email.domainId, email.quotaDay, email.creditsCharged + email.overageCharged);
-    email.quotaReleased = true;
-  }
-
   /** Marks the email settled when no recipient is pending; returns its status. */
   function settle(email: TransactionalEmail, recipients: EmailRecipient[], now: Date): EmailStatus {
     if (recipients.some((r) => (PENDING as readonly string[]).includes(r.status))) return email.status;
@@ -201,7 +193,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
           const rows = await tx.find(EmailRecipient, { emailId: email.id, status: { $in: [...PENDING] } });
           const metrics: EmailEventInput[] = [];
           for (const recipient of rows) await applyRecipientOutcome(tx, row, recipient, { type: 'failed', reason: error.message }, metrics);
-          if (!everHandedOff) await releaseQuota(tx, row);
+          if (!everHandedOff) await releaseEmailQuota(tx, row);
           row.lastError = error.message;
           row.status = everHandedOff ? 'sent' : 'failed';
           row.settledAt = now;
@@ -234,7 +226,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
           recipient.attempts += 1;
           await applyRecipientOutcome(tx, row, recipient, outcome, metrics);
         }
-        if (rejectedOutright) await releaseQuota(tx, row);
+        if (rejectedOutright) await releaseEmailQuota(tx, row);
         if (result.kind !== 'recipients') row.lastError = result.response.slice(0, 1024);
         if (rows.some((r) => r.status === 'sent' || r.status === 'delivered')) row.sentAt ??= now;
         const settled = settle(row, rows, now);
@@ -270,7 +262,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
             metrics,
           );
         }
-        if (!rows.some((r) => HANDED_OFF.has(r.status))) await releaseQuota(tx, row);
+        if (!rows.some((r) => HANDED_OFF.has(r.status))) await releaseEmailQuota(tx, row);
         if (row.status === 'sending' || row.status === 'queued' || row.status === 'scheduled') settle(row, rows, now);
         await tx.flush();
         await recordEmailEvents(tx, metrics);

@@ -33,7 +33,8 @@ const CONTACT_STATUS_AFTER: Partial<Record<RecipientOutcome['type'], { status: C
   complained: { status: 'complained', event: 'contact.complained' },
 };
 
-function emailEventData(email: TransactionalEmail, recipient: string, at: Date) {
+/** What every email.* event of a transactional email says about one recipient. */
+export function emailEventData(email: TransactionalEmail, recipient: string, at: Date) {
   return {
     email_id: email.id,
     message_id: email.messageId,

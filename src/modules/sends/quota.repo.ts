@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { TransactionalEmail } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
 import { secondsUntilNextUtcDay } from './sends.fns.ts';
 
@@ -72,8 +73,7 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
      select (select from_balance from charged) as from_balance,
             (select credit_balance from current) as balance,
             (select count from counted) as day_count,
-            coalesce((select count from domain_daily_sends where domain_id = ? and day = ?), 0) as used,
-            (select count(*) from stamped) as stamped`,
+            coalesce((select count from domain_daily_sends where domain_id = ? and day = ?), 0) as used`,
     [
       request.orgId,
       count, count, count, count, count,
@@ -104,7 +104,7 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
 }
 
 /** Gives back what reserveQuota took from the workspace's credits. */
-export async function releaseCredits(em: EntityManager, orgId: string, charge: CreditCharge): Promise<void> {
+async function releaseCredits(em: EntityManager, orgId: string, charge: CreditCharge): Promise<void> {
   if (charge.fromBalance === 0 && charge.overage === 0) return;
   await em.execute(
     'update organizations set credit_balance = credit_balance + ?, overage_used = greatest(0, overage_used - ?) where id = ?',
@@ -112,7 +112,21 @@ export async function releaseCredits(em: EntityManager, orgId: string, charge: C
   );
 }
 
-export async function releaseDomainQuota(em: EntityManager, domainId: string, day: string, count: number): Promise<void> {
+async function releaseDomainQuota(em: EntityManager, domainId: string, day: string, count: number): Promise<void> {
   if (count === 0) return;
   await em.execute('update domain_daily_sends set count = greatest(0, count - ?) where domain_id = ? and day = ?', [count, domainId, day]);
+}
+
+/**
+ * Gives back what acceptance took for `email` (credits, overage and its warm-up count), once:
+ * on a 502, a failure before anything was handed off, or a cancel. The caller flushes `email`.
+ */
+export async function releaseEmailQuota(
+  em: EntityManager,
+  email: Pick<TransactionalEmail, 'orgId' | 'domainId' | 'quotaDay' | 'creditsCharged' | 'overageCharged' | 'quotaReleased'>,
+): Promise<void> {
+  if (email.quotaReleased) return;
+  await releaseCredits(em, email.orgId, { fromBalance: email.creditsCharged, overage: email.overageCharged });
+  await releaseDomainQuota(em, email.domainId, email.quotaDay, email.creditsCharged + email.overageCharged);
+  email.quotaReleased = true;
 }

@@ -3,7 +3,7 @@ import { EmailRecipient, TransactionalEmail } from '../../../db/entities/index.t
 import { recordEvent } from '../events/events.fns.ts';
 import { emailIdFromMessageId, type InboundReport } from '../inbound/reports.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
-import { applyRecipientOutcome } from './outcomes.ts';
+import { applyRecipientOutcome, emailEventData } from './outcomes.ts';
 
 export interface AppliedReport {
   emailId: string | null;
@@ -63,13 +63,7 @@ export async function applyInboundReport(em: EntityManager, orgId: string, repor
     if (report.kind === 'delay' || entry?.action === 'delayed') {
       metrics.push({ orgId, type: 'deferred', recipient: row.email, domain: email.domain, emailId: email.id, occurredAt: now });
       recordEvent(em, orgId, 'email.deferred', {
-        email_id: email.id,
-        message_id: email.messageId,
-        broadcast_id: null,
-        from: email.fromEmail,
-        recipient: row.email,
-        subject: email.subject,
-        occurred_at: now.toISOString(),
+        ...emailEventData(email, row.email, now),
         reason: diagnostic ?? 'delivery delayed (DSN)',
         next_attempt_at: null,
       });

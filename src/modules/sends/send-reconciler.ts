@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
+import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
 import { startSendWorkflow } from './send-starter.ts';
 
 export interface SendReconcilerOptions {
@@ -16,11 +17,7 @@ export interface SendReconcilerOptions {
   batchSize?: number;
 }
 
-export interface SendReconciler {
-  /** One pass; resolves with the workflows started (or joined). */
-  reconcile(): Promise<number>;
-  stop(): Promise<void>;
-}
+export type SendReconciler = ReconcileLoop;
 
 /**
  * The send reconciler (runs in every worker process). The API starts `email:<id>` right after
@@ -34,8 +31,6 @@ export function startSendReconciler(options: SendReconcilerOptions): SendReconci
   const intervalMs = options.intervalMs ?? 10_000;
   const afterMs = options.afterMs ?? 5_000;
   const batchSize = options.batchSize ?? 200;
-  let running: Promise<number> | null = null;
-  let failing = false;
 
   async function pass(): Promise<number> {
     const connection = orm.em.getConnection();
@@ -64,32 +59,9 @@ export function startSendReconciler(options: SendReconcilerOptions): SendReconci
       );
       await connection.execute('update transactional_emails set workflow_started_at = now() where id = ? and workflow_started_at is null', [row.id]);
     }
-    if (failing) logger.info('send reconciler recovered');
-    failing = false;
     if (rows.length > 0) logger.info('send reconciler started workflows', { count: rows.length });
     return rows.length;
   }
 
-  function reconcile(): Promise<number> {
-    running ??= pass()
-      .catch((error: unknown) => {
-        if (!failing) logger.warn('send reconciler: pass failed; retrying', { error: error instanceof Error ? error.message : String(error) });
-        failing = true;
-        return 0;
-      })
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
-  const timer = setInterval(() => void reconcile(), intervalMs);
-  void reconcile();
-  return {
-    reconcile,
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startReconcileLoop({ name: 'send reconciler', intervalMs, logger, pass });
 }

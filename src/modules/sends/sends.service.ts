@@ -9,7 +9,7 @@ import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { recordOutboundMessage } from '../inbox/outbound.ts';
-import { releaseCredits, releaseDomainQuota, reserveQuota } from './quota.repo.ts';
+import { releaseEmailQuota, reserveQuota } from './quota.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { signalSendCancelled, startSendWorkflow } from './send-starter.ts';
@@ -239,11 +239,7 @@ export function createSendsService(deps: SendsServiceDeps) {
         email.status = 'cancelled';
         email.cancelledAt = new Date();
         email.settledAt = email.cancelledAt;
-        if (!email.quotaReleased) {
-          await releaseCredits(tx, orgId, { fromBalance: email.creditsCharged, overage: email.overageCharged });
-          await releaseDomainQuota(tx, email.domainId, email.quotaDay, email.creditsCharged + email.overageCharged);
-          email.quotaReleased = true;
-        }
+        await releaseEmailQuota(tx, email);
         await tx.nativeUpdate(EmailRecipient, { emailId: id }, { status: 'cancelled' });
       });
       const email = await this.getEmail(orgId, id);
