@@ -118,6 +118,19 @@ describe('webhook delivery when the worker process is killed during an HTTP atte
     return { orgId, endpoint, secret, event, deliveryId: inFlight.id };
   }
 
+  /** The attempts of a delivery whose first attempt was cut off, and what the receiver saw. */
+  async function expectAbandonedThenDelivered(input: { path: string; orgId: string; secret: string; delivery: WebhookDelivery }) {
+    expect(await attemptsOf(stack, input.delivery.id)).toEqual([
+      [1, null, ABANDONED_ERROR],
+      [2, 200, null],
+    ]);
+    // At least once: the receiver saw the request twice, both copies the same delivery.
+    const requests = receiver.requests(input.path);
+    expect(requests).toHaveLength(2);
+    expectSameDelivery(requests, input.secret, input.delivery);
+    expect(await countStatus(stack, input.orgId, 'delivering')).toBe(0);
+  }
+
   it('records the interrupted attempt as abandoned and delivers on the next one, with the same delivery id for the receiver to dedupe', async () => {
     const path = '/killed-mid-request';
     const { orgId, endpoint, secret, event, deliveryId } = await killDuringFirstAttempt(path);
@@ -125,15 +138,7 @@ describe('webhook delivery when the worker process is killed during an HTTP atte
     service = await spawnWorkerProcess(stack);
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered'], 90_000);
     expect(delivery).toMatchObject({ id: deliveryId, attemptCount: 2, lastResponseStatus: 200, lastError: null, nextAttemptAt: null });
-    expect(await attemptsOf(stack, deliveryId)).toEqual([
-      [1, null, ABANDONED_ERROR],
-      [2, 200, null],
-    ]);
-    // At least once: the receiver saw the request twice, both copies the same delivery.
-    const requests = receiver.requests(path);
-    expect(requests).toHaveLength(2);
-    expectSameDelivery(requests, secret, delivery);
-    expect(await countStatus(stack, orgId, 'delivering')).toBe(0);
+    await expectAbandonedThenDelivered({ path, orgId, secret, delivery });
   }, 180_000);
 
   it('finishes a delivery left delivering whose worker died and whose workflow was terminated (reconciler)', async () => {
@@ -161,14 +166,7 @@ describe('webhook delivery when the worker process is killed during an HTTP atte
       await relay.stop();
     }
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
-    expect(await attemptsOf(stack, deliveryId)).toEqual([
-      [1, null, ABANDONED_ERROR],
-      [2, 200, null],
-    ]);
-    const requests = receiver.requests(path);
-    expect(requests).toHaveLength(2);
-    expectSameDelivery(requests, secret, delivery);
-    expect(await countStatus(stack, orgId, 'delivering')).toBe(0);
+    await expectAbandonedThenDelivered({ path, orgId, secret, delivery });
   }, 180_000);
 });
 
