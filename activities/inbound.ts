@@ -35,19 +35,35 @@ async function beating<T>(work: () => Promise<T>): Promise<T> {
  * Inbound ingestion activities (src/modules/inbound/ingestion.ts), all idempotent:
  * recordInboundMessages creates at most one inbox message per (raw message, workspace);
  * storeInboundAttachments stores only what is missing and, on the workflow's last attempt,
- * settles what could not be stored as partial_failure; finishInbound marks the raw message.
+ * settles what could not be stored as partial_failure; the step that completes a message marks
+ * the raw message ingested; finishInbound marks it failed (or ingested, for histories
+ * recorded before the steps did).
  */
 export function createInboundActivities(deps: InboundActivityDeps) {
   const ingestion = createInboundIngestion(deps);
   return {
-    async recordInboundMessages(input: { inboundId: string; finalAttempt?: number }): Promise<RecordOutcome> {
+    /**
+     * A message without attachments is complete once recorded: the raw message is marked
+     * ingested in the same step (`ingested: true`), which saves the workflow a step.
+     */
+    async recordInboundMessages(input: { inboundId: string; finalAttempt?: number }): Promise<RecordOutcome & { ingested?: boolean }> {
       const final = input.finalAttempt !== undefined && Context.current().info.attempt >= input.finalAttempt;
-      return beating(() => ingestion.recordMessages(input.inboundId, { final }));
+      return beating(async () => {
+        const recorded = await ingestion.recordMessages(input.inboundId, { final });
+        if (recorded.status !== 'recorded' || recorded.attachmentsPending) return recorded;
+        await ingestion.markIngested(input.inboundId);
+        return { ...recorded, ingested: true };
+      });
     },
 
-    async storeInboundAttachments(input: { inboundId: string; finalAttempt: number }): Promise<StoreOutcome> {
+    /** Stores what is missing, then marks the raw message ingested (`ingested: true`). */
+    async storeInboundAttachments(input: { inboundId: string; finalAttempt: number }): Promise<StoreOutcome & { ingested?: boolean }> {
       const final = Context.current().info.attempt >= input.finalAttempt;
-      return beating(() => ingestion.storeAttachments(input.inboundId, { final }));
+      return beating(async () => {
+        const outcome = await ingestion.storeAttachments(input.inboundId, { final });
+        await ingestion.markIngested(input.inboundId);
+        return { ...outcome, ingested: true };
+      });
     },
 
     async finishInbound(input: { inboundId: string; outcome: 'ingested' | 'failed'; reason?: string }): Promise<void> {

@@ -25,6 +25,7 @@ import { createDomainsService } from '../src/modules/domains/domains.service.ts'
 import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad } from './lib/load.ts';
+import { cpuAccount } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
 
@@ -64,7 +65,7 @@ export const benchmark: Benchmark = {
       SMTP_RELAY_POOL_SIZE: String(POOL),
       BLOB_DIR: '',
     };
-    await context.start('worker', await context.env(databaseUrl, relayEnv), { profile: true });
+    const worker = await context.start('worker', await context.env(databaseUrl, relayEnv), { profile: true });
     const api = await context.start('api', await context.env(databaseUrl, relayEnv), { profile: true });
     const apiNoWait = await context.start('api', await context.env(databaseUrl, { ...relayEnv, SEND_HANDOFF_WAIT_MS: '0' }));
 
@@ -94,6 +95,8 @@ export const benchmark: Benchmark = {
 
     async function acceptance(tag: string, target = api) {
       const before = sink.messages().length;
+      // CPU of every process on the path; `bench` is this process: autocannon and the sink.
+      const cpu = cpuAccount({ api: target.pid, worker: worker.pid, temporal: temporal.pid, postgres: 'comm:postgres', bench: 'this' });
       const started = Date.now();
       const load = await runHttpLoad({ url: `${target.url}/api/v1/outbox/emails`, method: 'POST', headers, body: body(`${tag}-[<id>]`), uniqueIds: true, connections: CONNECTIONS, durationSec: duration });
       const accepted = Math.round(load.rps * duration);
@@ -102,7 +105,7 @@ export const benchmark: Benchmark = {
       while (sink.messages().length - before < load.total - load.failures && Date.now() < deadline) await sleep(50);
       const arrived = sink.messages().slice(before);
       const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
-      return { load, accepted, arrived: arrived.length, relayRate: arrived.length / ((last - started) / 1000) };
+      return { load, accepted, arrived: arrived.length, relayRate: arrived.length / ((last - started) / 1000), cpuPerSend: cpu.perUnit(arrived.length) };
     }
 
     async function plainNodemailer(count: number): Promise<number> {
@@ -176,6 +179,7 @@ export const benchmark: Benchmark = {
           to_relay_p50_ms: quantile(latencies, 0.5),
           to_relay_p99_ms: quantile(latencies, 0.99),
           to_relay_max_ms: latencies.at(-1) ?? Number.NaN,
+          ...Object.fromEntries(Object.entries(sent.cpuPerSend).map(([name, ms]) => [`cpu_ms_per_send_${name}`, ms])),
         };
       },
       close: () => Promise.resolve(),

@@ -136,6 +136,7 @@ const EnvSchema = v.object({
     'true',
   ),
   DNS_TIMEOUT_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/), v.transform(Number), v.minValue(100), v.maxValue(30_000)),
+  DNS_CACHE_TTL_SECONDS: v.pipe(v.optional(v.string(), '60'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(3600)),
 });
 
 export type Env = v.InferOutput<typeof EnvSchema>;
@@ -178,7 +179,8 @@ export interface Config {
     handoffWaitMs: number;
   };
   /** Resolvers for contact-quality and domain checks; empty means the system's resolvers. */
-  dns: { servers: string[]; timeoutMs: number; checkContacts: boolean };
+  /** cacheTtlMs: how long inbound authentication reuses a DNS answer (0: never). */
+  dns: { servers: string[]; timeoutMs: number; checkContacts: boolean; cacheTtlMs: number };
 }
 
 export class ConfigError extends Error {
@@ -263,6 +265,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       servers: env.DNS_SERVERS.split(',').map((server) => server.trim()).filter(Boolean),
       timeoutMs: env.DNS_TIMEOUT_MS,
       checkContacts: env.CONTACT_DNS_CHECK,
+      cacheTtlMs: env.DNS_CACHE_TTL_SECONDS * 1000,
     },
   };
 }

@@ -39,7 +39,8 @@ function describe(error: unknown): string {
  * HeraldOrgId = `platform` until routing finds exactly one workspace.
  * Turns one raw inbound message into inbox messages: record them (parse, authentication,
  * classification, routing, threading, email.received; attachments pending), store their
- * attachments (→ ready / partial_failure), then mark the raw message ingested. Each step is
+ * attachments (→ ready / partial_failure); the last of these steps marks the raw message
+ * ingested (one step for a message without attachments). Each step is
  * idempotent and retried with backoff; when retries run out the raw message is marked failed
  * with the error and nothing is left pending. Started by the smtp process after its 250 and by
  * the worker's reconciler; a second start joins the running one.
@@ -56,7 +57,13 @@ export async function ingestInbound(input: IngestInboundInput): Promise<IngestIn
     if (recorded.orgIds.length === 1) {
       upsertSearchAttributes([{ key: { name: 'HeraldOrgId', type: 'KEYWORD' }, value: recorded.orgIds[0]! }]);
     }
-    if (recorded.attachmentsPending) await storeInboundAttachments({ inboundId: input.inboundId, finalAttempt: MAX_ATTEMPTS });
+    // Steps that mark the raw message ingested themselves say so (`ingested`); results recorded
+    // in histories from before they did lack it, and those runs go on to finishInbound as then.
+    if (recorded.ingested) return 'ingested';
+    if (recorded.attachmentsPending) {
+      const stored = await storeInboundAttachments({ inboundId: input.inboundId, finalAttempt: MAX_ATTEMPTS });
+      if (stored.ingested) return 'ingested';
+    }
     await finishInbound({ inboundId: input.inboundId, outcome: 'ingested' });
     return 'ingested';
   } catch (error) {

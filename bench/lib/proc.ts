@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Resident set size of a process in MB, from /proc/<pid>/status (VmRSS). */
 export function rssMb(pid: number): number {
@@ -27,4 +27,43 @@ export function cpuMs(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After the command: state is field 3, utime field 14 and stime field 15 of the whole line.
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU time (ms) used so far by every process whose command name is `comm`, e.g. all PostgreSQL backends. */
+export function cpuMsOfCommand(comm: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === comm) total += cpuMs(Number(entry));
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/**
+ * Starts a CPU account over named processes (by pid, `this` for the calling process, or
+ * `comm:<name>` for every process of that command name); `perUnit(n)` gives each one's CPU ms
+ * per unit of work since the start, and `total` their sum.
+ */
+export function cpuAccount(sources: Record<string, number | 'this' | `comm:${string}`>) {
+  const read = (source: number | string): number => {
+    if (source === 'this') {
+      const usage = process.cpuUsage();
+      return (usage.user + usage.system) / 1000;
+    }
+    if (typeof source === 'string') return cpuMsOfCommand(source.slice('comm:'.length));
+    return cpuMs(source);
+  };
+  const before = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, read(source)]));
+  return {
+    perUnit(units: number): Record<string, number> {
+      const figures = Object.fromEntries(
+        Object.entries(sources).map(([name, source]) => [name, (read(source) - before[name]!) / units]),
+      );
+      return { ...figures, total: Object.values(figures).reduce((sum, value) => sum + value, 0) };
+    },
+  };
 }

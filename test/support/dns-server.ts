@@ -16,6 +16,8 @@ export interface ZoneRecords {
 export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) {
   const zone = new Map<string, ZoneRecords>(Object.entries(initial).map(([name, records]) => [name.toLowerCase(), records]));
   let silent = false;
+  /** Questions received, by `<type> <name>`. */
+  const asked = new Map<string, number>();
   const socket = createSocket('udp4');
 
   socket.on('message', (message: Buffer, remote: RemoteInfo) => {
@@ -29,6 +31,7 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
     const question = query.questions?.[0];
     if (!question) return;
     const name = question.name.toLowerCase();
+    asked.set(`${question.type} ${name}`, (asked.get(`${question.type} ${name}`) ?? 0) + 1);
     const records = zone.get(name) ?? wildcard(name);
     const answers: Answer[] = [];
     if (records) {
@@ -75,6 +78,10 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
     },
     remove(name: string) {
       zone.delete(name.toLowerCase());
+    },
+    /** How many times the server was asked for this type and name. */
+    queries(type: string, name: string): number {
+      return asked.get(`${type} ${name.toLowerCase()}`) ?? 0;
     },
     /** Stop answering (simulates an unreachable resolver) or resume. */
     setSilent(value: boolean) {

@@ -101,7 +101,8 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   it('records the message with temperror results when DNS does not answer', async () => {
     dns.setSilent(true);
     try {
-      const message = await h.settled(await h.send({ from: 'news@signed.example', to: 'support@acme.example', subject: 'DNS down', text: 'x' }));
+      // A sender not looked up before: answers already cached (DNS_CACHE_TTL_SECONDS) would still be used.
+      const message = await h.settled(await h.send({ from: 'news@unlooked.example', to: 'support@acme.example', subject: 'DNS down', text: 'x' }));
       expect(message.authResults).toMatchObject({ spf: { result: 'temperror' } });
       expect(message.attachmentIngestStatus).toBe('ready');
     } finally {

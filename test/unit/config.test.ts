@@ -51,6 +51,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0ms' }).webhooks.retryScheduleMs).toEqual([0]);
   });
 
+  it('reads the DNS answer cache TTL for inbound authentication: 60 s by default, 0 to 3600 s', () => {
+    expect(loadConfig({}).dns.cacheTtlMs).toBe(60_000);
+    expect(loadConfig({ DNS_CACHE_TTL_SECONDS: '0' }).dns.cacheTtlMs).toBe(0);
+    expect(loadConfig({ DNS_CACHE_TTL_SECONDS: '3600' }).dns.cacheTtlMs).toBe(3_600_000);
+    expect(() => loadConfig({ DNS_CACHE_TTL_SECONDS: '3601' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ DNS_CACHE_TTL_SECONDS: '-1' })).toThrowError(ConfigError);
+  });
+
   it('refuses to start in production without its secrets', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(ConfigError);
     try {

@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import type { Readable } from 'node:stream';
 import { authenticate, type AuthenticateResult, type DNSResolver } from 'mailauth';
 import type { Config } from '../../config.ts';
+import { cacheDnsAnswers } from '../../dns/answer-cache.ts';
 
 /** What the inbox keeps of SPF, DKIM, DMARC and ARC for one message (an extension field). */
 export interface AuthResultsSummary {
@@ -14,15 +15,20 @@ export interface AuthResultsSummary {
 /** Gives up on the checks after this long; the results are then `temperror`. */
 const AUTH_DEADLINE_MS = 30_000;
 
+/** DNS answers the authentication checks keep (senders' SPF, DKIM and DMARC records, PTRs). */
+const AUTH_DNS_CACHE_ENTRIES = 10_000;
+
 /**
  * mailauth's resolver over the configured DNS servers (DNS_SERVERS, else the system's) with
- * DNS_TIMEOUT_MS and one retry. Failures reach mailauth as DNS errors, which it reports as
+ * DNS_TIMEOUT_MS and one retry, behind an answer cache of DNS_CACHE_TTL_SECONDS (a burst from
+ * one sender asks once). Failures reach mailauth as DNS errors, which it reports as
  * `temperror` (unreachable) or `none` (no record): never a failed ingestion.
  */
-export function createAuthResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs'> }): DNSResolver {
+export function createAuthResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs' | 'cacheTtlMs'> }): DNSResolver {
   const resolver = new Resolver({ timeout: config.dns.timeoutMs, tries: 2 });
   if (config.dns.servers.length > 0) resolver.setServers(config.dns.servers);
-  return (name, rrtype) => resolver.resolve(name, rrtype) as Promise<string[][] | string[]>;
+  const query = (name: string, rrtype: string) => resolver.resolve(name, rrtype) as Promise<string[][] | string[]>;
+  return cacheDnsAnswers(query, { ttlMs: config.dns.cacheTtlMs, maxEntries: AUTH_DNS_CACHE_ENTRIES });
 }
 
 /** Nothing could be checked (DNS or the message did not allow it). */
