@@ -24,6 +24,15 @@ export const WORKFLOW_BUNDLE_PATH = fileURLToPath(
   new URL('../.build/workflow-bundle.js', import.meta.url),
 );
 
+/**
+ * Share of the workflow-task pollers that poll the task queue itself rather than this worker's
+ * sticky queue. Herald's workflows mostly finish in their first workflow task (their steps are
+ * local activities), so nearly every task is a new run's first one, from the task queue; the
+ * SDK's default (0.2: 2 of 10 pollers) left those waiting seconds behind two pollers under a
+ * burst while the sticky pollers idled. Measured in bench/webhooks.ts and bench/inbound.ts.
+ */
+const TASK_QUEUE_POLLER_SHARE = 0.8;
+
 /** Herald's logger in the Temporal SDK's shape: only warnings and errors pass. */
 function temporalLogger(logger: Logger): TemporalLogger {
   const forward = (level: string, message: string, meta?: Record<string, unknown>) => {
@@ -96,6 +105,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         activities,
         workflowBundle: bundle,
         shutdownGraceTime: '10s',
+        nonStickyToStickyPollRatio: TASK_QUEUE_POLLER_SHARE,
       }),
     ),
   );
