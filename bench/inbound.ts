@@ -31,7 +31,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const benchmark: Benchmark = {
   name: 'inbound',
   description: `Inbound messages/s accepted (250) and visible in the API through herald smtp + worker, ${SESSIONS} concurrent SMTP sessions, against a bare smtp-server writing each message to disk; 250-to-visible latency at ${RATE} messages/s.`,
-  needsTemporal: true,
+  needsTemporal: 'own',
 
   async setup(context: BenchContext) {
     const duration = context.options.durationSec;

@@ -37,7 +37,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const benchmark: Benchmark = {
   name: 'sends',
   description: `Accepted sends/s (POST /outbox/emails, ${CONNECTIONS} connections) against empty workflow starts/s on the same Temporal server; messages/s at the relay against plain pooled nodemailer; 202-to-relay latency at ${RATE} sends/s.`,
-  needsTemporal: true,
+  needsTemporal: 'own',
 
   async setup(context: BenchContext) {
     const quick = context.options.quick;

@@ -54,7 +54,7 @@ function signedPost(port: number, path: string, secret: string, id: string): Pro
 export const benchmark: Benchmark = {
   name: 'webhooks',
   description: `Webhook deliveries/s (events fanned out to ${ENDPOINTS} endpoints) against plain signed POSTs from one process (${CONCURRENCY} in flight, fresh connections), and commit-to-first-attempt latency at ${RATE} events/s against one signed POST's round trip.`,
-  needsTemporal: true,
+  needsTemporal: 'own',
 
   async setup(context: BenchContext) {
     const quick = context.options.quick;
