@@ -1,0 +1,38 @@
+import { readFileSync } from 'node:fs';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { installTemporalLogging, WORKFLOWS_PATH } from '../../src/worker.ts';
+
+/**
+ * Histories recorded by real runs (real SMTP → smtp process → Temporal → worker, through
+ * test/temporal/inbound-harness.ts), replayed against today's workflow code: a change that
+ * would make a run recorded before it fail on replay (a non-determinism error) fails here.
+ * `*.19f7782.json` were recorded with the code of commit 19f7782, before recording a message
+ * also marked it ingested (two or three steps per message); `*.current.json` with the code
+ * since (one or two).
+ */
+const HISTORIES = new URL('../fixtures/histories/', import.meta.url);
+
+/** A history as `fetchHistory()` gave it, saved with JSON.stringify (enums by name, bytes in base64). */
+function history(name: string): { events: { eventType: string }[] } {
+  return JSON.parse(readFileSync(new URL(name, HISTORIES), 'utf8')) as { events: { eventType: string }[] };
+}
+
+describe('workflow replay of recorded histories', () => {
+  beforeAll(() => {
+    installTemporalLogging(createLogger('silent'));
+  });
+
+  it.each([
+    ['ingest-inbound-plain.19f7782.json', 'MARKER_RECORDED', 2],
+    ['ingest-inbound-attachments.19f7782.json', 'MARKER_RECORDED', 3],
+    ['ingest-inbound-plain.current.json', 'MARKER_RECORDED', 1],
+    ['ingest-inbound-attachments.current.json', 'MARKER_RECORDED', 2],
+  ])('replays %s (%s × %i) without a determinism error', async (name, type, count) => {
+    const recorded = history(name);
+    expect(recorded.events.filter((event) => event.eventType === `EVENT_TYPE_${type}`)).toHaveLength(count);
+    await expect(Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, temporal.api.history.v1.History.fromObject(recorded), `replay-${name}`)).resolves.toBeUndefined();
+  }, 120_000);
+});
