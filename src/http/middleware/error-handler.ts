@@ -44,7 +44,8 @@ export function toAppError(error: unknown): AppError {
 
 /**
  * The error envelope for every failure: `{ok: false, error: {code, message, docs_url,
- * details?}, meta: {request_id}}`. 5xx causes are logged with the request id, never echoed.
+ * details?}, meta: {request_id}}`. 5xx causes are logged with the request id, never echoed:
+ * unexpected failures as errors with their stack, 5xx answers Herald chose as warnings.
  */
 export function errorHandler(publicUrl: string, logger: Logger): Middleware<HeraldState> {
   return async (ctx, next) => {
@@ -52,7 +53,18 @@ export function errorHandler(publicUrl: string, logger: Logger): Middleware<Hera
       await next();
     } catch (error) {
       const appError = toAppError(error);
-      if (appError.status >= 500) {
+      if (appError.status >= 500 && error instanceof AppError) {
+        // A 5xx Herald chose to answer (the relay refused the message, storage not configured):
+        // worth a warning with its reason, not an error with a stack.
+        logger.warn('request answered with a server-side refusal', {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: appError.status,
+          code: appError.code,
+          message: appError.message,
+        });
+      } else if (appError.status >= 500) {
         logger.error('request failed', {
           requestId: ctx.state.requestId,
           method: ctx.method,
