@@ -5,6 +5,7 @@ import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import type { StoreOutcome } from '../src/modules/inbound/attachments.ts';
 import { createInboundIngestion, type RecordOutcome } from '../src/modules/inbound/ingestion.ts';
+import { deleteExpiredRawMessages } from '../src/modules/inbound/retention.ts';
 import type { InboundReportHooks } from '../src/modules/inbound/reports-hook.ts';
 
 export interface InboundActivityDeps {
@@ -64,6 +65,15 @@ export function createInboundActivities(deps: InboundActivityDeps) {
         await ingestion.markIngested(input.inboundId);
         return { ...outcome, ingested: true };
       });
+    },
+
+    /**
+     * Deletes the raw bytes of one batch of messages ingested longer ago than the configured
+     * retention (INBOUND_RAW_RETENTION_DAYS; none when it is 0 or no blob store is configured).
+     */
+    async deleteExpiredInboundRaw(input: { batchSize: number }): Promise<{ deleted: number }> {
+      if (!deps.blobs) return { deleted: 0 };
+      return deleteExpiredRawMessages(deps.orm, deps.blobs, { retentionMs: deps.config.smtp.rawRetentionMs, batchSize: input.batchSize });
     },
 
     async finishInbound(input: { inboundId: string; outcome: 'ingested' | 'failed'; reason?: string }): Promise<void> {

@@ -136,6 +136,7 @@ const EnvSchema = v.object({
     'true',
   ),
   DNS_TIMEOUT_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/), v.transform(Number), v.minValue(100), v.maxValue(30_000)),
+  INBOUND_RAW_RETENTION_DAYS: v.pipe(v.optional(v.string(), '30'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(3650)),
   DNS_CACHE_TTL_SECONDS: v.pipe(v.optional(v.string(), '60'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(3600)),
 });
 
@@ -154,7 +155,8 @@ export interface Config {
     schedulePrefix: string;
   };
   http: { port: number; host: string; publicUrl: string };
-  smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string };
+  /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
+  smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string; rawRetentionMs: number };
   relayUrl: string;
   bounceDomain: string;
   /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
@@ -239,6 +241,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     smtp: {
       port: env.SMTP_PORT,
       host: env.SMTP_HOST,
+      rawRetentionMs: env.INBOUND_RAW_RETENTION_DAYS * 24 * 60 * 60 * 1000,
       ...(env.SMTP_TLS_KEY_FILE ? { tlsKeyFile: env.SMTP_TLS_KEY_FILE } : {}),
       ...(env.SMTP_TLS_CERT_FILE ? { tlsCertFile: env.SMTP_TLS_CERT_FILE } : {}),
     },

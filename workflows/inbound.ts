@@ -1,4 +1,4 @@
-import { log, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { log, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
 /** Attempts of each ingestion step before the raw message is marked failed. */
@@ -71,4 +71,30 @@ export async function ingestInbound(input: IngestInboundInput): Promise<IngestIn
     await finishInbound({ inboundId: input.inboundId, outcome: 'failed', reason: describe(error) });
     return 'failed';
   }
+}
+
+const { deleteExpiredInboundRaw } = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '10s', maximumInterval: '5 minutes', maximumAttempts: 10 },
+});
+
+const RAW_BATCH_SIZE = 200;
+/** Bounds one run's history; whatever is left waits for the next daily run. */
+const RAW_MAX_BATCHES = 500;
+
+/**
+ * cleanupInboundRaw — started by the Temporal Schedule `<prefix>-cleanup-inbound-raw` (daily).
+ * Deletes the raw bytes of inbound messages ingested more than INBOUND_RAW_RETENTION_DAYS ago
+ * (the worker's setting), in batches; inbox messages and their attachments stay. Safe to
+ * overlap or repeat.
+ */
+export async function cleanupInboundRaw(): Promise<{ deleted: number }> {
+  let deleted = 0;
+  for (let batch = 0; batch < RAW_MAX_BATCHES; batch += 1) {
+    const result = await deleteExpiredInboundRaw({ batchSize: RAW_BATCH_SIZE });
+    deleted += result.deleted;
+    if (result.deleted < RAW_BATCH_SIZE) break;
+  }
+  log.info('raw inbound messages past retention deleted', { deleted });
+  return { deleted };
 }

@@ -2,5 +2,5 @@ export { cleanupIdempotencyRecords } from './maintenance.ts';
 export { recheckDomains, verifyDomain } from './domains.ts';
 export { deliverWebhook } from './webhooks.ts';
 export { cleanupUploads } from './uploads.ts';
-export { ingestInbound } from './inbound.ts';
+export { cleanupInboundRaw, ingestInbound } from './inbound.ts';
 export { sendEmail } from './sends.ts';

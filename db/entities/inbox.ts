@@ -27,12 +27,16 @@ export const InboundMessageSchema = defineEntity({
     attempts: p.integer().default(0),
     lastError: p.string().length(1024).nullable(),
     ingestedAt: p.datetime().nullable(),
+    /** When the raw bytes were deleted from the blob store (INBOUND_RAW_RETENTION_DAYS after receipt). */
+    rawDeletedAt: p.datetime().nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
   indexes: [
     // The reconciler looks for received rows whose workflow never started.
     { name: 'inbound_messages_received_index', properties: ['createdAt'], where: { status: 'received' } },
+    // The retention run looks for ingested rows whose raw bytes are still stored.
+    { name: 'inbound_messages_raw_kept_index', properties: ['createdAt'], where: { status: 'ingested', rawDeletedAt: null } },
   ],
 });
 

@@ -15,45 +15,63 @@ export function uploadsCleanupScheduleId(config: Pick<Config, 'temporal'>): stri
   return `${config.temporal.schedulePrefix}-cleanup-uploads`;
 }
 
-/**
- * The hourly deletion of attachment uploads unused for 7 days (the workflow's default
- * retention); never two at once.
- */
-function uploadsCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
+export function inboundRawCleanupScheduleId(config: Pick<Config, 'temporal'>): string {
+  return `${config.temporal.schedulePrefix}-cleanup-inbound-raw`;
+}
+
+/** A maintenance workflow started every `every` (never two at once, a missed run caught up within `catchupWindow`). */
+function periodicMaintenance(
+  config: Pick<Config, 'temporal'>,
+  options: {
+    scheduleId: string;
+    every: string;
+    catchupWindow: string;
+    workflowType: keyof typeof workflows;
+    taskQueue: string;
+    timeout: string;
+    args?: unknown[];
+  },
+): ScheduleOptions {
   return {
-    scheduleId: uploadsCleanupScheduleId(config),
-    spec: { intervals: [{ every: '1h' }] },
-    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1h' },
+    scheduleId: options.scheduleId,
+    spec: { intervals: [{ every: options.every }] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindow },
     action: {
       type: 'startWorkflow',
-      workflowType: 'cleanupUploads' satisfies keyof typeof workflows,
-      args: [{}],
-      taskQueue: config.temporal.taskQueues.email,
-      workflowExecutionTimeout: '1 hour',
+      workflowType: options.workflowType,
+      ...(options.args ? { args: options.args } : {}),
+      taskQueue: options.taskQueue,
+      workflowExecutionTimeout: options.timeout,
       typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
     },
     typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
   };
 }
 
-/**
- * The daily DNS re-check of verified and attention domains (00:00 UTC; a missed day is caught
- * up within 6 h; never two at once).
- */
+/** The hourly deletion of attachment uploads unused for 7 days (the workflow's default retention). */
+function uploadsCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
+  return periodicMaintenance(config, {
+    scheduleId: uploadsCleanupScheduleId(config),
+    every: '1h',
+    catchupWindow: '1h',
+    workflowType: 'cleanupUploads',
+    args: [{}],
+    taskQueue: config.temporal.taskQueues.email,
+    timeout: '1 hour',
+  });
+}
+
+/** Daily runs: a missed day is caught up within 6 h, and a run may take as long. */
+const DAILY = { every: '1d', catchupWindow: '6h', timeout: '6 hours' } as const;
+
+/** The daily DNS re-check of verified and attention domains. */
 function domainRecheckSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
-  return {
-    scheduleId: domainRecheckScheduleId(config),
-    spec: { intervals: [{ every: '1d' }] },
-    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '6h' },
-    action: {
-      type: 'startWorkflow',
-      workflowType: 'recheckDomains' satisfies keyof typeof workflows,
-      taskQueue: config.temporal.taskQueues.email,
-      workflowExecutionTimeout: '6 hours',
-      typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
-    },
-    typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
-  };
+  return periodicMaintenance(config, { ...DAILY, scheduleId: domainRecheckScheduleId(config), workflowType: 'recheckDomains', taskQueue: config.temporal.taskQueues.email });
+}
+
+/** The daily deletion of raw inbound messages past INBOUND_RAW_RETENTION_DAYS (the worker's setting). */
+function inboundRawCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
+  return periodicMaintenance(config, { ...DAILY, scheduleId: inboundRawCleanupScheduleId(config), workflowType: 'cleanupInboundRaw', taskQueue: config.temporal.taskQueues.inbound });
 }
 
 /** Creates a schedule unless one with its id exists; returns the ids it created. */
@@ -71,7 +89,7 @@ async function createIfMissing(client: Client, options: ScheduleOptions): Promis
  * Creates Herald's Temporal Schedules when missing. Runs at every worker start, so a new
  * deployment (or a wiped dev server) gets them without an operator step. The idempotency
  * cleanup runs hourly and once at creation, the upload cleanup hourly, the domain re-check
- * daily; overlapping runs are skipped.
+ * and the raw inbound cleanup daily; overlapping runs are skipped.
  */
 export async function ensureSchedules(
   client: Client,
@@ -81,6 +99,7 @@ export async function ensureSchedules(
   const created = [
     ...(await createIfMissing(client, domainRecheckSchedule(config))),
     ...(await createIfMissing(client, uploadsCleanupSchedule(config))),
+    ...(await createIfMissing(client, inboundRawCleanupSchedule(config))),
   ];
   try {
     await client.schedule.create({

@@ -59,6 +59,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DNS_CACHE_TTL_SECONDS: '-1' })).toThrowError(ConfigError);
   });
 
+  it('reads the raw inbound retention: 30 days by default, 0 (forever) to 3650 days', () => {
+    const DAY = 24 * 60 * 60 * 1000;
+    expect(loadConfig({}).smtp.rawRetentionMs).toBe(30 * DAY);
+    expect(loadConfig({ INBOUND_RAW_RETENTION_DAYS: '0' }).smtp.rawRetentionMs).toBe(0);
+    expect(loadConfig({ INBOUND_RAW_RETENTION_DAYS: '3650' }).smtp.rawRetentionMs).toBe(3650 * DAY);
+    expect(() => loadConfig({ INBOUND_RAW_RETENTION_DAYS: '3651' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ INBOUND_RAW_RETENTION_DAYS: '1.5' })).toThrowError(ConfigError);
+  });
+
   it('refuses to start in production without its secrets', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(ConfigError);
     try {
