@@ -10,10 +10,10 @@ import { createLogger } from '../../src/logger.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
 import { deliveryWorkflowId } from '../../src/modules/webhooks/delivery-workflow.ts';
-import { startOutboxRelay } from '../../src/modules/webhooks/outbox-relay.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { createOrg, unique } from '../support/factories.ts';
+import { withManualReconciler } from '../support/reconciler.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { spawnWorkerProcess } from '../support/worker-process.ts';
@@ -150,21 +150,9 @@ describe('webhook delivery when the worker process is killed during an HTTP atte
     expect((await waitForDelivery(stack, event.id, endpoint.id, ['delivering'])).attemptCount).toBe(0);
 
     // No margin and no attempt timeout: the row counts as stuck at once.
-    const relay = startOutboxRelay({
-      orm: stack.orm,
-      databaseUrl: stack.databaseUrl,
-      temporal: temporal.client,
-      config: stack.config,
-      logger,
-      reconcileIntervalMs: 3_600_000,
-      reconcileAfterMs: 0,
-      attemptTimeoutMs: 0,
-    });
-    try {
+    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0, attemptTimeoutMs: 0 }, async (relay) => {
       expect(await relay.reconcile()).toBe(1);
-    } finally {
-      await relay.stop();
-    }
+    });
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     await expectAbandonedThenDelivered({ path, orgId, secret, delivery });
   }, 180_000);
@@ -201,16 +189,7 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     const failed = await waitForDelivery(stack, event.id, endpoint.id, ['failed']);
     const handle = temporal.client.workflow.getHandle(deliveryWorkflowId(failed.id, 0));
 
-    const relay = startOutboxRelay({
-      orm: stack.orm,
-      databaseUrl: stack.databaseUrl,
-      temporal: temporal.client,
-      config: stack.config,
-      logger,
-      reconcileIntervalMs: 3_600_000,
-      reconcileAfterMs: 200,
-    });
-    try {
+    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 200 }, async (relay) => {
       // The retry is not yet overdue: nothing to reconcile.
       expect(await relay.reconcile()).toBe(0);
       await handle.terminate('test: operator terminated the delivery');
@@ -223,9 +202,7 @@ describe('webhook reconciler: failed and queued deliveries', () => {
       expect((await waitForDelivery(stack, event.id, endpoint.id, ['failed'])).attemptCount).toBe(1);
 
       expect(await relay.reconcile()).toBe(1);
-    } finally {
-      await relay.stop();
-    }
+    });
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     expect(delivery).toMatchObject({ attemptCount: 2, lastResponseStatus: 200, lastError: null });
     // Attempt 1 was answered from its record, not sent again.
@@ -260,22 +237,10 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     await em.nativeUpdate(WebhookDelivery, { id: a.id }, { nextAttemptAt: new Date(Date.now() - 20_000), updatedAt: new Date(Date.now() - 20_000) }, ALL_TENANTS);
     await em.nativeUpdate(WebhookDelivery, { id: b.id }, { status: 'queued', replayCount: 1, nextAttemptAt: new Date(), updatedAt: new Date(Date.now() - 10_000) }, ALL_TENANTS);
 
-    const relay = startOutboxRelay({
-      orm: stack.orm,
-      databaseUrl: stack.databaseUrl,
-      temporal: temporal.client,
-      config: stack.config,
-      logger,
-      reconcileIntervalMs: 3_600_000,
-      reconcileAfterMs: 0,
-      reconcileBatchSize: 1,
-    });
-    try {
+    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0, reconcileBatchSize: 1 }, async (relay) => {
       expect(await relay.reconcile()).toBe(1); // A: joined
       expect(await relay.reconcile()).toBe(1); // B: started, though A is still stale
-    } finally {
-      await relay.stop();
-    }
+    });
     await waitFor('the replay of B to be delivered', async () => {
       const row = await stack.orm.em.fork().findOne(WebhookDelivery, { id: b.id }, ALL_TENANTS);
       return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;

@@ -19,6 +19,7 @@ import { verifyHeraldSignature } from '../../src/modules/webhooks/signing.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { createOrg, unique } from '../support/factories.ts';
+import { withManualReconciler } from '../support/reconciler.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { spawnWorkerProcess } from '../support/worker-process.ts';
@@ -302,13 +303,8 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
       { status: 'queued', replayCount: 1, updatedAt: new Date(Date.now() - 120_000), nextAttemptAt: new Date(Date.now() - 120_000) },
       ALL_TENANTS,
     );
-    const relay = startOutboxRelay({ orm: stack.orm, databaseUrl: stack.databaseUrl, temporal: temporal.client, config: stack.config, logger, reconcileIntervalMs: 3_600_000 });
-    try {
-      // The worker's own relay reconciles too; whichever gets there first starts the series.
-      await relay.reconcile();
-    } finally {
-      await relay.stop();
-    }
+    // The worker's own relay reconciles too; whichever gets there first starts the series.
+    await withManualReconciler(stack, temporal.client, {}, (relay) => relay.reconcile());
     await waitFor('the replay to be delivered', async () => {
       const row = await findDelivery(stack, event.id, endpoint.id);
       return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
