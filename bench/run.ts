@@ -30,6 +30,7 @@ import { loadDevEnv } from '../src/config.ts';
 import { cacheDir } from '../src/dev/paths.ts';
 import { freePort } from '../src/dev/ports.ts';
 import { dropDatabase, ensureDatabase, resolvePostgres, withAdminClient, withDatabase } from '../src/dev/postgres.ts';
+import { isAlive } from '../src/dev/processes.ts';
 import { resolveRedis } from '../src/dev/redis.ts';
 import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
 import { startTemporalDevServer, type TemporalDevServer } from '../src/dev/temporal-server.ts';
@@ -65,15 +66,6 @@ async function loadBenchmark(name: string): Promise<Benchmark | undefined> {
   const module = (await import(pathToFileURL(file).href)) as { benchmark?: Benchmark };
   if (!module.benchmark) throw new Error(`bench/${name}.ts does not export \`benchmark\``);
   return module.benchmark;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Drops databases of earlier harness runs whose process is gone (a crash, a Ctrl-C). */

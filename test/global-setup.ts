@@ -8,6 +8,7 @@ import { loadDevEnv } from '../src/config.ts';
 import { cacheDir } from '../src/dev/paths.ts';
 import { freePort } from '../src/dev/ports.ts';
 import { dropDatabase, ensureDatabase, resolvePostgres, withAdminClient, withDatabase } from '../src/dev/postgres.ts';
+import { isAlive } from '../src/dev/processes.ts';
 import { resolveRedis } from '../src/dev/redis.ts';
 import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
 import { startTemporalDevServer } from '../src/dev/temporal-server.ts';
@@ -20,15 +21,6 @@ import { startDnsServer } from './support/dns-server.ts';
  */
 export const TEST_DATABASE_PREFIX = 'herald_test_';
 export const TEST_NAMESPACE = 'herald-test';
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -75,3 +75,13 @@ export async function waitFor<T>(
   const reason = lastError instanceof Error ? `: ${lastError.message}` : '';
   throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${reason}`);
 }
+
+/** Whether a process with this pid exists (one of another user's counts: EPERM). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
