@@ -1,5 +1,6 @@
 import { log, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { deleteInBatches } from './batches.ts';
 
 /** Attempts of each ingestion step before the raw message is marked failed. */
 const MAX_ATTEMPTS = 6;
@@ -78,10 +79,6 @@ const { deleteExpiredInboundRaw } = proxyActivities<Activities>({
   retry: { initialInterval: '10s', maximumInterval: '5 minutes', maximumAttempts: 10 },
 });
 
-const RAW_BATCH_SIZE = 200;
-/** Bounds one run's history; whatever is left waits for the next daily run. */
-const RAW_MAX_BATCHES = 500;
-
 /**
  * cleanupInboundRaw — started by the Temporal Schedule `<prefix>-cleanup-inbound-raw` (daily).
  * Deletes the raw bytes of inbound messages ingested more than INBOUND_RAW_RETENTION_DAYS ago
@@ -89,12 +86,7 @@ const RAW_MAX_BATCHES = 500;
  * overlap or repeat.
  */
 export async function cleanupInboundRaw(): Promise<{ deleted: number }> {
-  let deleted = 0;
-  for (let batch = 0; batch < RAW_MAX_BATCHES; batch += 1) {
-    const result = await deleteExpiredInboundRaw({ batchSize: RAW_BATCH_SIZE });
-    deleted += result.deleted;
-    if (result.deleted < RAW_BATCH_SIZE) break;
-  }
+  const deleted = await deleteInBatches((batchSize) => deleteExpiredInboundRaw({ batchSize }), { batchSize: 200, maxBatches: 500 });
   log.info('raw inbound messages past retention deleted', { deleted });
   return { deleted };
 }

@@ -20,14 +20,20 @@ async function lookup<T>(query: () => Promise<T[]>): Promise<DnsLookup<T>> {
   }
 }
 
+/** Node's resolver on DNS_SERVERS (else the system's) with DNS_TIMEOUT_MS and one retry. */
+export function configuredResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs'> }): Resolver {
+  const resolver = new Resolver({ timeout: config.dns.timeoutMs, tries: 2 });
+  if (config.dns.servers.length > 0) resolver.setServers(config.dns.servers);
+  return resolver;
+}
+
 /**
  * DNS lookups through the configured servers (DNS_SERVERS, else the system's) with a short
  * timeout and one retry, telling "the domain has no such record" apart from "DNS did not
  * answer", so callers can decide what an outage means.
  */
 export function createDnsResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs'> }) {
-  const resolver = new Resolver({ timeout: config.dns.timeoutMs, tries: 2 });
-  if (config.dns.servers.length > 0) resolver.setServers(config.dns.servers);
+  const resolver = configuredResolver(config);
   return {
     mx: (name: string) => lookup(() => resolver.resolveMx(name)),
     a: (name: string) => lookup(() => resolver.resolve4(name)),

@@ -1,8 +1,8 @@
-import { Resolver } from 'node:dns/promises';
 import type { Readable } from 'node:stream';
 import { authenticate, type AuthenticateResult, type DNSResolver } from 'mailauth';
 import type { Config } from '../../config.ts';
 import { cacheDnsAnswers } from '../../dns/answer-cache.ts';
+import { configuredResolver } from '../../dns/resolver.ts';
 
 /** What the inbox keeps of SPF, DKIM, DMARC and ARC for one message (an extension field). */
 export interface AuthResultsSummary {
@@ -25,8 +25,7 @@ const AUTH_DNS_CACHE_ENTRIES = 10_000;
  * `temperror` (unreachable) or `none` (no record): never a failed ingestion.
  */
 export function createAuthResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs' | 'cacheTtlMs'> }): DNSResolver {
-  const resolver = new Resolver({ timeout: config.dns.timeoutMs, tries: 2 });
-  if (config.dns.servers.length > 0) resolver.setServers(config.dns.servers);
+  const resolver = configuredResolver(config);
   const query = (name: string, rrtype: string) => resolver.resolve(name, rrtype) as Promise<string[][] | string[]>;
   return cacheDnsAnswers(query, { ttlMs: config.dns.cacheTtlMs, maxEntries: AUTH_DNS_CACHE_ENTRIES });
 }
