@@ -1,39 +1,41 @@
 import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { DrainSummary, WebhookEndpointInput } from '../workflows/webhook-endpoint.ts';
 import type { Config } from '../src/config.ts';
 import {
-  createDeliveryEngine,
-  type AttemptInput,
-  type AttemptResult,
+  handOverLegacyAttempt,
+  type LegacyAttemptInput,
+  type LegacyAttemptResult,
 } from '../src/modules/webhooks/delivery-engine.ts';
+import { createEndpointDrainer } from '../src/modules/webhooks/endpoint-drain.ts';
+import type { EndpointWakes } from '../src/modules/webhooks/endpoint-wakes.ts';
 
 export interface WebhookActivityDeps {
   orm: MikroORM;
   config: Pick<Config, 'webhooks' | 'encryptionKey'>;
+  /** In-process wake-ups of running drains (one LISTEN per worker process). */
+  webhookWakes: EndpointWakes;
+  /** Signal-with-start of endpoint actors (src/modules/webhooks/endpoint-actor.ts). */
+  wakeEndpointActors: (endpoints: WebhookEndpointInput[]) => Promise<void>;
 }
 
-const HEARTBEAT_EVERY_MS = 2_000;
-
 /**
- * Webhook delivery activities. attemptWebhookDelivery makes one HTTP attempt and records it
- * (src/modules/webhooks/delivery-engine.ts); the receiver's answer, whatever it is, is its
- * result, so Temporal retries it only for infrastructure failures (database down, worker lost).
- * A retry of an attempt that was already recorded returns the record instead of sending again.
- * The engine (and its per-endpoint concurrency limit) is one per worker process.
+ * Webhook delivery activities. drainWebhookEndpoint is the endpoint actor's one activity: it
+ * claims, sends and records the endpoint's due deliveries in batches and heartbeats while it
+ * works (src/modules/webhooks/endpoint-drain.ts); a cancelled drain stops claiming and finishes
+ * what is in flight. attemptWebhookDelivery serves only deliverWebhook runs started before the
+ * endpoint actors: it hands the delivery to its endpoint's actor and tells the run to stop.
  */
 export function createWebhookActivities(deps: WebhookActivityDeps) {
-  const engine = createDeliveryEngine(deps);
+  const drainer = createEndpointDrainer({ orm: deps.orm, config: deps.config, wakes: deps.webhookWakes });
   return {
-    async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptResult> {
+    async drainWebhookEndpoint(input: WebhookEndpointInput): Promise<DrainSummary> {
       const context = Context.current();
-      // Scheduled as a local activity by deliverWebhook (no heartbeats); as a regular one, it beats.
-      if (context.info.isLocal) return engine.attempt(input);
-      const heartbeat = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
-      try {
-        return await engine.attempt(input);
-      } finally {
-        clearInterval(heartbeat);
-      }
+      return drainer.drain(input, { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
+    },
+
+    async attemptWebhookDelivery(input: LegacyAttemptInput): Promise<LegacyAttemptResult> {
+      return handOverLegacyAttempt(deps.orm, input, deps.wakeEndpointActors);
     },
   };
 }

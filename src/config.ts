@@ -110,6 +110,8 @@ const EnvSchema = v.object({
     }),
   ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
+  WEBHOOK_ENDPOINT_CONCURRENCY: v.pipe(v.optional(v.string(), '8'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(64)),
+  WEBHOOK_DRAIN_LINGER_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.maxValue(60_000)),
   EMAIL_RETRY_SCHEDULE: v.pipe(
     v.optional(v.string(), DEFAULT_EMAIL_RETRY_SCHEDULE),
     v.rawCheck(({ dataset, addIssue }) => {
@@ -168,6 +170,10 @@ export interface Config {
     /** WEBHOOK_RETRY_SCHEDULE in milliseconds: entry i is the delay before attempt i + 1. */
     retryScheduleMs: number[];
     allowPrivateTargets: boolean;
+    /** Requests in flight to one endpoint at most (WEBHOOK_ENDPOINT_CONCURRENCY). */
+    endpointConcurrency: number;
+    /** How long an endpoint's drain waits for new rows once its queue is empty before it returns. */
+    drainLingerMs: number;
   };
   sends: {
     /** Deferred recipients: entry 0 is the first attempt, then the delays; the last repeats. */
@@ -256,6 +262,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
       retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE) as number[],
       allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      endpointConcurrency: env.WEBHOOK_ENDPOINT_CONCURRENCY,
+      drainLingerMs: env.WEBHOOK_DRAIN_LINGER_MS,
     },
     sends: {
       retryScheduleMs: parseRetrySchedule(env.EMAIL_RETRY_SCHEDULE) as number[],

@@ -14,6 +14,8 @@ import { createRelay } from './modules/sends/relay.ts';
 import { applyInboundReport } from './modules/sends/reports.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
 import { classifyInbound } from './modules/inbound/reports.ts';
+import { wakeEndpointActors } from './modules/webhooks/endpoint-actor.ts';
+import { startEndpointWakes } from './modules/webhooks/endpoint-wakes.ts';
 import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
@@ -85,7 +87,12 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const temporal = await connectTemporalClient(config);
   // One pooled SMTP transport to the relay per worker process.
   const smtpRelay = createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize });
+  // One client on the workers' connection for the loops and activities that wake actors.
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const webhookWakes = startEndpointWakes({ databaseUrl: config.database.url, logger });
   const activities = createActivities({
+    webhookWakes,
+    wakeEndpointActors: (endpoints) => wakeEndpointActors(client, config, endpoints),
     orm,
     relay: smtpRelay,
     dns: createDnsResolver(config),
@@ -113,16 +120,8 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   if (schedules.created.length > 0) logger.info('schedules created', schedules);
   logger.info('worker polling', { taskQueues: queues, namespace: config.temporal.namespace });
   const running = Promise.all(workers.map((worker) => worker.run()));
-  // Fans committed events out to webhook deliveries and starts their workflows.
-  // Its client shares the workers' connection, so new runs start eagerly on this process.
-  const relay = startOutboxRelay({
-    orm,
-    databaseUrl: config.database.url,
-    temporal: new Client({ connection, namespace: config.temporal.namespace }),
-    config,
-    logger,
-    eagerStart: true,
-  });
+  // Fans committed events out to webhook delivery rows and wakes the endpoints' actors.
+  const relay = startOutboxRelay({ orm, databaseUrl: config.database.url, temporal: client, config, logger });
   // Starts ingestion of inbound messages the smtp process recorded but could not hand to Temporal.
   const inboundReconciler = startInboundReconciler({
     orm,
@@ -142,6 +141,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
 
   const done = running.finally(stopLoops).then(async () => {
     smtpRelay.close();
+    await webhookWakes.stop();
     await temporal.close();
     await connection.close();
     await orm.close();

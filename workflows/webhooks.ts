@@ -2,6 +2,12 @@ import { continueAsNew, proxyLocalActivities, sleep, upsertSearchAttributes, wor
 import type { Activities } from '../activities/index.ts';
 
 /**
+ * Legacy: the per-delivery workflow of the design before endpoint actors
+ * (workflows/webhook-endpoint.ts). Nothing starts it any more; it stays registered so runs
+ * started before an upgrade finish: their next attempt's activity hands the delivery to its
+ * endpoint's actor and answers `stopped` (src/modules/webhooks/delivery-engine.ts), and the run
+ * ends. Its code is unchanged so recorded histories replay.
+ *
  * Each attempt is a local activity: it runs in the worker that runs the workflow task and is
  * recorded in history as a marker, so a delivery costs the Temporal server one start and one
  * workflow task instead of a round trip per activity (about twice the throughput on the dev
@@ -20,7 +26,13 @@ const { attemptWebhookDelivery } = proxyLocalActivities<Activities>({
 type AttemptResult = Awaited<ReturnType<Activities['attemptWebhookDelivery']>>;
 type DeliveryStatus = NonNullable<AttemptResult['status']>;
 
-/** Mirrors DeliverWebhookInput (src/modules/webhooks/delivery-workflow.ts); workflow code may not import src/. */
+export const DELIVER_WEBHOOK_WORKFLOW = 'deliverWebhook';
+
+/** `webhook-delivery:<deliveryId>`, `:replay-<n>` for replay series n. */
+export function deliveryWorkflowId(deliveryId: string, series: number): string {
+  return series === 0 ? `webhook-delivery:${deliveryId}` : `webhook-delivery:${deliveryId}:replay-${series}`;
+}
+
 export interface DeliverWebhookInput {
   orgId: string;
   deliveryId: string;

@@ -26,6 +26,11 @@ export const WebhookEndpointSchema = defineEntity({
     /** Why Herald disabled it (e.g. the receiver answered 410 Gone), with when. */
     disabledReason: p.string().length(500).nullable(),
     disabledAt: p.datetime().nullable(),
+    /**
+     * Until when the endpoint's actor (`webhook-endpoint:<id>`) is draining: while it is in the
+     * future the actor is awake and sees new rows by itself, so writers do not signal it.
+     */
+    drainLeaseUntil: p.datetime().nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
@@ -34,7 +39,11 @@ export const WebhookEndpointSchema = defineEntity({
 export class WebhookEndpoint extends WebhookEndpointSchema.class {}
 WebhookEndpointSchema.setClass(WebhookEndpoint);
 
-/** One event for one endpoint: the unit a `webhook-delivery:<id>` workflow delivers. */
+/**
+ * One event for one endpoint: a row of the endpoint's queue, drained by its actor
+ * (`webhook-endpoint:<webhookId>`). Due when queued or failed with `next_attempt_at` passed, or
+ * delivering with `lease_until` passed (its drain died mid-attempt).
+ */
 export const WebhookDeliverySchema = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'webhook_deliveries',
@@ -49,6 +58,8 @@ export const WebhookDeliverySchema = defineEntity({
     /** Replays so far; attempt series 0 is the original delivery. */
     replayCount: p.integer().default(0),
     nextAttemptAt: p.datetime().nullable(),
+    /** While delivering: when the claim lapses and the attempt counts as abandoned. */
+    leaseUntil: p.datetime().nullable(),
     lastResponseStatus: p.integer().nullable(),
     lastResponseExcerpt: p.string().length(1024).nullable(),
     lastError: p.string().length(1024).nullable(),
@@ -59,10 +70,10 @@ export const WebhookDeliverySchema = defineEntity({
   indexes: [
     { properties: ['orgId', 'createdAt'] },
     { properties: ['orgId', 'webhookId', 'status'] },
-    // The relay's reconciler looks for queued rows whose workflow never started.
-    { name: 'webhook_deliveries_queued_index', properties: ['updatedAt'], where: { status: 'queued' } },
-    // ... and for failed or delivering rows whose workflow is gone, walking (updated_at, id).
-    { name: 'webhook_deliveries_open_index', properties: ['updatedAt', 'id'], where: { status: { $in: ['queued', 'failed', 'delivering'] } } },
+    // The endpoint actor's claim and its next due time: the open rows of one endpoint by due time.
+    { name: 'webhook_deliveries_due_index', properties: ['webhookId', 'nextAttemptAt', 'id'], where: { status: { $in: ['queued', 'failed'] } } },
+    // Attempts cut off by a dead drain, and the reconciler's look for endpoints with due rows.
+    { name: 'webhook_deliveries_delivering_index', properties: ['webhookId', 'leaseUntil'], where: { status: 'delivering' } },
   ],
 });
 

@@ -9,9 +9,9 @@ import { startApi } from '../../src/main-api.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { EVENT_CATALOG, EVENT_TYPES } from '../../src/modules/events/event-catalog.ts';
 import { createDeliveriesService } from '../../src/modules/webhooks/deliveries.service.ts';
-import { DELIVER_WEBHOOK_WORKFLOW, deliveryWorkflowId } from '../../src/modules/webhooks/delivery-workflow.ts';
+import { WEBHOOK_ENDPOINT_WORKFLOW, webhookEndpointWorkflowId } from '../../workflows/webhook-endpoint.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
-import { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, workflowSearchAttributes } from '../../src/temporal/search-attributes.ts';
+import { HeraldKind, HeraldOrgId } from '../../src/temporal/search-attributes.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient, expectError, fieldsOf, type ApiResponse } from '../support/http.ts';
@@ -305,7 +305,7 @@ describe('webhooks API', () => {
         const [delivery] = later[1]!.body.data as DeliveryRecord[];
         const replay = await request('POST', `/api/v1/webhooks/deliveries/${delivery!.id}/replay`, { headers: idem() });
         expect(replay.status, JSON.stringify(replay.body)).toBe(202);
-        started.push(deliveryWorkflowId(delivery!.id, 1));
+        started.push(webhookEndpointWorkflowId(id));
         later.push(replay);
         for (const response of later) {
           expect(JSON.stringify(response.body)).not.toContain(secret!.slice(6));
@@ -448,7 +448,7 @@ describe('webhooks API', () => {
     const row = (id: string) => scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(WebhookDelivery, { id });
 
     it.each(['delivered', 'exhausted', 'failed'] as const)(
-      'replays a %s delivery: same ids, queued, replay_count + 1, a new workflow series',
+      'replays a %s delivery: same ids, queued and due now, replay_count + 1, its endpoint actor woken',
       async (status) => {
         const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status, attempts: 2 });
         const before = Date.now();
@@ -469,18 +469,17 @@ describe('webhooks API', () => {
         const stored = await row(delivery.id);
         expect(stored).toMatchObject({ status: 'queued', replayCount: 1, eventId: delivery.eventId });
 
-        const workflowId = deliveryWorkflowId(delivery.id, 1);
+        const workflowId = webhookEndpointWorkflowId(delivery.webhookId);
         started.push(workflowId);
         const description = await temporal.client.workflow.getHandle(workflowId).describe();
-        expect(description.type).toBe(DELIVER_WEBHOOK_WORKFLOW);
+        expect(description.type).toBe(WEBHOOK_ENDPOINT_WORKFLOW);
         expect(description.taskQueue).toBe(h.stack.config.temporal.taskQueues.webhooks);
         expect(description.status.name).toBe('RUNNING');
         expect(description.typedSearchAttributes.get(HeraldOrgId)).toBe(h.workspace.org.id);
-        expect(description.typedSearchAttributes.get(HeraldKind)).toBe('webhook-delivery');
-        expect(description.typedSearchAttributes.get(HeraldDeliveryStatus)).toBe('queued');
+        expect(description.typedSearchAttributes.get(HeraldKind)).toBe('webhook-endpoint');
         const history = await temporal.client.workflow.getHandle(workflowId).fetchHistory();
         const input = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-        expect(JSON.parse(Buffer.from(input!).toString())).toEqual({ orgId: h.workspace.org.id, deliveryId: delivery.id, series: 1 });
+        expect(JSON.parse(Buffer.from(input!).toString())).toEqual({ orgId: h.workspace.org.id, endpointId: delivery.webhookId });
       },
     );
 
@@ -497,36 +496,32 @@ describe('webhooks API', () => {
     it('answers 409 for a second replay while the first is queued, and counts series on', async () => {
       const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'exhausted' });
       expect((await replay(delivery.id)).status).toBe(202);
-      started.push(deliveryWorkflowId(delivery.id, 1));
+      started.push(webhookEndpointWorkflowId(delivery.webhookId));
       expectError(await replay(delivery.id), 409, 'conflict');
       await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(WebhookDelivery, { id: delivery.id }, { status: 'delivered' });
       const second = await replay(delivery.id);
       expect(second.body.data).toMatchObject({ status: 'queued', replay_count: 2 });
-      started.push(deliveryWorkflowId(delivery.id, 2));
-      expect((await temporal.client.workflow.getHandle(deliveryWorkflowId(delivery.id, 2)).describe()).status.name).toBe('RUNNING');
+      expect((await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(delivery.webhookId)).describe()).status.name).toBe('RUNNING');
     });
 
     it('lets one of two concurrent replays through', async () => {
       const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'delivered' });
       const responses = await Promise.all(Array.from({ length: 5 }, () => replay(delivery.id)));
-      started.push(deliveryWorkflowId(delivery.id, 1));
+      started.push(webhookEndpointWorkflowId(delivery.webhookId));
       expect(responses.map((r) => r.status).sort()).toEqual([202, 409, 409, 409, 409]);
       expect(await row(delivery.id)).toMatchObject({ replayCount: 1, status: 'queued' });
     });
 
-    it('terminates the superseded series of a failed delivery that was waiting for its retry', async () => {
+    it('replays a failed delivery waiting for its retry at once, as a new series (the old retry time is dropped)', async () => {
       const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'failed' });
-      const original = deliveryWorkflowId(delivery.id, 0);
-      await temporal.client.workflow.start(DELIVER_WEBHOOK_WORKFLOW, {
-        workflowId: original,
-        taskQueue: h.stack.config.temporal.taskQueues.webhooks,
-        args: [{ orgId: h.workspace.org.id, deliveryId: delivery.id, series: 0 }],
-        typedSearchAttributes: workflowSearchAttributes(h.workspace.org.id, 'webhook-delivery'),
-      });
-      started.push(original, deliveryWorkflowId(delivery.id, 1));
+      await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(WebhookDelivery, { id: delivery.id }, { nextAttemptAt: new Date(Date.now() + 3_600_000) });
+      started.push(webhookEndpointWorkflowId(delivery.webhookId));
+      const before = Date.now();
       expect((await replay(delivery.id)).status).toBe(202);
-      expect((await temporal.client.workflow.getHandle(original).describe()).status.name).toBe('TERMINATED');
-      expect((await temporal.client.workflow.getHandle(deliveryWorkflowId(delivery.id, 1)).describe()).status.name).toBe('RUNNING');
+      const stored = await row(delivery.id);
+      expect(stored).toMatchObject({ status: 'queued', replayCount: 1 });
+      expect(stored.nextAttemptAt!.getTime()).toBeLessThanOrEqual(Date.now());
+      expect(stored.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(before - 1000);
     });
 
     it('answers 409 when the endpoint is disabled', async () => {
@@ -541,7 +536,7 @@ describe('webhooks API', () => {
       const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'delivered' });
       const headers = idem();
       const first = await replay(delivery.id, headers);
-      started.push(deliveryWorkflowId(delivery.id, 1));
+      started.push(webhookEndpointWorkflowId(delivery.webhookId));
       const again = await replay(delivery.id, headers);
       expect(again.status).toBe(202);
       expect(again.headers.get('idempotent-replayed')).toBe('true');

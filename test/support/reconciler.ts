@@ -3,7 +3,7 @@ import { createLogger } from '../../src/logger.ts';
 import { startOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from '../../src/modules/webhooks/outbox-relay.ts';
 import type { TestStack } from './stack.ts';
 
-type ReconcileTuning = Pick<OutboxRelayOptions, 'reconcileAfterMs' | 'reconcileBatchSize' | 'attemptTimeoutMs'>;
+type ReconcileTuning = Pick<OutboxRelayOptions, 'reconcileAfterMs' | 'reconcileBatchSize'>;
 
 /**
  * Runs `body` with an outbox relay of the test's own whose periodic reconcile is parked (one

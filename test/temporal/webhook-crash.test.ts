@@ -9,7 +9,7 @@ import { waitFor, type Service } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
-import { deliveryWorkflowId } from '../../src/modules/webhooks/delivery-workflow.ts';
+import { webhookEndpointWorkflowId } from '../../workflows/webhook-endpoint.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { createOrg, unique } from '../support/factories.ts';
@@ -20,8 +20,8 @@ import { spawnWorkerProcess } from '../support/worker-process.ts';
 
 /**
  * Crash robustness of webhook delivery on the real stack: a `herald worker` process killed while
- * it waits for the receiver's answer, and deliveries whose workflow is gone (terminated by an
- * operator, lost with the Temporal server's state) finished by the relay's reconciler.
+ * it waits for the receiver's answer, and deliveries whose endpoint actor is gone (terminated by
+ * an operator, lost with the Temporal server's state) finished once the relay's reconciler wakes it.
  */
 
 const logger = createLogger('warn');
@@ -141,16 +141,21 @@ describe('webhook delivery when the worker process is killed during an HTTP atte
     await expectAbandonedThenDelivered({ path, orgId, secret, delivery });
   }, 180_000);
 
-  it('finishes a delivery left delivering whose worker died and whose workflow was terminated (reconciler)', async () => {
+  it('finishes a delivery left delivering whose worker died and whose actor was terminated (reconciler)', async () => {
     const path = '/killed-and-terminated';
     const { orgId, endpoint, secret, event, deliveryId } = await killDuringFirstAttempt(path);
-    // The operator terminates the run (or the Temporal server lost it): no worker will resume it.
-    await temporal.client.workflow.getHandle(deliveryWorkflowId(deliveryId, 0)).terminate('test: workflow lost');
+    // The operator terminates the actor (or the Temporal server lost it): no worker will resume it.
+    await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id)).terminate('test: workflow lost');
     service = await spawnWorkerProcess(stack);
     expect((await waitForDelivery(stack, event.id, endpoint.id, ['delivering'])).attemptCount).toBe(0);
 
-    // No margin and no attempt timeout: the row counts as stuck at once.
-    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0, attemptTimeoutMs: 0 }, async (relay) => {
+    // While the dead drain's leases hold, nothing counts as stranded; once they lapse (moved into
+    // the past here rather than waited for), the reconciler wakes the endpoint.
+    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0 }, async (relay) => {
+      expect(await relay.reconcile()).toBe(0);
+      const past = new Date(Date.now() - 1_000);
+      await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: deliveryId }, { leaseUntil: past }, ALL_TENANTS);
+      await stack.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { drainLeaseUntil: past }, ALL_TENANTS);
       expect(await relay.reconcile()).toBe(1);
     });
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
@@ -180,22 +185,24 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     await stack?.close();
   });
 
-  it('restarts the series once its retry is overdue, continuing from the recorded attempts', async () => {
+  it('wakes a lost actor once a retry is overdue, continuing from the recorded attempts', async () => {
     const path = '/terminated';
     const orgId = (await createOrg(stack.orm)).org.id;
     receiver.respond(path, (_request, index) => (index === 0 ? { status: 500, body: 'first fails' } : {}));
     const { endpoint, secret } = await createEndpoint(stack, orgId, receiver.url(path));
     const event = await emit(stack, orgId);
     const failed = await waitForDelivery(stack, event.id, endpoint.id, ['failed']);
-    const handle = temporal.client.workflow.getHandle(deliveryWorkflowId(failed.id, 0));
+    const handle = temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id));
 
     await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 200 }, async (relay) => {
       // The retry is not yet overdue: nothing to reconcile.
       expect(await relay.reconcile()).toBe(0);
-      await handle.terminate('test: operator terminated the delivery');
+      await handle.terminate('test: operator terminated the actor');
       expect((await handle.describe()).status.name).toBe('TERMINATED');
+      // The terminated drain's lease lapses as a killed one's would.
+      await stack.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { drainLeaseUntil: null }, ALL_TENANTS);
 
-      // The retry falls due with no workflow to make it: nothing is sent, the row stays failed.
+      // The retry falls due with no actor to make it: nothing is sent, the row stays failed.
       const overdue = failed.nextAttemptAt!.getTime() + 400 - Date.now();
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, overdue)));
       expect(receiver.requests(path)).toHaveLength(1);
@@ -205,7 +212,7 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     });
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     expect(delivery).toMatchObject({ attemptCount: 2, lastResponseStatus: 200, lastError: null });
-    // Attempt 1 was answered from its record, not sent again.
+    // Attempt 1 stays on record; the woken actor made attempt 2.
     expect(await attemptsOf(stack, failed.id)).toEqual([
       [1, 500, 'the receiver answered HTTP 500'],
       [2, 200, null],
@@ -213,40 +220,39 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     const requests = receiver.requests(path);
     expect(requests).toHaveLength(2);
     expectSameDelivery(requests, secret, delivery);
-    // The restarted run walked attempt 1 from the record and made attempt 2.
-    expect(await temporal.client.workflow.getHandle(deliveryWorkflowId(failed.id, 0)).result()).toMatchObject({ outcome: 'delivered', attempts: 2 });
+    expect((await handle.describe()).status.name).toBe('RUNNING');
   }, 120_000);
 
-  it('joins a running series instead of restarting it, and moves past it to the next stale delivery', async () => {
+  it('leaves an actor waiting for a future retry alone, and wakes an endpoint whose due row got no wake-up', async () => {
     const orgId = (await createOrg(stack.orm)).org.id;
-    // A: failed, its workflow alive and sleeping out an hour-long Retry-After.
+    // A: failed, its actor alive and sleeping out an hour-long Retry-After.
     receiver.respond('/waiting', () => ({ status: 503, headers: { 'retry-after': '3600' } }));
     const waiting = await createEndpoint(stack, orgId, receiver.url('/waiting'));
     const eventA = await emit(stack, orgId);
-    const a = await waitForDelivery(stack, eventA.id, waiting.endpoint.id, ['failed']);
-    const handleA = temporal.client.workflow.getHandle(deliveryWorkflowId(a.id, 0));
+    await waitForDelivery(stack, eventA.id, waiting.endpoint.id, ['failed']);
+    const handleA = temporal.client.workflow.getHandle(webhookEndpointWorkflowId(waiting.endpoint.id));
     const runA = (await handleA.describe()).runId;
-    // B (another workspace): delivered, then queued for a replay (series 1) whose start was lost.
+    // B (another workspace): delivered, then queued for a replay (series 1) whose wake-up was lost.
     const otherOrgId = (await createOrg(stack.orm)).org.id;
     const orphan = await createEndpoint(stack, otherOrgId, receiver.url('/orphan'));
     const eventB = await emit(stack, otherOrgId);
     const b = await waitForDelivery(stack, eventB.id, orphan.endpoint.id, ['delivered']);
-    // Both look stale to a reconciler with no margin; A is the older (the worker's own relay, with
-    // its one-minute margin, sees neither).
+    await waitFor('B\'s drain to return', async () => {
+      const row = await stack.orm.em.fork().findOne(WebhookEndpoint, { id: orphan.endpoint.id }, ALL_TENANTS);
+      return row && row.drainLeaseUntil === null ? row : undefined;
+    }, 30_000, 50);
     const em = stack.orm.em.fork();
-    await em.nativeUpdate(WebhookDelivery, { id: a.id }, { nextAttemptAt: new Date(Date.now() - 20_000), updatedAt: new Date(Date.now() - 20_000) }, ALL_TENANTS);
-    await em.nativeUpdate(WebhookDelivery, { id: b.id }, { status: 'queued', replayCount: 1, nextAttemptAt: new Date(), updatedAt: new Date(Date.now() - 10_000) }, ALL_TENANTS);
+    await em.nativeUpdate(WebhookDelivery, { id: b.id }, { status: 'queued', replayCount: 1, nextAttemptAt: new Date(Date.now() - 10_000) }, ALL_TENANTS);
 
-    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0, reconcileBatchSize: 1 }, async (relay) => {
-      expect(await relay.reconcile()).toBe(1); // A: joined
-      expect(await relay.reconcile()).toBe(1); // B: started, though A is still stale
+    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0 }, async (relay) => {
+      expect(await relay.reconcile()).toBe(1); // B only: A's row is not due for an hour
     });
     await waitFor('the replay of B to be delivered', async () => {
       const row = await stack.orm.em.fork().findOne(WebhookDelivery, { id: b.id }, ALL_TENANTS);
       return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
     }, 30_000, 25);
     expect(receiver.requests('/orphan')).toHaveLength(2);
-    // A's run was joined, not replaced: still the first run, still waiting, one request so far.
+    // A's actor was left as it was: the same run, still waiting, one request so far.
     const described = await handleA.describe();
     expect(described.status.name).toBe('RUNNING');
     expect(described.runId).toBe(runA);

@@ -11,9 +11,7 @@ import { waitFor, type Service } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { EventType } from '../../src/modules/events/event-catalog.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
-import { startDeliveryWorkflow } from '../../src/modules/webhooks/delivery-starter.ts';
-import { deliveryWorkflowId } from '../../src/modules/webhooks/delivery-workflow.ts';
-import { DEFAULT_ENDPOINT_CONCURRENCY } from '../../src/modules/webhooks/endpoint-limiter.ts';
+import { wakeEndpointActors } from '../../src/modules/webhooks/endpoint-actor.ts';
 import { startOutboxRelay } from '../../src/modules/webhooks/outbox-relay.ts';
 import { verifyHeraldSignature } from '../../src/modules/webhooks/signing.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
@@ -23,6 +21,7 @@ import { withManualReconciler } from '../support/reconciler.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { spawnWorkerProcess } from '../support/worker-process.ts';
+import { WEBHOOK_ENDPOINT_WORKFLOW, webhookEndpointWorkflowId } from '../../workflows/webhook-endpoint.ts';
 
 const SCHEDULE = '0s,200ms,200ms,200ms';
 const ATTEMPTS = 4;
@@ -152,14 +151,15 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     expect(receiver.requests('/disabled')).toHaveLength(0);
     expect(receiver.requests('/delivered')).toHaveLength(1);
 
-    // Operators find it by workspace, kind and status.
-    const query = `WorkflowId = '${deliveryWorkflowId(delivery.id, 0)}' AND HeraldOrgId = '${orgId}' AND HeraldKind = 'webhook-delivery' AND HeraldDeliveryStatus = 'delivered'`;
-    const runs = await waitFor('the run to be visible by its search attributes', async () => {
+    // Operators find the endpoint's actor by workspace, kind and queue state, and read its queue.
+    const query = `WorkflowId = '${webhookEndpointWorkflowId(endpoint.id)}' AND HeraldOrgId = '${orgId}' AND HeraldKind = 'webhook-endpoint' AND HeraldDeliveryStatus = 'idle'`;
+    const runs = await waitFor('the actor to be visible by its search attributes', async () => {
       const found = [];
       for await (const run of temporal.client.workflow.list({ query })) found.push(run);
       return found.length > 0 ? found : undefined;
     }, 30_000);
-    expect(runs[0]).toMatchObject({ type: 'deliverWebhook', taskQueue: stack.config.temporal.taskQueues.webhooks });
+    expect(runs[0]).toMatchObject({ type: WEBHOOK_ENDPOINT_WORKFLOW, taskQueue: stack.config.temporal.taskQueues.webhooks });
+    expect(runs[0]!.memo).toMatchObject({ queue: { state: 'idle', open: 0, lastOutcome: 'HTTP 200' } });
   });
 
   it('retries a failing receiver on the schedule, re-signing each attempt, until it answers 2xx', async () => {
@@ -266,10 +266,10 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     const exhausted = await waitForDelivery(stack, event.id, endpoint.id, ['exhausted']);
     healthy = true;
 
-    // What the replay route does: back to queued under the next series, then start that series' run.
+    // What the replay route does: back to queued under the next series, due now, then wake the endpoint's actor.
     for (const series of [1, 2]) {
       await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: exhausted.id }, { status: 'queued', replayCount: series, nextAttemptAt: new Date() }, ALL_TENANTS);
-      await startDeliveryWorkflow(temporal.client, stack.config, { orgId, deliveryId: exhausted.id, series });
+      await wakeEndpointActors(temporal.client, stack.config, [{ orgId, endpointId: endpoint.id }]);
       await waitFor(`series ${series} to be delivered`, async () => {
         const row = await findDelivery(stack, event.id, endpoint.id);
         return row?.status === 'delivered' && row.replayCount === series ? row : undefined;
@@ -285,25 +285,22 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     expect(requests).toHaveLength(6);
     for (const request of requests) expectSigned(request, secret, { eventId: event.id, deliveryId: exhausted.id, type: 'contact.created' });
     expect((await findDelivery(stack, event.id, endpoint.id))!.attemptCount).toBe(6);
-    // The run records `delivered` in its last step and completes right after.
-    const replayRun = temporal.client.workflow.getHandle(deliveryWorkflowId(exhausted.id, 2));
-    await replayRun.result();
-    expect((await replayRun.describe()).status.name).toBe('COMPLETED');
   });
 
-  it('starts the workflow of a delivery left queued without one (reconciler)', async () => {
+  it('wakes the actor of an endpoint whose due row got no wake-up (reconciler)', async () => {
     const orgId = (await createOrg(stack.orm)).org.id;
     const { endpoint } = await createEndpoint(stack, orgId, receiver.url('/orphan'));
     const event = await emit(stack, orgId, 'email.sent');
     const first = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
-    // A replay whose start failed: queued, series 1, untouched for two minutes.
+    // The actor is gone (terminated by an operator), and a replay's wake-up was lost: queued, series 1, due two minutes ago.
+    await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id)).terminate('test: actor lost');
     await stack.orm.em.fork().nativeUpdate(
       WebhookDelivery,
       { id: first.id },
       { status: 'queued', replayCount: 1, updatedAt: new Date(Date.now() - 120_000), nextAttemptAt: new Date(Date.now() - 120_000) },
       ALL_TENANTS,
     );
-    // The worker's own relay reconciles too; whichever gets there first starts the series.
+    // The worker's own relay reconciles too; whichever gets there first wakes the actor.
     await withManualReconciler(stack, temporal.client, {}, (relay) => relay.reconcile());
     await waitFor('the replay to be delivered', async () => {
       const row = await findDelivery(stack, event.id, endpoint.id);
@@ -317,7 +314,8 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     receiver.respond('/hangs', () => 'hang');
     const slow = await createEndpoint(stack, orgId, receiver.url('/hangs'));
     const fast = await createEndpoint(stack, orgId, receiver.url('/healthy'));
-    const count = DEFAULT_ENDPOINT_CONCURRENCY + 4;
+    const limit = stack.config.webhooks.endpointConcurrency;
+    const count = limit + 4;
     const events: Event[] = [];
     for (let i = 0; i < count; i += 1) events.push(await emit(stack, orgId, 'contact.updated'));
 
@@ -328,14 +326,14 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     }
     // Every healthy delivery arrived while the hanging endpoint still held its requests, and the
     // hanging endpoint never had more than its concurrency limit in flight.
-    expect(receiver.requests('/hangs').length).toBeLessThanOrEqual(DEFAULT_ENDPOINT_CONCURRENCY);
+    expect(receiver.requests('/hangs').length).toBeLessThanOrEqual(limit);
     for (const event of events) await waitForDelivery(stack, event.id, fast.endpoint.id, ['delivered'], 5_000);
     // The hanging endpoint holds at most its limit of attempts in flight; the rest wait their turn.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect(receiver.requests('/hangs')).toHaveLength(DEFAULT_ENDPOINT_CONCURRENCY);
+    expect(receiver.requests('/hangs')).toHaveLength(limit);
     const slowRows = await stack.orm.em.fork().find(WebhookDelivery, { webhookId: slow.endpoint.id }, ALL_TENANTS);
-    expect(slowRows.filter((r) => r.status === 'delivering')).toHaveLength(DEFAULT_ENDPOINT_CONCURRENCY);
-    expect(slowRows.filter((r) => r.status === 'queued')).toHaveLength(count - DEFAULT_ENDPOINT_CONCURRENCY);
+    expect(slowRows.filter((r) => r.status === 'delivering')).toHaveLength(limit);
+    expect(slowRows.filter((r) => r.status === 'queued')).toHaveLength(count - limit);
     receiver.respond('/hangs', () => ({}));
     receiver.releaseHanging(200);
     for (const event of events) await waitForDelivery(stack, event.id, slow.endpoint.id, ['delivered'], 30_000);
@@ -399,9 +397,9 @@ describe('webhook fan-out while Temporal is unreachable', () => {
     const a = await createEndpoint(stack, orgId, receiver.url('/a'));
     const b = await createEndpoint(stack, orgId, receiver.url('/b'), { events: ['contact.created'] });
 
-    // A relay whose Temporal frontend does not answer: rows are written, no workflow can start.
+    // A relay whose Temporal frontend does not answer: rows are written and committed, no actor can be woken.
     const unreachable = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }), namespace: stack.config.temporal.namespace });
-    const relay = startOutboxRelay({ orm: stack.orm, databaseUrl: stack.databaseUrl, temporal: unreachable, config: stack.config, logger: createLogger('error'), pollIntervalMs: 500, startDeadlineMs: 2_000 });
+    const relay = startOutboxRelay({ orm: stack.orm, databaseUrl: stack.databaseUrl, temporal: unreachable, config: stack.config, logger: createLogger('error'), pollIntervalMs: 500, wakeDeadlineMs: 2_000 });
     const events: Event[] = [];
     try {
       for (let i = 0; i < 10; i += 1) events.push(await emit(stack, orgId, i % 2 === 0 ? 'contact.created' : 'contact.deleted'));
@@ -415,10 +413,11 @@ describe('webhook fan-out while Temporal is unreachable', () => {
       await unreachable.connection.close().catch(() => {});
     }
     const unfanned = await stack.orm.em.fork().count(Event, { orgId, fannedOutAt: null }, ALL_TENANTS);
-    expect(unfanned).toBe(10);
+    expect(unfanned).toBe(0);
+    expect(await stack.orm.em.fork().count(WebhookDelivery, { orgId, status: 'queued' }, ALL_TENANTS)).toBe(15);
     expect(receiver.requests()).toHaveLength(0);
 
-    // Temporal is back (a worker with a working client): everything goes out.
+    // Temporal is back (a worker with a working client): its reconciler wakes the endpoints, everything goes out.
     worker = await startWorker(stack.config, logger);
     for (const event of events) {
       await waitForDelivery(stack, event.id, a.endpoint.id, ['delivered']);

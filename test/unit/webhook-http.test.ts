@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/dev/ports.ts';
 import { nextDelay } from '../../src/modules/webhooks/delivery-engine.ts';
-import { createEndpointLimiter } from '../../src/modules/webhooks/endpoint-limiter.ts';
 import { postWebhook, retryAfterMs } from '../../src/modules/webhooks/webhook-http.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -116,33 +115,5 @@ describe('retry timing', () => {
     expect(nextDelay(200, 1, 0)).toBe(1_000);
     expect(nextDelay(200, 1, 10 * 3_600_000)).toBe(3_600_000);
     expect(nextDelay(7_200_000, 1, 3 * 3_600_000)).toBe(7_200_000);
-  });
-});
-
-describe('endpoint concurrency limit', () => {
-  it('holds at most `limit` slots per endpoint, hands freed slots to waiters in order, and gives up after the wait', async () => {
-    const limiter = createEndpointLimiter({ limit: 2, waitMs: 200 });
-    const a1 = await limiter.acquire('a');
-    const a2 = await limiter.acquire('a');
-    expect(limiter.inFlight('a')).toBe(2);
-    const other = await limiter.acquire('b');
-    expect(other).not.toBeNull();
-
-    const waiting = limiter.acquire('a');
-    a1!();
-    a1!();
-    const a3 = await waiting;
-    expect(a3).not.toBeNull();
-    expect(limiter.inFlight('a')).toBe(2);
-
-    const started = performance.now();
-    expect(await limiter.acquire('a')).toBeNull();
-    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
-
-    a2!();
-    a3!();
-    other!();
-    expect(limiter.inFlight('a')).toBe(0);
-    expect(limiter.inFlight('b')).toBe(0);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { WebhookAttempt } from '../../../db/entities/index.ts';
 import type { EntityManager } from '../../../db/orm.ts';
+import { WEBHOOK_WAKE_CHANNEL } from './endpoint-wakes.ts';
 
 /** Attempts shown per delivery in the log: the most recent ones, across replay series. */
 export const ATTEMPTS_PER_DELIVERY = 50;
@@ -47,7 +48,7 @@ const REPLAY_SQL = `
     select id, status from webhook_deliveries where id = ? and org_id = ? for update
   )
   update webhook_deliveries d
-     set status = 'queued', replay_count = d.replay_count + 1, next_attempt_at = now(), updated_at = now()
+     set status = 'queued', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = null, updated_at = now()
     from previous
    where d.id = previous.id
      and previous.status in (${REPLAYABLE_STATUSES.map((s) => `'${s}'`).join(', ')})
@@ -60,8 +61,8 @@ const REPLAY_SQL = `
  * Moves a finished delivery back to queued for a new attempt series, in one statement: only
  * from delivered, failed or exhausted, and only while its endpoint is enabled. Returns the new
  * series number (= replay_count) and the status it left, or null when nothing was changed.
- * The row is due now (`next_attempt_at`) and freshly `updated_at`: should the caller fail to
- * start the series, the relay's reconciler starts it once the row has been queued a minute.
+ * The row is due now (`next_attempt_at`): should the caller fail to wake the endpoint's actor,
+ * the relay's reconciler wakes it.
  */
 export async function markForReplay(
   em: EntityManager,
@@ -70,4 +71,9 @@ export async function markForReplay(
 ): Promise<{ series: number; previousStatus: string } | null> {
   const [row] = await em.execute<{ series: number; previous_status: string }[]>(REPLAY_SQL, [deliveryId, orgId]);
   return row ? { series: Number(row.series), previousStatus: row.previous_status } : null;
+}
+
+/** Pokes a drain of the endpoint that may be running in some worker (delivered at commit). */
+export async function notifyEndpointDrain(em: EntityManager, webhookId: string): Promise<void> {
+  await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', ?)`, [webhookId]);
 }

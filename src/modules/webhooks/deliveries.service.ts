@@ -1,17 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { WebhookDelivery, WebhookEndpoint, type WebhookAttempt, type WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import { findRecentAttempts, markForReplay } from './deliveries.repo.ts';
-import { startDeliveryWorkflow } from './delivery-starter.ts';
-import { deliveryWorkflowId, type DeliverWebhookInput } from './delivery-workflow.ts';
+import { findRecentAttempts, markForReplay, notifyEndpointDrain } from './deliveries.repo.ts';
+import { wakeEndpointActors } from './endpoint-actor.ts';
 
-/** How long a replay waits for Temporal to accept the start before leaving it to the reconciler. */
-const START_DEADLINE_MS = 5_000;
+/** How long a replay waits for Temporal to take the wake-up before leaving it to the reconciler. */
+const WAKE_DEADLINE_MS = 5_000;
 
 export interface DeliveryWithAttempts {
   delivery: WebhookDelivery;
@@ -19,12 +18,11 @@ export interface DeliveryWithAttempts {
 }
 
 /**
- * The delivery log of one workspace and replays. A replay is a row change first (atomic, in
- * PostgreSQL: back to queued, replay_count + 1, due now) and a workflow start second
- * (`webhook-delivery:<id>:replay-<n>`, through the engine's startDeliveryWorkflow). When
- * Temporal does not take the start within 5 s, the replay is still accepted: the row stays
- * queued, and the relay's reconciler starts series `replay_count` of any delivery queued for
- * over a minute; the workflow id makes the two starts one.
+ * The delivery log of one workspace and replays. A replay is a row change (atomic, in
+ * PostgreSQL: back to queued, replay_count + 1, due now), then a wake-up of the endpoint's
+ * actor (`webhook-endpoint:<webhookId>`), which sends it with its next drain. When Temporal does
+ * not take the wake-up within 5 s, the replay is still accepted: the row is due, and the
+ * relay's reconciler wakes any endpoint with due rows and no drain running.
  */
 export function createDeliveriesService(deps: {
   orm: MikroORM;
@@ -34,32 +32,11 @@ export function createDeliveriesService(deps: {
 }) {
   const { orm, temporal, logger } = deps;
 
-  async function withinDeadline<T>(work: () => Promise<T>): Promise<T> {
-    return temporal.withDeadline(Date.now() + START_DEADLINE_MS, work);
-  }
-
-  /** Stops the superseded series of a delivery that was waiting for a retry (best effort). */
-  async function stopSeries(deliveryId: string, series: number, replay: number): Promise<void> {
+  async function wakeEndpoint(orgId: string, endpointId: string): Promise<void> {
     try {
-      await withinDeadline(() =>
-        temporal.workflow.getHandle(deliveryWorkflowId(deliveryId, series)).terminate(`superseded by replay ${replay}`),
-      );
+      await temporal.withDeadline(Date.now() + WAKE_DEADLINE_MS, () => wakeEndpointActors(temporal, deps.config, [{ orgId, endpointId }]));
     } catch (error) {
-      logger.debug('previous delivery series not terminated', { deliveryId, series, error });
-    }
-  }
-
-  async function startSeries(input: DeliverWebhookInput): Promise<void> {
-    try {
-      await withinDeadline(() => startDeliveryWorkflow(temporal, deps.config, input));
-    } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) return;
-      logger.warn('replay workflow not started; the webhook reconciler will start it', {
-        orgId: input.orgId,
-        deliveryId: input.deliveryId,
-        series: input.series,
-        error,
-      });
+      logger.warn('replay: endpoint actor not woken; the webhook reconciler will wake it', { orgId, endpointId, error });
     }
   }
 
@@ -117,11 +94,11 @@ export function createDeliveriesService(deps: {
             webhook_id: delivery.webhookId,
           });
         }
-        return { delivery, ...marked };
+        await notifyEndpointDrain(em, delivery.webhookId);
+        return { delivery };
       });
-      const { delivery, series, previousStatus } = replayed;
-      if (previousStatus === 'failed') await stopSeries(delivery.id, series - 1, series);
-      await startSeries({ orgId, deliveryId: delivery.id, series });
+      const { delivery } = replayed;
+      await wakeEndpoint(orgId, delivery.webhookId);
       const attempts = await findRecentAttempts(scopeToOrg(orm.em, orgId), orgId, [delivery.id]);
       return { delivery, attempts: attempts.get(delivery.id) ?? [] };
     },

@@ -6,46 +6,33 @@ import { newId } from '../../../db/ids.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { endpointReceives } from '../events/event-catalog.ts';
-import { startDeliveryWorkflow } from './delivery-starter.ts';
-import { DEFAULT_ATTEMPT_TIMEOUT_MS } from './webhook-http.ts';
+import { wakeEndpointActors } from './endpoint-actor.ts';
+import { WEBHOOK_WAKE_CHANNEL } from './endpoint-wakes.ts';
 
 /**
  * The webhook outbox relay (runs in every worker process). Events are written to `events` in
- * the transaction of the change that caused them; the relay turns each into one delivery per
- * endpoint subscribed when it claims it, and starts a deliverWebhook workflow per delivery.
+ * the transaction of the change that caused them; the relay turns each into one delivery row
+ * per endpoint subscribed when it claims it, and wakes those endpoints' actors.
  *
- * One pass, per batch of the oldest unfanned events:
+ * One pass, per batch of the oldest unfanned events, in one transaction:
  *   1. claim them: `select … where fanned_out_at is null order by created_at, id
- *      for update skip locked` in a transaction that holds the rows until step 4 (other relays
- *      skip them, so several worker processes share the work);
- *   2. insert the deliveries on another connection, committed at once
- *      (`on conflict (webhook_id, event_id) do nothing`), so a workflow never starts before
- *      its row is visible and a repeated pass creates nothing twice;
- *   3. start every queued delivery's workflow (deterministic id, USE_EXISTING);
- *   4. set fanned_out_at and commit.
- * A crash or a Temporal outage anywhere before 4 rolls the claim back: the next pass redoes
- * 2–3 idempotently. Nothing is lost, nothing is started twice.
+ *      for update skip locked` (other relays skip them, so several worker processes share the work);
+ *   2. insert the deliveries, due now (`on conflict (webhook_id, event_id) do nothing`, so a
+ *      repeated pass creates nothing twice), in event order;
+ *   3. NOTIFY `herald_webhook_wake` per endpoint (a drain running in any worker sees its rows);
+ *   4. set fanned_out_at, commit.
+ * Then, after the commit, the endpoints whose drain lease is not held get one signal-with-start
+ * each (`webhook-endpoint:<id>`); an endpoint already draining needs none. A failed wake-up
+ * loses nothing: the rows are committed and the reconciler wakes the endpoint.
  *
- * Wake-ups: LISTEN on `herald_events` (an insert trigger notifies at commit), so a delivery
- * starts within milliseconds of the commit; a poll every 2 s covers lost notifications and a
- * dropped listener connection (re-established with backoff).
+ * Wake-ups of the relay: LISTEN on `herald_events` (an insert trigger notifies at commit), so a
+ * fan-out follows the commit within milliseconds; a poll every 2 s covers lost notifications
+ * and a dropped listener connection (re-established with backoff).
  *
- * Reconciler (every 30 s): restarts the series of deliveries whose workflow may be missing,
- * with the same start (USE_EXISTING: a running workflow is joined and left be; a missing or
- * closed one, e.g. terminated by an operator or lost with the Temporal server's state, is
- * started afresh). It finds, a margin (default 1 min) past the point where the workflow should
- * have moved them on:
- *   - `queued` rows untouched for the margin (a replay whose start failed, a start lost in a crash);
- *   - `failed` rows whose `next_attempt_at` passed more than the margin ago (the retry timer's
- *     workflow is gone);
- *   - `delivering` rows untouched for the attempt timeout (15 s) plus the margin (the attempt's
- *     worker and workflow are gone).
- * A restarted run continues the series from its record: deliverWebhook begins at attempt 1, and
- * the engine answers every recorded attempt from the database without sending (the latest
- * one's remaining retry delay, if any, is waited); an attempt left `delivering` is recorded as
- * abandoned and the next attempt made (delivery-engine.ts). Passes walk the candidates in
- * (updated_at, id) order from where the previous pass stopped, so rows whose running workflow
- * is merely late (a busy endpoint) cannot crowd out the rest.
+ * Reconciler (at start with no margin, then every 30 s): wakes the actor of every endpoint that
+ * has rows due for longer than a margin (default 10 s) and no drain lease: an actor that was terminated, lost
+ * with the Temporal server's state, or never started because Temporal was down. A wake of an
+ * actor that is merely slow is harmless (one signal).
  */
 
 export interface OutboxRelayOptions {
@@ -57,30 +44,19 @@ export interface OutboxRelayOptions {
   pollIntervalMs?: number;
   batchSize?: number;
   reconcileIntervalMs?: number;
-  /**
-   * The reconciler's margin (default 60 s): how long a delivery may stay queued, stay past its
-   * `next_attempt_at` as `failed`, or stay `delivering` beyond the attempt timeout, before the
-   * reconciler (re)starts its series.
-   */
+  /** The reconciler's margin (default 10 s): how long a row may be due with no drain running before its actor is woken. */
   reconcileAfterMs?: number;
-  /** The longest an attempt can be in flight (default: the HTTP deadline, 15 s). */
-  attemptTimeoutMs?: number;
-  /** Deliveries (re)started per reconciler pass at most (default 500). */
+  /** Endpoints woken per reconciler pass at most (default 500). */
   reconcileBatchSize?: number;
-  /** A workflow start gives up on an unresponsive Temporal after this long (default 10 s), failing the pass. */
-  startDeadlineMs?: number;
-  /**
-   * Ask Temporal to hand each new run's first task straight to this process's worker (eager
-   * start; `temporal` must then be a client on the worker's NativeConnection).
-   */
-  eagerStart?: boolean;
+  /** A wake-up gives up on an unresponsive Temporal after this long (default 10 s). */
+  wakeDeadlineMs?: number;
 }
 
 export interface OutboxRelay {
   /** Runs passes until no unfanned event is left (or one fails); resolves with the events fanned out. */
   drain(): Promise<number>;
-  /** One reconciler pass; resolves with the workflows (re)started. */
-  reconcile(): Promise<number>;
+  /** One reconciler pass (margin: the relay's unless given); resolves with the endpoint actors woken. */
+  reconcile(marginMs?: number): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -93,41 +69,13 @@ interface Candidate {
   events: string[];
 }
 
-interface QueuedDelivery {
+interface EndpointRef {
   id: string;
   org_id: string;
-  replay_count: number;
 }
 
-/** A reconciler candidate with its place in the (updated_at, id) walk. */
-interface StaleDelivery extends QueuedDelivery {
-  status: 'queued' | 'failed' | 'delivering';
-  /** updated_at as text with microseconds (exact for the keyset comparison). */
-  updated_key: string;
-}
-
-const START_CONCURRENCY = 32;
 const LISTEN_RETRY_MS = [1_000, 2_000, 5_000, 10_000];
 const FAILURE_LOG_EVERY_MS = 30_000;
-
-/** Runs `work` over `items`, `limit` at a time; after a failure starts nothing new and rejects with it. */
-async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let firstError: unknown;
-  const lane = async () => {
-    while (next < items.length && firstError === undefined) {
-      const item = items[next]!;
-      next += 1;
-      try {
-        await work(item);
-      } catch (error) {
-        firstError ??= error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  if (firstError !== undefined) throw firstError instanceof Error ? firstError : new Error('start failed', { cause: firstError });
-}
 
 /** Starts the relay: it listens, polls and reconciles until `stop()`. */
 export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
@@ -135,10 +83,9 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const pollIntervalMs = options.pollIntervalMs ?? 2_000;
   const batchSize = options.batchSize ?? 100;
   const reconcileIntervalMs = options.reconcileIntervalMs ?? 30_000;
-  const reconcileAfterMs = options.reconcileAfterMs ?? 60_000;
-  const attemptTimeoutMs = options.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+  const reconcileAfterMs = options.reconcileAfterMs ?? 10_000;
   const reconcileBatchSize = options.reconcileBatchSize ?? 500;
-  const startDeadlineMs = options.startDeadlineMs ?? 10_000;
+  const wakeDeadlineMs = options.wakeDeadlineMs ?? 10_000;
   const connection = () => orm.em.getConnection();
 
   let stopped = false;
@@ -163,16 +110,14 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     lastFailureLog = 0;
   }
 
-  const start = (delivery: QueuedDelivery) =>
-    startDeliveryWorkflow(temporal, config, { orgId: delivery.org_id, deliveryId: delivery.id, series: delivery.replay_count }, { eager: options.eagerStart ?? false });
-  /** Starts every delivery's workflow; an unresponsive Temporal fails the pass (rolled back, retried) within the deadline. */
-  const startAll = (deliveries: QueuedDelivery[]) =>
-    forEachLimited(deliveries, START_CONCURRENCY, (delivery) =>
-      temporal.connection.withDeadline(Date.now() + startDeadlineMs, () => start(delivery)),
+  /** Signal-with-start of each endpoint's actor, within the deadline. */
+  const wake = (endpoints: readonly EndpointRef[]) =>
+    temporal.connection.withDeadline(Date.now() + wakeDeadlineMs, () =>
+      wakeEndpointActors(temporal, config, endpoints.map((e) => ({ orgId: e.org_id, endpointId: e.id }))),
     );
 
-  /** One batch (steps 1–4); resolves with the number of events claimed. */
-  async function fanOutBatch(): Promise<number> {
+  /** One batch (steps 1–4); resolves with the events claimed and the endpoints that got rows. */
+  async function fanOutBatch(): Promise<{ claimed: number; endpoints: EndpointRef[] }> {
     return orm.em.fork().transactional(async (em) => {
       const events = await em.execute<{ id: string }[]>(
         `select id from events
@@ -181,20 +126,22 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           limit ? for update skip locked`,
         [batchSize],
       );
-      if (events.length === 0) return 0;
+      if (events.length === 0) return { claimed: 0, endpoints: [] };
       const eventIds = events.map((event) => event.id);
       const candidates = await em.execute<Candidate[]>(
         `select e.id as event_id, e.org_id, e.type, w.id as webhook_id, w.events
            from events e
            join webhook_endpoints w on w.org_id = e.org_id and w.enabled and w.created_at <= e.created_at
-          where e.id in (?)`,
+          where e.id in (?)
+          order by e.created_at, e.id, w.id`,
         [eventIds],
       );
-      const rows = candidates
-        .filter((candidate) => endpointReceives(candidate.events, candidate.type))
-        .map((candidate) => [newId(), candidate.org_id, candidate.webhook_id, candidate.event_id, candidate.type]);
-      if (rows.length > 0) {
-        await connection().execute(
+      const receiving = candidates.filter((candidate) => endpointReceives(candidate.events, candidate.type));
+      const endpoints = new Map<string, EndpointRef>();
+      for (const candidate of receiving) endpoints.set(candidate.webhook_id, { id: candidate.webhook_id, org_id: candidate.org_id });
+      if (receiving.length > 0) {
+        const rows = receiving.map((candidate) => [newId(), candidate.org_id, candidate.webhook_id, candidate.event_id, candidate.type]);
+        await em.execute(
           `insert into webhook_deliveries
              (id, org_id, webhook_id, event_id, event_type, status, attempt_count, replay_count, next_attempt_at, created_at, updated_at)
            values ${rows.map(() => `(?, ?, ?, ?, ?, 'queued', 0, 0, now(), now(), now())`).join(', ')}
@@ -202,15 +149,23 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           rows.flat(),
           'run',
         );
-        const queued = await connection().execute<QueuedDelivery[]>(
-          `select id, org_id, replay_count from webhook_deliveries where event_id in (?) and status = 'queued'`,
-          [eventIds],
-        );
-        await startAll(queued);
+        const ids = [...endpoints.keys()];
+        await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', id) from (values ${ids.map(() => '(?)').join(', ')}) as t (id)`, ids);
       }
       await em.execute(`update events set fanned_out_at = now() where id in (?)`, [eventIds], 'run');
-      return events.length;
+      return { claimed: events.length, endpoints: [...endpoints.values()] };
     });
+  }
+
+  /** The endpoints among `endpoints` whose drain is not running: they need a signal. */
+  async function asleep(endpoints: readonly EndpointRef[]): Promise<EndpointRef[]> {
+    if (endpoints.length === 0) return [];
+    const awake = await connection().execute<{ id: string }[]>(
+      `select id from webhook_endpoints where id in (?) and drain_lease_until > now()`,
+      [endpoints.map((e) => e.id)],
+    );
+    const running = new Set(awake.map((row) => row.id));
+    return endpoints.filter((e) => !running.has(e.id));
   }
 
   async function drainLoop(): Promise<number> {
@@ -220,9 +175,14 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         again = false;
         for (;;) {
           if (stopped) return total;
-          const claimed = await fanOutBatch();
-          total += claimed;
-          if (claimed < batchSize) break;
+          const batch = await fanOutBatch();
+          total += batch.claimed;
+          const sleeping = await asleep(batch.endpoints);
+          if (sleeping.length > 0) {
+            // Committed already: a failed wake-up is the reconciler's to repeat.
+            await wake(sleeping).catch((error: unknown) => noteFailure('wake-up', error));
+          }
+          if (batch.claimed < batchSize) break;
         }
       } while (again);
       noteSuccess();
@@ -243,38 +203,28 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return running;
   }
 
-  /** Where the previous reconciler pass stopped; null starts from the oldest row. */
-  let reconcileCursor: { updatedKey: string; id: string } | null = null;
-
-  /** The next page of deliveries that should have moved on by now (see the module comment). */
-  function findStale(after: { updatedKey: string; id: string } | null): Promise<StaleDelivery[]> {
-    const margin = reconcileAfterMs / 1000;
-    return connection().execute<StaleDelivery[]>(
-      `select id, org_id, replay_count, status,
-              to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as updated_key
-         from webhook_deliveries
-        where ((status = 'queued' and updated_at < now() - make_interval(secs => ?))
-            or (status = 'failed' and next_attempt_at < now() - make_interval(secs => ?))
-            or (status = 'delivering' and updated_at < now() - make_interval(secs => ?)))
-          and (?::timestamptz is null or (updated_at, id) > (?::timestamptz, ?))
-        order by updated_at, id limit ?`,
-      [margin, margin, (attemptTimeoutMs + reconcileAfterMs) / 1000, after?.updatedKey ?? null, after?.updatedKey ?? null, after?.id ?? '', reconcileBatchSize],
+  /** Endpoints with rows due for longer than `marginMs` (or attempts whose lease lapsed) and no drain running. */
+  function findStranded(marginMs: number): Promise<EndpointRef[]> {
+    return connection().execute<EndpointRef[]>(
+      `select s.webhook_id as id, s.org_id
+         from (select distinct d.webhook_id, d.org_id from webhook_deliveries d
+                where (d.status in ('queued', 'failed') and d.next_attempt_at < now() - make_interval(secs => ?))
+                   or (d.status = 'delivering' and coalesce(d.lease_until, d.updated_at + interval '75 seconds') < now() - make_interval(secs => ?))) s
+         left join webhook_endpoints w on w.id = s.webhook_id and w.org_id = s.org_id
+        where w.drain_lease_until is null or w.drain_lease_until < now()
+        order by s.webhook_id
+        limit ?`,
+      [marginMs / 1000, marginMs / 1000, reconcileBatchSize],
     );
   }
 
-  async function reconcile(): Promise<number> {
+  async function reconcile(marginMs: number = reconcileAfterMs): Promise<number> {
     try {
-      let stale = await findStale(reconcileCursor);
-      if (stale.length === 0 && reconcileCursor !== null) stale = await findStale(null);
-      await startAll(stale);
-      const lastRow = stale.at(-1);
-      reconcileCursor = stale.length === reconcileBatchSize && lastRow ? { updatedKey: lastRow.updated_key, id: lastRow.id } : null;
-      if (stale.length > 0) {
-        const byStatus: Record<string, number> = {};
-        for (const row of stale) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
-        logger.info('webhook relay: (re)started the series of stale deliveries', { count: stale.length, ...byStatus });
-      }
-      return stale.length;
+      const stranded = await findStranded(marginMs);
+      if (stranded.length === 0) return 0;
+      await wake(stranded);
+      logger.info('webhook relay: woke endpoint actors with stranded deliveries', { count: stranded.length });
+      return stranded.length;
     } catch (error) {
       noteFailure('reconcile', error);
       return 0;
@@ -317,7 +267,9 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const poll = setInterval(() => void drain(), pollIntervalMs);
   const reconciler = setInterval(() => void reconcile(), reconcileIntervalMs);
   void drain();
-  void reconcile();
+  // At start no margin: a due row whose endpoint holds no drain lease has nobody on it (a worker
+  // coming back after an outage); waking a healthy actor once more costs one signal.
+  void reconcile(0);
 
   return {
     drain,

@@ -1,0 +1,245 @@
+/**
+ * The webhook delivery queue: webhook_deliveries rows of one endpoint, claimed by its actor's
+ * drain with `FOR UPDATE SKIP LOCKED`, and the endpoint's drain lease. Raw SQL is outside the
+ * tenant filter, so every statement names the workspace itself.
+ *
+ * Row states: `queued` / `failed` with `next_attempt_at` (due once it has passed), `delivering`
+ * with `lease_until` (an attempt in flight; a lapsed lease means its drain died), `delivered`,
+ * `exhausted`.
+ */
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
+
+/** An attempt in flight whose drain stopped longer than this ago counts as abandoned (legacy rows: since updated_at). */
+const LEGACY_DELIVERING_LEASE = `interval '75 seconds'`;
+const LAPSED = `coalesce(lease_until, updated_at + ${LEGACY_DELIVERING_LEASE}) < now()`;
+
+export interface LeasedEndpoint {
+  url: string;
+  enabled: boolean;
+  secret_encrypted: string;
+  disabled_reason: string | null;
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  event_id: string;
+  replay_count: number;
+  /** Attempts already recorded in this series: the claim is attempt `series_attempts + 1`. */
+  series_attempts: number;
+  event_type: string | null;
+  api_version: string | null;
+  data: Record<string, unknown> | null;
+  /** Epoch ms (raw queries return timestamps as text; epochs are exact). */
+  event_created_ms: number | null;
+}
+
+/** One attempt's outcome as the drain records it. */
+export interface AttemptRecord {
+  deliveryId: string;
+  series: number;
+  attemptNumber: number;
+  startedAt: Date;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+  excerpt: string | null;
+  status: WebhookDeliveryStatus;
+  nextAttemptAt: Date | null;
+  /** The receiver answered 410 Gone: the endpoint is disabled in the same statement. */
+  gone: boolean;
+}
+
+export interface QueueState {
+  /** Epoch ms of the earliest due time among open rows (a retry, a lease to lapse); null when none. */
+  next_due_ms: number | null;
+  open: number;
+}
+
+type Run = (sql: string, params: unknown[]) => Promise<unknown>;
+
+/** See EndpointQueue.record; `run` executes on the pool or inside a transaction. */
+async function recordAttempts(run: Run, orgId: string, endpointId: string, records: readonly AttemptRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  const values = records.map(() => `(?, ?, ?::int, ?::int, ?::timestamptz, ?::int, ?::int, ?, ?, ?, ?::timestamptz)`).join(', ');
+  const params = records.flatMap((r) => [
+    newId(), r.deliveryId, r.series, r.attemptNumber, r.startedAt, r.statusCode, r.latencyMs, r.error, r.excerpt, r.status, r.nextAttemptAt,
+  ]);
+  const gone = records.find((r) => r.gone);
+  await run(
+    `with v (attempt_id, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, excerpt, status, next_attempt_at) as (
+       values ${values}
+     ), inserted as (
+       insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, response_excerpt, created_at)
+       select attempt_id, ?, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, excerpt, now() from v
+       on conflict (delivery_id, series, attempt_number) do nothing
+       returning delivery_id
+     )${gone ? `, disabled as (
+       update webhook_endpoints set enabled = false, disabled_at = now(), disabled_reason = ?, updated_at = now()
+        where id = ? and org_id = ? and enabled
+     )` : ''}
+     update webhook_deliveries d
+        set status = v.status, attempt_count = d.attempt_count + 1, next_attempt_at = v.next_attempt_at, lease_until = null,
+            last_response_status = v.status_code, last_response_excerpt = v.excerpt, last_error = v.error, updated_at = now()
+       from v
+      where d.id = v.delivery_id and d.org_id = ? and d.replay_count = v.series
+        and d.id in (select delivery_id from inserted)`,
+    [
+      ...params,
+      orgId,
+      ...(gone ? [`the receiver answered 410 Gone to delivery ${gone.deliveryId} at ${new Date().toISOString()}`, endpointId, orgId] : []),
+      orgId,
+    ],
+  );
+}
+
+export function createEndpointQueue(orm: MikroORM) {
+  const db = () => orm.em.getConnection();
+
+  return {
+    /**
+     * Marks the endpoint's drain as running until `seconds` from now and returns the endpoint
+     * (null when it no longer exists). Called at the start of a drain and as it goes on.
+     */
+    async leaseEndpoint(orgId: string, endpointId: string, seconds: number): Promise<LeasedEndpoint | null> {
+      const [row] = await db().execute<LeasedEndpoint[]>(
+        `update webhook_endpoints set drain_lease_until = now() + make_interval(secs => ?)
+          where id = ? and org_id = ?
+          returning url, enabled, secret_encrypted, disabled_reason`,
+        [seconds, endpointId, orgId],
+      );
+      return row ?? null;
+    },
+
+    async releaseEndpoint(orgId: string, endpointId: string): Promise<void> {
+      await db().execute(`update webhook_endpoints set drain_lease_until = null where id = ? and org_id = ?`, [endpointId, orgId], 'run');
+    },
+
+    /**
+     * Claims up to `limit` due rows (oldest due first) as `delivering` with a lease, with what
+     * their request needs, in one statement.
+     */
+    async claim(orgId: string, endpointId: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
+      return db().execute<ClaimedDelivery[]>(
+        `with claimed as (
+           update webhook_deliveries d
+              set status = 'delivering', lease_until = now() + make_interval(secs => ?), next_attempt_at = null, updated_at = now()
+             from (select id from webhook_deliveries
+                    where webhook_id = ? and org_id = ? and status in ('queued', 'failed') and next_attempt_at <= now()
+                    order by next_attempt_at, id
+                    limit ? for update skip locked) due
+            where d.id = due.id
+           returning d.id, d.event_id, d.replay_count
+         )
+         select c.id, c.event_id, c.replay_count,
+                (select coalesce(max(a.attempt_number), 0) from webhook_attempts a
+                  where a.delivery_id = c.id and a.series = c.replay_count)::int as series_attempts,
+                e.type as event_type, e.api_version, e.data,
+                (extract(epoch from e.created_at) * 1000)::float8 as event_created_ms
+           from claimed c
+           left join events e on e.id = c.event_id and e.org_id = ?
+          order by c.id`,
+        [leaseSeconds, endpointId, orgId, limit, orgId],
+      );
+    },
+
+    /**
+     * Records attempts and each delivery's new state in one statement: an attempt already on
+     * record (same delivery, series and number) leaves its delivery untouched.
+     */
+    record(orgId: string, endpointId: string, records: readonly AttemptRecord[]): Promise<void> {
+      return recordAttempts((sql, params) => db().execute(sql, params, 'run'), orgId, endpointId, records);
+    },
+
+    /** Ends rows that can no longer be sent (endpoint disabled or deleted, event deleted) without an attempt. */
+    async finishWithoutAttempt(orgId: string, deliveryIds: readonly string[], error: string): Promise<void> {
+      if (deliveryIds.length === 0) return;
+      await db().execute(
+        `update webhook_deliveries set status = 'exhausted', next_attempt_at = null, lease_until = null, last_error = ?, updated_at = now()
+          where id in (?) and org_id = ? and status not in ('delivered', 'exhausted')`,
+        [error, [...deliveryIds], orgId],
+        'run',
+      );
+    },
+
+    /**
+     * Attempts whose drain died mid-request (lease lapsed): recorded as abandoned (no status
+     * code; the receiver may have had it) and due again at once, or exhausted when it was the
+     * series' last attempt. Returns how many were found.
+     */
+    async reapLapsed(orgId: string, endpointId: string, scheduleLength: number, abandonedError: string): Promise<number> {
+      return orm.em.fork().transactional(async (em) => {
+        const lapsed = await em.execute<{ id: string; replay_count: number; started_ms: number; series_attempts: number }[]>(
+          `select d.id, d.replay_count,
+                  (extract(epoch from d.updated_at) * 1000)::float8 as started_ms,
+                  (select coalesce(max(a.attempt_number), 0) from webhook_attempts a
+                    where a.delivery_id = d.id and a.series = d.replay_count)::int as series_attempts
+             from webhook_deliveries d
+            where d.webhook_id = ? and d.org_id = ? and d.status = 'delivering' and ${LAPSED.replace(/lease_until|updated_at/g, (c) => `d.${c}`)}
+            for update skip locked`,
+          [endpointId, orgId],
+        );
+        if (lapsed.length === 0) return 0;
+        const records: AttemptRecord[] = lapsed.map((row) => {
+          const attemptNumber = row.series_attempts + 1;
+          const last = attemptNumber >= scheduleLength;
+          return {
+            deliveryId: row.id,
+            series: row.replay_count,
+            attemptNumber,
+            startedAt: new Date(Math.round(row.started_ms)),
+            statusCode: null,
+            latencyMs: null,
+            error: abandonedError,
+            excerpt: null,
+            status: last ? 'exhausted' : 'failed',
+            nextAttemptAt: last ? null : new Date(),
+            gone: false,
+          };
+        });
+        await recordAttempts((sql, params) => em.execute(sql, params, 'run'), orgId, endpointId, records);
+        return lapsed.length;
+      });
+    },
+
+    /** Rows of an endpoint that is gone: every open one ends exhausted. */
+    async finishAllOpen(orgId: string, endpointId: string, error: string): Promise<number> {
+      const rows = await db().execute<{ id: string }[]>(
+        `update webhook_deliveries set status = 'exhausted', next_attempt_at = null, lease_until = null, last_error = ?, updated_at = now()
+          where webhook_id = ? and org_id = ? and (status in ('queued', 'failed') or (status = 'delivering' and ${LAPSED}))
+          returning id`,
+        [error, endpointId, orgId],
+      );
+      return rows.length;
+    },
+
+    /** Epoch ms when the endpoint's next open row falls due (a retry, a lease to lapse); null when none. */
+    async nextDue(orgId: string, endpointId: string): Promise<number | null> {
+      const [row] = await db().execute<{ next_due_ms: number | null }[]>(
+        `select (extract(epoch from least(
+                  (select min(next_attempt_at) from webhook_deliveries
+                    where webhook_id = ? and org_id = ? and status in ('queued', 'failed')),
+                  (select min(coalesce(lease_until, updated_at + ${LEGACY_DELIVERING_LEASE})) from webhook_deliveries
+                    where webhook_id = ? and org_id = ? and status = 'delivering'))) * 1000)::float8 as next_due_ms`,
+        [endpointId, orgId, endpointId, orgId],
+      );
+      return row?.next_due_ms ?? null;
+    },
+
+    /** The endpoint's open rows and when the next one falls due. */
+    async state(orgId: string, endpointId: string): Promise<QueueState> {
+      const [row] = await db().execute<QueueState[]>(
+        `select (extract(epoch from min(case when status = 'delivering'
+                     then coalesce(lease_until, updated_at + ${LEGACY_DELIVERING_LEASE}) else next_attempt_at end)) * 1000)::float8 as next_due_ms,
+                count(*)::int as open
+           from webhook_deliveries
+          where webhook_id = ? and org_id = ? and status in ('queued', 'failed', 'delivering')`,
+        [endpointId, orgId],
+      );
+      return row ?? { next_due_ms: null, open: 0 };
+    },
+  };
+}
+
+export type EndpointQueue = ReturnType<typeof createEndpointQueue>;

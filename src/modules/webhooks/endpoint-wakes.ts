@@ -1,0 +1,89 @@
+import pg from 'pg';
+import type { Logger } from '../../logger.ts';
+
+/**
+ * In-process wake-ups of running drains. The fan-out NOTIFYs `herald_webhook_wake` with the
+ * endpoint id in the transaction that writes its rows; every worker process LISTENs once and
+ * pokes the drain of that endpoint if it runs here. A drain that is lingering for more work
+ * thereby sees new rows within milliseconds, and the writer sends Temporal no signal while the
+ * endpoint's drain lease says it is running (wakes cost nothing per item in steady traffic).
+ * A lost notification costs latency, never a row: the drain checks the queue before it returns.
+ */
+export const WEBHOOK_WAKE_CHANNEL = 'herald_webhook_wake';
+
+const RETRY_MS = [500, 1_000, 2_000, 5_000];
+
+export interface EndpointWakes {
+  /** Calls `onWake` on every notification for `endpointId` until the returned function is called. */
+  subscribe(endpointId: string, onWake: () => void): () => void;
+  stop(): Promise<void>;
+}
+
+/** Listens on its own connection, re-established with backoff when it drops. */
+export function startEndpointWakes(options: { databaseUrl: string; logger: Logger }): EndpointWakes {
+  const subscribers = new Map<string, Set<() => void>>();
+  let client: pg.Client | null = null;
+  let stopped = false;
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  const pokeAll = () => {
+    for (const set of subscribers.values()) for (const onWake of set) onWake();
+  };
+
+  async function listen(): Promise<void> {
+    if (stopped) return;
+    const current = new pg.Client({ connectionString: options.databaseUrl });
+    const retry = () => {
+      if (client === current) client = null;
+      current.removeAllListeners('notification');
+      current.end().catch(() => {});
+      if (stopped) return;
+      const delay = RETRY_MS[Math.min(failures, RETRY_MS.length - 1)]!;
+      failures += 1;
+      clearTimeout(timer);
+      timer = setTimeout(() => void listen(), delay);
+    };
+    current.on('error', retry);
+    current.on('notification', (message) => {
+      const set = message.payload ? subscribers.get(message.payload) : undefined;
+      if (set) for (const onWake of set) onWake();
+    });
+    try {
+      await current.connect();
+      await current.query(`LISTEN ${WEBHOOK_WAKE_CHANNEL}`);
+      client = current;
+      failures = 0;
+      // Whatever was notified while not listening: every running drain looks once more.
+      pokeAll();
+    } catch (error) {
+      if (failures === 0) options.logger.warn('webhook wake-ups: LISTEN failed; retrying', { error: error instanceof Error ? error.message : String(error) });
+      retry();
+    }
+  }
+
+  void listen();
+
+  return {
+    subscribe(endpointId, onWake) {
+      let set = subscribers.get(endpointId);
+      if (!set) {
+        set = new Set();
+        subscribers.set(endpointId, set);
+      }
+      set.add(onWake);
+      return () => {
+        set.delete(onWake);
+        if (set.size === 0 && subscribers.get(endpointId) === set) subscribers.delete(endpointId);
+      };
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      const current = client;
+      client = null;
+      current?.removeAllListeners('notification');
+      await current?.end().catch(() => {});
+    },
+  };
+}
