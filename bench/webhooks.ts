@@ -58,7 +58,7 @@ export const benchmark: Benchmark = {
 
   async setup(context: BenchContext) {
     const quick = context.options.quick;
-    const deliveries = quick ? 300 : 1000;
+    const deliveries = quick ? 300 : 2000;
     const baselinePosts = quick ? 500 : 2000;
     const latencySeconds = quick ? 4 : 10;
 
