@@ -1,23 +1,34 @@
 import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { DrainSummary } from '../workflows/queue-actor.ts';
+import type { SendDomainInput } from '../workflows/send-domain.ts';
 import type { BlobStore } from '../src/blob/blob-store.ts';
 import type { Config } from '../src/config.ts';
+import type { Logger } from '../src/logger.ts';
+import type { QueueWakes } from '../src/queue/wakes.ts';
 import { createEmailDelivery, type DeliverResult } from '../src/modules/sends/delivery.ts';
+import { createDomainDrainer } from '../src/modules/sends/domain-drain.ts';
+import { handOverLegacySend } from '../src/modules/sends/legacy-handover.ts';
 import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
 
 export interface SendActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'relayUrl'>;
+  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl'>;
+  logger: Logger;
+  queueWakes: QueueWakes;
+  /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */
+  wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
   /** The worker's relay connection pool; built from SMTP_RELAY_URL when absent. */
   relay?: Relay;
 }
 
 /**
- * Transactional send activities (workflows/sends.ts). deliverEmail makes one attempt for the
- * recipients not yet settled and records every answer before returning (it heartbeats while
- * the relay conversation runs when scheduled as a regular activity). expireEmail fails what is still deferred when the retry window
- * closes. Both are idempotent: a retry finds recorded recipients settled.
+ * Transactional send activities. drainSendDomain is the sending-domain actor's one activity: it
+ * claims the domain's due emails and makes one delivery attempt each through the pooled relay
+ * (src/modules/sends/domain-drain.ts), heartbeating while it works. deliverEmail and
+ * expireEmail serve only sendEmail runs started before the domain actors: they hand the email
+ * to its domain's actor (src/modules/sends/legacy-handover.ts) and send nothing themselves.
  */
 export function createSendActivities(deps: SendActivityDeps) {
   const relay = deps.relay ?? createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize });
@@ -27,22 +38,24 @@ export function createSendActivities(deps: SendActivityDeps) {
     relay,
     config: deps.config,
     heartbeat: () => {
-      // Scheduled as local activities by sendEmail (no heartbeats); as regular ones, they beat.
-      let context: Context;
       try {
-        context = Context.current();
+        Context.current().heartbeat();
       } catch {
-        return;
+        // Outside an activity context (a drain's attempt after its activity returned): nothing to beat.
       }
-      if (!context.info.isLocal) context.heartbeat();
     },
   });
+  const drainer = createDomainDrainer({ orm: deps.orm, config: deps.config, delivery, wakes: deps.queueWakes, logger: deps.logger });
   return {
-    async deliverEmail(input: { orgId: string; emailId: string; attempt: number; nextDelayMs: number | null }): Promise<DeliverResult> {
-      return delivery.deliver(input);
+    async drainSendDomain(input: SendDomainInput): Promise<DrainSummary> {
+      const context = Context.current();
+      return drainer.drain(input, { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
     },
-    async expireEmail(input: { orgId: string; emailId: string }) {
-      return delivery.expire(input);
+    async deliverEmail(input: { orgId: string; emailId: string; attempt: number; nextDelayMs: number | null }): Promise<DeliverResult> {
+      return handOverLegacySend(deps.orm, input, deps.wakeDomainActors);
+    },
+    async expireEmail(input: { orgId: string; emailId: string }): Promise<Pick<DeliverResult, 'status'>> {
+      return handOverLegacySend(deps.orm, input, deps.wakeDomainActors);
     },
   };
 }

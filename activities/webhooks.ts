@@ -8,13 +8,13 @@ import {
   type LegacyAttemptResult,
 } from '../src/modules/webhooks/delivery-engine.ts';
 import { createEndpointDrainer } from '../src/modules/webhooks/endpoint-drain.ts';
-import type { EndpointWakes } from '../src/modules/webhooks/endpoint-wakes.ts';
+import type { QueueWakes } from '../src/queue/wakes.ts';
 
 export interface WebhookActivityDeps {
   orm: MikroORM;
-  config: Pick<Config, 'webhooks' | 'encryptionKey'>;
-  /** In-process wake-ups of running drains (one LISTEN per worker process). */
-  webhookWakes: EndpointWakes;
+  config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKey'>;
+  /** In-process wake-ups of running queue drains (one LISTEN per worker process). */
+  queueWakes: QueueWakes;
   /** Signal-with-start of endpoint actors (src/modules/webhooks/endpoint-actor.ts). */
   wakeEndpointActors: (endpoints: WebhookEndpointInput[]) => Promise<void>;
 }
@@ -27,7 +27,7 @@ export interface WebhookActivityDeps {
  * endpoint actors: it hands the delivery to its endpoint's actor and tells the run to stop.
  */
 export function createWebhookActivities(deps: WebhookActivityDeps) {
-  const drainer = createEndpointDrainer({ orm: deps.orm, config: deps.config, wakes: deps.webhookWakes });
+  const drainer = createEndpointDrainer({ orm: deps.orm, config: deps.config, wakes: deps.queueWakes });
   return {
     async drainWebhookEndpoint(input: WebhookEndpointInput): Promise<DrainSummary> {
       const context = Context.current();

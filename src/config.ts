@@ -111,7 +111,7 @@ const EnvSchema = v.object({
   ),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
   WEBHOOK_ENDPOINT_CONCURRENCY: v.pipe(v.optional(v.string(), '8'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(64)),
-  WEBHOOK_DRAIN_LINGER_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.maxValue(60_000)),
+  QUEUE_DRAIN_LINGER_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.maxValue(60_000)),
   EMAIL_RETRY_SCHEDULE: v.pipe(
     v.optional(v.string(), DEFAULT_EMAIL_RETRY_SCHEDULE),
     v.rawCheck(({ dataset, addIssue }) => {
@@ -122,7 +122,7 @@ const EnvSchema = v.object({
   EMAIL_RETRY_WINDOW: durationString('72h'),
   SMTP_RELAY_FINAL_HOP: booleanString,
   SMTP_RELAY_POOL_SIZE: v.pipe(v.optional(v.string(), '5'), v.regex(/^\d+$/), v.transform(Number), v.minValue(1), v.maxValue(100)),
-  SEND_HANDOFF_WAIT_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(30_000)),
+  SEND_HANDOFF_WAIT_MS: v.pipe(v.optional(v.string(), '0'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(30_000)),
   DNS_SERVERS: v.optional(
     v.pipe(
       v.string(),
@@ -172,9 +172,9 @@ export interface Config {
     allowPrivateTargets: boolean;
     /** Requests in flight to one endpoint at most (WEBHOOK_ENDPOINT_CONCURRENCY). */
     endpointConcurrency: number;
-    /** How long an endpoint's drain waits for new rows once its queue is empty before it returns. */
-    drainLingerMs: number;
   };
+  /** How long a queue drain (webhook endpoint, sending domain) waits for new rows once nothing is due before it returns. */
+  queues: { drainLingerMs: number };
   sends: {
     /** Deferred recipients: entry 0 is the first attempt, then the delays; the last repeats. */
     retryScheduleMs: number[];
@@ -263,8 +263,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE) as number[],
       allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       endpointConcurrency: env.WEBHOOK_ENDPOINT_CONCURRENCY,
-      drainLingerMs: env.WEBHOOK_DRAIN_LINGER_MS,
     },
+    queues: { drainLingerMs: env.QUEUE_DRAIN_LINGER_MS },
     sends: {
       retryScheduleMs: parseRetrySchedule(env.EMAIL_RETRY_SCHEDULE) as number[],
       retryWindowMs: parseDuration(env.EMAIL_RETRY_WINDOW) as number,

@@ -15,7 +15,8 @@ import { applyInboundReport } from './modules/sends/reports.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
 import { classifyInbound } from './modules/inbound/reports.ts';
 import { wakeEndpointActors } from './modules/webhooks/endpoint-actor.ts';
-import { startEndpointWakes } from './modules/webhooks/endpoint-wakes.ts';
+import { wakeDomainActors } from './modules/sends/domain-actor.ts';
+import { startQueueWakes } from './queue/wakes.ts';
 import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
@@ -89,10 +90,11 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const smtpRelay = createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize });
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
-  const webhookWakes = startEndpointWakes({ databaseUrl: config.database.url, logger });
+  const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });
   const activities = createActivities({
-    webhookWakes,
+    queueWakes,
     wakeEndpointActors: (endpoints) => wakeEndpointActors(client, config, endpoints),
+    wakeDomainActors: (domains) => wakeDomainActors(client, config, domains),
     orm,
     relay: smtpRelay,
     dns: createDnsResolver(config),
@@ -130,18 +132,13 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     logger,
     eagerStart: true,
   });
-  // Starts the send workflow of accepted emails the api could not hand to Temporal.
-  const sendReconciler = startSendReconciler({
-    orm,
-    temporal: new Client({ connection, namespace: config.temporal.namespace }),
-    config,
-    logger,
-  });
+  // Wakes the actors of sending domains whose due emails got no wake-up.
+  const sendReconciler = startSendReconciler({ orm, temporal: client, config, logger });
   const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop()]);
 
   const done = running.finally(stopLoops).then(async () => {
     smtpRelay.close();
-    await webhookWakes.stop();
+    await queueWakes.stop();
     await temporal.close();
     await connection.close();
     await orm.close();

@@ -5,3 +5,4 @@ export { webhookEndpointActor } from './webhook-endpoint.ts';
 export { cleanupUploads } from './uploads.ts';
 export { cleanupInboundRaw, ingestInbound } from './inbound.ts';
 export { sendEmail } from './sends.ts';
+export { sendDomainActor } from './send-domain.ts';

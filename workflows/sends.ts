@@ -11,6 +11,12 @@ import {
 import type { Activities } from '../activities/index.ts';
 
 /**
+ * Legacy: the per-email workflow of the design before sending-domain actors
+ * (workflows/send-domain.ts). Nothing starts it any more; it stays registered so runs started
+ * before an upgrade finish: its activities hand the email to its domain's actor and report the
+ * row's status (src/modules/sends/legacy-handover.ts). Its code is unchanged so recorded
+ * histories replay.
+ *
  * Delivery attempts are local activities: they run in the worker that runs the workflow task
  * and are recorded as markers, so a send costs the Temporal server a start and a few workflow
  * tasks instead of a round trip per activity. If the worker dies mid-send, the workflow task
@@ -22,7 +28,6 @@ const { deliverEmail, expireEmail } = proxyLocalActivities<Activities>({
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '2 minutes' },
 });
 
-/** Mirrors SendEmailWorkflowInput (src/modules/sends/send-workflow.ts); workflow code may not import src/. */
 export interface SendEmailInput {
   orgId: string;
   emailId: string;
@@ -31,9 +36,21 @@ export interface SendEmailInput {
   retryWindowMs: number;
 }
 
+/**
+ * accepted: the relay took the message for at least one recipient (or all were settled one
+ * by one) · deferred: every recipient got a temporary failure or the relay was unreachable;
+ * Herald retries · rejected: the relay refused the message itself (5xx at MAIL FROM or DATA):
+ * nothing was sent, credits and quota were released · cancelled: cancelled before sending.
+ */
 export interface HandoffResult {
   outcome: 'accepted' | 'deferred' | 'rejected' | 'cancelled';
   response: string | null;
+}
+
+export const SEND_EMAIL_WORKFLOW = 'sendEmail';
+
+export function sendWorkflowId(emailId: string): string {
+  return `email:${emailId}`;
 }
 
 export const handoffUpdate = defineUpdate<HandoffResult>('handoff');

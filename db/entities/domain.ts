@@ -32,6 +32,11 @@ export const DomainSchema = defineEntity({
     /** What the last DNS check found, per record (spf, dkim, dmarc, return_path). */
     dnsCheck: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),
     lastCheckedAt: p.datetime().nullable(),
+    /**
+     * Until when the domain's send actor (`send-domain:<id>`) is draining: while it is in the
+     * future the actor sees new emails by itself, so the API does not signal it.
+     */
+    drainLeaseUntil: p.datetime().nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

@@ -41,7 +41,8 @@ export interface EmailAttachmentRecord {
 }
 
 /**
- * One transactional email (POST /api/v1/outbox/emails), delivered by the `email:<id>` workflow.
+ * One transactional email (POST /api/v1/outbox/emails): a row of its sending domain's queue,
+ * delivered by the domain's actor (`send-domain:<domainId>`).
  * The body lives here (not in workflow history); `messageId` is Herald's RFC 5322 Message-ID
  * without angle brackets, fixed at acceptance so a resend after a crash carries the same one.
  * `creditsCharged` / `overageCharged` are what acceptance took, so a 502 or a permanent failure
@@ -79,8 +80,16 @@ export const TransactionalEmailSchema = defineEntity({
     /** Bumped by each hand-off attempt that reached the relay. */
     handoffAttempts: p.integer().default(0),
     lastError: p.string().length(1024).nullable(),
-    /** When its `email:<id>` workflow was started; null rows are started by the reconciler. */
+    /** When the per-email workflow of the design before domain actors was started (kept for rows of that time). */
     workflowStartedAt: p.datetime().nullable(),
+    /**
+     * When the domain's actor should next take it: at acceptance (or `scheduled_at`), after a
+     * deferral the retry time, while an attempt runs the end of its lease (so a dead worker's
+     * attempt is taken again); null once settled or cancelled.
+     */
+    nextAttemptAt: p.datetime().nullable(),
+    /** When the first attempt began (the retry window counts from it). */
+    firstAttemptAt: p.datetime().nullable(),
     sentAt: p.datetime().nullable(),
     settledAt: p.datetime().nullable(),
     cancelledAt: p.datetime().nullable(),
@@ -89,8 +98,8 @@ export const TransactionalEmailSchema = defineEntity({
   },
   indexes: [
     { properties: ['orgId', 'createdAt'] },
-    // The reconciler looks for accepted emails whose workflow never started.
-    { name: 'transactional_emails_open_index', properties: ['updatedAt'], where: { status: { $in: ['scheduled', 'queued', 'sending'] } } },
+    // The domain actor's claim and next due time, and the reconciler's look for stranded emails.
+    { name: 'transactional_emails_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] } } },
   ],
 });
 

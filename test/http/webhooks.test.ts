@@ -554,14 +554,14 @@ describe('webhooks API', () => {
       expect((await scopeToOrg(h.stack.orm.em, other.org.id).findOneOrFail(WebhookDelivery, { id: foreign.id })).replayCount).toBe(0);
     });
 
-    it('accepts the replay when Temporal does not take the start: the row stays queued and due for the reconciler', async () => {
+    it('accepts the replay when Temporal does not take the wake-up: the row stays queued and due for the reconciler', async () => {
       const warnings: string[] = [];
       const unavailable = () => Promise.reject(new Error('14 UNAVAILABLE: connection refused'));
       const service = createDeliveriesService({
         orm: h.stack.orm,
         temporal: {
           withDeadline: (_deadline: number | Date, work: () => Promise<unknown>) => work(),
-          workflow: { start: unavailable, getHandle: () => ({ terminate: unavailable }) },
+          workflow: { signalWithStart: unavailable },
         } as never,
         config: h.stack.config,
         logger: createLogger('warn', {}, (line) => warnings.push(line)),
@@ -572,7 +572,7 @@ describe('webhooks API', () => {
       const stored = await row(delivery.id);
       expect(stored.status).toBe('queued');
       expect(Math.abs(stored.nextAttemptAt!.getTime() - Date.now())).toBeLessThan(10_000);
-      expect(warnings.join('\n')).toContain('the webhook reconciler will start it');
+      expect(warnings.join('\n')).toContain('the webhook reconciler will wake it');
     });
   });
 

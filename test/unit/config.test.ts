@@ -40,7 +40,7 @@ describe('loadConfig', () => {
     expect(config.http.publicUrl).toBe('https://mail.example.com');
     expect(config.temporal.namespace).toBe('prod');
     expect(config.encryptionKey?.length).toBe(32);
-    expect(config.webhooks).toEqual({ retrySchedule: '0s,1s', retryScheduleMs: [0, 1000], allowPrivateTargets: true });
+    expect(config.webhooks).toEqual({ retrySchedule: '0s,1s', retryScheduleMs: [0, 1000], allowPrivateTargets: true, endpointConcurrency: 8 });
   });
 
   it('parses the webhook retry schedule into milliseconds (default: 13 attempts over about 3 days)', () => {
@@ -66,6 +66,25 @@ describe('loadConfig', () => {
     expect(loadConfig({ INBOUND_RAW_RETENTION_DAYS: '3650' }).smtp.rawRetentionMs).toBe(3650 * DAY);
     expect(() => loadConfig({ INBOUND_RAW_RETENTION_DAYS: '3651' })).toThrowError(ConfigError);
     expect(() => loadConfig({ INBOUND_RAW_RETENTION_DAYS: '1.5' })).toThrowError(ConfigError);
+  });
+
+  it('reads the queue drain settings: 8 requests per webhook endpoint (1 to 64), a 2 s linger (0 to 60 s)', () => {
+    expect(loadConfig({}).webhooks.endpointConcurrency).toBe(8);
+    expect(loadConfig({ WEBHOOK_ENDPOINT_CONCURRENCY: '1' }).webhooks.endpointConcurrency).toBe(1);
+    expect(loadConfig({ WEBHOOK_ENDPOINT_CONCURRENCY: '64' }).webhooks.endpointConcurrency).toBe(64);
+    expect(() => loadConfig({ WEBHOOK_ENDPOINT_CONCURRENCY: '0' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ WEBHOOK_ENDPOINT_CONCURRENCY: '65' })).toThrowError(ConfigError);
+    expect(loadConfig({}).queues.drainLingerMs).toBe(2_000);
+    expect(loadConfig({ QUEUE_DRAIN_LINGER_MS: '0' }).queues.drainLingerMs).toBe(0);
+    expect(loadConfig({ QUEUE_DRAIN_LINGER_MS: '60000' }).queues.drainLingerMs).toBe(60_000);
+    expect(() => loadConfig({ QUEUE_DRAIN_LINGER_MS: '60001' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ QUEUE_DRAIN_LINGER_MS: '-1' })).toThrowError(ConfigError);
+  });
+
+  it('answers a send at commit by default; the hand-off wait is an opt-in up to 30 s', () => {
+    expect(loadConfig({}).sends.handoffWaitMs).toBe(0);
+    expect(loadConfig({ SEND_HANDOFF_WAIT_MS: '30000' }).sends.handoffWaitMs).toBe(30_000);
+    expect(() => loadConfig({ SEND_HANDOFF_WAIT_MS: '30001' })).toThrowError(ConfigError);
   });
 
   it('refuses to start in production without its secrets', () => {

@@ -16,7 +16,7 @@ import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events
 import { applyRecipientOutcome, type RecipientOutcome } from './outcomes.ts';
 import { releaseEmailQuota } from './quota.repo.ts';
 import type { Relay, RelayResult } from './relay.ts';
-import type { HandoffResult } from './send-workflow.ts';
+import type { HandoffResult } from './handoff.repo.ts';
 import { verpAddress } from './sends.fns.ts';
 
 export interface DeliverInput {

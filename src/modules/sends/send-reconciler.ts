@@ -3,64 +3,46 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
-import { startSendWorkflow } from './send-starter.ts';
+import { wakeDomainActors } from './domain-actor.ts';
+import { createDomainQueue } from './domain-queue.repo.ts';
 
 export interface SendReconcilerOptions {
   orm: MikroORM;
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sends'>;
+  config: Pick<Config, 'temporal'>;
   logger: Logger;
   /** Between passes (default 10 s). */
   intervalMs?: number;
-  /** An accepted email whose workflow has not started for this long gets it started (default 5 s). */
+  /** An email due this long with no drain of its domain running gets the domain's actor woken (default 5 s). */
   afterMs?: number;
+  /** Domains woken per pass at most (default 200). */
   batchSize?: number;
 }
 
 export type SendReconciler = ReconcileLoop;
 
 /**
- * The send reconciler (runs in every worker process). The API starts `email:<id>` right after
- * the acceptance commit; if Temporal did not take that start (down, or the api died in
- * between), `workflow_started_at` stays null. Every pass starts the workflow of open emails
- * (scheduled, queued, sending) without one, older than `afterMs`, oldest first, and stamps
- * them; a run already in progress is joined (USE_EXISTING), so a repeated start is harmless.
+ * The send reconciler (runs in every worker process). The API wakes a sending domain's actor
+ * right after the acceptance commit; if Temporal did not take that wake-up (down, the api died
+ * in between) or the actor is gone (terminated, lost with the Temporal server's state), the
+ * domain's emails stay due with no drain lease. Every pass wakes the actor of each such domain
+ * (signal-with-start: an actor that is merely late costs one signal).
  */
 export function startSendReconciler(options: SendReconcilerOptions): SendReconciler {
   const { orm, temporal, config, logger } = options;
   const intervalMs = options.intervalMs ?? 10_000;
   const afterMs = options.afterMs ?? 5_000;
   const batchSize = options.batchSize ?? 200;
+  const queue = createDomainQueue(orm);
 
   async function pass(): Promise<number> {
-    const connection = orm.em.getConnection();
-    const rows = await connection.execute<{ id: string; org_id: string; scheduled_at: Date | null; first_recipient: string | null }[]>(
-      `select e.id, e.org_id, e.scheduled_at,
-              (select r.email from email_recipients r where r.email_id = e.id order by r.id limit 1) as first_recipient
-         from transactional_emails e
-        where e.workflow_started_at is null and e.status in ('scheduled', 'queued', 'sending')
-          and e.created_at < now() - make_interval(secs => ?)
-        order by e.created_at limit ?`,
-      [afterMs / 1000, batchSize],
+    const stranded = await queue.findStranded(afterMs, batchSize);
+    if (stranded.length === 0) return 0;
+    await temporal.connection.withDeadline(Date.now() + 10_000, () =>
+      wakeDomainActors(temporal, config, stranded.map((d) => ({ orgId: d.org_id, domainId: d.id }))),
     );
-    for (const row of rows) {
-      await temporal.connection.withDeadline(Date.now() + 10_000, () =>
-        startSendWorkflow(
-          temporal,
-          config,
-          {
-            orgId: row.org_id,
-            emailId: row.id,
-            scheduledAt: row.scheduled_at ? new Date(row.scheduled_at) : null,
-            recipientDomain: row.first_recipient?.split('@')[1] ?? '',
-          },
-          0,
-        ),
-      );
-      await connection.execute('update transactional_emails set workflow_started_at = now() where id = ? and workflow_started_at is null', [row.id]);
-    }
-    if (rows.length > 0) logger.info('send reconciler started workflows', { count: rows.length });
-    return rows.length;
+    logger.info('send reconciler woke sending-domain actors', { count: stranded.length });
+    return stranded.length;
   }
 
   return startReconcileLoop({ name: 'send reconciler', intervalMs, logger, pass });

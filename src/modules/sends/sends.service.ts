@@ -12,8 +12,9 @@ import { recordOutboundMessage } from '../inbox/outbound.ts';
 import { releaseEmailQuota, reserveQuota } from './quota.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
-import { signalSendCancelled, startSendWorkflow } from './send-starter.ts';
-import type { HandoffResult } from './send-workflow.ts';
+import { wakeDomainActors } from './domain-actor.ts';
+import { createDomainQueue } from './domain-queue.repo.ts';
+import { readHandoff, notifyDomainDrain, type HandoffResult } from './handoff.repo.ts';
 import { envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
 
@@ -57,12 +58,34 @@ function domainRefusal(domain: Domain, host: string): AppError | null {
  * domain, suppression), then in one transaction reserves credits and the domain's warm-up
  * count and writes the email, its recipients and its outbound inbox message: a refusal or a
  * crash leaves nothing behind. Inline attachment bytes go to the blob store first (deleted
- * again if the transaction fails). After commit the `email:<id>` workflow starts; a start
- * that fails is left to the reconciler.
+ * again if the transaction fails). The committed email is a row of its domain's queue: the
+ * commit notifies a running drain of the domain, and a domain without one gets its actor
+ * (`send-domain:<id>`) woken; nothing on the request path waits for Temporal or the relay
+ * unless SEND_HANDOFF_WAIT_MS asks for it.
  */
+/** How long acceptance waits for Temporal to take a wake-up before leaving it to the reconciler. */
+const WAKE_DEADLINE_MS = 2_000;
+/** How often the opt-in hand-off wait looks at the email. */
+const HANDOFF_POLL_MS = 20;
+
 export function createSendsService(deps: SendsServiceDeps) {
   const { orm, config, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  const domainQueue = createDomainQueue(orm);
+
+  /**
+   * SEND_HANDOFF_WAIT_MS > 0 (off by default): waits up to `waitMs` for the first attempt's
+   * answer, so an outright rejection by the provider can be answered 502; null when it takes
+   * longer (the email stays accepted and on its way).
+   */
+  async function waitForHandoff(orgId: string, emailId: string, waitMs: number): Promise<HandoffResult | null> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const handoff = await readHandoff(orm.em, orgId, emailId);
+      if (handoff || Date.now() >= deadline) return handoff;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(HANDOFF_POLL_MS, deadline - Date.now())));
+    }
+  }
 
   async function suppressedAmong(orgId: string, addresses: string[]): Promise<string[]> {
     const em = scopeToOrg(orm.em, orgId);
@@ -126,7 +149,7 @@ export function createSendsService(deps: SendsServiceDeps) {
 
       const emailId = newId(at);
       const blobKeys = await writeInlineBlobs(orgId, emailId, prepared);
-      let accepted: AcceptedEmail;
+      let accepted: AcceptedEmail & { charge: { fromBalance: number; overage: number } };
       try {
         accepted = await em.transactional(async (tx) => {
           const count = recipients.length;
@@ -150,6 +173,7 @@ export function createSendsService(deps: SendsServiceDeps) {
             messageId: messageIdFor(emailId, domain.domain),
             status: schedule.at ? 'scheduled' : 'queued',
             scheduledAt: schedule.at,
+            nextAttemptAt: schedule.at ?? at,
             sizeBytes: size,
             creditsCharged: 0,
             overageCharged: 0,
@@ -178,28 +202,30 @@ export function createSendsService(deps: SendsServiceDeps) {
           // Last, in one statement that also stamps the charge on the email row: the workspace's
           // credit row and the domain's counter are written by every send of the workspace, so
           // they stay locked only for this statement and the commit.
-          await reserveQuota(tx, { orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
-          return { email, recipients: rows };
+          const charge = await reserveQuota(tx, { orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
+          // A drain of the domain running in any worker sees the email at commit.
+          if (!schedule.at) await notifyDomainDrain(tx, domain.id);
+          return { email, recipients: rows, charge };
         });
       } catch (error) {
         for (const key of blobKeys) await deps.blobs?.delete(key);
         throw error;
       }
 
-      const { email } = accepted;
-      let handoff: HandoffResult | null = null;
+      const { email, recipients: recipientRows, charge } = accepted;
+      // Stamped in SQL by reserveQuota; mirrored here for the response instead of reading the row again.
+      email.creditsCharged = charge.fromBalance;
+      email.overageCharged = charge.overage;
+      // The email is durable: from here on nothing may fail the request. A lost wake-up is the
+      // send reconciler's to repeat; a domain whose drain is running needs none.
       try {
-        handoff = await startSendWorkflow(
-          deps.temporal,
-          config,
-          { orgId, emailId, scheduledAt: email.scheduledAt ?? null, recipientDomain: recipients[0]?.email.split('@')[1] ?? '' },
-          config.sends.handoffWaitMs,
-        );
-        await em.nativeUpdate(TransactionalEmail, { id: emailId, workflowStartedAt: null }, { workflowStartedAt: new Date() });
+        if (!(await domainQueue.isDraining(orgId, domain.id))) {
+          await deps.temporal.withDeadline(Date.now() + WAKE_DEADLINE_MS, () => wakeDomainActors(deps.temporal, config, [{ orgId, domainId: domain.id }]));
+        }
       } catch (error) {
-        // The row is committed: the worker's reconciler starts the workflow once Temporal answers.
-        logger.warn('send workflow not started; the reconciler will start it', { emailId, error });
+        logger.warn('sending-domain actor not woken; the send reconciler will wake it', { emailId, domainId: domain.id, error });
       }
+      const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, emailId, config.sends.handoffWaitMs);
       if (handoff?.outcome === 'rejected') {
         throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {
           reason: 'PROVIDER_REJECTED',
@@ -207,7 +233,7 @@ export function createSendsService(deps: SendsServiceDeps) {
           smtp_response: handoff.response,
         });
       }
-      return { ...(await this.getEmail(orgId, emailId)), handoff };
+      return { email, recipients: recipientRows, handoff };
     },
 
     /** One email with its recipients, or 404. */
@@ -221,9 +247,8 @@ export function createSendsService(deps: SendsServiceDeps) {
 
     /**
      * Cancels a scheduled (or not yet started) send: 409 once sending started or settled. The
-     * row moves to cancelled with its credits and warm-up count given back, in one
-     * transaction; then the workflow is told (a lost signal only means it finds the row
-     * cancelled at the scheduled time).
+     * row moves to cancelled (off its domain's queue) with its credits and warm-up count given
+     * back, in one transaction; a drain that already claimed it finds it cancelled and sends nothing.
      */
     async cancelEmail(orgId: string, id: string): Promise<AcceptedEmail> {
       const em = scopeToOrg(orm.em, orgId);
@@ -237,6 +262,7 @@ export function createSendsService(deps: SendsServiceDeps) {
           });
         }
         email.status = 'cancelled';
+        email.nextAttemptAt = null;
         email.cancelledAt = new Date();
         email.settledAt = email.cancelledAt;
         await releaseEmailQuota(tx, email);
@@ -246,7 +272,6 @@ export function createSendsService(deps: SendsServiceDeps) {
       for (const record of email.email.attachments) {
         if (record.blob_key && !record.attachment_id) await deps.blobs?.delete(record.blob_key);
       }
-      await signalSendCancelled(deps.temporal, id).catch((error: unknown) => logger.warn('cancel signal not delivered', { emailId: id, error }));
       return email;
     },
   };

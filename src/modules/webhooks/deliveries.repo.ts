@@ -6,7 +6,7 @@
  */
 import { WebhookAttempt } from '../../../db/entities/index.ts';
 import type { EntityManager } from '../../../db/orm.ts';
-import { WEBHOOK_WAKE_CHANNEL } from './endpoint-wakes.ts';
+import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
 /** Attempts shown per delivery in the log: the most recent ones, across replay series. */
 export const ATTEMPTS_PER_DELIVERY = 50;

@@ -6,7 +6,8 @@ import { decryptSecret } from '../../crypto/secret-box.ts';
 import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
 import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type LeasedEndpoint } from './endpoint-queue.repo.ts';
-import type { EndpointWakes } from './endpoint-wakes.ts';
+import { drainWindow } from '../../queue/drain-window.ts';
+import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
 
 /**
@@ -40,8 +41,8 @@ export interface DrainContext {
 
 export interface EndpointDrainDeps {
   orm: MikroORM;
-  config: Pick<Config, 'webhooks' | 'encryptionKey'>;
-  wakes: EndpointWakes;
+  config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKey'>;
+  wakes: QueueWakes;
   /** Overrides for the HTTP client (tests). */
   http?: Partial<PostOptions>;
 }
@@ -57,30 +58,43 @@ const RECORD_DELAY_MS = 5;
 
 type Outcome = 'delivered' | 'failed' | 'exhausted';
 
-/** Resolves the next `wait()` once something happens (a slot freed, a wake-up, a timer). */
-function createNudge() {
-  let resolve: (() => void) | null = null;
-  let pending = false;
-  return {
-    nudge() {
-      pending = true;
-      resolve?.();
-    },
-    wait(ms: number): Promise<void> {
-      if (pending) {
-        pending = false;
-        return Promise.resolve();
-      }
-      return new Promise<void>((done) => {
-        const timer = setTimeout(finish, ms);
-        function finish() {
-          clearTimeout(timer);
-          resolve = null;
-          pending = false;
-          done();
-        }
-        resolve = finish;
+/**
+ * Group commit of attempt records: a group is written when it reaches RECORD_GROUP records or
+ * RECORD_DELAY_MS after its first one, one group at a time; `flush` writes everything buffered
+ * and rejects if any write failed (the drain then stops; unrecorded attempts lapse and are
+ * retried as abandoned).
+ */
+function createRecorder(write: (records: AttemptRecord[]) => Promise<void>, onRecorded: (record: AttemptRecord) => void) {
+  const pending: AttemptRecord[] = [];
+  let writing: Promise<void> = Promise.resolve();
+  let failure: unknown;
+  let timer: NodeJS.Timeout | undefined;
+  const writeGroup = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const group = pending.splice(0, RECORD_GROUP);
+    if (group.length === 0) return writing;
+    writing = writing
+      .then(() => write(group))
+      .then(() => group.forEach(onRecorded))
+      .catch((error: unknown) => {
+        failure ??= error;
       });
+    return writing;
+  };
+  return {
+    add(record: AttemptRecord): void {
+      pending.push(record);
+      if (pending.length >= RECORD_GROUP) void writeGroup();
+      else timer ??= setTimeout(() => void writeGroup(), RECORD_DELAY_MS);
+    },
+    async flush(): Promise<void> {
+      while (pending.length > 0) await writeGroup();
+      await writing;
+      if (failure !== undefined) throw failure instanceof Error ? failure : new Error('recording attempts failed', { cause: failure });
+    },
+    stop(): void {
+      clearTimeout(timer);
     },
   };
 }
@@ -171,121 +185,47 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
         const ended = await queue.finishAllOpen(orgId, endpointId, 'the webhook endpoint no longer exists');
         return { nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: ended, state: 'idle', lastOutcome: ended > 0 ? 'endpoint deleted' : null };
       }
-
-      const nudge = createNudge();
-      const unsubscribe = wakes.subscribe(endpointId, () => nudge.nudge());
-      const onAbort = () => nudge.nudge();
-      context.signal.addEventListener('abort', onAbort);
-
-      let inFlight = 0;
-      let failure: unknown;
-      const pending: AttemptRecord[] = [];
-      let flushing: Promise<void> | null = null;
-      let flushTimer: NodeJS.Timeout | undefined;
-
-      const count = (record: AttemptRecord) => {
+      const recorder = createRecorder((records) => queue.record(orgId, endpointId, records), (record) => {
         const outcome: Outcome = record.status === 'delivered' ? 'delivered' : record.status === 'exhausted' ? 'exhausted' : 'failed';
         summary[outcome] += 1;
         summary.lastFailed = outcome !== 'delivered';
         summary.lastOutcome = record.statusCode !== null ? `HTTP ${record.statusCode}` : (record.error ?? outcome);
-      };
-      const flush = (): Promise<void> => {
-        clearTimeout(flushTimer);
-        flushTimer = undefined;
-        if (flushing) return flushing.then(() => (pending.length > 0 ? flush() : undefined));
-        if (pending.length === 0) return Promise.resolve();
-        const group = pending.splice(0, RECORD_GROUP);
-        flushing = queue
-          .record(orgId, endpointId, group)
-          .then(() => group.forEach(count))
-          .catch((error: unknown) => {
-            failure ??= error;
-          })
-          .finally(() => {
-            flushing = null;
-            nudge.nudge();
-          });
-        return flushing.then(() => (pending.length > 0 ? flush() : undefined));
-      };
-      const enqueue = (record: AttemptRecord) => {
-        pending.push(record);
-        if (pending.length >= RECORD_GROUP) void flush();
-        else flushTimer ??= setTimeout(() => void flush(), RECORD_DELAY_MS);
-      };
+      });
+      const reap = async () => (await queue.reapLapsed(orgId, endpointId, schedule.length, ABANDONED_ERROR)) > 0;
 
-      let lastTick = Date.now();
-      const tick = async () => {
-        context.heartbeat();
-        endpoint = (await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS)) ?? endpoint;
-        await queue.reapLapsed(orgId, endpointId, schedule.length, ABANDONED_ERROR);
-        lastTick = Date.now();
-      };
-
+      await reap();
       try {
-        await queue.reapLapsed(orgId, endpointId, schedule.length, ABANDONED_ERROR);
-        let lingerUntil: number | null = null;
-        while (failure === undefined && !context.signal.aborted) {
-          if (Date.now() - lastTick >= TICK_MS) await tick();
-          const current = endpoint;
-          const concurrency = config.webhooks.endpointConcurrency;
-          const free = concurrency - inFlight;
-          // Claim when half the window is free (or it is empty): fewer, larger claims.
-          if (inFlight > 0 && free < Math.ceil(concurrency / 2)) {
-            await nudge.wait(TICK_MS);
-            continue;
-          }
-          const rows = await queue.claim(orgId, endpointId, current.enabled ? free : 500, ROW_LEASE_SECONDS);
-          if (rows.length > 0) lingerUntil = null;
-          if (!current.enabled) {
-            await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${current.disabled_reason ? `: ${current.disabled_reason}` : ''}`);
-            summary.exhausted += rows.length;
-            if (rows.length > 0) continue;
-          } else if (rows.length > 0) {
+        await drainWindow<ClaimedDelivery>({
+          concurrency: config.webhooks.endpointConcurrency,
+          lingerMs: config.queues.drainLingerMs,
+          tickMs: TICK_MS,
+          signal: context.signal,
+          subscribe: (onWake) => wakes.subscribe(WEBHOOK_WAKE_CHANNEL, endpointId, onWake),
+          async claim(limit) {
+            const current = endpoint!;
+            const rows = await queue.claim(orgId, endpointId, current.enabled ? limit : 500, ROW_LEASE_SECONDS);
+            if (!current.enabled) {
+              await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${current.disabled_reason ? `: ${current.disabled_reason}` : ''}`);
+              summary.exhausted += rows.length;
+              return { claimed: rows.length, items: [] };
+            }
             const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
             await queue.finishWithoutAttempt(orgId, orphans.map((r) => r.id), 'the event no longer exists');
             summary.exhausted += orphans.length;
-            for (const row of rows) {
-              if (orphans.includes(row)) continue;
-              inFlight += 1;
-              attempt(current, row)
-                .then(enqueue, (error: unknown) => {
-                  failure ??= error;
-                })
-                .finally(() => {
-                  inFlight -= 1;
-                  nudge.nudge();
-                });
-            }
-            continue;
-          }
-          if (inFlight > 0) {
-            await nudge.wait(TICK_MS);
-            continue;
-          }
-          // Nothing due, nothing in flight: linger for a wake-up (or a retry falling due within it), then stop.
-          await flush();
-          lingerUntil ??= Date.now() + config.webhooks.drainLingerMs;
-          const left = lingerUntil - Date.now();
-          if (left <= 0 || failure !== undefined) break;
-          const due = await queue.nextDue(orgId, endpointId);
-          if (due !== null && due <= lingerUntil) {
-            if (due > Date.now()) {
-              await nudge.wait(due - Date.now());
-              continue;
-            }
-            // Due already yet not claimed: an attempt whose lease lapsed, or a row another drain holds.
-            if ((await queue.reapLapsed(orgId, endpointId, schedule.length, ABANDONED_ERROR)) > 0) continue;
-            break;
-          }
-          await nudge.wait(Math.min(left, TICK_MS));
-        }
-        while (inFlight > 0) await nudge.wait(TICK_MS);
-        await flush();
-        if (failure !== undefined) throw failure instanceof Error ? failure : new Error('webhook drain failed', { cause: failure });
+            return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
+          },
+          run: async (row) => recorder.add(await attempt(endpoint!, row)),
+          async tick() {
+            context.heartbeat();
+            endpoint = (await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS)) ?? endpoint;
+            await reap();
+          },
+          settle: () => recorder.flush(),
+          nextDue: () => queue.nextDue(orgId, endpointId),
+          onDueUnclaimed: reap,
+        });
       } finally {
-        clearTimeout(flushTimer);
-        context.signal.removeEventListener('abort', onAbort);
-        unsubscribe();
+        recorder.stop();
       }
       await queue.releaseEndpoint(orgId, endpointId);
       const state = await queue.state(orgId, endpointId);

@@ -7,7 +7,7 @@ import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { endpointReceives } from '../events/event-catalog.ts';
 import { wakeEndpointActors } from './endpoint-actor.ts';
-import { WEBHOOK_WAKE_CHANNEL } from './endpoint-wakes.ts';
+import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
 /**
  * The webhook outbox relay (runs in every worker process). Events are written to `events` in

@@ -1,26 +1,30 @@
 import pg from 'pg';
-import type { Logger } from '../../logger.ts';
+import type { Logger } from '../logger.ts';
 
 /**
- * In-process wake-ups of running drains. The fan-out NOTIFYs `herald_webhook_wake` with the
- * endpoint id in the transaction that writes its rows; every worker process LISTENs once and
- * pokes the drain of that endpoint if it runs here. A drain that is lingering for more work
- * thereby sees new rows within milliseconds, and the writer sends Temporal no signal while the
- * endpoint's drain lease says it is running (wakes cost nothing per item in steady traffic).
- * A lost notification costs latency, never a row: the drain checks the queue before it returns.
+ * In-process wake-ups of running queue drains. A writer NOTIFYs a queue's channel with the
+ * owner's id (a webhook endpoint, a sending domain) in the transaction that writes its rows;
+ * every worker process LISTENs once and pokes the drain of that owner if it runs here. A drain
+ * that is lingering for more work thereby sees new rows within milliseconds, and the writer
+ * sends Temporal no signal while the owner's drain lease says it is running (wake-ups cost
+ * nothing per item in steady traffic). A lost notification costs latency, never a row: a drain
+ * checks its queue before it returns.
  */
 export const WEBHOOK_WAKE_CHANNEL = 'herald_webhook_wake';
+export const SEND_WAKE_CHANNEL = 'herald_send_wake';
+const CHANNELS = [WEBHOOK_WAKE_CHANNEL, SEND_WAKE_CHANNEL] as const;
+export type WakeChannel = (typeof CHANNELS)[number];
 
 const RETRY_MS = [500, 1_000, 2_000, 5_000];
 
-export interface EndpointWakes {
-  /** Calls `onWake` on every notification for `endpointId` until the returned function is called. */
-  subscribe(endpointId: string, onWake: () => void): () => void;
+export interface QueueWakes {
+  /** Calls `onWake` on every notification on `channel` for `ownerId` until the returned function is called. */
+  subscribe(channel: WakeChannel, ownerId: string, onWake: () => void): () => void;
   stop(): Promise<void>;
 }
 
 /** Listens on its own connection, re-established with backoff when it drops. */
-export function startEndpointWakes(options: { databaseUrl: string; logger: Logger }): EndpointWakes {
+export function startQueueWakes(options: { databaseUrl: string; logger: Logger }): QueueWakes {
   const subscribers = new Map<string, Set<() => void>>();
   let client: pg.Client | null = null;
   let stopped = false;
@@ -46,18 +50,18 @@ export function startEndpointWakes(options: { databaseUrl: string; logger: Logge
     };
     current.on('error', retry);
     current.on('notification', (message) => {
-      const set = message.payload ? subscribers.get(message.payload) : undefined;
+      const set = message.payload ? subscribers.get(`${message.channel}:${message.payload}`) : undefined;
       if (set) for (const onWake of set) onWake();
     });
     try {
       await current.connect();
-      await current.query(`LISTEN ${WEBHOOK_WAKE_CHANNEL}`);
+      for (const channel of CHANNELS) await current.query(`LISTEN ${channel}`);
       client = current;
       failures = 0;
       // Whatever was notified while not listening: every running drain looks once more.
       pokeAll();
     } catch (error) {
-      if (failures === 0) options.logger.warn('webhook wake-ups: LISTEN failed; retrying', { error: error instanceof Error ? error.message : String(error) });
+      if (failures === 0) options.logger.warn('queue wake-ups: LISTEN failed; retrying', { error: error instanceof Error ? error.message : String(error) });
       retry();
     }
   }
@@ -65,16 +69,17 @@ export function startEndpointWakes(options: { databaseUrl: string; logger: Logge
   void listen();
 
   return {
-    subscribe(endpointId, onWake) {
-      let set = subscribers.get(endpointId);
+    subscribe(channel, ownerId, onWake) {
+      const key = `${channel}:${ownerId}`;
+      let set = subscribers.get(key);
       if (!set) {
         set = new Set();
-        subscribers.set(endpointId, set);
+        subscribers.set(key, set);
       }
       set.add(onWake);
       return () => {
         set.delete(onWake);
-        if (set.size === 0 && subscribers.get(endpointId) === set) subscribers.delete(endpointId);
+        if (set.size === 0 && subscribers.get(key) === set) subscribers.delete(key);
       };
     },
     async stop() {

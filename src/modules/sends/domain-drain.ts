@@ -1,0 +1,117 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { DrainSummary } from '../../../workflows/queue-actor.ts';
+import type { SendDomainInput } from '../../../workflows/send-domain.ts';
+import type { Config } from '../../config.ts';
+import type { Logger } from '../../logger.ts';
+import { drainWindow } from '../../queue/drain-window.ts';
+import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
+import type { EmailDelivery } from './delivery.ts';
+import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
+
+/**
+ * One drain of a sending domain's queue, as the domain actor's activity runs it: take the
+ * domain's drain lease, then keep up to twice the relay pool's connections of emails in
+ * flight (drain-window.ts), each one delivery attempt (delivery.ts: the recipients not yet
+ * settled, one SMTP transaction, every answer recorded before it returns), and put each email
+ * back on the queue at its retry time while deferred recipients remain, or take it off once
+ * settled; when the retry window would close before the next try, what is still deferred fails.
+ * Scheduled emails are rows due at `scheduled_at`; a cancelled one is never claimed.
+ *
+ * A claimed email is due again when its lease lapses (refreshed while the attempt runs), so a
+ * worker killed mid-batch loses nothing: the next drain sends to the recipients not yet
+ * recorded. The only duplicate is an email the relay accepted whose answer was not yet
+ * committed (at most the emails in flight at the kill); it keeps its Message-ID.
+ */
+
+export interface DomainDrainDeps {
+  orm: MikroORM;
+  config: Pick<Config, 'sends' | 'queues'>;
+  delivery: EmailDelivery;
+  wakes: QueueWakes;
+  logger: Logger;
+}
+
+const DRAIN_LEASE_SECONDS = 30;
+/** A claimed email's lease; extended every tick while its attempt runs. */
+const EMAIL_LEASE_SECONDS = 30;
+const TICK_MS = 5_000;
+
+/** The delay before the attempt after `attempt`, or null when the retry window would close first. */
+export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, firstAttemptMs: number, now: number): number | null {
+  const schedule = config.sends.retryScheduleMs;
+  const delay = schedule.length < 2 ? null : (schedule[Math.min(attempt, schedule.length - 1)] ?? null);
+  return delay !== null && now - firstAttemptMs + delay <= config.sends.retryWindowMs ? delay : null;
+}
+
+export function createDomainDrainer(deps: DomainDrainDeps) {
+  const { orm, config, delivery, wakes, logger } = deps;
+  const queue = createDomainQueue(orm);
+
+  return {
+    /** Drains the domain's due emails. Throws only for infrastructure failures (database). */
+    async drain(input: SendDomainInput, context: { heartbeat(): void; signal: AbortSignal }): Promise<DrainSummary> {
+      const { orgId, domainId } = input;
+      const summary = { delivered: 0, failed: 0, exhausted: 0, lastOutcome: null as string | null, lastFailed: false };
+      if (!(await queue.leaseDomain(orgId, domainId, DRAIN_LEASE_SECONDS))) {
+        return { nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: 0, state: 'idle', lastOutcome: 'domain deleted' };
+      }
+      const inFlight = new Set<string>();
+
+      async function attempt(email: ClaimedEmail): Promise<void> {
+        inFlight.add(email.id);
+        try {
+          const number = email.handoff_attempts + 1;
+          const nextDelayMs = nextRetryDelay(config, number, email.first_attempt_ms, Date.now());
+          let { status } = await delivery.deliver({ orgId, emailId: email.id, attempt: number, nextDelayMs });
+          if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId, emailId: email.id })).status;
+          await queue.reschedule(orgId, email.id, status === 'sending' && nextDelayMs !== null ? new Date(Date.now() + nextDelayMs) : null);
+          if (status === 'sent') summary.delivered += 1;
+          else if (status === 'failed') summary.exhausted += 1;
+          else if (status === 'sending') summary.failed += 1;
+          summary.lastFailed = status !== 'sent' && status !== 'cancelled';
+          summary.lastOutcome = status;
+        } catch (error) {
+          // This email only: it stays claimed until its lease lapses, then the next drain tries it again.
+          logger.warn('send attempt failed; the email is retried when its lease lapses', { emailId: email.id, error });
+          summary.lastFailed = true;
+          summary.lastOutcome = error instanceof Error ? error.message : String(error);
+        } finally {
+          inFlight.delete(email.id);
+        }
+      }
+
+      await drainWindow<ClaimedEmail>({
+        concurrency: config.sends.relayPoolSize * 2,
+        lingerMs: config.queues.drainLingerMs,
+        tickMs: TICK_MS,
+        signal: context.signal,
+        subscribe: (onWake) => wakes.subscribe(SEND_WAKE_CHANNEL, domainId, onWake),
+        async claim(limit) {
+          const items = await queue.claim(orgId, domainId, limit, EMAIL_LEASE_SECONDS);
+          return { claimed: items.length, items };
+        },
+        run: attempt,
+        async tick() {
+          context.heartbeat();
+          await queue.leaseDomain(orgId, domainId, DRAIN_LEASE_SECONDS);
+          await queue.extendLeases(orgId, [...inFlight], EMAIL_LEASE_SECONDS);
+        },
+        settle: () => Promise.resolve(),
+        nextDue: () => queue.nextDue(orgId, domainId),
+        // Every open email is claimable once due: nothing else can hold one back.
+        onDueUnclaimed: () => Promise.resolve(false),
+      });
+      await queue.releaseDomain(orgId, domainId);
+      const state = await queue.state(orgId, domainId);
+      return {
+        nextDueAt: state.next_due_ms === null ? null : Math.round(state.next_due_ms),
+        open: state.open,
+        delivered: summary.delivered,
+        failed: summary.failed,
+        exhausted: summary.exhausted,
+        state: state.open === 0 ? 'idle' : summary.lastFailed ? 'failing' : 'retrying',
+        lastOutcome: summary.lastOutcome,
+      };
+    },
+  };
+}

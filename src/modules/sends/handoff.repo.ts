@@ -1,0 +1,38 @@
+/**
+ * The send API's two statements about the queue: the NOTIFY that pokes a running drain of the
+ * sending domain at commit, and the opt-in hand-off read (what the first attempt came to).
+ * Raw SQL is outside the tenant filter, so every clause names the workspace itself.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { HandoffResult } from '../../../workflows/sends.ts';
+import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
+
+export type { HandoffResult } from '../../../workflows/sends.ts';
+
+/** Pokes a drain of the domain that may be running in some worker (delivered at commit). */
+export async function notifyDomainDrain(em: EntityManager, domainId: string): Promise<void> {
+  await em.execute(`select pg_notify('${SEND_WAKE_CHANNEL}', ?)`, [domainId]);
+}
+
+/**
+ * What the first attempt of an email came to, or null while it has none: accepted (the relay
+ * took it for a recipient, or every recipient is settled), deferred (every recipient got a
+ * temporary failure), rejected (refused as a whole before hand-off: failed with credits given
+ * back), cancelled.
+ */
+export async function readHandoff(em: EntityManager, orgId: string, emailId: string): Promise<HandoffResult | null> {
+  const [row] = await em.getConnection().execute<{ status: string; quota_released: boolean; last_error: string | null; handed: boolean; deferred: boolean }[]>(
+    `select e.status, e.quota_released, e.last_error,
+            exists (select 1 from email_recipients r where r.email_id = e.id and r.org_id = e.org_id
+                     and r.status in ('sent', 'delivered', 'bounced', 'complained')) as handed,
+            exists (select 1 from email_recipients r where r.email_id = e.id and r.org_id = e.org_id and r.status = 'deferred') as deferred
+       from transactional_emails e where e.id = ? and e.org_id = ?`,
+    [emailId, orgId],
+  );
+  if (!row) return null;
+  if (row.status === 'cancelled') return { outcome: 'cancelled', response: null };
+  if (row.status === 'failed' && row.quota_released && !row.handed) return { outcome: 'rejected', response: row.last_error };
+  if (row.status === 'sent' || row.status === 'failed' || row.handed) return { outcome: 'accepted', response: null };
+  if (row.deferred) return { outcome: 'deferred', response: row.last_error };
+  return null;
+}

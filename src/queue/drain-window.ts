@@ -1,0 +1,121 @@
+/**
+ * The sliding window every queue drain runs (a webhook endpoint's, a sending domain's): keep up
+ * to `concurrency` items in flight, claiming due rows as slots free up (half the window at a
+ * time, so claims stay few and large); once nothing is due and nothing is in flight, linger up
+ * to `lingerMs` for a wake-up or a row falling due meanwhile, then return. `tick` runs at least
+ * every `tickMs` (heartbeat, lease refresh); `settle` commits what is buffered before lingering
+ * and at the end. An abort stops claiming; items in flight always finish.
+ */
+
+export interface DrainWindowOptions<T> {
+  concurrency: number;
+  lingerMs: number;
+  tickMs: number;
+  signal: AbortSignal;
+  /** Claims up to `limit` due rows: `claimed` rows left the queue, `items` of them are to be run. */
+  claim(limit: number): Promise<{ claimed: number; items: T[] }>;
+  /** Runs one item; a rejection stops the drain (after the items in flight) and is rethrown. */
+  run(item: T): Promise<void>;
+  tick(): Promise<void>;
+  settle(): Promise<void>;
+  /** Epoch ms when the next open row falls due, or null. */
+  nextDue(): Promise<number | null>;
+  /** A row is due yet was not claimed (e.g. an attempt whose lease lapsed): true when something was done about it. */
+  onDueUnclaimed(): Promise<boolean>;
+  /** Registers for in-process wake-ups; returns the unsubscribe function. */
+  subscribe(onWake: () => void): () => void;
+}
+
+/** Resolves the next `wait()` once something happens (a slot freed, a wake-up, a timer). */
+function createNudge() {
+  let resolve: (() => void) | null = null;
+  let pending = false;
+  return {
+    nudge() {
+      pending = true;
+      resolve?.();
+    },
+    wait(ms: number): Promise<void> {
+      if (pending) {
+        pending = false;
+        return Promise.resolve();
+      }
+      return new Promise<void>((done) => {
+        const finish = () => {
+          clearTimeout(timer);
+          resolve = null;
+          pending = false;
+          done();
+        };
+        const timer = setTimeout(finish, ms);
+        resolve = finish;
+      });
+    },
+  };
+}
+
+export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<void> {
+  const { concurrency, tickMs, signal } = options;
+  const nudge = createNudge();
+  const unsubscribe = options.subscribe(() => nudge.nudge());
+  const onAbort = () => nudge.nudge();
+  signal.addEventListener('abort', onAbort);
+  let inFlight = 0;
+  let failure: unknown;
+  let lastTick = Date.now();
+  try {
+    let lingerUntil: number | null = null;
+    while (failure === undefined && !signal.aborted) {
+      if (Date.now() - lastTick >= tickMs) {
+        await options.tick();
+        lastTick = Date.now();
+      }
+      const free = concurrency - inFlight;
+      if (inFlight > 0 && free < Math.ceil(concurrency / 2)) {
+        await nudge.wait(tickMs);
+        continue;
+      }
+      const { claimed, items } = await options.claim(free);
+      for (const item of items) {
+        inFlight += 1;
+        options
+          .run(item)
+          .catch((error: unknown) => {
+            failure ??= error;
+          })
+          .finally(() => {
+            inFlight -= 1;
+            nudge.nudge();
+          });
+      }
+      if (claimed > 0) {
+        lingerUntil = null;
+        continue;
+      }
+      if (inFlight > 0) {
+        await nudge.wait(tickMs);
+        continue;
+      }
+      await options.settle();
+      lingerUntil ??= Date.now() + options.lingerMs;
+      const left = lingerUntil - Date.now();
+      if (left <= 0) break;
+      const due = await options.nextDue();
+      if (due !== null && due <= lingerUntil) {
+        if (due > Date.now()) {
+          await nudge.wait(due - Date.now());
+          continue;
+        }
+        if (await options.onDueUnclaimed()) continue;
+        break;
+      }
+      await nudge.wait(Math.min(left, tickMs));
+    }
+    while (inFlight > 0) await nudge.wait(tickMs);
+    await options.settle();
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    unsubscribe();
+  }
+  if (failure !== undefined) throw failure instanceof Error ? failure : new Error('drain failed', { cause: failure });
+}
