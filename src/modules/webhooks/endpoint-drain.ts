@@ -53,7 +53,7 @@ const ROW_LEASE_SECONDS = 30;
 /** Lease refresh, heartbeat and a look for lapsed attempts, this often. */
 const TICK_MS = 5_000;
 /** Outcomes are committed in groups of up to this many, or after this long. */
-const RECORD_GROUP = 64;
+export const RECORD_GROUP = 64;
 const RECORD_DELAY_MS = 5;
 
 type Outcome = 'delivered' | 'failed' | 'exhausted';
