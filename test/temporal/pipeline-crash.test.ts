@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
@@ -13,6 +11,7 @@ import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
 import { RECORD_GROUP } from '../../src/modules/webhooks/endpoint-drain.ts';
 import { idem } from '../support/api.ts';
 import { createOrgWithKey, unique } from '../support/factories.ts';
+import { startCountingRelay } from '../support/counting-relay.ts';
 import { apiClient } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
@@ -29,37 +28,6 @@ import { spawnWorkerProcess } from '../support/worker-process.ts';
 const ITEMS = 1_000;
 const POOL = 5;
 
-/** A relay that takes a few milliseconds per message and counts what it accepted per Message-ID. */
-async function startCountingRelay() {
-  const accepted = new Map<string, number>();
-  const server = new SMTPServer({
-    authOptional: true,
-    hideSTARTTLS: true,
-    disableReverseLookup: true,
-    closeTimeout: 500,
-    onData(stream, _session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        const id = /^message-id:\s*<([^>]+)>/im.exec(Buffer.concat(chunks).toString('latin1'))?.[1] ?? '';
-        setTimeout(() => {
-          accepted.set(id, (accepted.get(id) ?? 0) + 1);
-          callback(null, 'queued');
-        }, 5);
-      });
-    },
-  });
-  // The killed worker's connections end with ECONNRESET: expected here.
-  server.on('error', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.server.address() as AddressInfo).port,
-    accepted,
-    total: () => [...accepted.values()].reduce((a, b) => a + b, 0),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 webhook deliveries', () => {
   let relay: Awaited<ReturnType<typeof startCountingRelay>>;
   let receiver: WebhookReceiver;
@@ -68,7 +36,7 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
   let worker: Service | null = null;
 
   beforeAll(async () => {
-    relay = await startCountingRelay();
+    relay = await startCountingRelay({ delayMs: 5 });
     receiver = await startWebhookReceiver();
     stack = await createTestStack({
       SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
