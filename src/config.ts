@@ -86,6 +86,8 @@ const EnvSchema = v.object({
   REDIS_KEY_PREFIX: v.optional(v.string(), 'herald:'),
   TEMPORAL_ADDRESS: v.optional(v.string(), '127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: v.optional(v.string(), 'default'),
+  /** A prebuilt workflow bundle (herald dev builds one per source version); else .build/ or bundled at start. */
+  HERALD_WORKFLOW_BUNDLE: v.optional(v.string()),
   TEMPORAL_TASK_QUEUE_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9-]+$/)), 'herald'),
   PORT: port('3000'),
   HOST: v.optional(v.string(), '0.0.0.0'),
@@ -155,6 +157,8 @@ export interface Config {
     taskQueues: { email: string; webhooks: string; inbound: string };
     /** Prefix of Herald's Temporal Schedule ids, so test runs sharing a server never collide. */
     schedulePrefix: string;
+    /** A prebuilt workflow bundle to load instead of bundling at start (HERALD_WORKFLOW_BUNDLE). */
+    workflowBundlePath?: string;
   };
   http: { port: number; host: string; publicUrl: string };
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
@@ -238,6 +242,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
         inbound: `${prefix}-inbound`,
       },
       schedulePrefix: prefix,
+      ...(env.HERALD_WORKFLOW_BUNDLE ? { workflowBundlePath: env.HERALD_WORKFLOW_BUNDLE } : {}),
     },
     http: {
       port: env.PORT,
@@ -298,6 +303,8 @@ const DevEnvSchema = v.object({
   SMTP_RELAY_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
   /** The mail sink's viewer; the next free port is taken when this one is busy. */
   MAIL_SINK_HTTP_PORT: port('8025'),
+  /** Run api, worker and smtp as three processes instead of one (`herald all`). */
+  HERALD_DEV_SPLIT: booleanString,
 });
 
 export type DevEnv = v.InferOutput<typeof DevEnvSchema>;

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
-import { createOrm } from '../db/orm.ts';
+import { createOrm, type MikroORM } from '../db/orm.ts';
 import type { Config } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createCursorCodec } from './http/cursor.ts';
@@ -27,8 +27,8 @@ export interface RunningApi {
  * The api process: Koa over one ORM, one Redis and one Temporal client (it starts workflows,
  * never waits for them); stateless, so replicas scale behind a load balancer.
  */
-export async function startApi(config: Config, logger: Logger): Promise<RunningApi> {
-  const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
+export async function startApi(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningApi> {
+  const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   await orm.connect();
   // Opens on first use: the API serves while Temporal is starting or briefly away.
   const temporal = lazyTemporalClient(config);
@@ -67,7 +67,7 @@ export async function startApi(config: Config, logger: Logger): Promise<RunningA
       });
       redis.disconnect();
       await temporal.close();
-      await orm.close();
+      if (!shared.orm) await orm.close();
     },
   };
 }

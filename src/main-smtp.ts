@@ -1,4 +1,4 @@
-import { createOrm } from '../db/orm.ts';
+import { createOrm, type MikroORM } from '../db/orm.ts';
 import { createBlobStore, type BlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
@@ -9,6 +9,8 @@ export interface SmtpOptions {
   /** Replaces the configured blob store (BLOB_DIR). */
   blobs?: BlobStore | null;
   limits?: Partial<InboundLimits>;
+  /** An ORM shared with other parts of the process (`herald all`); not closed here. */
+  orm?: MikroORM;
 }
 
 /**
@@ -17,7 +19,7 @@ export interface SmtpOptions {
  * is away accepted messages wait for the worker's reconciler.
  */
 export async function startSmtp(config: Config, logger: Logger, options: SmtpOptions = {}): Promise<RunningSmtp> {
-  const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
+  const orm = options.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   const temporal = lazyTemporalClient(config);
   const blobs = options.blobs === undefined ? createBlobStore(config) : options.blobs;
   if (!blobs) logger.warn('smtp: BLOB_DIR is empty; every message will be answered 451');
@@ -31,7 +33,7 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
       await new Promise<void>((resolve) => inbound.server.close(() => resolve()));
       await inbound.settle();
       await temporal.close();
-      await orm.close();
+      if (!options.orm) await orm.close();
     },
   };
 }

@@ -4,7 +4,7 @@ import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptio
 import { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
-import { createOrm } from '../db/orm.ts';
+import { createOrm, type MikroORM } from '../db/orm.ts';
 import { createBlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
@@ -35,6 +35,7 @@ export const WORKFLOW_BUNDLE_PATH = fileURLToPath(
  * burst while the sticky pollers idled. Measured in bench/webhooks.ts and bench/inbound.ts.
  */
 const TASK_QUEUE_POLLER_SHARE = 0.8;
+const MAX_CACHED_WORKFLOWS = 200;
 
 /** Herald's logger in the Temporal SDK's shape: only warnings and errors pass. */
 function temporalLogger(logger: Logger): TemporalLogger {
@@ -71,8 +72,13 @@ export interface RunningWorker {
   shutdown(): Promise<void>;
 }
 
-/** The ahead-of-time bundle when present (production), else one bundle built now for all queues. */
-async function workflowBundle(logger: Logger): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
+/**
+ * A prebuilt bundle when there is one (HERALD_WORKFLOW_BUNDLE from `herald dev`, or the
+ * ahead-of-time .build/ bundle in production), else one bundle built now for all queues
+ * (webpack in this process: slower to start and a larger heap).
+ */
+async function workflowBundle(config: Config, logger: Logger): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
+  if (config.temporal.workflowBundlePath) return { codePath: config.temporal.workflowBundlePath };
   if (existsSync(WORKFLOW_BUNDLE_PATH)) return { codePath: WORKFLOW_BUNDLE_PATH };
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: temporalLogger(logger) });
   return { code };
@@ -82,8 +88,8 @@ async function workflowBundle(logger: Logger): Promise<NonNullable<WorkerOptions
  * The worker process: one Temporal worker per Herald task queue, sharing one connection, one
  * ORM and one activity set. Ensures Herald's schedules exist before polling.
  */
-export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
-  const orm = await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax });
+export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
+  const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
   // One pooled SMTP transport to the relay per worker process.
@@ -103,7 +109,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     logger,
     reports: { classify: classifyInbound, apply: applyInboundReport },
   });
-  const bundle = await workflowBundle(logger);
+  const bundle = await workflowBundle(config, logger);
   const queues = Object.values(config.temporal.taskQueues);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
@@ -115,6 +121,9 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         workflowBundle: bundle,
         shutdownGraceTime: '10s',
         nonStickyToStickyPollRatio: TASK_QUEUE_POLLER_SHARE,
+        // Long-lived actors and short runs: a few hundred cached runs per queue is plenty (the
+        // SDK's default sizes the cache from the heap limit, thousands).
+        maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
       }),
     ),
   );
@@ -141,7 +150,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     await queueWakes.stop();
     await temporal.close();
     await connection.close();
-    await orm.close();
+    if (!shared.orm) await orm.close();
   });
   return {
     done,

@@ -2,16 +2,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createOrm } from '../../db/orm.ts';
-import { migrateUp } from '../../db/migrate.ts';
 import { ConfigError, loadConfig, loadDevEnv } from '../config.ts';
 import { createLogger } from '../logger.ts';
-import { startApi } from '../main-api.ts';
-import { startSmtp } from '../main-smtp.ts';
 import { onShutdown } from '../shutdown.ts';
-import { installTemporalLogging, startWorker, WORKFLOW_BUNDLE_PATH, WORKFLOWS_PATH } from '../worker.ts';
 import { dataDir } from '../dev/paths.ts';
-import { adminUsage, runAdmin } from './admin.ts';
+
+// Each command imports what it runs, when it runs it: the api and smtp processes never load the
+// Temporal worker, the worker never loads Koa, the dev supervisor loads neither.
 
 const USAGE = `usage: herald <command>
 
@@ -19,6 +16,7 @@ processes (production entry points, configured by environment variables):
   herald api                 HTTP API
   herald worker              Temporal worker (herald-email, herald-webhooks, herald-inbound)
   herald smtp                inbound SMTP (MX) listener
+  herald all                 api, worker and smtp in one process (small installs; npm start runs it)
   herald migrate             apply pending database migrations
   herald bundle-workflows    bundle workflow code ahead of time (.build/workflow-bundle.js)
 
@@ -40,21 +38,39 @@ function loadDevStackEnv(): void {
   if (existsSync(file)) process.loadEnvFile(file);
 }
 
-async function runProcess(name: 'api' | 'worker' | 'smtp'): Promise<void> {
+async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { service: `herald-${name}` });
-  if (name === 'api') {
-    const api = await startApi(config, logger);
-    onShutdown(logger, () => api.close());
-  } else if (name === 'smtp') {
-    const smtp = await startSmtp(config, logger);
-    onShutdown(logger, () => smtp.close());
-  } else {
+  const stops: (() => Promise<void>)[] = [];
+  let workerDone: Promise<void> | null = null;
+  // `all` runs the three on one ORM (one pool of DATABASE_POOL_MAX connections).
+  const shared = name === 'all' ? { orm: await (await import('../../db/orm.ts')).createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }) } : {};
+  if (name === 'worker' || name === 'all') {
+    const { installTemporalLogging, startWorker } = await import('../worker.ts');
     installTemporalLogging(logger);
-    const worker = await startWorker(config, logger);
-    onShutdown(logger, () => worker.shutdown());
-    await worker.done;
+    const worker = await startWorker(config, logger, shared);
+    stops.push(() => worker.shutdown());
+    workerDone = worker.done;
   }
+  if (name === 'api' || name === 'all') {
+    const { startApi } = await import('../main-api.ts');
+    const api = await startApi(config, logger, shared);
+    stops.unshift(() => api.close());
+  }
+  if (name === 'smtp' || name === 'all') {
+    const { startSmtp } = await import('../main-smtp.ts');
+    const smtp = await startSmtp(config, logger, shared);
+    stops.unshift(() => smtp.close());
+  }
+  if (shared.orm) {
+    const orm = shared.orm;
+    stops.push(() => orm.close());
+  }
+  // Stops the listeners first (no new work), then the worker.
+  onShutdown(logger, async () => {
+    for (const stop of stops) await stop();
+  });
+  if (workerDone) await workerDone;
 }
 
 async function migrate(): Promise<void> {
@@ -64,6 +80,8 @@ async function migrate(): Promise<void> {
     const { ensureDatabase } = await import('../dev/postgres.ts');
     await ensureDatabase(config.database.url);
   }
+  const { createOrm } = await import('../../db/orm.ts');
+  const { migrateUp } = await import('../../db/migrate.ts');
   const orm = await createOrm({ databaseUrl: config.database.url });
   try {
     const applied = await migrateUp(orm);
@@ -76,6 +94,7 @@ async function migrate(): Promise<void> {
 async function createMigration(): Promise<void> {
   loadDevStackEnv();
   const config = loadConfig();
+  const { createOrm } = await import('../../db/orm.ts');
   const orm = await createOrm({ databaseUrl: config.database.url });
   try {
     const result = await orm.migrator.create();
@@ -87,6 +106,7 @@ async function createMigration(): Promise<void> {
 
 async function bundleWorkflows(): Promise<void> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const { WORKFLOW_BUNDLE_PATH, WORKFLOWS_PATH } = await import('../worker.ts');
   const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH });
   mkdirSync(dirname(WORKFLOW_BUNDLE_PATH), { recursive: true });
   writeFileSync(WORKFLOW_BUNDLE_PATH, code);
@@ -95,6 +115,8 @@ async function bundleWorkflows(): Promise<void> {
 
 async function admin(args: string[]): Promise<void> {
   loadDevStackEnv();
+  const { runAdmin } = await import('./admin.ts');
+  const { createOrm } = await import('../../db/orm.ts');
   const result = await runAdmin(args, async () => {
     const config = loadConfig();
     const orm = await createOrm({ databaseUrl: config.database.url, poolMax: 2 });
@@ -118,6 +140,7 @@ async function main(argv: string[]): Promise<void> {
     case 'api':
     case 'worker':
     case 'smtp':
+    case 'all':
       return runProcess(command);
     case 'migrate':
       return migrate();
@@ -127,6 +150,17 @@ async function main(argv: string[]): Promise<void> {
       return bundleWorkflows();
     case 'dev':
       return (await import('../dev/dev.ts')).runDev();
+    case 'dev-setup': {
+      const config = loadConfig();
+      if (!config.encryptionKey) throw new ConfigError(['HERALD_ENCRYPTION_KEY: required by dev-setup']);
+      return (await import('../dev/dev-setup.ts')).runDevSetup({
+        databaseUrl: config.database.url,
+        temporalAddress: config.temporal.address,
+        namespace: config.temporal.namespace,
+        encryptionKey: config.encryptionKey.toString('base64'),
+        dataDir: dataDir(loadDevEnv()),
+      });
+    }
     case 'mail-sink':
       return (await import('../dev/mail-sink-cli.ts')).runMailSink(rest);
     case 'test':
@@ -137,7 +171,7 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'admin':
       if (rest.length === 0 || rest[0] === '--help') {
-        process.stdout.write(adminUsage() + '\n');
+        process.stdout.write((await import('./admin.ts')).adminUsage() + '\n');
         return;
       }
       return admin(rest);

@@ -1,6 +1,4 @@
 import { join } from 'node:path';
-import { createOrm } from '../../db/orm.ts';
-import { migrateUp } from '../../db/migrate.ts';
 import { loadDevEnv } from '../config.ts';
 import { ensureDevEncryptionKey, updateEnvFile } from './dev-env-file.ts';
 import { cacheDir, dataDir, MAIN_ENTRY } from './paths.ts';
@@ -8,12 +6,10 @@ import { ensureDatabase, resolvePostgres, withDatabase } from './postgres.ts';
 import { spawnService, waitFor, type Service } from './processes.ts';
 import { isListening } from './ports.ts';
 import { resolveRedis } from './redis.ts';
-import { ensureDevWorkspace } from './seed.ts';
+import type { DevSetupResult } from './dev-setup.ts';
 import { resolveTemporalBinary } from './temporal-binary.ts';
 import { startTemporalDevServer } from './temporal-server.ts';
-import { Connection } from '@temporalio/client';
 import { createDnsResolver } from '../dns/resolver.ts';
-import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
 import { createLogger } from '../logger.ts';
 import { startDevRelay } from './dev-mail-sink.ts';
 
@@ -62,9 +58,7 @@ export async function runDev(): Promise<void> {
     let temporalAddress = env.TEMPORAL_ADDRESS;
     let temporalUi: string | null = null;
     if (temporalAddress) {
-      const connection = await Connection.connect({ address: temporalAddress });
-      await ensureSearchAttributes(connection, NAMESPACE);
-      await connection.close();
+      // dev-setup (below) waits for it and registers the search attributes.
     } else if (await isListening('127.0.0.1', TEMPORAL_PORT)) {
       throw new Error(
         `port ${TEMPORAL_PORT} is taken: stop what runs there, or set TEMPORAL_ADDRESS to use that Temporal server`,
@@ -79,21 +73,25 @@ export async function runDev(): Promise<void> {
         namespace: NAMESPACE,
         dbFile: join(data, 'temporal', 'dev.sqlite'),
         logFile: join(data, 'temporal', 'server.log'),
+        readiness: 'port',
       });
       stack.push({ name: 'temporal', stop: () => temporal.stop() });
       temporalAddress = temporal.address;
       temporalUi = temporal.uiUrl;
     }
 
-    const orm = await createOrm({ databaseUrl });
-    const applied = await migrateUp(orm);
-    if (applied.length > 0) say(`applied migrations: ${applied.join(', ')}`);
-    const workspace = await ensureDevWorkspace({
-      orm,
-      encryptionKey: Buffer.from(encryptionKey, 'base64'),
-      keyFile: join(data, 'dev-key'),
+    // Namespace and search attributes, migrations, the dev workspace and the workflow bundle,
+    // in a child process: the supervisor stays small (no ORM, Temporal client or webpack).
+    const setup = await runSetupChild({
+      ...process.env,
+      NODE_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_NAMESPACE: NAMESPACE,
+      HERALD_ENCRYPTION_KEY: encryptionKey,
     });
-    await orm.close();
+    if (setup.applied.length > 0) say(`applied migrations: ${setup.applied.join(', ')}`);
+    const { workspace } = setup;
 
     const dnsOnline = await systemDnsWorks();
     if (!dnsOnline) say('the machine\'s DNS resolves nothing (offline?): contact mail-server checks are off (CONTACT_DNS_CHECK=false)');
@@ -128,6 +126,7 @@ export async function runDev(): Promise<void> {
       BLOB_DIR: join(data, 'blobs'),
       HERALD_ENCRYPTION_KEY: encryptionKey,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      HERALD_WORKFLOW_BUNDLE: setup.workflowBundle,
       ...(dnsOnline ? {} : { CONTACT_DNS_CHECK: 'false' }),
     };
     let markWorkerReady = () => {};
@@ -140,7 +139,7 @@ export async function runDev(): Promise<void> {
         env: childEnv,
         onLine: (line) => {
           process.stdout.write(`[${name}] ${line}\n`);
-          if (name === 'worker' && line.includes('"msg":"worker polling"')) markWorkerReady();
+          if ((name === 'worker' || name === 'all') && line.includes('"msg":"worker polling"')) markWorkerReady();
         },
       });
       stack.push({ name, stop: () => service.stop() });
@@ -152,9 +151,15 @@ export async function runDev(): Promise<void> {
       });
       return service;
     };
-    start('worker');
-    start('api');
-    start('smtp');
+    // One process for api, worker and smtp (a third of the memory of three); HERALD_DEV_SPLIT=true
+    // runs them as the separate processes production scales out with.
+    if (env.HERALD_DEV_SPLIT) {
+      start('worker');
+      start('api');
+      start('smtp');
+    } else {
+      start('all');
+    }
     await waitFor('the api', async () => ((await fetch(`${publicUrl}/healthz`)).ok ? true : undefined), 60_000);
     await Promise.race([
       workerReady,
@@ -167,6 +172,24 @@ export async function runDev(): Promise<void> {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
   }
+}
+
+/** Runs `herald dev-setup` and returns what it printed last (one JSON line); its other lines are echoed. */
+async function runSetupChild(env: NodeJS.ProcessEnv): Promise<DevSetupResult> {
+  let last = '';
+  const child = spawnService({
+    name: 'setup',
+    command: process.execPath,
+    args: [MAIN_ENTRY, 'dev-setup'],
+    env,
+    onLine: (line) => {
+      if (line.startsWith('{')) last = line;
+      else process.stdout.write(`[setup] ${line}\n`);
+    },
+  });
+  const code = await child.exited;
+  if (code !== 0 || !last) throw new Error(`dev setup failed (exit code ${code})`);
+  return JSON.parse(last) as DevSetupResult;
 }
 
 /**

@@ -1,8 +1,7 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Connection } from '@temporalio/client';
-import { ensureSearchAttributes } from '../temporal/search-attribute-registry.ts';
 import { searchAttributeCliSpecs } from '../temporal/search-attributes.ts';
+import { isListening } from './ports.ts';
 import { spawnService, waitFor, type Service } from './processes.ts';
 
 export interface TemporalDevServer {
@@ -24,6 +23,12 @@ export interface TemporalDevServerOptions {
   /** Where the server's own log goes; only its error lines are echoed to the console. */
   logFile: string;
   readyTimeoutMs?: number;
+  /**
+   * What "started" means: `namespace` (default) waits until the namespace answers and registers
+   * the search attributes; `port` only waits for the frontend port, leaving both to the caller
+   * (the dev supervisor, which never loads the Temporal client itself).
+   */
+  readiness?: 'namespace' | 'port';
 }
 
 /**
@@ -73,14 +78,11 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
       waitFor(
         `the Temporal dev server on ${address}`,
         async () => {
-          const connection = await Connection.connect({ address, connectTimeout: 1000 });
-          try {
-            await connection.workflowService.describeNamespace({ namespace: options.namespace });
-            await ensureSearchAttributes(connection, options.namespace);
-            return true;
-          } finally {
-            await connection.close();
-          }
+          if (options.readiness === 'port') return (await isListening('127.0.0.1', options.port)) ? true : undefined;
+          // Loaded here only: the dev supervisor (readiness 'port') never loads the client.
+          const { ensureTemporalReady } = await import('../temporal/search-attribute-registry.ts');
+          await ensureTemporalReady(address, options.namespace);
+          return true;
         },
         options.readyTimeoutMs ?? 90_000,
         300,

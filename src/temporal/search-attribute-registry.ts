@@ -23,3 +23,15 @@ export async function ensureSearchAttributes(
   });
   return missing.map((key) => key.name);
 }
+
+/** Throws until the server at `address` answers for `namespace`; then registers Herald's search attributes. */
+export async function ensureTemporalReady(address: string, namespace: string): Promise<void> {
+  const { Connection } = await import('@temporalio/client');
+  const connection = await Connection.connect({ address, connectTimeout: 1000 });
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+    await ensureSearchAttributes(connection, namespace);
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createOrm } from '../../db/orm.ts';
+import { migrateUp } from '../../db/migrate.ts';
+import { ensureTemporalReady } from '../temporal/search-attribute-registry.ts';
+import { waitFor } from './processes.ts';
+import { ensureDevWorkspace, type DevWorkspace } from './seed.ts';
+
+/**
+ * `herald dev-setup` (a child of `herald dev`, so the supervisor never holds the ORM, the
+ * Temporal client or webpack): waits for the Temporal namespace and registers the search
+ * attributes, migrates, ensures the dev workspace, and bundles the workflow code into the data
+ * directory unless a bundle of the same sources is there. Prints one JSON line last.
+ */
+export interface DevSetupResult {
+  workspace: DevWorkspace;
+  applied: string[];
+  workflowBundle: string;
+}
+
+const WORKFLOWS_DIR = fileURLToPath(new URL('../../workflows/', import.meta.url));
+
+/** A hash of the workflow sources and the SDK version they are bundled with. */
+function workflowSourcesHash(): string {
+  const hash = createHash('sha256');
+  for (const name of readdirSync(WORKFLOWS_DIR).sort()) hash.update(name).update(readFileSync(join(WORKFLOWS_DIR, name)));
+  hash.update(readFileSync(fileURLToPath(new URL('../../node_modules/@temporalio/workflow/package.json', import.meta.url))));
+  return hash.digest('hex').slice(0, 16);
+}
+
+export async function runDevSetup(options: { databaseUrl: string; temporalAddress: string; namespace: string; encryptionKey: string; dataDir: string }): Promise<void> {
+  await waitFor('the Temporal namespace', async () => {
+    try {
+      await ensureTemporalReady(options.temporalAddress, options.namespace);
+      return true;
+    } catch {
+      return undefined;
+    }
+  }, 90_000, 300);
+  const orm = await createOrm({ databaseUrl: options.databaseUrl });
+  let applied: string[];
+  let workspace: DevWorkspace;
+  try {
+    applied = await migrateUp(orm);
+    workspace = await ensureDevWorkspace({ orm, encryptionKey: Buffer.from(options.encryptionKey, 'base64'), keyFile: join(options.dataDir, 'dev-key') });
+  } finally {
+    await orm.close();
+  }
+  const workflowBundle = join(options.dataDir, `workflow-bundle-${workflowSourcesHash()}.js`);
+  if (!existsSync(workflowBundle)) {
+    const { bundleWorkflowCode } = await import('@temporalio/worker');
+    const { WORKFLOWS_PATH } = await import('../worker.ts');
+    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log: () => {}, trace: () => {}, debug: () => {}, info: () => {}, warn: () => {}, error: (m) => process.stderr.write(`${m}\n`) } });
+    writeFileSync(`${workflowBundle}.tmp`, code);
+    renameSync(`${workflowBundle}.tmp`, workflowBundle);
+  }
+  const result: DevSetupResult = { workspace, applied, workflowBundle };
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
