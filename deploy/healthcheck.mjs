@@ -81,7 +81,7 @@ async function checkWorker(config) {
   try {
     const suffix = `@${hostname()}`;
     const missing = [];
-    for (const name of Object.values(config.temporal.taskQueues)) {
+    for (const name of [config.temporal.taskQueue]) {
       const response = await connection.workflowService.describeTaskQueue({
         namespace: config.temporal.namespace,
         taskQueue: { name, kind: 1 /* TASK_QUEUE_KIND_NORMAL */ },
@@ -97,7 +97,7 @@ async function checkWorker(config) {
         `no poll from this container (${suffix}) in the last ${MAX_POLL_AGE_MS / 1000}s on ${missing.join(', ')}`,
       );
     }
-    return `polling ${Object.values(config.temporal.taskQueues).join(', ')}`;
+    return `polling ${config.temporal.taskQueue}`;
   } finally {
     await connection.close();
   }

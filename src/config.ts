@@ -154,7 +154,13 @@ export interface Config {
   temporal: {
     address: string;
     namespace: string;
-    taskQueues: { email: string; webhooks: string; inbound: string };
+    /** The one task queue of every workflow and activity (`<prefix>-main`). */
+    taskQueue: string;
+    /**
+     * The per-pipeline queues of earlier versions (`<prefix>-email`, `-webhooks`, `-inbound`):
+     * a worker polls one only while runs started there before an upgrade are still open.
+     */
+    legacyTaskQueues: string[];
     /** Prefix of Herald's Temporal Schedule ids, so test runs sharing a server never collide. */
     schedulePrefix: string;
     /** A prebuilt workflow bundle to load instead of bundling at start (HERALD_WORKFLOW_BUNDLE). */
@@ -236,11 +242,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     temporal: {
       address: env.TEMPORAL_ADDRESS,
       namespace: env.TEMPORAL_NAMESPACE,
-      taskQueues: {
-        email: `${prefix}-email`,
-        webhooks: `${prefix}-webhooks`,
-        inbound: `${prefix}-inbound`,
-      },
+      taskQueue: `${prefix}-main`,
+      legacyTaskQueues: [`${prefix}-email`, `${prefix}-webhooks`, `${prefix}-inbound`],
       schedulePrefix: prefix,
       ...(env.HERALD_WORKFLOW_BUNDLE ? { workflowBundlePath: env.HERALD_WORKFLOW_BUNDLE } : {}),
     },

@@ -66,6 +66,22 @@ export function installTemporalLogging(logger: Logger): boolean {
   }
 }
 
+/**
+ * The queues of earlier versions that still have open runs (a scheduled send, a retry, an
+ * ingestion started before an upgrade): the worker polls them too, with the same workflows and
+ * activities, until it restarts after they are done. One workflow Worker is one V8 isolate
+ * (about 45 MB here), so a queue without runs is not polled.
+ */
+async function openLegacyQueues(client: Client, config: Config, logger: Logger): Promise<string[]> {
+  const open: string[] = [];
+  for (const queue of config.temporal.legacyTaskQueues) {
+    const { count } = await client.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Running'`);
+    if (count > 0) open.push(queue);
+  }
+  if (open.length > 0) logger.info('polling task queues of an earlier version while their runs finish', { taskQueues: open });
+  return open;
+}
+
 export interface RunningWorker {
   /** Resolves when every task-queue worker has stopped. */
   done: Promise<void>;
@@ -85,8 +101,9 @@ async function workflowBundle(config: Config, logger: Logger): Promise<NonNullab
 }
 
 /**
- * The worker process: one Temporal worker per Herald task queue, sharing one connection, one
- * ORM and one activity set. Ensures Herald's schedules exist before polling.
+ * The worker process: one Temporal worker on Herald's task queue (plus one per queue of an
+ * earlier version with open runs), sharing one connection, one ORM and one activity set.
+ * Ensures Herald's schedules exist (on the current queue) before polling.
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
@@ -110,7 +127,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     reports: { classify: classifyInbound, apply: applyInboundReport },
   });
   const bundle = await workflowBundle(config, logger);
-  const queues = Object.values(config.temporal.taskQueues);
+  const queues = [config.temporal.taskQueue, ...(await openLegacyQueues(temporal.client, config, logger))];
   const workers = await Promise.all(
     queues.map((taskQueue) =>
       Worker.create({

@@ -14,7 +14,7 @@ const USAGE = `usage: herald <command>
 
 processes (production entry points, configured by environment variables):
   herald api                 HTTP API
-  herald worker              Temporal worker (herald-email, herald-webhooks, herald-inbound)
+  herald worker              Temporal worker (task queue herald-main)
   herald smtp                inbound SMTP (MX) listener
   herald all                 api, worker and smtp in one process (small installs; npm start runs it)
   herald migrate             apply pending database migrations

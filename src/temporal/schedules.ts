@@ -56,7 +56,7 @@ function uploadsCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOptio
     catchupWindow: '1h',
     workflowType: 'cleanupUploads',
     args: [{}],
-    taskQueue: config.temporal.taskQueues.email,
+    taskQueue: config.temporal.taskQueue,
     timeout: '1 hour',
   });
 }
@@ -66,22 +66,37 @@ const DAILY = { every: '1d', catchupWindow: '6h', timeout: '6 hours' } as const;
 
 /** The daily DNS re-check of verified and attention domains. */
 function domainRecheckSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
-  return periodicMaintenance(config, { ...DAILY, scheduleId: domainRecheckScheduleId(config), workflowType: 'recheckDomains', taskQueue: config.temporal.taskQueues.email });
+  return periodicMaintenance(config, { ...DAILY, scheduleId: domainRecheckScheduleId(config), workflowType: 'recheckDomains', taskQueue: config.temporal.taskQueue });
 }
 
 /** The daily deletion of raw inbound messages past INBOUND_RAW_RETENTION_DAYS (the worker's setting). */
 function inboundRawCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
-  return periodicMaintenance(config, { ...DAILY, scheduleId: inboundRawCleanupScheduleId(config), workflowType: 'cleanupInboundRaw', taskQueue: config.temporal.taskQueues.inbound });
+  return periodicMaintenance(config, { ...DAILY, scheduleId: inboundRawCleanupScheduleId(config), workflowType: 'cleanupInboundRaw', taskQueue: config.temporal.taskQueue });
 }
 
-/** Creates a schedule unless one with its id exists; returns the ids it created. */
+/**
+ * A schedule created by an earlier version starts its runs on that version's task queue: point
+ * it at the current one (its spec, policies and state are left as they are).
+ */
+async function moveToQueue(client: Client, scheduleId: string, taskQueue: string): Promise<void> {
+  const handle = client.schedule.getHandle(scheduleId);
+  const described = await handle.describe();
+  if (described.action.type !== 'startWorkflow' || described.action.taskQueue === taskQueue) return;
+  await handle.update((previous) => {
+    if (previous.action.type !== 'startWorkflow') return previous;
+    return { ...previous, action: { ...previous.action, taskQueue } };
+  });
+}
+
+/** Creates a schedule unless one with its id exists (then moves it to the current queue); returns the ids it created. */
 async function createIfMissing(client: Client, options: ScheduleOptions): Promise<string[]> {
   try {
     await client.schedule.create(options);
     return [options.scheduleId];
   } catch (error) {
-    if (error instanceof ScheduleAlreadyRunning) return [];
-    throw error;
+    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+    if (options.action.type === 'startWorkflow') await moveToQueue(client, options.scheduleId, options.action.taskQueue);
+    return [];
   }
 }
 
@@ -110,7 +125,7 @@ export async function ensureSchedules(
       action: {
         type: 'startWorkflow',
         workflowType: 'cleanupIdempotencyRecords' satisfies keyof typeof workflows,
-        taskQueue: config.temporal.taskQueues.email,
+        taskQueue: config.temporal.taskQueue,
         workflowExecutionTimeout: '30 minutes',
         typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
       },
@@ -118,7 +133,8 @@ export async function ensureSchedules(
     });
     return { created: [scheduleId, ...created] };
   } catch (error) {
-    if (error instanceof ScheduleAlreadyRunning) return { created };
-    throw error;
+    if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+    await moveToQueue(client, scheduleId, config.temporal.taskQueue);
+    return { created };
   }
 }

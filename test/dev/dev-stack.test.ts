@@ -98,7 +98,7 @@ describe('herald dev (npm start)', () => {
       for await (const wf of client.workflow.list({ query: `HeraldOrgId = 'platform' AND WorkflowType = 'cleanupIdempotencyRecords'` })) found.push(wf);
       return found.length > 0 ? found : undefined;
     }, 60_000);
-    expect(runs[0]!.taskQueue).toBe('herald-email');
+    expect(runs[0]!.taskQueue).toBe('herald-main');
     await connection.close();
 
     first.child.kill('SIGINT');

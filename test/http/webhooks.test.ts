@@ -473,7 +473,7 @@ describe('webhooks API', () => {
         started.push(workflowId);
         const description = await temporal.client.workflow.getHandle(workflowId).describe();
         expect(description.type).toBe(WEBHOOK_ENDPOINT_WORKFLOW);
-        expect(description.taskQueue).toBe(h.stack.config.temporal.taskQueues.webhooks);
+        expect(description.taskQueue).toBe(h.stack.config.temporal.taskQueue);
         expect(description.status.name).toBe('RUNNING');
         expect(description.typedSearchAttributes.get(HeraldOrgId)).toBe(h.workspace.org.id);
         expect(description.typedSearchAttributes.get(HeraldKind)).toBe('webhook-endpoint');

@@ -46,7 +46,7 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
       `HeraldOrgId = 'platform'`,
       `HeraldKind = 'maintenance'`,
       `WorkflowType = 'cleanupIdempotencyRecords'`,
-      `TaskQueue = '${stack.config.temporal.taskQueues.email}'`,
+      `TaskQueue = '${stack.config.temporal.taskQueue}'`,
       ...(status ? [`ExecutionStatus = '${status}'`] : []),
     ];
     const runs = [];
@@ -81,7 +81,7 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
     expect(schedule.action).toMatchObject({
       type: 'startWorkflow',
       workflowType: 'cleanupIdempotencyRecords',
-      taskQueue: stack.config.temporal.taskQueues.email,
+      taskQueue: stack.config.temporal.taskQueue,
     });
     expect(schedule.spec.intervals).toMatchObject([{ every: HOUR }]);
 
@@ -99,6 +99,15 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
 
   it('does not create the schedule twice', async () => {
     expect(await ensureSchedules(client, stack.config)).toEqual({ created: [] });
+  });
+
+  it('moves a schedule of an earlier version (on its per-pipeline queue) to the current queue', async () => {
+    const handle = client.schedule.getHandle(cleanupScheduleId(stack.config));
+    const legacyQueue = stack.config.temporal.legacyTaskQueues[0]!;
+    await handle.update((previous) => (previous.action.type === 'startWorkflow' ? { ...previous, action: { ...previous.action, taskQueue: legacyQueue } } : previous));
+    expect((await handle.describe()).action).toMatchObject({ taskQueue: legacyQueue });
+    await ensureSchedules(client, stack.config);
+    expect((await handle.describe()).action).toMatchObject({ taskQueue: stack.config.temporal.taskQueue });
   });
 
   it('loses nothing when the worker process is killed: a run started meanwhile completes after restart', async () => {

@@ -133,7 +133,7 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
 
     worker = await startWorker(stack.config, logger);
     const result = await client.workflow.execute('cleanupUploads', {
-      taskQueue: stack.config.temporal.taskQueues.email,
+      taskQueue: stack.config.temporal.taskQueue,
       workflowId: `cleanup-uploads-test-${stack.id}`,
       args: [{ retentionMs: HOUR }],
       workflowExecutionTimeout: '2 minutes',
@@ -159,7 +159,7 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
     expect(schedule.action).toMatchObject({
       type: 'startWorkflow',
       workflowType: 'cleanupUploads',
-      taskQueue: stack.config.temporal.taskQueues.email,
+      taskQueue: stack.config.temporal.taskQueue,
     });
     expect(schedule.spec.intervals).toMatchObject([{ every: HOUR }]);
     expect(schedule.typedSearchAttributes.getAll().map((pair) => [pair.key.name, pair.value])).toEqual(

@@ -155,7 +155,7 @@ describe('domain verification through the real worker and a loopback DNS server'
       for await (const run of client.workflow.list({ query })) found.push(run);
       return found.length > 0 ? found : undefined;
     }, 30_000);
-    expect(runs[0]).toMatchObject({ type: 'verifyDomain', taskQueue: stack.config.temporal.taskQueues.email });
+    expect(runs[0]).toMatchObject({ type: 'verifyDomain', taskQueue: stack.config.temporal.taskQueue });
   });
 
   it('changes nothing while DNS does not answer: records unknown, status kept', async () => {
@@ -233,7 +233,7 @@ describe('domain verification through the real worker and a loopback DNS server'
 
   it('gives up waiting when no worker polls, leaving the run queued', async () => {
     const domain = await domains.addDomain({ orgId, domain: `unpolled.${tld}` });
-    const unpolled = { ...stack.config.temporal, taskQueues: { ...stack.config.temporal.taskQueues, email: `${stack.config.temporal.taskQueues.email}-nobody` } };
+    const unpolled = { ...stack.config.temporal, taskQueue: `${stack.config.temporal.taskQueue}-nobody` };
     const result = await admin(['domain', 'verify', domain.id, '--timeout', '1', '--json'], { ...stack.config, temporal: unpolled });
     expect(result.exitCode).toBe(1);
     expect(result.json).toMatchObject({ error: { code: 'service_unavailable' } });
@@ -245,7 +245,7 @@ describe('domain verification through the real worker and a loopback DNS server'
 
   it('re-checks verified and attention domains daily through a Schedule, leaving pending ones alone', async () => {
     const schedule = await client.schedule.getHandle(domainRecheckScheduleId(stack.config)).describe();
-    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'recheckDomains', taskQueue: stack.config.temporal.taskQueues.email });
+    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'recheckDomains', taskQueue: stack.config.temporal.taskQueue });
     expect(schedule.spec.intervals).toMatchObject([{ every: 86_400_000 }]);
 
     const otherOrg = (await createOrg(stack.orm)).org.id;
@@ -264,7 +264,7 @@ describe('domain verification through the real worker and a loopback DNS server'
     await client.schedule.getHandle(domainRecheckScheduleId(stack.config)).trigger();
     const runs = await waitFor('the re-check run to complete', async () => {
       const found = [];
-      const query = `WorkflowType = 'recheckDomains' AND TaskQueue = '${stack.config.temporal.taskQueues.email}' AND ExecutionStatus = 'Completed'`;
+      const query = `WorkflowType = 'recheckDomains' AND TaskQueue = '${stack.config.temporal.taskQueue}' AND ExecutionStatus = 'Completed'`;
       for await (const run of client.workflow.list({ query })) found.push(run);
       return found.length > 0 ? found : undefined;
     }, 90_000);

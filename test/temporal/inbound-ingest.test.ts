@@ -169,7 +169,7 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     const temporal = await connectTemporalClient(h.stack.config);
     try {
       const described = await temporal.client.workflow.getHandle(`inbound:${inboundId}`).describe();
-      expect(described.taskQueue).toBe(h.stack.config.temporal.taskQueues.inbound);
+      expect(described.taskQueue).toBe(h.stack.config.temporal.taskQueue);
       expect(described.typedSearchAttributes.get(HeraldKind)).toBe('inbound');
       expect(described.typedSearchAttributes.get(HeraldOrgId)).toBe(h.orgId);
     } finally {

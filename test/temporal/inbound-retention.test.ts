@@ -35,7 +35,7 @@ describe('raw inbound message retention', () => {
 
   async function runCleanup(): Promise<{ deleted: number }> {
     return temporal.client.workflow.execute<typeof cleanupInboundRaw>('cleanupInboundRaw', {
-      taskQueue: h.stack.config.temporal.taskQueues.inbound,
+      taskQueue: h.stack.config.temporal.taskQueue,
       workflowId: `test-cleanup-inbound-raw-${Date.now()}`,
     });
   }
@@ -91,7 +91,7 @@ describe('raw inbound message retention', () => {
 
   it('is on a daily Temporal Schedule on the inbound task queue, created by the worker', async () => {
     const schedule = await temporal.client.schedule.getHandle(inboundRawCleanupScheduleId(h.stack.config)).describe();
-    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'cleanupInboundRaw', taskQueue: h.stack.config.temporal.taskQueues.inbound });
+    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'cleanupInboundRaw', taskQueue: h.stack.config.temporal.taskQueue });
     expect(schedule.spec.intervals?.[0]?.every).toBe(DAY);
   });
 });

@@ -160,7 +160,7 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
       for await (const run of temporal.client.workflow.list({ query })) found.push(run);
       return found.length > 0 ? found : undefined;
     }, 30_000);
-    expect(runs[0]).toMatchObject({ type: WEBHOOK_ENDPOINT_WORKFLOW, taskQueue: stack.config.temporal.taskQueues.webhooks });
+    expect(runs[0]).toMatchObject({ type: WEBHOOK_ENDPOINT_WORKFLOW, taskQueue: stack.config.temporal.taskQueue });
     expect(runs[0]!.memo).toMatchObject({ queue: { state: 'idle', open: 0, lastOutcome: 'HTTP 200' } });
   });
 
@@ -320,13 +320,24 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     // As the old design left it: the actor is gone, a deliverWebhook run waits for the retry.
     await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id)).terminate('test: before the upgrade');
     await stack.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { drainLeaseUntil: null }, ALL_TENANTS);
+    const legacyQueue = stack.config.temporal.legacyTaskQueues.find((queue) => queue.endsWith('-webhooks'))!;
     const legacy = await temporal.client.workflow.start(DELIVER_WEBHOOK_WORKFLOW, {
       workflowId: deliveryWorkflowId(failed.id, 0),
-      taskQueue: stack.config.temporal.taskQueues.webhooks,
+      taskQueue: legacyQueue,
       args: [{ orgId, deliveryId: failed.id, series: 0, resume: { attemptNumber: 2, schedule: [0, 200, 200, 200], busyStreak: 0 } }],
       typedSearchAttributes: workflowSearchAttributes(orgId, 'webhook-delivery'),
     });
-    expect(await legacy.result()).toMatchObject({ outcome: 'stopped' });
+    // The upgraded worker starts: it finds the open run on the old queue and polls that queue too.
+    await waitFor('the run to be visible on the old queue', async () => {
+      const { count } = await temporal.client.workflow.count(`TaskQueue = '${legacyQueue}' AND ExecutionStatus = 'Running'`);
+      return count > 0 ? true : undefined;
+    }, 30_000, 100);
+    const upgraded = await startWorker(stack.config, logger);
+    try {
+      expect(await legacy.result()).toMatchObject({ outcome: 'stopped' });
+    } finally {
+      await upgraded.shutdown();
+    }
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     expect((await attemptsOf(stack, delivery.id)).map((a) => [a.attemptNumber, a.statusCode])).toEqual([[1, 500], [2, 200]]);
     expect(receiver.requests('/legacy')).toHaveLength(2);

@@ -13,7 +13,8 @@ describe('loadConfig', () => {
     expect(config.temporal).toMatchObject({
       address: '127.0.0.1:7233',
       namespace: 'default',
-      taskQueues: { email: 'herald-email', webhooks: 'herald-webhooks', inbound: 'herald-inbound' },
+      taskQueue: 'herald-main',
+      legacyTaskQueues: ['herald-email', 'herald-webhooks', 'herald-inbound'],
     });
     expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000' });
     expect(config.smtp.port).toBe(2525);

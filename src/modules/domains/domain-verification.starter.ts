@@ -27,7 +27,7 @@ export async function runDomainVerification(
 ): Promise<DomainCheckOutcome> {
   const handle = await client.workflow.start<typeof verifyDomain>('verifyDomain', {
     workflowId: domainVerifyWorkflowId(target.domainId),
-    taskQueue: config.temporal.taskQueues.email,
+    taskQueue: config.temporal.taskQueue,
     args: [target],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     workflowExecutionTimeout: '10 minutes',
@@ -39,7 +39,7 @@ export async function runDomainVerification(
       reject(
         new AppError(
           'service_unavailable',
-          `no result within ${Math.round(timeoutMs / 1000)} s: is a worker polling ${config.temporal.taskQueues.email}? ` +
+          `no result within ${Math.round(timeoutMs / 1000)} s: is a worker polling ${config.temporal.taskQueue}? ` +
             `(workflow ${handle.workflowId} stays queued)`,
         ),
       );

@@ -24,7 +24,7 @@ export async function startInboundWorkflow(
 ): Promise<void> {
   await client.workflow.start<typeof ingestInbound>(INGEST_INBOUND_WORKFLOW, {
     workflowId: inboundWorkflowId(input.inboundId),
-    taskQueue: config.temporal.taskQueues.inbound,
+    taskQueue: config.temporal.taskQueue,
     args: [{ inboundId: input.inboundId }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     ...(options.eager ? { requestEagerStart: true } : {}),

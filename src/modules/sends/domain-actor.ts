@@ -21,7 +21,7 @@ export async function wakeDomainActors(client: Client, config: Pick<Config, 'tem
     domains.map((target) =>
       client.workflow.signalWithStart<typeof sendDomainActor>(SEND_DOMAIN_WORKFLOW, {
         workflowId: sendDomainWorkflowId(target.domainId),
-        taskQueue: config.temporal.taskQueues.email,
+        taskQueue: config.temporal.taskQueue,
         args: [{ orgId: target.orgId, domainId: target.domainId }],
         signal: wakeDomainSignal,
         signalArgs: [],

@@ -33,7 +33,7 @@ export async function wakeEndpointActors(
       try {
         await client.workflow.signalWithStart<typeof webhookEndpointActor>(WEBHOOK_ENDPOINT_WORKFLOW, {
           workflowId: webhookEndpointWorkflowId(target.endpointId),
-          taskQueue: config.temporal.taskQueues.webhooks,
+          taskQueue: config.temporal.taskQueue,
           args: [{ orgId: target.orgId, endpointId: target.endpointId }],
           signal: wakeEndpointSignal,
           signalArgs: [],
