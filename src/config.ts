@@ -94,6 +94,8 @@ const EnvSchema = v.object({
   PUBLIC_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
   SMTP_PORT: port('2525'),
   SMTP_HOST: v.optional(v.string(), '0.0.0.0'),
+  METRICS_PORT: port('9464'),
+  METRICS_HOST: v.optional(v.string(), '127.0.0.1'),
   SMTP_TLS_KEY_FILE: v.optional(v.string()),
   SMTP_TLS_CERT_FILE: v.optional(v.string()),
   SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
@@ -167,6 +169,8 @@ export interface Config {
     workflowBundlePath?: string;
   };
   http: { port: number; host: string; publicUrl: string };
+  /** Prometheus metrics at http://<host>:<port>/metrics (METRICS_PORT 0: not served). */
+  metrics: { port: number; host: string };
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
   smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string; rawRetentionMs: number };
   relayUrl: string;
@@ -252,6 +256,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       host: env.HOST,
       publicUrl: (env.PUBLIC_URL ?? `http://127.0.0.1:${env.PORT}`).replace(/\/+$/, ''),
     },
+    metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
     smtp: {
       port: env.SMTP_PORT,
       host: env.SMTP_HOST,
@@ -306,6 +311,8 @@ const DevEnvSchema = v.object({
   SMTP_RELAY_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
   /** The mail sink's viewer; the next free port is taken when this one is busy. */
   MAIL_SINK_HTTP_PORT: port('8025'),
+  /** Prometheus metrics of `herald all` (split: worker, api, smtp on this port and the next two). */
+  METRICS_PORT: port('9464'),
   /** Run api, worker and smtp as three processes instead of one (`herald all`). */
   HERALD_DEV_SPLIT: booleanString,
 });

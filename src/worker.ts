@@ -8,6 +8,7 @@ import { createOrm, type MikroORM } from '../db/orm.ts';
 import { createBlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
+import { reportQueuesFrom } from './metrics/metrics.ts';
 import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
 import { createRelay } from './modules/sends/relay.ts';
@@ -144,6 +145,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       }),
     ),
   );
+  // This process reports the queues' depth and oldest due age at /metrics.
+  reportQueuesFrom(orm);
   const schedules = await ensureSchedules(temporal.client, config);
   if (schedules.created.length > 0) logger.info('schedules created', schedules);
   logger.info('worker polling', { taskQueues: queues, namespace: config.temporal.namespace });
@@ -163,6 +166,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop()]);
 
   const done = running.finally(stopLoops).then(async () => {
+    reportQueuesFrom(null);
     smtpRelay.close();
     await queueWakes.stop();
     await temporal.close();

@@ -161,6 +161,8 @@ export class BenchContext {
       HERALD_ENCRYPTION_KEY: this.services.encryptionKey,
       CONTACT_DNS_CHECK: 'false',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      // Several herald processes share this host: none serves metrics.
+      METRICS_PORT: '0',
       ...overrides,
     };
   }

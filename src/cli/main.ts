@@ -66,6 +66,17 @@ async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void
     const orm = shared.orm;
     stops.push(() => orm.close());
   }
+  if (config.metrics.port > 0) {
+    // Auxiliary: a port already taken is reported, never fatal.
+    const { startMetricsServer } = await import('../metrics/metrics.ts');
+    try {
+      const metrics = await startMetricsServer(config.metrics);
+      logger.info('metrics listening', { url: metrics.url });
+      stops.unshift(() => metrics.close());
+    } catch (error) {
+      logger.warn('metrics not served', { port: config.metrics.port, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
   // Stops the listeners first (no new work), then the worker.
   onShutdown(logger, async () => {
     for (const stop of stops) await stop();

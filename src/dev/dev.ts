@@ -121,6 +121,7 @@ export async function runDev(): Promise<void> {
       PORT: String(API_PORT),
       HOST: '127.0.0.1',
       PUBLIC_URL: publicUrl,
+      METRICS_HOST: '127.0.0.1',
       SMTP_PORT: String(SMTP_PORT),
       SMTP_HOST: '127.0.0.1',
       BLOB_DIR: join(data, 'blobs'),
@@ -136,7 +137,8 @@ export async function runDev(): Promise<void> {
         name,
         command: process.execPath,
         args: [MAIN_ENTRY, name],
-        env: childEnv,
+        // Split, each process serves its metrics on a port of its own (worker, then api, then smtp).
+        env: { ...childEnv, METRICS_PORT: String(env.METRICS_PORT + Math.max(0, ['worker', 'api', 'smtp'].indexOf(name))) },
         onLine: (line) => {
           process.stdout.write(`[${name}] ${line}\n`);
           if ((name === 'worker' || name === 'all') && line.includes('"msg":"worker polling"')) markWorkerReady();
@@ -167,7 +169,7 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, relayLines: relay.bannerLines, publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url });
+    printBanner({ smtpPort: SMTP_PORT, relayLines: relay.bannerLines, publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
@@ -212,6 +214,7 @@ function printBanner(info: {
   domain: string;
   databaseUrl: string;
   redisUrl: string;
+  metricsUrl: string;
 }): void {
   const db = new URL(info.databaseUrl);
   if (db.password) db.password = '***';
@@ -227,6 +230,7 @@ function printBanner(info: {
     ...info.relayLines,
     `  PostgreSQL    ${db.toString()}`,
     `  Redis         ${info.redisUrl}`,
+    `  Metrics       ${info.metricsUrl}`,
     `  Dev API key   ${info.key}`,
     '',
     '  Try it:',

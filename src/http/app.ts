@@ -11,6 +11,7 @@ import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.
 import type { TokenBucket } from '../modules/rate-limit/token-bucket.ts';
 import { API_PREFIX, MAX_BODY_BYTES } from './constants.ts';
 import { accessLog } from './middleware/access-log.ts';
+import { requestMetrics } from './middleware/request-metrics.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
@@ -45,6 +46,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   const publicUrl = deps.config.http.publicUrl;
 
   app.use(requestId());
+  app.use(requestMetrics());
   app.use(accessLog(deps.logger));
   app.use(errorHandler(publicUrl, deps.logger));
   app.use(deps.uploads.routes());

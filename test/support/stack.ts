@@ -63,6 +63,8 @@ export async function createTestStack(overrides: Record<string, string> = {}): P
     SMTP_HOST: '127.0.0.1',
     HERALD_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Several herald processes share this host: none serves metrics unless a test asks.
+    METRICS_PORT: '0',
     DNS_SERVERS: services.dnsServer,
     DNS_TIMEOUT_MS: '500',
     ...overrides,

@@ -82,6 +82,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ QUEUE_DRAIN_LINGER_MS: '-1' })).toThrowError(ConfigError);
   });
 
+  it('serves metrics on 127.0.0.1:9464 by default; METRICS_PORT=0 turns them off', () => {
+    expect(loadConfig({}).metrics).toEqual({ port: 9464, host: '127.0.0.1' });
+    expect(loadConfig({ METRICS_PORT: '0', METRICS_HOST: '0.0.0.0' }).metrics).toEqual({ port: 0, host: '0.0.0.0' });
+    expect(() => loadConfig({ METRICS_PORT: '65536' })).toThrowError(ConfigError);
+  });
+
   it('answers a send at commit by default; the hand-off wait is an opt-in up to 30 s', () => {
     expect(loadConfig({}).sends.handoffWaitMs).toBe(0);
     expect(loadConfig({ SEND_HANDOFF_WAIT_MS: '30000' }).sends.handoffWaitMs).toBe(30_000);

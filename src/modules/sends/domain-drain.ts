@@ -3,6 +3,7 @@ import type { DrainSummary } from '../../../workflows/queue-actor.ts';
 import type { SendDomainInput } from '../../../workflows/send-domain.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
+import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
 import { drainWindow } from '../../queue/drain-window.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import type { EmailDelivery } from './delivery.ts';
@@ -65,6 +66,8 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
           let { status } = await delivery.deliver({ orgId, emailId: email.id, attempt: number, nextDelayMs });
           if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId, emailId: email.id })).status;
           await queue.reschedule(orgId, email.id, status === 'sending' && nextDelayMs !== null ? new Date(Date.now() + nextDelayMs) : null);
+          deliveriesTotal.inc({ pipeline: 'sends', outcome: status === 'sending' ? 'deferred' : status });
+          deliveryLatency.observe({ pipeline: 'sends' }, Math.max(0, Date.now() - email.due_ms) / 1000);
           if (status === 'sent') summary.delivered += 1;
           else if (status === 'failed') summary.exhausted += 1;
           else if (status === 'sending') summary.failed += 1;

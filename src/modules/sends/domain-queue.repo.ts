@@ -15,6 +15,8 @@ export interface ClaimedEmail {
   handoff_attempts: number;
   /** When the first attempt began (this claim's time for a first attempt), epoch ms. */
   first_attempt_ms: number;
+  /** When it fell due (acceptance, scheduled_at, a retry time), epoch ms. */
+  due_ms: number;
 }
 
 export function createDomainQueue(orm: MikroORM) {
@@ -51,12 +53,13 @@ export function createDomainQueue(orm: MikroORM) {
       return db().execute<ClaimedEmail[]>(
         `update transactional_emails e
             set next_attempt_at = now() + make_interval(secs => ?), first_attempt_at = coalesce(e.first_attempt_at, now())
-           from (select id from transactional_emails
+           from (select id, next_attempt_at as due_at from transactional_emails
                   where domain_id = ? and org_id = ? and ${OPEN} and next_attempt_at <= now()
                   order by next_attempt_at, id
                   limit ? for update skip locked) due
           where e.id = due.id
-         returning e.id, e.handoff_attempts, (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms`,
+         returning e.id, e.handoff_attempts, (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
+                   (extract(epoch from due.due_at) * 1000)::float8 as due_ms`,
         [leaseSeconds, domainId, orgId, limit],
       );
     },

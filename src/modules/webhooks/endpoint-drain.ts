@@ -6,6 +6,7 @@ import { decryptSecret } from '../../crypto/secret-box.ts';
 import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
 import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type LeasedEndpoint } from './endpoint-queue.repo.ts';
+import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
 import { drainWindow } from '../../queue/drain-window.ts';
 import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
@@ -138,6 +139,7 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
       nextAttemptAt = new Date(Date.now() + delay);
     }
     return {
+      dueMs: row.due_ms,
       deliveryId: row.id,
       series: row.replay_count,
       attemptNumber,
@@ -188,6 +190,8 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
       const recorder = createRecorder((records) => queue.record(orgId, endpointId, records), (record) => {
         const outcome: Outcome = record.status === 'delivered' ? 'delivered' : record.status === 'exhausted' ? 'exhausted' : 'failed';
         summary[outcome] += 1;
+        deliveriesTotal.inc({ pipeline: 'webhooks', outcome });
+        if (record.dueMs !== undefined) deliveryLatency.observe({ pipeline: 'webhooks' }, Math.max(0, Date.now() - record.dueMs) / 1000);
         summary.lastFailed = outcome !== 'delivered';
         summary.lastOutcome = record.statusCode !== null ? `HTTP ${record.statusCode}` : (record.error ?? outcome);
       });

@@ -24,6 +24,8 @@ export interface LeasedEndpoint {
 
 export interface ClaimedDelivery {
   id: string;
+  /** When it fell due (epoch ms): its creation, replay or retry time. */
+  due_ms: number;
   event_id: string;
   replay_count: number;
   /** Attempts already recorded in this series: the claim is attempt `series_attempts + 1`. */
@@ -49,6 +51,8 @@ export interface AttemptRecord {
   nextAttemptAt: Date | null;
   /** The receiver answered 410 Gone: the endpoint is disabled in the same statement. */
   gone: boolean;
+  /** When the attempt fell due (epoch ms), for the latency metric; not stored. */
+  dueMs?: number;
 }
 
 export interface QueueState {
@@ -125,14 +129,14 @@ export function createEndpointQueue(orm: MikroORM) {
         `with claimed as (
            update webhook_deliveries d
               set status = 'delivering', lease_until = now() + make_interval(secs => ?), next_attempt_at = null, updated_at = now()
-             from (select id from webhook_deliveries
+             from (select id, next_attempt_at as due_at from webhook_deliveries
                     where webhook_id = ? and org_id = ? and status in ('queued', 'failed') and next_attempt_at <= now()
                     order by next_attempt_at, id
                     limit ? for update skip locked) due
             where d.id = due.id
-           returning d.id, d.event_id, d.replay_count
+           returning d.id, d.event_id, d.replay_count, (extract(epoch from due.due_at) * 1000)::float8 as due_ms
          )
-         select c.id, c.event_id, c.replay_count,
+         select c.id, c.event_id, c.replay_count, c.due_ms,
                 (select coalesce(max(a.attempt_number), 0) from webhook_attempts a
                   where a.delivery_id = c.id and a.series = c.replay_count)::int as series_attempts,
                 e.type as event_type, e.api_version, e.data,

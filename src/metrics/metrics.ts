@@ -1,0 +1,123 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Herald's Prometheus metrics (prom-client), one registry per process, served at
+ * `http://<METRICS_HOST>:<METRICS_PORT>/metrics` by every process (api, worker, smtp, all):
+ *
+ * - `herald_queue_depth{pipeline}` and `herald_queue_oldest_due_age_seconds{pipeline}`: open
+ *   rows of the webhook and send queues and of inbound ingestion, and how long the oldest due
+ *   one has waited (read from PostgreSQL at scrape time, by worker processes only);
+ * - `herald_deliveries_total{pipeline,outcome}`: attempts by outcome (webhooks: delivered,
+ *   failed, exhausted; sends: sent, deferred, failed, cancelled);
+ * - `herald_delivery_latency_seconds{pipeline}`: from an item falling due (a delivery's creation
+ *   or retry time, an email's acceptance) to its attempt's outcome;
+ * - `herald_http_request_duration_seconds{method,route,status}`: the api's answers by route;
+ * - Node's process metrics (`herald_process_*`, `herald_nodejs_*`).
+ */
+export const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry, prefix: 'herald_' });
+
+export type Pipeline = 'webhooks' | 'sends' | 'inbound';
+
+export const deliveriesTotal = new Counter({
+  name: 'herald_deliveries_total',
+  help: 'Delivery attempts by pipeline and outcome.',
+  labelNames: ['pipeline', 'outcome'] as const,
+  registers: [metricsRegistry],
+});
+
+export const deliveryLatency = new Histogram({
+  name: 'herald_delivery_latency_seconds',
+  help: 'From an item falling due (created, retry time, acceptance) to the outcome of its attempt.',
+  labelNames: ['pipeline'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [metricsRegistry],
+});
+
+export const httpRequestDuration = new Histogram({
+  name: 'herald_http_request_duration_seconds',
+  help: 'API answers by method, route and status.',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [metricsRegistry],
+});
+
+/** One statement per scrape: open rows and the oldest due age of each pipeline's queue. */
+const QUEUE_SQL = `
+  select 'webhooks' as pipeline, count(*)::int as depth,
+         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 as oldest_due_s
+    from webhook_deliveries where status in ('queued', 'failed', 'delivering')
+  union all
+  select 'sends', count(*)::int,
+         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
+    from transactional_emails where status in ('scheduled', 'queued', 'sending')
+  union all
+  select 'inbound', count(*)::int, coalesce(extract(epoch from now() - min(created_at)), 0)::float8
+    from inbound_messages where status = 'received'`;
+
+let queueSource: MikroORM | null = null;
+
+async function readQueues(): Promise<{ pipeline: Pipeline; depth: number; oldest_due_s: number }[]> {
+  if (!queueSource) return [];
+  return queueSource.em.getConnection().execute(QUEUE_SQL);
+}
+
+const queueDepth = new Gauge({
+  name: 'herald_queue_depth',
+  help: 'Open items per pipeline queue (webhook deliveries, emails, inbound messages not yet ingested).',
+  labelNames: ['pipeline'] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    this.reset();
+    for (const row of await readQueues()) this.set({ pipeline: row.pipeline }, row.depth);
+  },
+});
+
+const oldestDue = new Gauge({
+  name: 'herald_queue_oldest_due_age_seconds',
+  help: 'How long the oldest due item of each pipeline has waited (0 when none is due).',
+  labelNames: ['pipeline'] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    this.reset();
+    for (const row of await readQueues()) this.set({ pipeline: row.pipeline }, row.oldest_due_s);
+  },
+});
+void queueDepth;
+void oldestDue;
+
+/** Worker processes report the queues (read at scrape time through this ORM); null stops it. */
+export function reportQueuesFrom(orm: MikroORM | null): void {
+  queueSource = orm;
+}
+
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the registry at /metrics (anything else is 404). */
+export async function startMetricsServer(options: { port: number; host: string }): Promise<MetricsServer> {
+  const server: Server = createServer((request, response) => {
+    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
+      response.writeHead(404).end();
+      return;
+    }
+    metricsRegistry
+      .metrics()
+      .then((text) => response.writeHead(200, { 'Content-Type': metricsRegistry.contentType }).end(text))
+      .catch((error: unknown) => response.writeHead(500).end(error instanceof Error ? error.message : String(error)));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/metrics`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
