@@ -43,6 +43,7 @@ export interface EmailDeliveryDeps {
 }
 
 const PENDING = ['queued', 'deferred'] as const;
+const DKIM_KEY_TTL_MS = 60_000;
 const HANDED_OFF = new Set(['sent', 'delivered', 'bounced', 'complained']);
 const isInline = (blobKey: string | null, attachmentId: string | null) => blobKey !== null && attachmentId === null;
 
@@ -60,6 +61,19 @@ class BuildFailure extends Error {}
  */
 export function createEmailDelivery(deps: EmailDeliveryDeps) {
   const { orm, config } = deps;
+  /** Decrypted DKIM keys by domain id, kept DKIM_KEY_TTL_MS (a rotated key is used within a minute). */
+  const signingKeys = new Map<string, { domain: Domain; privateKey: string; until: number }>();
+
+  async function signingKeyOf(em: EntityManager, domainId: string): Promise<{ domain: Domain; privateKey: string }> {
+    const cached = signingKeys.get(domainId);
+    if (cached && cached.until > Date.now()) return cached;
+    const domain = await em.findOneOrFail(Domain, { id: domainId });
+    if (!config.encryptionKey) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the DKIM key cannot be read');
+    const entry = { domain, privateKey: decryptSecret(config.encryptionKey, domain.dkimPrivateKeyEncrypted), until: Date.now() + DKIM_KEY_TTL_MS };
+    if (signingKeys.size >= 10_000) signingKeys.clear();
+    signingKeys.set(domainId, entry);
+    return entry;
+  }
 
   async function loadForSend(em: EntityManager, emailId: string) {
     const email = await em.findOneOrFail(TransactionalEmail, { id: emailId });
@@ -68,9 +82,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   async function buildMessage(em: EntityManager, email: TransactionalEmail, recipients: EmailRecipient[]): Promise<Mail.Options> {
-    const domain = await em.findOneOrFail(Domain, { id: email.domainId });
-    if (!config.encryptionKey) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the DKIM key cannot be read');
-    const privateKey = decryptSecret(config.encryptionKey, domain.dkimPrivateKeyEncrypted);
+    const { domain, privateKey } = await signingKeyOf(em, email.domainId);
     const attachments: Mail.Attachment[] = [];
     for (const record of email.attachments) {
       if (!record.blob_key || !deps.blobs) throw new BuildFailure(`the bytes of attachment ${record.filename} are not available`);

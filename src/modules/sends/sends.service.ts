@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { AttachmentUpload, Contact, Domain, EmailRecipient, Suppression, TransactionalEmail } from '../../../db/entities/index.ts';
+import { AttachmentUpload, Domain, EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
@@ -10,6 +10,7 @@ import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { recordOutboundMessage } from '../inbox/outbound.ts';
 import { releaseEmailQuota, reserveQuota } from './quota.repo.ts';
+import { findSuppressed } from './suppression.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { wakeDomainActors } from './domain-actor.ts';
@@ -88,10 +89,7 @@ export function createSendsService(deps: SendsServiceDeps) {
   }
 
   async function suppressedAmong(orgId: string, addresses: string[]): Promise<string[]> {
-    const em = scopeToOrg(orm.em, orgId);
-    const listed = await em.find(Suppression, { email: { $in: addresses } }, { fields: ['email'] });
-    const contacts = await em.find(Contact, { email: { $in: addresses }, status: { $in: ['bounced', 'complained', 'suppressed'] } }, { fields: ['email'] });
-    const found = new Set([...listed, ...contacts].map((r) => r.email));
+    const found = await findSuppressed(orm.em, orgId, addresses);
     if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
     return addresses.filter((a) => found.has(a));
   }
