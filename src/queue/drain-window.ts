@@ -1,3 +1,5 @@
+import type { DrainSummary } from '../../workflows/queue-actor.ts';
+
 /**
  * The sliding window every queue drain runs (a webhook endpoint's, a sending domain's): keep up
  * to `concurrency` items in flight, claiming due rows as slots free up (half the window at a
@@ -6,6 +8,33 @@
  * every `tickMs` (heartbeat, lease refresh); `settle` commits what is buffered before lingering
  * and at the end. An abort stops claiming; items in flight always finish.
  */
+
+/** What a drain counted while it ran. */
+export interface DrainTally {
+  delivered: number;
+  failed: number;
+  exhausted: number;
+  lastOutcome: string | null;
+  /** The last attempt did not succeed. */
+  lastFailed: boolean;
+}
+
+export function newTally(): DrainTally {
+  return { delivered: 0, failed: 0, exhausted: 0, lastOutcome: null, lastFailed: false };
+}
+
+/** The report a drain returns to its actor: what it did, and its queue after it released its lease. */
+export function drainSummary(tally: DrainTally, queue: { next_due_ms: number | null; open: number }): DrainSummary {
+  return {
+    nextDueAt: queue.next_due_ms === null ? null : Math.round(queue.next_due_ms),
+    open: queue.open,
+    delivered: tally.delivered,
+    failed: tally.failed,
+    exhausted: tally.exhausted,
+    state: queue.open === 0 ? 'idle' : tally.lastFailed ? 'failing' : 'retrying',
+    lastOutcome: tally.lastOutcome,
+  };
+}
 
 export interface DrainWindowOptions<T> {
   concurrency: number;
@@ -25,6 +54,9 @@ export interface DrainWindowOptions<T> {
   /** Registers for in-process wake-ups; returns the unsubscribe function. */
   subscribe(onWake: () => void): () => void;
 }
+
+/** How long a flowing drain waits for half its window to free up before it claims fewer rows. */
+const CLAIM_BATCH_WAIT_MS = 50;
 
 /** Resolves the next `wait()` once something happens (a slot freed, a wake-up, a timer). */
 function createNudge() {
@@ -63,6 +95,8 @@ export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<vo
   let inFlight = 0;
   let failure: unknown;
   let lastTick = Date.now();
+  let lastClaimAt = 0;
+  let lastClaimFilled = false;
   try {
     let lingerUntil: number | null = null;
     while (failure === undefined && !signal.aborted) {
@@ -71,11 +105,17 @@ export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<vo
         lastTick = Date.now();
       }
       const free = concurrency - inFlight;
-      if (inFlight > 0 && free < Math.ceil(concurrency / 2)) {
-        await nudge.wait(tickMs);
+      // While items flow (the last claim was filled, moments ago), wait until half the window is
+      // free: fewer, larger claims. Otherwise, or once CLAIM_BATCH_WAIT_MS has passed, fill
+      // whatever is free (a slow receiver must not leave free slots idle).
+      const sinceClaim = Date.now() - lastClaimAt;
+      if (free === 0 || (lastClaimFilled && free < Math.ceil(concurrency / 2) && sinceClaim < CLAIM_BATCH_WAIT_MS)) {
+        await nudge.wait(free === 0 ? tickMs : CLAIM_BATCH_WAIT_MS - sinceClaim);
         continue;
       }
       const { claimed, items } = await options.claim(free);
+      lastClaimAt = Date.now();
+      lastClaimFilled = claimed >= free;
       for (const item of items) {
         inFlight += 1;
         options

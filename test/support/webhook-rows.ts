@@ -5,7 +5,9 @@ import {
   WebhookEndpoint,
   type WebhookDeliveryStatus,
 } from '../../db/entities/index.ts';
+import { randomBytes } from 'node:crypto';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
+import { encryptSecret } from '../../src/crypto/secret-box.ts';
 import { unique } from './factories.ts';
 
 /**
@@ -106,4 +108,30 @@ export interface DeliveryRecord {
   replay_count: number;
   last_error: string | null;
   attempts: { series: number; attempt: number; started_at: string; status_code: number | null; latency_ms: number | null; error: string | null }[];
+}
+
+/** An endpoint with a real signing secret (sealed with `encryptionKey`), for tests that deliver to it. */
+export async function insertSigningEndpoint(
+  orm: MikroORM,
+  encryptionKey: Buffer,
+  orgId: string,
+  url: string,
+  events: string[] = ['*'],
+): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const em = scopeToOrg(orm.em, orgId);
+  const endpoint = em.create(WebhookEndpoint, {
+    orgId,
+    name: unique('hook'),
+    url,
+    description: '',
+    events,
+    enabled: true,
+    secretEncrypted: encryptSecret(encryptionKey, secret),
+    keyMode: 'test',
+    disabledReason: null,
+    disabledAt: null,
+  });
+  await em.flush();
+  return { endpoint, secret };
 }

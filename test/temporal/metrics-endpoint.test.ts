@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
+import { WebhookDelivery } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
-import { encryptSecret } from '../../src/crypto/secret-box.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
@@ -11,10 +9,11 @@ import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem } from '../support/api.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
-import { createOrgWithKey, unique } from '../support/factories.ts';
+import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
+import { insertSigningEndpoint } from '../support/webhook-rows.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /** The value of one sample of the exposition text, or undefined when it is absent. */
@@ -65,20 +64,7 @@ describe('Prometheus metrics at /metrics', () => {
     const { org, key } = await createOrgWithKey(stack.orm);
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, 10);
-    const em = scopeToOrg(stack.orm.em, org.id);
-    const endpoint = em.create(WebhookEndpoint, {
-      orgId: org.id,
-      name: unique('hook'),
-      url: receiver.url('/metrics-hook'),
-      description: '',
-      events: ['contact.created'],
-      enabled: true,
-      secretEncrypted: encryptSecret(stack.config.encryptionKey!, `whsec_${randomBytes(32).toString('base64')}`),
-      keyMode: 'test',
-      disabledReason: null,
-      disabledAt: null,
-    });
-    await em.flush();
+    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/metrics-hook'), ['contact.created']);
     await scopeToOrg(stack.orm.em, org.id).transactional((tx) => Promise.resolve(recordEvent(tx, org.id, 'contact.created', { contact: { _id: 'c1' } })));
     const sent = await apiClient(api.url, key)('POST', '/api/v1/outbox/emails', {
       body: { from: `app@${domain.domain}`, to: 'someone@example.com', subject: 'Metrics', text: 'Hello' },

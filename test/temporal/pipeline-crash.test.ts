@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
+import { WebhookAttempt, WebhookDelivery } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
-import { encryptSecret } from '../../src/crypto/secret-box.ts';
 import { waitFor, type Service } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
@@ -10,11 +8,12 @@ import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
 import { RECORD_GROUP } from '../../src/modules/webhooks/endpoint-drain.ts';
 import { idem } from '../support/api.ts';
-import { createOrgWithKey, unique } from '../support/factories.ts';
+import { createOrgWithKey } from '../support/factories.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
 import { apiClient } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
+import { insertSigningEndpoint } from '../support/webhook-rows.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { spawnWorkerProcess } from '../support/worker-process.ts';
 
@@ -58,20 +57,7 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
     const { org, key } = await createOrgWithKey(stack.orm, { rateLimitPerMinute: 100_000, burst: 10_000 });
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, ITEMS);
-    const em = scopeToOrg(stack.orm.em, org.id);
-    const endpoint = em.create(WebhookEndpoint, {
-      orgId: org.id,
-      name: unique('hook'),
-      url: receiver.url('/crash'),
-      description: '',
-      events: ['contact.created'],
-      enabled: true,
-      secretEncrypted: encryptSecret(stack.config.encryptionKey!, `whsec_${randomBytes(32).toString('base64')}`),
-      keyMode: 'test',
-      disabledReason: null,
-      disabledAt: null,
-    });
-    await em.flush();
+    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/crash'), ['contact.created']);
     // Slow enough that the kill lands mid-burst.
     receiver.respond('/crash', () => ({ delayMs: 5 }));
 

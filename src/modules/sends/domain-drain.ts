@@ -4,7 +4,7 @@ import type { SendDomainInput } from '../../../workflows/send-domain.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
-import { drainWindow } from '../../queue/drain-window.ts';
+import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import type { EmailDelivery } from './delivery.ts';
 import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
@@ -52,7 +52,7 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
     /** Drains the domain's due emails. Throws only for infrastructure failures (database). */
     async drain(input: SendDomainInput, context: { heartbeat(): void; signal: AbortSignal }): Promise<DrainSummary> {
       const { orgId, domainId } = input;
-      const summary = { delivered: 0, failed: 0, exhausted: 0, lastOutcome: null as string | null, lastFailed: false };
+      const summary = newTally();
       if (!(await queue.leaseDomain(orgId, domainId, DRAIN_LEASE_SECONDS))) {
         return { nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: 0, state: 'idle', lastOutcome: 'domain deleted' };
       }
@@ -106,15 +106,7 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
       });
       await queue.releaseDomain(orgId, domainId);
       const state = await queue.state(orgId, domainId);
-      return {
-        nextDueAt: state.next_due_ms === null ? null : Math.round(state.next_due_ms),
-        open: state.open,
-        delivered: summary.delivered,
-        failed: summary.failed,
-        exhausted: summary.exhausted,
-        state: state.open === 0 ? 'idle' : summary.lastFailed ? 'failing' : 'retrying',
-        lastOutcome: summary.lastOutcome,
-      };
+      return drainSummary(summary, state);
     },
   };
 }

@@ -7,7 +7,7 @@ import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
 import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type LeasedEndpoint } from './endpoint-queue.repo.ts';
 import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
-import { drainWindow } from '../../queue/drain-window.ts';
+import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
 import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
 
@@ -180,7 +180,7 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
     /** Drains the endpoint's due rows (see the module comment). Throws only for infrastructure failures. */
     async drain(input: WebhookEndpointInput, context: DrainContext): Promise<DrainSummary> {
       const { orgId, endpointId } = input;
-      const summary = { delivered: 0, failed: 0, exhausted: 0, lastOutcome: null as string | null, lastFailed: false };
+      const summary = newTally();
       const schedule = config.webhooks.retryScheduleMs;
       let endpoint = await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS);
       if (!endpoint) {
@@ -233,15 +233,7 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
       }
       await queue.releaseEndpoint(orgId, endpointId);
       const state = await queue.state(orgId, endpointId);
-      return {
-        nextDueAt: state.next_due_ms === null ? null : Math.round(state.next_due_ms),
-        open: state.open,
-        delivered: summary.delivered,
-        failed: summary.failed,
-        exhausted: summary.exhausted,
-        state: state.open === 0 ? 'idle' : summary.lastFailed ? 'failing' : 'retrying',
-        lastOutcome: summary.lastOutcome,
-      };
+      return drainSummary(summary, state);
     },
   };
 }
