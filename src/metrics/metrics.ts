@@ -58,11 +58,22 @@ const QUEUE_SQL = `
   select 'inbound', count(*)::int, coalesce(extract(epoch from now() - min(created_at)), 0)::float8
     from inbound_messages where status = 'received'`;
 
-let queueSource: MikroORM | null = null;
+type QueueRow = { pipeline: Pipeline; depth: number; oldest_due_s: number };
 
-async function readQueues(): Promise<{ pipeline: Pipeline; depth: number; oldest_due_s: number }[]> {
-  if (!queueSource) return [];
-  return queueSource.em.getConnection().execute(QUEUE_SQL);
+let queueSource: MikroORM | null = null;
+let reading: Promise<QueueRow[]> | null = null;
+
+/** Both queue gauges collect from one read: a scrape runs QUEUE_SQL once, not once per gauge. */
+function readQueues(): Promise<QueueRow[]> {
+  if (!queueSource) return Promise.resolve([]);
+  const source = queueSource;
+  reading ??= source.em
+    .getConnection()
+    .execute<QueueRow[]>(QUEUE_SQL)
+    .finally(() => {
+      reading = null;
+    });
+  return reading;
 }
 
 const queueDepth = new Gauge({
