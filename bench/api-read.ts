@@ -28,7 +28,7 @@ export async function capturedListQuery(databaseUrl: string, containing = ''): P
   const found = await withClient(databaseUrl, (client) =>
     client.query<{ query: string }>(
       `select query from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and query like 'select %from "contacts"%limit%'
+        where datname = current_database() and pid <> pg_backend_pid() and query like 'select %from %contacts%limit%'
           and strpos(query, $1) > 0
         limit 1`,
       [containing],

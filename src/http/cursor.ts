@@ -1,4 +1,4 @@
-import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeysetPosition } from '../../db/keyset.ts';
 import { AppError } from '../errors.ts';
 
@@ -25,9 +25,10 @@ function badCursor(): AppError {
 
 /** Derived from HERALD_ENCRYPTION_KEY so every replica agrees; random when none is configured. */
 export function createCursorCodec(encryptionKey: Buffer | undefined): CursorCodec {
-  const secret = encryptionKey
-    ? Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald pagination cursor v1', 32))
-    : randomBytes(32);
+  // A KeyObject made once: an HMAC keyed with a Buffer imports the key again on every call.
+  const secret = createSecretKey(
+    encryptionKey ? Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald pagination cursor v1', 32)) : randomBytes(32),
+  );
   const tag = (list: string, orgId: string, payload: string) =>
     createHmac('sha256', secret).update(`${list}\n${orgId}\n${payload}`).digest().subarray(0, TAG_BYTES);
 

@@ -1,7 +1,7 @@
-import type { Contact } from '../../../db/entities/index.ts';
+import type { ContactView } from './contacts.repo.ts';
 
 /** The spec's Contact (camelCase). */
-export function serializeContact(contact: Contact) {
+export function serializeContact(contact: ContactView) {
   return {
     _id: contact.id,
     email: contact.email,

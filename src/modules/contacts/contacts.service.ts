@@ -1,7 +1,7 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Contact, type ContactStatus } from '../../../db/entities/index.ts';
-import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
+import type { KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import { AppError } from '../../errors.ts';
@@ -10,6 +10,7 @@ import { recordEvent } from '../events/events.fns.ts';
 import { normalizeEmail } from './contacts.fns.ts';
 import type { CreateContactInput, UpdateContactInput } from './contacts.schemas.ts';
 import { serializeContact } from './contacts.serializer.ts';
+import { listContactPage } from './contacts.repo.ts';
 import { createEmailQuality } from './email-quality.ts';
 
 const notFound = (id: string) => new AppError('not_found', `Contact ${id} does not exist.`);
@@ -60,11 +61,10 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
       page: { limit: number; after?: KeysetPosition | undefined },
       filters: { email?: string | undefined; status?: ContactStatus | undefined } = {},
     ) {
-      const where = {
-        ...(filters.email ? { email: normalizeEmail(filters.email) } : {}),
-        ...(filters.status ? { status: filters.status } : {}),
-      };
-      return findKeysetPage(scopeToOrg(orm.em, orgId), Contact, where, page);
+      return listContactPage(orm.em, orgId, page, {
+        email: filters.email ? normalizeEmail(filters.email) : undefined,
+        status: filters.status,
+      });
     },
 
     async getContact(orgId: string, id: string): Promise<Contact> {
