@@ -8,6 +8,7 @@ import type { Logger } from '../src/logger.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
 import { createEmailDelivery, type DeliverResult } from '../src/modules/sends/delivery.ts';
 import { createDomainDrainer } from '../src/modules/sends/domain-drain.ts';
+import { createSentRecorder } from '../src/modules/sends/sent-recorder.ts';
 import { handOverLegacySend } from '../src/modules/sends/legacy-handover.ts';
 import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
 
@@ -44,6 +45,7 @@ export function createSendActivities(deps: SendActivityDeps) {
         // Outside an activity context (a drain's attempt after its activity returned): nothing to beat.
       }
     },
+    recorder: createSentRecorder({ orm: deps.orm, config: deps.config }),
   });
   const drainer = createDomainDrainer({ orm: deps.orm, config: deps.config, delivery, wakes: deps.queueWakes, logger: deps.logger });
   return {

@@ -61,13 +61,13 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
       async function attempt(email: ClaimedEmail): Promise<void> {
         inFlight.add(email.id);
         try {
-          const number = email.handoff_attempts + 1;
-          const nextDelayMs = nextRetryDelay(config, number, email.first_attempt_ms, Date.now());
-          let { status } = await delivery.deliver({ orgId, emailId: email.id, attempt: number, nextDelayMs });
+          const nextDelayMs = nextRetryDelay(config, email.handoffAttempts, email.firstAttemptMs, Date.now());
+          let { status } = await delivery.deliverClaimed(email, nextDelayMs);
           if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId, emailId: email.id })).status;
-          await queue.reschedule(orgId, email.id, status === 'sending' && nextDelayMs !== null ? new Date(Date.now() + nextDelayMs) : null);
+          // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
+          if (status === 'sending') await queue.reschedule(orgId, email.id, nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs));
           deliveriesTotal.inc({ pipeline: 'sends', outcome: status === 'sending' ? 'deferred' : status });
-          deliveryLatency.observe({ pipeline: 'sends' }, Math.max(0, Date.now() - email.due_ms) / 1000);
+          deliveryLatency.observe({ pipeline: 'sends' }, Math.max(0, Date.now() - email.dueMs) / 1000);
           if (status === 'sent') summary.delivered += 1;
           else if (status === 'failed') summary.exhausted += 1;
           else if (status === 'sending') summary.failed += 1;

@@ -6,17 +6,63 @@
  * workspace itself.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EmailAttachmentRecord } from '../../../db/entities/index.ts';
+import type { ClaimedSend, SendRecipient } from './delivery.ts';
 
 const OPEN = `status in ('scheduled', 'queued', 'sending')`;
 
-export interface ClaimedEmail {
-  id: string;
-  /** Attempts made so far: this claim is attempt `handoff_attempts + 1`. */
-  handoff_attempts: number;
+/** A claimed email: the attempt's input (status sending, this attempt counted) and its place on the queue. */
+export interface ClaimedEmail extends ClaimedSend {
   /** When the first attempt began (this claim's time for a first attempt), epoch ms. */
-  first_attempt_ms: number;
+  firstAttemptMs: number;
   /** When it fell due (acceptance, scheduled_at, a retry time), epoch ms. */
+  dueMs: number;
+}
+
+interface ClaimedRow {
+  id: string;
+  org_id: string;
+  domain_id: string;
+  domain: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  headers: Record<string, string>;
+  attachments: EmailAttachmentRecord[];
+  message_id: string;
+  scheduled_ms: number | null;
+  created_ms: number;
+  handoff_attempts: number;
+  first_attempt_ms: number;
   due_ms: number;
+  recipients: SendRecipient[];
+}
+
+function toClaimed(row: ClaimedRow): ClaimedEmail {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    domainId: row.domain_id,
+    domain: row.domain,
+    fromEmail: row.from_email,
+    fromName: row.from_name,
+    replyTo: row.reply_to,
+    subject: row.subject,
+    html: row.html,
+    text: row.text,
+    headers: row.headers,
+    attachments: row.attachments,
+    messageId: row.message_id,
+    scheduledAt: row.scheduled_ms === null ? null : new Date(row.scheduled_ms),
+    createdAt: new Date(row.created_ms),
+    handoffAttempts: row.handoff_attempts,
+    recipients: row.recipients,
+    firstAttemptMs: row.first_attempt_ms,
+    dueMs: row.due_ms,
+  };
 }
 
 export function createDomainQueue(orm: MikroORM) {
@@ -46,22 +92,32 @@ export function createDomainQueue(orm: MikroORM) {
     },
 
     /**
-     * Claims up to `limit` due emails (oldest due first): each becomes due again at the end of
-     * its lease unless the attempt records a new time, so a dead worker's email is taken again.
+     * Claims up to `limit` due emails (oldest due first) and starts an attempt on each (status
+     * sending, the attempt counted), returning what the attempt needs, recipients included, in
+     * one statement. Each becomes due again at the end of its lease unless the attempt records
+     * a new time, so a dead worker's email is taken again.
      */
     async claim(orgId: string, domainId: string, limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
-      return db().execute<ClaimedEmail[]>(
+      const rows = await db().execute<ClaimedRow[]>(
         `update transactional_emails e
-            set next_attempt_at = now() + make_interval(secs => ?), first_attempt_at = coalesce(e.first_attempt_at, now())
+            set next_attempt_at = now() + make_interval(secs => ?), first_attempt_at = coalesce(e.first_attempt_at, now()),
+                status = 'sending', handoff_attempts = e.handoff_attempts + 1, updated_at = now()
            from (select id, next_attempt_at as due_at from transactional_emails
                   where domain_id = ? and org_id = ? and ${OPEN} and next_attempt_at <= now()
                   order by next_attempt_at, id
                   limit ? for update skip locked) due
           where e.id = due.id
-         returning e.id, e.handoff_attempts, (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
-                   (extract(epoch from due.due_at) * 1000)::float8 as due_ms`,
+         returning e.id, e.org_id, e.domain_id, e.domain, e.from_email, e.from_name, e.reply_to, e.subject, e.html, e.text,
+                   e.headers, e.attachments, e.message_id, e.handoff_attempts,
+                   (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
+                   (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
+                   (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
+                   (extract(epoch from due.due_at) * 1000)::float8 as due_ms,
+                   (select json_agg(json_build_object('id', r.id, 'email', r.email, 'kind', r.kind, 'status', r.status) order by r.id)
+                      from email_recipients r where r.email_id = e.id and r.org_id = e.org_id) as recipients`,
         [leaseSeconds, domainId, orgId, limit],
       );
+      return rows.map(toClaimed);
     },
 
     /** Extends the leases of the emails whose attempts are still running. */

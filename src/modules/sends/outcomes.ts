@@ -34,7 +34,7 @@ const CONTACT_STATUS_AFTER: Partial<Record<RecipientOutcome['type'], { status: C
 };
 
 /** What every email.* event of a transactional email says about one recipient. */
-export function emailEventData(email: TransactionalEmail, recipient: string, at: Date) {
+export function emailEventData(email: Pick<TransactionalEmail, 'id' | 'messageId' | 'fromEmail' | 'subject'>, recipient: string, at: Date) {
   return {
     email_id: email.id,
     message_id: email.messageId,

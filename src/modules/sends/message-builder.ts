@@ -1,0 +1,111 @@
+import type { Readable } from 'node:stream';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import { Domain, type EmailAttachmentRecord, type RecipientKind } from '../../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../../db/orm.ts';
+import { BlobNotFoundError, type BlobStore } from '../../blob/blob-store.ts';
+import type { Config } from '../../config.ts';
+import { decryptSecret } from '../../crypto/secret-box.ts';
+
+/** What a message is built from: a transactional email entity, or the row a drain claimed. */
+export interface MessageSource {
+  id: string;
+  domainId: string;
+  fromEmail: string;
+  fromName?: string | null | undefined;
+  replyTo?: string | null | undefined;
+  subject: string;
+  html?: string | null | undefined;
+  text?: string | null | undefined;
+  headers: Record<string, string>;
+  attachments: EmailAttachmentRecord[];
+  messageId: string;
+  scheduledAt?: Date | null | undefined;
+  createdAt: Date;
+}
+
+export interface MessageRecipient {
+  email: string;
+  kind: RecipientKind;
+}
+
+/** Raised before anything reached the relay: the email cannot be built (missing bytes, no key). */
+export class BuildFailure extends Error {}
+
+const DKIM_KEY_TTL_MS = 60_000;
+const MAX_CACHED_KEYS = 10_000;
+
+/**
+ * Builds the MIME message of an email (nodemailer options, DKIM-signed with the sending
+ * domain's key when sent). Decrypted DKIM keys are kept per domain for a minute, so a rotated
+ * key is used within a minute and a drain does not load the domain and decrypt per email.
+ */
+export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | null; config: Pick<Config, 'encryptionKey'> }) {
+  const signingKeys = new Map<string, { domain: string; selector: string; privateKey: string; until: number }>();
+
+  async function signingKeyOf(domainId: string) {
+    const cached = signingKeys.get(domainId);
+    if (cached && cached.until > Date.now()) return cached;
+    const domain = await deps.orm.em.fork().findOneOrFail(Domain, { id: domainId }, ALL_TENANTS);
+    if (!deps.config.encryptionKey) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the DKIM key cannot be read');
+    const entry = {
+      domain: domain.domain,
+      selector: domain.dkimSelector,
+      privateKey: decryptSecret(deps.config.encryptionKey, domain.dkimPrivateKeyEncrypted),
+      until: Date.now() + DKIM_KEY_TTL_MS,
+    };
+    if (signingKeys.size >= MAX_CACHED_KEYS) signingKeys.clear();
+    signingKeys.set(domainId, entry);
+    return entry;
+  }
+
+  async function attachmentsOf(records: EmailAttachmentRecord[]): Promise<Mail.Attachment[]> {
+    const attachments: Mail.Attachment[] = [];
+    for (const record of records) {
+      if (!record.blob_key || !deps.blobs) throw new BuildFailure(`the bytes of attachment ${record.filename} are not available`);
+      let content: Readable;
+      try {
+        content = await deps.blobs.get(record.blob_key);
+      } catch (error) {
+        if (error instanceof BlobNotFoundError) throw new BuildFailure(`the bytes of attachment ${record.filename} are missing`);
+        throw error;
+      }
+      attachments.push({
+        filename: record.filename,
+        content,
+        ...(record.content_type ? { contentType: record.content_type } : {}),
+        ...(record.content_id ? { cid: record.content_id, contentDisposition: 'inline' as const } : {}),
+      });
+    }
+    return attachments;
+  }
+
+  return {
+    /** The message for every recipient of the email (the envelope names who it goes to this time). */
+    async build(email: MessageSource, recipients: readonly MessageRecipient[]): Promise<Mail.Options> {
+      const key = await signingKeyOf(email.domainId);
+      const attachments = await attachmentsOf(email.attachments);
+      const byKind = (kind: 'to' | 'cc') => recipients.filter((r) => r.kind === kind).map((r) => r.email);
+      const to = byKind('to');
+      const cc = byKind('cc');
+      return {
+        from: { name: email.fromName ?? '', address: email.fromEmail },
+        ...(to.length > 0 ? { to } : {}),
+        ...(cc.length > 0 ? { cc } : {}),
+        subject: email.subject,
+        ...(email.html != null ? { html: email.html } : {}),
+        ...(email.text != null ? { text: email.text } : {}),
+        ...(email.replyTo ? { replyTo: email.replyTo } : {}),
+        messageId: `<${email.messageId}>`,
+        date: email.scheduledAt ?? email.createdAt,
+        headers: { ...email.headers, 'X-Herald-Email-Id': email.id },
+        attachments,
+        dkim: { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey },
+        disableFileAccess: true,
+        disableUrlAccess: true,
+      };
+    },
+  };
+}
+
+export type MessageBuilder = ReturnType<typeof createMessageBuilder>;

@@ -1,0 +1,82 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../../config.ts';
+import { createGroupCommit } from '../../queue/group-commit.ts';
+import { recordEvent } from '../events/events.fns.ts';
+import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
+import { emailEventData } from './outcomes.ts';
+
+/** An attempt the relay accepted for every recipient it was for: the common case, recorded in groups. */
+export interface AcceptedAttempt {
+  orgId: string;
+  email: { id: string; messageId: string; fromEmail: string; subject: string; domain: string };
+  /** The recipients of this attempt (queued or deferred before it) with the relay's answer. */
+  recipients: { id: string; email: string; response: string | null }[];
+  at: Date;
+}
+
+/** Attempts per transaction, and how long the first of a group waits for company. */
+const GROUP_MAX = 64;
+const GROUP_DELAY_MS = 2;
+
+/**
+ * Records accepted attempts in group commits: per group one transaction of five statements
+ * (the recipient rows, the email rows settling as sent, the email.sent/email.delivered events
+ * for webhooks, the email_events rows and their daily rollup) instead of a transaction per
+ * email. Each caller's promise resolves once its attempt is committed, so a drain puts
+ * nothing off the queue that is not recorded; a crash before the commit leaves the email
+ * claimed until its lease lapses, and the next attempt finds its recipients still pending (the
+ * documented at-least-once window, with the same Message-ID). The recipient update is guarded on
+ * the pending states and events are written only for rows it changed.
+ */
+export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, 'sends'> }) {
+  const delivered = deps.config.sends.relayIsFinalHop;
+
+  async function write(attempts: AcceptedAttempt[]): Promise<void> {
+    await deps.orm.em.fork().transactional(async (tx) => {
+      const recipients = attempts.flatMap((a) => a.recipients.map((r) => [r.id, a.orgId, r.response?.slice(0, 1024) ?? null, a.at.toISOString()]));
+      const changed = await tx.execute<{ id: string }[]>(
+        `update email_recipients r
+            set status = ?, sent_at = v.at::timestamptz, last_response = v.response, next_attempt_at = null,
+                attempts = r.attempts + 1, updated_at = now()
+           from (values ${recipients.map(() => '(?, ?, ?, ?)').join(', ')}) v (id, org_id, response, at)
+          where r.id = v.id and r.org_id = v.org_id and r.status in ('queued', 'deferred')
+         returning r.id`,
+        [delivered ? 'delivered' : 'sent', ...recipients.flat()],
+      );
+      await tx.execute(
+        `update transactional_emails e
+            set status = 'sent', sent_at = coalesce(e.sent_at, v.at::timestamptz), settled_at = v.at::timestamptz,
+                next_attempt_at = null, updated_at = now()
+           from (values ${attempts.map(() => '(?, ?, ?)').join(', ')}) v (id, org_id, at)
+          where e.id = v.id and e.org_id = v.org_id and e.status = 'sending'
+            and not exists (select 1 from email_recipients r
+                             where r.email_id = e.id and r.org_id = e.org_id and r.status in ('queued', 'deferred'))`,
+        attempts.flatMap((a) => [a.email.id, a.orgId, a.at.toISOString()]),
+        'run',
+      );
+      const recorded = new Set(changed.map((row) => row.id));
+      const metrics: EmailEventInput[] = [];
+      for (const attempt of attempts) {
+        for (const recipient of attempt.recipients) {
+          if (!recorded.has(recipient.id)) continue;
+          const data = emailEventData(attempt.email, recipient.email, attempt.at);
+          const metric = { orgId: attempt.orgId, recipient: recipient.email, domain: attempt.email.domain, emailId: attempt.email.id, occurredAt: attempt.at };
+          recordEvent(tx, attempt.orgId, 'email.sent', data);
+          metrics.push({ ...metric, type: 'sent' });
+          if (!delivered) continue;
+          recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
+          metrics.push({ ...metric, type: 'delivered' });
+        }
+      }
+      await recordEmailEvents(tx, metrics);
+    });
+  }
+
+  const group = createGroupCommit(write, { maxItems: GROUP_MAX, delayMs: GROUP_DELAY_MS });
+  return {
+    /** Resolves when the attempt is committed (its email settled as sent). */
+    record: (attempt: AcceptedAttempt): Promise<void> => group.add(attempt),
+  };
+}
+
+export type SentRecorder = ReturnType<typeof createSentRecorder>;
