@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { resolveRelayTls, SMTP_TLS_POLICIES, type RelayTlsSettings } from './smtp/tls-policy.ts';
 
 /**
  * The one reader of `process.env`. Every setting has a development default; in production
@@ -99,6 +100,8 @@ const EnvSchema = v.object({
   SMTP_TLS_KEY_FILE: v.optional(v.string()),
   SMTP_TLS_CERT_FILE: v.optional(v.string()),
   SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
+  SMTP_RELAY_TLS: v.optional(v.picklist(SMTP_TLS_POLICIES, `must be one of ${SMTP_TLS_POLICIES.join(', ')}`)),
+  SMTP_RELAY_CA_FILE: v.optional(v.pipe(v.string(), v.minLength(1, 'must be a path to a PEM file'))),
   BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
   SPF_INCLUDE: v.optional(
     v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/, 'must be a host name')),
@@ -174,6 +177,8 @@ export interface Config {
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
   smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string; rawRetentionMs: number };
   relayUrl: string;
+  /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
+  relayTls: RelayTlsSettings;
   bounceDomain: string;
   /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
   spfInclude: string;
@@ -237,6 +242,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(missing.map((name) => `${name}: required in production`));
     }
   }
+  const relayTls = resolveRelayTls({ url: env.SMTP_RELAY_URL, policy: env.SMTP_RELAY_TLS, caFile: env.SMTP_RELAY_CA_FILE });
+  if (typeof relayTls === 'string') throw new ConfigError([relayTls]);
   const prefix = env.TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: env.NODE_ENV,
@@ -265,6 +272,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       ...(env.SMTP_TLS_CERT_FILE ? { tlsCertFile: env.SMTP_TLS_CERT_FILE } : {}),
     },
     relayUrl: env.SMTP_RELAY_URL,
+    relayTls,
     bounceDomain: env.BOUNCE_DOMAIN,
     spfInclude: env.SPF_INCLUDE,
     blobDir: env.BLOB_DIR,
