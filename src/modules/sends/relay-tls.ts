@@ -73,7 +73,7 @@ export function describeTlsFailure(error: TransportError, settings: RelayTlsSett
 
 /** Node's words without its advice to run Node differently (`; if the root CA is installed locally, ...`). */
 function plainMessage(error: TransportError): string {
-  return error.message.split(';')[0] ?? error.message;
+  return (error.message.split(';')[0] ?? error.message).trim();
 }
 
 /**
