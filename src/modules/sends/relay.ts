@@ -52,9 +52,10 @@ export function maskRelayUrl(relayUrl: string): string {
 
 /**
  * The outbound relay (SMTP_RELAY_URL) through nodemailer's pooled SMTP transport: one pool per
- * worker process, connections reused across messages, TLS as `tls` says (config.relayTls). Never throws for an SMTP answer; the caller decides what each
- * answer means. A TLS failure is an unreachable relay (temporary) whose response says why, and
- * the log gets one warning per reason while it lasts.
+ * worker process, connections reused across messages, TLS as `tls` says (config.relayTls).
+ * Never throws for an SMTP answer; the caller decides what each answer means. A TLS failure is
+ * an unreachable relay (temporary) whose response says why, and the log gets one warning per
+ * reason while it lasts.
  */
 export function createRelay(options: { url: string; poolSize: number; tls: RelayTlsSettings; logger: Logger }): Relay {
   const url = new URL(options.url);
