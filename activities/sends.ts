@@ -15,7 +15,7 @@ import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
 export interface SendActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl'>;
+  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls'>;
   logger: Logger;
   queueWakes: QueueWakes;
   /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */
@@ -32,7 +32,7 @@ export interface SendActivityDeps {
  * to its domain's actor (src/modules/sends/legacy-handover.ts) and send nothing themselves.
  */
 export function createSendActivities(deps: SendActivityDeps) {
-  const relay = deps.relay ?? createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize });
+  const relay = deps.relay ?? createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize, tls: deps.config.relayTls, logger: deps.logger });
   const delivery = createEmailDelivery({
     orm: deps.orm,
     blobs: deps.blobs,

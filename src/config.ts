@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { resolveRelayTls, SMTP_TLS_POLICIES, type RelayTlsSettings } from './smtp/tls-policy.ts';
 
 /**
  * The one reader of `process.env`. Every setting has a development default; in production
@@ -99,6 +100,9 @@ const EnvSchema = v.object({
   SMTP_TLS_KEY_FILE: v.optional(v.string()),
   SMTP_TLS_CERT_FILE: v.optional(v.string()),
   SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
+  /** Empty (`SMTP_RELAY_TLS=` in a .env file) means unset: the default for the relay URL. */
+  SMTP_RELAY_TLS: v.optional(v.picklist([...SMTP_TLS_POLICIES, ''], `must be one of ${SMTP_TLS_POLICIES.join(', ')}`), ''),
+  SMTP_RELAY_CA_FILE: v.optional(v.string(), ''),
   BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
   SPF_INCLUDE: v.optional(
     v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/, 'must be a host name')),
@@ -174,6 +178,8 @@ export interface Config {
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
   smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string; rawRetentionMs: number };
   relayUrl: string;
+  /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
+  relayTls: RelayTlsSettings;
   bounceDomain: string;
   /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
   spfInclude: string;
@@ -237,6 +243,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(missing.map((name) => `${name}: required in production`));
     }
   }
+  const relayTls = resolveRelayTls({ url: env.SMTP_RELAY_URL, policy: env.SMTP_RELAY_TLS || undefined, caFile: env.SMTP_RELAY_CA_FILE || undefined });
+  if (typeof relayTls === 'string') throw new ConfigError([relayTls]);
   const prefix = env.TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: env.NODE_ENV,
@@ -265,6 +273,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       ...(env.SMTP_TLS_CERT_FILE ? { tlsCertFile: env.SMTP_TLS_CERT_FILE } : {}),
     },
     relayUrl: env.SMTP_RELAY_URL,
+    relayTls,
     bounceDomain: env.BOUNCE_DOMAIN,
     spfInclude: env.SPF_INCLUDE,
     blobDir: env.BLOB_DIR,
@@ -309,6 +318,9 @@ const DevEnvSchema = v.object({
   TEMPORAL_UI_PORT: port('8233'),
   /** Set to a real relay to send through it; unset or loopback, `herald dev` runs the mail sink there. */
   SMTP_RELAY_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  /** Shown in the banner with the policy they give the relay (the worker reads them itself). */
+  SMTP_RELAY_TLS: v.optional(v.picklist([...SMTP_TLS_POLICIES, ''], `must be one of ${SMTP_TLS_POLICIES.join(', ')}`), ''),
+  SMTP_RELAY_CA_FILE: v.optional(v.string(), ''),
   /** The mail sink's viewer; the next free port is taken when this one is busy. */
   MAIL_SINK_HTTP_PORT: port('8025'),
   /** Prometheus metrics of `herald all` (split: worker, api, smtp on this port and the next two). */

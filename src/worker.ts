@@ -11,7 +11,8 @@ import { createDnsResolver } from './dns/resolver.ts';
 import { reportQueuesFrom } from './metrics/metrics.ts';
 import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
-import { createRelay } from './modules/sends/relay.ts';
+import { createRelay, maskRelayUrl } from './modules/sends/relay.ts';
+import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/sends/reports.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
 import { classifyInbound } from './modules/inbound/reports.ts';
@@ -111,7 +112,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
   // One pooled SMTP transport to the relay per worker process.
-  const smtpRelay = createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize });
+  const smtpRelay = createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls, logger });
+  logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls) });
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });

@@ -12,6 +12,7 @@ import { startTemporalDevServer } from './temporal-server.ts';
 import { createDnsResolver } from '../dns/resolver.ts';
 import { createLogger } from '../logger.ts';
 import { startDevRelay } from './dev-mail-sink.ts';
+import { describeRelayTls, resolveRelayTls } from '../smtp/tls-policy.ts';
 
 const NAMESPACE = 'default';
 
@@ -102,6 +103,8 @@ export async function runDev(): Promise<void> {
       inboundSmtpPort: SMTP_PORT,
       logger: createLogger('info', { service: 'herald-mail-sink' }, (line) => process.stdout.write(`[mail-sink] ${line}\n`)),
     });
+    const relayTls = resolveRelayTls({ url: relay.relayUrl, policy: env.SMTP_RELAY_TLS || undefined, caFile: env.SMTP_RELAY_CA_FILE || undefined });
+    if (typeof relayTls === 'string') throw new Error(relayTls);
     if (relay.sink) {
       const sink = relay.sink;
       stack.push({ name: 'mail-sink', stop: () => sink.close() });
@@ -169,7 +172,7 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, relayLines: relay.bannerLines, publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
+    printBanner({ smtpPort: SMTP_PORT, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`], publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);

@@ -81,6 +81,7 @@ describe('herald dev (npm start)', () => {
     expect(banner).toContain(`Temporal UI   http://127.0.0.1:${ports.ui}`);
     expect(banner).toContain(`Inbound SMTP  127.0.0.1:${ports.smtp}`);
     expect(banner).toContain(`Mail sink     http://127.0.0.1:${ports.sinkHttp} (outbound relay smtp://127.0.0.1:${ports.sinkSmtp};`);
+    expect(banner).toContain('Relay TLS     opportunistic (default for a relay on loopback)');
     const sinkPage = await fetch(`http://127.0.0.1:${ports.sinkHttp}/`);
     expect(sinkPage.status).toBe(200);
     expect(await sinkPage.text()).toContain('Herald mail sink');

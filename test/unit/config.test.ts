@@ -94,6 +94,22 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SEND_HANDOFF_WAIT_MS: '30001' })).toThrowError(ConfigError);
   });
 
+  it('reads the relay TLS policy: opportunistic for the loopback default relay, verify for a relay elsewhere, SMTP_RELAY_TLS to choose', () => {
+    expect(loadConfig({}).relayTls).toEqual({ policy: 'opportunistic', source: 'loopback' });
+    expect(loadConfig({ SMTP_RELAY_URL: 'smtp://smtp.example.com:587' }).relayTls).toEqual({ policy: 'verify', source: 'host' });
+    expect(loadConfig({ SMTP_RELAY_URL: 'smtp://smtp.example.com:587', SMTP_RELAY_TLS: 'opportunistic' }).relayTls).toEqual({ policy: 'opportunistic', source: 'SMTP_RELAY_TLS' });
+    expect(loadConfig({ SMTP_RELAY_TLS: '', SMTP_RELAY_CA_FILE: '' }).relayTls).toEqual({ policy: 'opportunistic', source: 'loopback' });
+    expect(loadConfig({ SMTP_RELAY_CA_FILE: '/etc/herald/relay-ca.pem' }).relayTls).toEqual({ policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: '/etc/herald/relay-ca.pem' });
+  });
+
+  it.each([
+    [{ SMTP_RELAY_TLS: 'require' }, 'SMTP_RELAY_TLS: must be one of opportunistic, verify, none'],
+    [{ SMTP_RELAY_TLS: 'none', SMTP_RELAY_URL: 'smtps://relay.example.com' }, 'SMTP_RELAY_TLS: none cannot apply to smtps://'],
+    [{ SMTP_RELAY_TLS: 'opportunistic', SMTP_RELAY_CA_FILE: '/etc/ca.pem' }, 'SMTP_RELAY_CA_FILE: only used with SMTP_RELAY_TLS=verify (not opportunistic)'],
+  ])('refuses the relay TLS settings %o', (env, problem) => {
+    expect(() => loadConfig(env)).toThrowError(problem);
+  });
+
   it('refuses to start in production without its secrets', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(ConfigError);
     try {

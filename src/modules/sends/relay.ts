@@ -1,6 +1,9 @@
 import nodemailer from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Logger } from '../../logger.ts';
+import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
+import { buildTransportTls, createTlsFailureLog, describeTlsFailure, type TransportError } from './relay-tls.ts';
 
 /** One recipient's answer from the relay. */
 export interface RelayRecipientResult {
@@ -25,11 +28,8 @@ export interface Relay {
   close(): void;
 }
 
-interface SmtpError extends Error {
-  code?: string;
-  command?: string;
+interface SmtpError extends TransportError {
   responseCode?: number;
-  response?: string;
   recipient?: string;
   rejectedErrors?: SmtpError[];
 }
@@ -43,18 +43,30 @@ function rejectedResults(errors: readonly SmtpError[]): RelayRecipientResult[] {
   }));
 }
 
+/** SMTP_RELAY_URL fit for a log line: the password replaced with `***`. */
+export function maskRelayUrl(relayUrl: string): string {
+  const url = new URL(relayUrl);
+  if (url.password) url.password = '***';
+  return url.toString().replace(/\/$/, '');
+}
+
 /**
  * The outbound relay (SMTP_RELAY_URL) through nodemailer's pooled SMTP transport: one pool per
- * worker process, connections reused across messages. Never throws for an SMTP answer; the
- * caller decides what each answer means.
+ * worker process, connections reused across messages, TLS as `tls` says (config.relayTls).
+ * Never throws for an SMTP answer; the caller decides what each answer means. A TLS failure is
+ * an unreachable relay (temporary) whose response says why, and the log gets one warning per
+ * reason while it lasts.
  */
-export function createRelay(options: { url: string; poolSize: number }): Relay {
+export function createRelay(options: { url: string; poolSize: number; tls: RelayTlsSettings; logger: Logger }): Relay {
   const url = new URL(options.url);
+  const { tls } = options;
+  const port = Number(url.port || (url.protocol === 'smtps:' ? 465 : 25));
+  const tlsFailures = createTlsFailureLog(options.logger, { address: `${url.hostname}:${port}`, settings: tls });
   const transport = nodemailer.createTransport({
     pool: true,
     host: url.hostname,
-    port: Number(url.port || (url.protocol === 'smtps:' ? 465 : 25)),
-    secure: url.protocol === 'smtps:',
+    port,
+    ...buildTransportTls(tls, url.protocol === 'smtps:'),
     ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
     maxConnections: options.poolSize,
     maxMessages: 1000,
@@ -69,6 +81,7 @@ export function createRelay(options: { url: string; poolSize: number }): Relay {
     async send(message, envelope) {
       try {
         const info = await transport.sendMail({ ...message, envelope });
+        tlsFailures.recordSuccess();
         const accepted = new Set(((info.accepted ?? []) as (string | Mail.Address)[]).map((a) => String(typeof a === 'string' ? a : a.address).toLowerCase()));
         const rejected = rejectedResults((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []);
         const rejectedSet = new Set(rejected.map((r) => r.email));
@@ -81,6 +94,11 @@ export function createRelay(options: { url: string; poolSize: number }): Relay {
         return { kind: 'recipients', recipients, response: info.response ?? null };
       } catch (caught) {
         const error = caught as SmtpError;
+        const tlsFailure = describeTlsFailure(error, tls);
+        if (tlsFailure) {
+          tlsFailures.recordFailure(tlsFailure);
+          return { kind: 'unreachable', response: tlsFailure.reason };
+        }
         if (error.code === 'EENVELOPE' && error.command === 'RCPT TO' && error.rejectedErrors?.length) {
           return { kind: 'recipients', recipients: rejectedResults(error.rejectedErrors), response: error.response ?? null };
         }
