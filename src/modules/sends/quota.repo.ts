@@ -13,6 +13,8 @@ import { secondsUntilNextUtcDay } from './sends.fns.ts';
 export interface CreditCharge {
   fromBalance: number;
   overage: number;
+  /** Whether the domain's drain lease is held (read in the same statement): a running drain needs no wake-up. */
+  domainDraining: boolean;
 }
 
 export interface QuotaRequest {
@@ -30,6 +32,7 @@ export interface QuotaRequest {
 }
 
 interface ReservationRow {
+  draining: boolean;
   from_balance: number | null;
   balance: number;
   day_count: number | null;
@@ -73,7 +76,8 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
      select (select from_balance from charged) as from_balance,
             (select credit_balance from current) as balance,
             (select count from counted) as day_count,
-            coalesce((select count from domain_daily_sends where domain_id = ? and day = ?), 0) as used`,
+            coalesce((select count from domain_daily_sends where domain_id = ? and day = ?), 0) as used,
+            coalesce((select drain_lease_until > now() from domains where id = ?), false) as draining`,
     [
       request.orgId,
       count, count, count, count, count,
@@ -82,6 +86,7 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
       ...(capped ? [cap] : []),
       count, request.emailId,
       request.domainId, request.day,
+      request.domainId,
     ],
   );
   const row = rows[0];
@@ -100,11 +105,11 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
       { 'Retry-After': String(secondsUntilNextUtcDay(request.now)) },
     );
   }
-  return { fromBalance: Number(row.from_balance), overage: count - Number(row.from_balance) };
+  return { fromBalance: Number(row.from_balance), overage: count - Number(row.from_balance), domainDraining: row.draining };
 }
 
 /** Gives back what reserveQuota took from the workspace's credits. */
-async function releaseCredits(em: EntityManager, orgId: string, charge: CreditCharge): Promise<void> {
+async function releaseCredits(em: EntityManager, orgId: string, charge: Pick<CreditCharge, 'fromBalance' | 'overage'>): Promise<void> {
   if (charge.fromBalance === 0 && charge.overage === 0) return;
   await em.execute(
     'update organizations set credit_balance = credit_balance + ?, overage_used = greatest(0, overage_used - ?) where id = ?',

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { AttachmentUpload, Domain, EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
+import { AttachmentUpload, EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
@@ -9,12 +9,11 @@ import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { recordOutboundMessage } from '../inbox/outbound.ts';
-import { releaseEmailQuota, reserveQuota } from './quota.repo.ts';
-import { findSuppressed } from './suppression.repo.ts';
+import { releaseEmailQuota, reserveQuota, type CreditCharge } from './quota.repo.ts';
+import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { wakeDomainActors } from './domain-actor.ts';
-import { createDomainQueue } from './domain-queue.repo.ts';
 import { readHandoff, notifyDomainDrain, type HandoffResult } from './handoff.repo.ts';
 import { envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
@@ -26,7 +25,7 @@ export interface SendsServiceDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sends'>;
+  config: Pick<Config, 'temporal' | 'sends' | 'queues'>;
   logger: Logger;
   now?: () => Date;
 }
@@ -43,7 +42,7 @@ function invalidField(path: string, type: string, message: string, reason?: stri
   });
 }
 
-function domainRefusal(domain: Domain, host: string): AppError | null {
+function domainRefusal(domain: SendingDomain, host: string): AppError | null {
   const refuse = (reason: string, message: string) => new AppError('forbidden', message, { reason, domain: host });
   if (domain.status === 'pending') return refuse('DOMAIN_NOT_READY', `${host} has not passed DNS verification yet.`);
   if (domain.status === 'attention') return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
@@ -66,13 +65,40 @@ function domainRefusal(domain: Domain, host: string): AppError | null {
  */
 /** How long acceptance waits for Temporal to take a wake-up before leaving it to the reconciler. */
 const WAKE_DEADLINE_MS = 2_000;
+/**
+ * Wake-ups of one domain's actor from one process closer together than this are coalesced;
+ * kept below the drain's linger, so a drain woken in the window is still running (its lease
+ * visible to acceptance) when the window ends.
+ */
+const WAKE_COALESCE_MAX_MS = 1_000;
 /** How often the opt-in hand-off wait looks at the email. */
 const HANDOFF_POLL_MS = 20;
 
 export function createSendsService(deps: SendsServiceDeps) {
   const { orm, config, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const domainQueue = createDomainQueue(orm);
+  /** When this process last woke each domain's actor. */
+  const lastWake = new Map<string, number>();
+  const wakeCoalesceMs = Math.min(WAKE_COALESCE_MAX_MS, config.queues.drainLingerMs / 2);
+
+  /**
+   * Wakes the domain's actor after a commit, at most once per coalescing window per domain from
+   * this process (a burst for a domain whose drain is not yet running would otherwise signal
+   * Temporal per email); never fails the request: a lost wake-up is the send reconciler's to
+   * repeat. Not awaited: the 202 does not wait for Temporal.
+   */
+  function wakeDomain(orgId: string, domainId: string, emailId: string): void {
+    const nowMs = Date.now();
+    if (nowMs - (lastWake.get(domainId) ?? 0) < wakeCoalesceMs) return;
+    if (lastWake.size >= 10_000) lastWake.clear();
+    lastWake.set(domainId, nowMs);
+    deps.temporal
+      .withDeadline(nowMs + WAKE_DEADLINE_MS, () => wakeDomainActors(deps.temporal, config, [{ orgId, domainId }]))
+      .catch((error: unknown) => {
+        lastWake.delete(domainId);
+        logger.warn('sending-domain actor not woken; the send reconciler will wake it', { emailId, domainId, error });
+      });
+  }
 
   /**
    * SEND_HANDOFF_WAIT_MS > 0 (off by default): waits up to `waitMs` for the first attempt's
@@ -86,12 +112,6 @@ export function createSendsService(deps: SendsServiceDeps) {
       if (handoff || Date.now() >= deadline) return handoff;
       await new Promise((resolve) => setTimeout(resolve, Math.min(HANDOFF_POLL_MS, deadline - Date.now())));
     }
-  }
-
-  async function suppressedAmong(orgId: string, addresses: string[]): Promise<string[]> {
-    const found = await findSuppressed(orm.em, orgId, addresses);
-    if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
-    return addresses.filter((a) => found.has(a));
   }
 
   async function writeInlineBlobs(orgId: string, emailId: string, prepared: Awaited<ReturnType<typeof prepareAttachments>>): Promise<string[]> {
@@ -131,13 +151,15 @@ export function createSendsService(deps: SendsServiceDeps) {
       const size = messageSize(input.html, input.text, prepared);
       if (size > SEND_LIMITS.messageBytesMax) throw messageTooLarge(size);
 
-      const domain = await em.findOne(Domain, { domain: from.domain });
+      const addresses = recipients.map((r) => r.email);
+      const { domain, suppressed: found } = await findDomainAndSuppressed(orm.em, orgId, from.domain, addresses);
       if (!domain) {
         throw new AppError('forbidden', `${from.domain} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: from.domain });
       }
       const refusal = domainRefusal(domain, from.domain);
       if (refusal) throw refusal;
-      const suppressed = await suppressedAmong(orgId, recipients.map((r) => r.email));
+      if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
+      const suppressed = addresses.filter((a) => found.has(a));
       if (suppressed.length > 0) {
         throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
           reason: 'RECIPIENT_SUPPRESSED',
@@ -147,7 +169,7 @@ export function createSendsService(deps: SendsServiceDeps) {
 
       const emailId = newId(at);
       const blobKeys = await writeInlineBlobs(orgId, emailId, prepared);
-      let accepted: AcceptedEmail & { charge: { fromBalance: number; overage: number } };
+      let accepted: AcceptedEmail & { charge: CreditCharge };
       try {
         accepted = await em.transactional(async (tx) => {
           const count = recipients.length;
@@ -216,13 +238,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       email.overageCharged = charge.overage;
       // The email is durable: from here on nothing may fail the request. A lost wake-up is the
       // send reconciler's to repeat; a domain whose drain is running needs none.
-      try {
-        if (!(await domainQueue.isDraining(orgId, domain.id))) {
-          await deps.temporal.withDeadline(Date.now() + WAKE_DEADLINE_MS, () => wakeDomainActors(deps.temporal, config, [{ orgId, domainId: domain.id }]));
-        }
-      } catch (error) {
-        logger.warn('sending-domain actor not woken; the send reconciler will wake it', { emailId, domainId: domain.id, error });
-      }
+      if (!email.scheduledAt && !charge.domainDraining) wakeDomain(orgId, domain.id, emailId);
       const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, emailId, config.sends.handoffWaitMs);
       if (handoff?.outcome === 'rejected') {
         throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {

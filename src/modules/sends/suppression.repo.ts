@@ -1,5 +1,5 @@
 /**
- * The send path's suppression check in one statement: addresses on the workspace's suppression
+ * The send path's reads: the suppression check in one statement: addresses on the workspace's suppression
  * list or belonging to a contact that bounced, complained or was suppressed. Raw SQL is outside
  * the tenant filter, so both halves name the workspace.
  */
@@ -14,4 +14,38 @@ export async function findSuppressed(em: EntityManager, orgId: string, addresses
     [orgId, [...addresses], orgId, [...addresses]],
   );
   return new Set(rows.map((row) => row.email));
+}
+
+/** The sending domain of an email as acceptance checks it. */
+export interface SendingDomain {
+  id: string;
+  domain: string;
+  status: string;
+  reputationState: string;
+  dailyCap: number | null;
+}
+
+/**
+ * Acceptance's one read before its transaction: the workspace's sending domain by name (null
+ * when it has none by that name) and which of `addresses` may not be sent to (the same rule as
+ * findSuppressed), in one round trip.
+ */
+export async function findDomainAndSuppressed(
+  em: EntityManager,
+  orgId: string,
+  domainName: string,
+  addresses: readonly string[],
+): Promise<{ domain: SendingDomain | null; suppressed: Set<string> }> {
+  const rows = await em.getConnection().execute<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null }[]>(
+    `select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
+            array(select email from suppressions where org_id = ? and email in (?)
+                  union
+                  select email from contacts where org_id = ? and email in (?) and status in ('bounced', 'complained', 'suppressed')) as suppressed
+       from (select 1) one
+       left join domains d on d.org_id = ? and d.domain = ?`,
+    [orgId, [...addresses], orgId, [...addresses], orgId, domainName],
+  );
+  const row = rows[0];
+  const domain = row?.id ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap } : null;
+  return { domain, suppressed: new Set(row?.suppressed ?? []) };
 }
