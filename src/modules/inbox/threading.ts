@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Domain, InboxMessage, InboxThread } from '../../../db/entities/index.ts';
+import { InboxMessage, InboxThread } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 
 /**
@@ -151,17 +151,23 @@ async function findByMessageIds(em: EntityManager, candidates: string[]): Promis
   return null;
 }
 
-async function findBySubject(em: EntityManager, orgId: string, input: ThreadingInput, normalized: string): Promise<InboxThread | null> {
+/**
+ * The most recent thread of the workspace with this subject inside the subject window whose
+ * participants overlap the message's; one raw statement (thread ids and participants, the
+ * workspace's own domains alongside) instead of hydrating the candidates: a receipt sent to
+ * a thousand customers has one subject, so every send of it looks at the same candidates.
+ */
+async function findBySubject(em: EntityManager, orgId: string, input: ThreadingInput, normalized: string): Promise<{ id: string } | null> {
   if (normalized === '') return null;
   const since = new Date(input.at.getTime() - SUBJECT_THREAD_WINDOW_MS);
-  const threads = await em.find(
-    InboxThread,
-    { normalizedSubject: normalized, lastMessageAt: { $gte: since } },
-    { orderBy: { lastMessageAt: 'desc' }, limit: 20 },
+  const candidates = await em.execute<{ id: string; participants: string[]; own_domains: string[] }[]>(
+    `select t.id, t.participants, array(select d.domain from domains d where d.org_id = ?) as own_domains
+       from inbox_threads t
+      where t.org_id = ? and t.normalized_subject = ? and t.last_message_at >= ?::timestamptz
+      order by t.last_message_at desc limit 20`,
+    [orgId, orgId, normalized, since.toISOString()],
   );
-  if (threads.length === 0) return null;
-  const ownDomains = (await em.find(Domain, { orgId }, { fields: ['domain'] })).map((domain) => domain.domain);
-  return threads.find((thread) => participantsOverlap(thread.participants, input.participants, ownDomains)) ?? null;
+  return candidates.find((thread) => participantsOverlap(thread.participants, input.participants, thread.own_domains)) ?? null;
 }
 
 /**
