@@ -30,12 +30,11 @@ export const INBOX_HTML_LIMIT = 5 * 1024 * 1024;
  * Records a transactional email in its workspace's inbox (direction outbound), threaded like
  * inbound mail so that replies to it land in the same thread. `em` is scoped to the workspace
  * and inside the caller's transaction (the message commits with the email). Attachment bytes
- * are not kept: attachment_ingest_status `unavailable`, attachments_ready true. Recording the
- * same email twice returns the first record.
+ * are not kept: attachment_ingest_status `unavailable`, attachments_ready true. Called once per
+ * email, in the transaction that creates the email (a second call would be refused by the
+ * unique email id of the inbox message).
  */
 export async function recordOutboundMessage(em: EntityManager, input: OutboundMessageInput): Promise<InboxMessage> {
-  const existing = await em.findOne(InboxMessage, { emailId: input.emailId });
-  if (existing) return existing;
   const participants = participantsOf([input.from.email, ...input.to.map((a) => a.email), ...input.cc.map((a) => a.email)]);
   await lockWorkspaceThreads(em, input.orgId, { subject: input.subject, participants });
   const inReplyTo = input.inReplyTo ? bareMessageId(input.inReplyTo) || null : null;

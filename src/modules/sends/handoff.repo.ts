@@ -1,18 +1,11 @@
 /**
- * The send API's two statements about the queue: the NOTIFY that pokes a running drain of the
- * sending domain at commit, and the opt-in hand-off read (what the first attempt came to).
+ * The send API's opt-in hand-off read (what the first attempt came to).
  * Raw SQL is outside the tenant filter, so every clause names the workspace itself.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { HandoffResult } from '../../../workflows/sends.ts';
-import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
 export type { HandoffResult } from '../../../workflows/sends.ts';
-
-/** Pokes a drain of the domain that may be running in some worker (delivered at commit). */
-export async function notifyDomainDrain(em: EntityManager, domainId: string): Promise<void> {
-  await em.execute(`select pg_notify('${SEND_WAKE_CHANNEL}', ?)`, [domainId]);
-}
 
 /**
  * What the first attempt of an email came to, or null while it has none: accepted (the relay

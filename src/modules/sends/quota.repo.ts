@@ -22,6 +22,8 @@ export interface QuotaRequest {
   emailId: string;
   domainId: string;
   domain: string;
+  /** NOTIFY the domain's drain channel in the same statement (an immediate send): a running drain sees the email at commit. */
+  notifyChannel?: string;
   /** The UTC day the email counts against, `YYYY-MM-DD`. */
   day: string;
   /** Recipients: credits to take and messages to count. */
@@ -77,7 +79,8 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
             (select credit_balance from current) as balance,
             (select count from counted) as day_count,
             coalesce((select count from domain_daily_sends where domain_id = ? and day = ?), 0) as used,
-            coalesce((select drain_lease_until > now() from domains where id = ?), false) as draining`,
+            coalesce((select drain_lease_until > now() from domains where id = ?), false) as draining
+            ${request.notifyChannel ? ', pg_notify(?, ?) is null as notified' : ''}`,
     [
       request.orgId,
       count, count, count, count, count,
@@ -87,6 +90,7 @@ export async function reserveQuota(em: EntityManager, request: QuotaRequest): Pr
       count, request.emailId,
       request.domainId, request.day,
       request.domainId,
+      ...(request.notifyChannel ? [request.notifyChannel, request.domainId] : []),
     ],
   );
   const row = rows[0];

@@ -14,7 +14,8 @@ import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { wakeDomainActors } from './domain-actor.ts';
-import { readHandoff, notifyDomainDrain, type HandoffResult } from './handoff.repo.ts';
+import { readHandoff, type HandoffResult } from './handoff.repo.ts';
+import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
 
@@ -222,9 +223,11 @@ export function createSendsService(deps: SendsServiceDeps) {
           // Last, in one statement that also stamps the charge on the email row: the workspace's
           // credit row and the domain's counter are written by every send of the workspace, so
           // they stay locked only for this statement and the commit.
-          const charge = await reserveQuota(tx, { orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at });
-          // A drain of the domain running in any worker sees the email at commit.
-          if (!schedule.at) await notifyDomainDrain(tx, domain.id);
+          // A drain of the domain running in any worker sees an immediate email at commit (the NOTIFY rides on this statement).
+          const charge = await reserveQuota(tx, {
+            orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at,
+            ...(schedule.at ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
+          });
           return { email, recipients: rows, charge };
         });
       } catch (error) {
