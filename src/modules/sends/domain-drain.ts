@@ -58,10 +58,20 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
       }
       const inFlight = new Set<string>();
 
+      async function expireAfterFailure(emailId: string): Promise<void> {
+        try {
+          const { status } = await delivery.expire({ orgId, emailId });
+          summary.exhausted += 1;
+          deliveriesTotal.inc({ pipeline: 'sends', outcome: status });
+        } catch (error) {
+          logger.warn('send attempt failed after the retry window closed and the email could not be ended; retried when its lease lapses', { emailId, error });
+        }
+      }
+
       async function attempt(email: ClaimedEmail): Promise<void> {
         inFlight.add(email.id);
+        const nextDelayMs = nextRetryDelay(config, email.handoffAttempts, email.firstAttemptMs, Date.now());
         try {
-          const nextDelayMs = nextRetryDelay(config, email.handoffAttempts, email.firstAttemptMs, Date.now());
           let { status } = await delivery.deliverClaimed(email, nextDelayMs);
           if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId, emailId: email.id })).status;
           // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
@@ -74,10 +84,13 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
           summary.lastFailed = status !== 'sent' && status !== 'cancelled';
           summary.lastOutcome = status;
         } catch (error) {
-          // This email only: it stays claimed until its lease lapses, then the next drain tries it again.
-          logger.warn('send attempt failed; the email is retried when its lease lapses', { emailId: email.id, error });
+          // This email only: it stays claimed until its lease lapses, then the next drain tries it
+          // again (each claim counts an attempt). Once the retry window has closed, an attempt
+          // that keeps failing ends the email: what is still pending fails, as for SMTP deferrals.
+          logger.warn('send attempt failed; the email is retried when its lease lapses', { emailId: email.id, attempt: email.handoffAttempts, error });
           summary.lastFailed = true;
           summary.lastOutcome = error instanceof Error ? error.message : String(error);
+          if (nextDelayMs === null) await expireAfterFailure(email.id);
         } finally {
           inFlight.delete(email.id);
         }
