@@ -3,7 +3,12 @@
  * the named ones. See BENCHMARKS.md.
  *
  *   node bench/run.ts [name …] [--runs=3] [--duration=8] [--warmup=3] [--quick] [--profile]
- *                     [--out=bench/results]
+ *                     [--shared-temporal] [--out=bench/results]
+ *
+ * --shared-temporal runs every benchmark on the one Temporal dev server of the run, as a
+ * production stack runs (the server keeps what earlier benchmarks left: closed workflows,
+ * idle actors); without it, benchmarks whose figures depend on the server's state get a fresh
+ * server each. Results of a shared run are filed as `<name> (shared Temporal)`.
  *
  * --profile runs the processes a benchmark asks to profile (the api; the worker of webhooks)
  * under `node --cpu-prof` (profiles kept in a temporary directory) and writes the summary of
@@ -54,6 +59,7 @@ const { values: args, positionals } = parseArgs({
     warmup: { type: 'string', default: '3' },
     quick: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    'shared-temporal': { type: 'boolean', default: false },
     out: { type: 'string', default: join(BENCH_DIR, 'results') },
   },
 });
@@ -167,7 +173,8 @@ try {
 
   for (const { name, benchmark } of selected) {
     if (interrupted) break;
-    const context = new BenchContext(name, options, services, benchmark.needsTemporal ?? false);
+    const sharedTemporal = args['shared-temporal'] && benchmark.needsTemporal === 'own';
+    const context = new BenchContext(name, options, services, sharedTemporal ? true : (benchmark.needsTemporal ?? false));
     const benchStarted = performance.now();
     const runs: Figures[] = [];
     let error: string | undefined;
@@ -196,11 +203,13 @@ try {
       }
     }
     const stats = summarizeRuns(runs);
-    const summaries = error || runs.length === 0 ? [] : benchmark.summarize(stats);
+    const summaries = (error || runs.length === 0 ? [] : benchmark.summarize(stats)).map((summary) =>
+      sharedTemporal ? { ...summary, name: `${summary.name} (shared Temporal)` } : summary,
+    );
     for (const summary of summaries) process.stdout.write(`${summaryLine(summary)}\n`);
     if (error) process.stdout.write(`bench ${name}: failed (${error.split('\n')[0]})\n`);
-    results[name] = {
-      description: benchmark.description,
+    results[sharedTemporal ? `${name} (shared Temporal)` : name] = {
+      description: sharedTemporal ? `${benchmark.description} On the run's shared Temporal dev server.` : benchmark.description,
       finishedAt: new Date().toISOString(),
       seconds: (performance.now() - benchStarted) / 1000,
       runs,
