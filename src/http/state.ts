@@ -6,6 +6,8 @@ export interface HeraldState {
   requestId: string;
   auth?: KeyContext;
   rateLimit?: RateLimitMeta;
+  /** The parsed JSON request body of a route (`readBody`); `{}` when there is none. */
+  body?: unknown;
 }
 
 /** The authenticated caller; routes behind `authenticate` always have one. */

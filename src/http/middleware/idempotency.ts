@@ -55,7 +55,7 @@ export function idempotency(options: {
       orgId: caller.orgId,
       apiKeyId: caller.keyId ?? '',
       key,
-      fingerprint: requestFingerprint(ctx.method, ctx.path, ctx.request.body),
+      fingerprint: requestFingerprint(ctx.method, ctx.path, ctx.state.body),
     });
     if (begun.kind === 'replay') {
       ctx.status = begun.status;
