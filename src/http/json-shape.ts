@@ -1,6 +1,6 @@
 import type { JsonBounds } from './body-limits.ts';
 
-export type ShapeReason = 'JSON_TOO_DEEP' | 'JSON_TOO_MANY_KEYS' | 'JSON_TOO_MANY_ITEMS';
+export type ShapeReason = 'JSON_TOO_DEEP' | 'JSON_TOO_MANY_KEYS' | 'JSON_TOO_MANY_ITEMS' | 'JSON_TOO_MANY_VALUES';
 
 export interface ShapeProblem {
   reason: ShapeReason;
@@ -33,31 +33,35 @@ function problemOf(reason: ShapeReason, limit: number): ShapeProblem {
     JSON_TOO_DEEP: `JSON nested deeper than ${limit} levels`,
     JSON_TOO_MANY_KEYS: `a JSON object with more than ${limit} keys`,
     JSON_TOO_MANY_ITEMS: `a JSON array with more than ${limit} items`,
+    JSON_TOO_MANY_VALUES: `more than ${limit} JSON values`,
   }[reason];
   return { reason, limit, message: `The request body holds ${what}; no operation accepts that.` };
 }
 
 /**
  * Checks the shape of JSON text against the bounds in one pass without parsing it (nesting
- * depth, keys of each object, items of each array), stopping at the first excess. Syntax is
+ * depth, keys of each object, items of each array, values in all), stopping at the first excess. Syntax is
  * not checked here: the parser that runs afterwards reports it. Iterative, so no input can
  * exhaust the stack.
  */
 export function findShapeProblem(text: string, bounds: JsonBounds): ShapeProblem | null {
   const separators: number[] = [];
   const isObject: boolean[] = [];
+  let values = 1;
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       i = closingQuote(text, i);
     } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       if (separators.length >= bounds.depth) return problemOf('JSON_TOO_DEEP', bounds.depth);
+      if ((values += 1) > bounds.values) return problemOf('JSON_TOO_MANY_VALUES', bounds.values);
       separators.push(0);
       isObject.push(c === OPEN_OBJECT);
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       separators.pop();
       isObject.pop();
     } else if (c === COMMA && separators.length > 0) {
+      if ((values += 1) > bounds.values) return problemOf('JSON_TOO_MANY_VALUES', bounds.values);
       const top = separators.length - 1;
       const members = (separators[top] = (separators[top] ?? 0) + 1) + 1;
       const object = isObject[top] === true;

@@ -92,6 +92,16 @@ describe('hostile request bodies', () => {
     expect(validated.body.error?.details?.fields).toEqual([expect.objectContaining({ path: 'tags', type: 'max_length' })]);
   });
 
+  it(`bounds the values of a whole body at ${JSON_BOUNDS.values}, however they are spread`, async () => {
+    const arrays = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":[${new Array(JSON_BOUNDS.items).fill(0).join(',')}]`).join(',')}}`;
+    const within = Math.floor(JSON_BOUNDS.values / (JSON_BOUNDS.items + 1)) - 1;
+    const atLimit = await post('/contacts', contact(`"custom_fields":${arrays(within)}`));
+    expect(atLimit.status, JSON.stringify(atLimit.body)).toBe(201);
+    const over = await post('/contacts', contact(`"custom_fields":${arrays(within + 2)}`));
+    expectReason(over, 400, 'invalid_request', 'JSON_TOO_MANY_VALUES');
+    expect(over.body.error?.details?.limit).toBe(JSON_BOUNDS.values);
+  });
+
   it(`answers 400 unknown_field to a body of ${JSON_BOUNDS.keys} unknown keys`, async () => {
     const response = await post('/contacts', Buffer.from(objectWithKeys(JSON_BOUNDS.keys)));
     expectError(response, 400, 'invalid_request');
