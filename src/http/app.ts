@@ -8,6 +8,7 @@ import type { Authenticator } from '../modules/auth/authenticator.ts';
 import { createDocsRouter } from '../modules/docs/docs.router.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import type { TokenBucket } from '../modules/rate-limit/token-bucket.ts';
+import type { OffloadPool } from '../offload/offload-pool.ts';
 import { API_PREFIX } from './constants.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
@@ -29,6 +30,8 @@ export interface AppDeps {
   bucket: TokenBucket;
   idempotency: IdempotencyStore;
   routes: readonly AnyRoute[];
+  /** Parses large bodies off the event loop; without it every body is parsed inline. */
+  offload?: OffloadPool;
   /** PUT /uploads/:id (signed attachment uploads): raw request streams, mounted before the API routes. */
   uploads: Router<HeraldState>;
 }
@@ -80,7 +83,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   const api = new Router<HeraldState>({ prefix: API_PREFIX });
   api.use(authenticate(deps.authenticator));
   api.use(rateLimit(deps.bucket, deps.logger));
-  mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger });
+  mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger, ...(deps.offload ? { offload: deps.offload } : {}) });
   app.use(api.routes());
   app.use(api.allowedMethods());
   return app;

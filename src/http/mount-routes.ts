@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
+import type { OffloadPool } from '../offload/offload-pool.ts';
 import { respond } from './envelope.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { readBody } from './middleware/read-body.ts';
@@ -48,10 +49,10 @@ function refuseNul(value: unknown, location: 'body' | 'query' | 'path'): void {
 export function mountRoutes(
   router: Router<HeraldState>,
   routes: readonly AnyRoute[],
-  deps: { idempotency: IdempotencyStore; publicUrl: string; logger: Logger },
+  deps: { idempotency: IdempotencyStore; publicUrl: string; logger: Logger; offload?: OffloadPool },
 ): void {
   for (const route of routes) {
-    const middleware = [requireScope(route.scope), readBody(route)];
+    const middleware = [requireScope(route.scope), readBody(route, deps.offload)];
     if (isWrite(route)) {
       middleware.push(
         idempotency({
