@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BODY_LIMIT, JSON_BOUNDS, MIB, bodyLimitOf } from '../../src/http/body-limits.ts';
@@ -62,6 +63,26 @@ describe('hostile request bodies', () => {
     const response = await post('/contacts', body);
     expectReason(response, 413, 'payload_too_large', 'REQUEST_TOO_LARGE');
     expect(response.body.error?.details?.limit_bytes).toBe(DEFAULT_BODY_LIMIT);
+  });
+
+  it('answers 413 at once to a Content-Length of 4 GiB + 1 KiB (no 32-bit wrap to 1 KiB)', async () => {
+    const response = await new Promise<ApiResponse>((resolve, reject) => {
+      const url = new URL(`${h.api.url}/api/v1/contacts`);
+      const req = httpRequest(
+        { method: 'POST', hostname: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${h.workspace.key}`, 'content-type': 'application/json', 'content-length': String(4 * 1024 * MIB + 1024), ...idem() } },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => parts.push(chunk));
+          res.on('end', () => {
+            req.destroy();
+            resolve({ status: res.statusCode ?? 0, headers: new Headers(), body: JSON.parse(Buffer.concat(parts).toString()) as ApiResponse['body'] });
+          });
+        },
+      );
+      req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error)));
+      req.write(`{"email":"a@example.com","company":"${'x'.repeat(900)}"}`);
+    });
+    expectReason(response, 413, 'payload_too_large', 'REQUEST_TOO_LARGE');
   });
 
   it('answers 413 REQUEST_TOO_LARGE to the same object sent chunked, counting the bytes as they arrive', async () => {
