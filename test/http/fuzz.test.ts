@@ -150,6 +150,26 @@ describe('fuzz: no 5xx and a valid envelope for any input', () => {
     }
   }, 300_000);
 
+  it('holds for hostile bodies sent with a valid key, JSON content type and Idempotency-Key to every write route', async () => {
+    for (const route of h.api.routes.filter((r) => r.method !== 'GET')) {
+      const hostile = fc.record({
+        id: fc.oneof(hex24, idSegment),
+        query: fc.constant({}),
+        idempotencyKey: fc.stringMatching(/^[A-Za-z0-9-]{8,64}$/),
+        contentType: fc.constant('application/json'),
+        body: fc.oneof(deepNesting, hugeKeyCount, invalidUtf8, longStringsIn(bodyFieldsOf(route))),
+        auth: fc.constant('valid' as const),
+      });
+      await fc.assert(
+        fc.asyncProperty(hostile, async (input) => {
+          const response = await send(route, input);
+          expectEnvelope(response, `${route.method} ${route.path} ${abbreviated(input.body)} → ${JSON.stringify(response.body)}`);
+        }),
+        { numRuns: Math.ceil(RUNS / 3), seed: SEED, endOnFailure: true },
+      );
+    }
+  }, 300_000);
+
   it('holds on arbitrary methods and paths', async () => {
     const method = fc.constantFrom('GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS');
     const path = fc.array(fc.oneof(printable, hex24, fc.constantFrom('contacts', 'me', 'webhooks', 'inbox')), { maxLength: 4 }).map((parts) => `/${parts.map(encodeURIComponent).join('/')}`);
