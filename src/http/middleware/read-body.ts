@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context, Middleware } from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
 import { AppError } from '../../errors.ts';
 import type { OffloadPool, ParsedBody } from '../../offload/offload-pool.ts';
 import { JSON_BOUNDS, KIB, MIB, bodyLimitOf, formatBytes } from '../body-limits.ts';
@@ -43,49 +42,45 @@ function unsupportedType(): AppError {
   });
 }
 
-/** The body stream decoded per Content-Encoding (the limit counts decoded bytes: no zip bombs). */
-function decodedStream(req: IncomingMessage): Readable {
-  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding === 'identity' || encoding === '') return req;
-  if (encoding === 'gzip' || encoding === 'x-gzip') return req.pipe(createGunzip());
-  if (encoding === 'deflate') return req.pipe(createInflate());
-  if (encoding === 'br') return req.pipe(createBrotliDecompress());
-  throw new AppError('invalid_request', `Unsupported Content-Encoding "${encoding}"; send identity, gzip, deflate or br.`, {
-    fields: [{ path: 'Content-Encoding', location: 'header', type: 'content_encoding', message: 'must be identity, gzip, deflate or br' }],
-  });
+/** What co-body (under koa-body) raises while reading, in Herald's envelope. */
+function readFailure(error: unknown, limit: number): AppError {
+  const status = (error as { status?: unknown }).status;
+  if (status === 413) return tooLarge(limit);
+  if (status === 415) {
+    return new AppError('invalid_request', 'Unsupported Content-Encoding; send identity, gzip, deflate or br.', {
+      fields: [{ path: 'Content-Encoding', location: 'header', type: 'content_encoding', message: 'must be identity, gzip, deflate or br' }],
+    });
+  }
+  return new AppError('invalid_request', 'The request body could not be read (aborted, ended early or badly encoded).', { reason: 'MALFORMED_JSON' });
 }
 
 /**
- * Collects a stream up to `limit` bytes. Past the limit it stops collecting at once and rejects
- * with 413 (the caller discards the rest); a broken stream (aborted upload, corrupt gzip)
- * rejects with 400.
+ * koa-body reads the body as text within the route's limit: raw-body stops at the limit (413,
+ * counted after gzip/deflate/br decoding by inflation, so no zip bombs) or at once when
+ * Content-Length is over it. Decoded as latin1, one character per byte, so the exact bytes
+ * come back (JSON is checked as UTF-8 by parseJsonBody, which refuses invalid sequences
+ * instead of replacing them).
  */
-function collectBytes(req: IncomingMessage, stream: Readable, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (error?: AppError) => {
-      stream.off('data', onData).off('end', onEnd).off('error', onError);
-      req.off('error', onError).off('close', onClose);
-      if (error) {
-        if (stream !== req) stream.destroy();
-        reject(error);
-      } else {
-        resolve(Buffer.concat(chunks, size));
-      }
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) finish(tooLarge(limit));
-      else chunks.push(chunk);
-    };
-    const onEnd = () => finish();
-    const onError = () => finish(new AppError('invalid_request', 'The request body could not be read (aborted or badly encoded).', { reason: 'MALFORMED_JSON' }));
-    const onClose = () => (req.complete ? undefined : finish(new AppError('invalid_request', 'The request body ended early.', { reason: 'MALFORMED_JSON' })));
-    stream.on('data', onData).on('end', onEnd).on('error', onError);
-    if (stream !== req) req.on('error', onError);
-    req.on('close', onClose);
+function createBodyReader(limit: number): Middleware {
+  return koaBody({
+    json: false,
+    urlencoded: false,
+    multipart: false,
+    text: true,
+    textTypes: ['application/json', '+json'],
+    textLimit: limit,
+    encoding: 'latin1',
+    parsedMethods: Object.values(HttpMethodEnum),
+    onError: (error) => {
+      throw readFailure(error, limit);
+    },
   });
+}
+
+async function readBytes(ctx: Context, reader: Middleware): Promise<Buffer> {
+  await reader(ctx, () => Promise.resolve());
+  const text: unknown = ctx.request.body;
+  return typeof text === 'string' ? Buffer.from(text, 'latin1') : Buffer.alloc(0);
 }
 
 /**
@@ -96,12 +91,15 @@ function collectBytes(req: IncomingMessage, stream: Readable, limit: number): Pr
 const OFFLOAD_MIN_BYTES = 64 * KIB;
 
 /** The parsed JSON body, `{}` when the request has none (or the route takes none). */
-async function readJson(ctx: Context, limit: number, takesBody: boolean, offload: BodyParser | undefined): Promise<ParsedBody | { value: unknown }> {
+async function readJson(ctx: Context, limit: number, reader: Middleware, takesBody: boolean, offload: BodyParser | undefined): Promise<ParsedBody | { value: unknown }> {
   const kind = ctx.request.is('application/json', '+json');
   if (kind === null) return { value: {} };
   if (ctx.request.length > limit) throw tooLarge(limit);
-  if (kind === false && takesBody) throw unsupportedType();
-  const bytes = await collectBytes(ctx.req, decodedStream(ctx.req), limit);
+  if (kind === false) {
+    if (takesBody) throw unsupportedType();
+    return { value: {} };
+  }
+  const bytes = await readBytes(ctx, reader);
   if (!takesBody) return { value: {} };
   if (offload && bytes.length > OFFLOAD_MIN_BYTES) return offload.parseJson(bytes, ctx.method, ctx.path);
   return { value: parseJsonBody(bytes, JSON_BOUNDS) };
@@ -119,9 +117,10 @@ type BodyParser = Pick<OffloadPool, 'parseJson'>;
 export function readBody(route: Pick<AnyRoute, 'body' | 'bodyLimit'>, offload?: BodyParser): Middleware<HeraldState> {
   const limit = bodyLimitOf(route);
   const takesBody = route.body !== undefined;
+  const reader = createBodyReader(limit);
   return async (ctx, next) => {
     try {
-      const parsed = await readJson(ctx, limit, takesBody, offload);
+      const parsed = await readJson(ctx, limit, reader, takesBody, offload);
       ctx.state.body = parsed.value;
       if ('fingerprint' in parsed) ctx.state.bodyFingerprint = parsed.fingerprint;
     } catch (error) {
