@@ -1,3 +1,4 @@
+import { createOffloadPool } from './offload/offload-pool.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { createOrm, type MikroORM } from '../db/orm.ts';
@@ -33,7 +34,8 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   // Opens on first use: the API serves while Temporal is starting or briefly away.
   const temporal = lazyTemporalClient(config);
   const redis = createRedis(config, logger);
-  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger });
+  const offload = createOffloadPool();
+  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger, offload });
   const app = createApp({
     config,
     orm,
@@ -42,6 +44,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     bucket: createTokenBucket(redis),
     idempotency: createIdempotencyStore({ orm }),
     routes,
+    offload,
     uploads: createUploadsRouter({
       attachments: createAttachmentsServiceFromConfig(orm, config),
     }),
@@ -66,6 +69,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
         server.closeIdleConnections();
       });
       redis.disconnect();
+      await offload.close();
       await temporal.close();
       if (!shared.orm) await orm.close();
     },

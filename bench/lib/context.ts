@@ -181,7 +181,7 @@ export class BenchContext {
    * Starts `herald <kind>` as a child process on free ports and waits for its ready line.
    * With `profile`, the process writes a CPU profile when the harness runs with --profile.
    */
-  async start(kind: ProcessKind, env: Record<string, string>, options: { profile?: boolean } = {}): Promise<HeraldProcess> {
+  async start(kind: ProcessKind, env: Record<string, string>, options: { profile?: boolean; onLine?: (line: string) => void } = {}): Promise<HeraldProcess> {
     const port = await freePort();
     const nodeFlags: string[] = [];
     if (options.profile && this.options.profileDir) {
@@ -198,6 +198,7 @@ export class BenchContext {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...(kind === 'api' ? { PORT: String(port) } : {}), ...(kind === 'smtp' ? { SMTP_PORT: String(port) } : {}) },
       onLine: (line) => {
         if (line.includes(READY_LINE[kind])) ready = true;
+        options.onLine?.(line);
         recent.push(line);
         if (recent.length > 20) recent.shift();
         if (/"level":"(warn|error)"/.test(line) || !line.startsWith('{')) this.log(`[${kind}] ${line.slice(0, 400)}`);

@@ -141,3 +141,36 @@ export async function sampleLatency(url: string, headers: Record<string, string>
     agent.destroy();
   }
 }
+
+/**
+ * Open-loop latency: one GET every 1/rate seconds for `durationSec`, each on its own schedule
+ * whether or not the previous one answered (a stalled server shows as queued, slow answers, as
+ * a steady client would see it). Latencies in ms, sorted; every answer must be 200.
+ */
+export async function sampleAtRate(url: string, headers: Record<string, string>, rate: number, durationSec: number): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      const req = httpRequest(url, { agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`GET ${url} answered ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  try {
+    const count = Math.round(rate * durationSec);
+    const started = performance.now();
+    const pending: Promise<number>[] = [];
+    for (let i = 0; i < count; i += 1) {
+      const due = started + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      pending.push(once());
+    }
+    return (await Promise.all(pending)).sort((a, b) => a - b);
+  } finally {
+    agent.destroy();
+  }
+}

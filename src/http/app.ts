@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import Koa from 'koa';
-import { koaBody } from 'koa-body';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
@@ -9,7 +8,8 @@ import type { Authenticator } from '../modules/auth/authenticator.ts';
 import { createDocsRouter } from '../modules/docs/docs.router.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import type { TokenBucket } from '../modules/rate-limit/token-bucket.ts';
-import { API_PREFIX, MAX_BODY_BYTES } from './constants.ts';
+import type { OffloadPool } from '../offload/offload-pool.ts';
+import { API_PREFIX } from './constants.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
 import { authenticate } from './middleware/authenticate.ts';
@@ -30,15 +30,17 @@ export interface AppDeps {
   bucket: TokenBucket;
   idempotency: IdempotencyStore;
   routes: readonly AnyRoute[];
-  /** PUT /uploads/:id (signed attachment uploads): raw request streams, so mounted before the body parser. */
+  /** Parses large bodies off the event loop; without it every body is parsed inline. */
+  offload?: OffloadPool;
+  /** PUT /uploads/:id (signed attachment uploads): raw request streams, mounted before the API routes. */
   uploads: Router<HeraldState>;
 }
 
 /**
  * The HTTP application. Request path: request id → access log → error envelope → signed
- * uploads (PUT /uploads/:id, raw body) → body limit → docs and health → /api/v1: authenticate
- * → rate limit → route (scope → idempotency → validation → handler → envelope) → 404 / 405 in
- * the envelope.
+ * uploads (PUT /uploads/:id, raw body) → docs and health → /api/v1: authenticate → rate limit
+ * → route (scope → body within the route's limit → idempotency → validation → handler →
+ * envelope) → 404 / 405 in the envelope. No body is read before its route is known.
  */
 export function createApp(deps: AppDeps): Koa<HeraldState> {
   const app = new Koa<HeraldState>({ proxy: true });
@@ -50,18 +52,6 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   app.use(accessLog(deps.logger));
   app.use(errorHandler(publicUrl, deps.logger));
   app.use(deps.uploads.routes());
-  app.use(
-    koaBody({
-      json: true,
-      jsonLimit: MAX_BODY_BYTES,
-      jsonStrict: true,
-      jsonTypes: ['application/json', '+json'],
-      urlencoded: false,
-      text: false,
-      multipart: false,
-      includeUnparsed: true,
-    }),
-  );
 
   // Bodiless 404/405/501 statuses come from Koa (nothing matched) and from allowedMethods (a
   // known path, another method; it also sets Allow): render them in the error envelope.
@@ -93,7 +83,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   const api = new Router<HeraldState>({ prefix: API_PREFIX });
   api.use(authenticate(deps.authenticator));
   api.use(rateLimit(deps.bucket, deps.logger));
-  mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger });
+  mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger, ...(deps.offload ? { offload: deps.offload } : {}) });
   app.use(api.routes());
   app.use(api.allowedMethods());
   return app;

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** JSON with object keys sorted at every depth: equal values give equal strings. */
 export function canonicalJson(value: unknown): string {
   if (value === undefined) return '';
@@ -14,4 +16,9 @@ function sortKeys(value: unknown): unknown {
     );
   }
   return value;
+}
+
+/** The idempotency fingerprint of a request: SHA-256 of method, path and canonical JSON body. */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method}\n${path}\n${canonicalJson(body)}`).digest('hex');
 }

@@ -1,27 +1,15 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
+import type { OffloadPool } from '../offload/offload-pool.ts';
 import { respond } from './envelope.ts';
 import { idempotency } from './middleware/idempotency.ts';
+import { readBody } from './middleware/read-body.ts';
 import { requireScope } from './middleware/require-scope.ts';
 import { isWrite, type AnyRoute } from './route.ts';
 import { callerOf, type HeraldState } from './state.ts';
 import { parseInput } from './validation.ts';
-
-/** The JSON body of a request, `{}` when there is none; any other content type is refused. */
-function jsonBody(ctx: Context): unknown {
-  const kind = ctx.request.is('application/json', '+json');
-  if (kind === null) return {};
-  if (kind === false) {
-    throw new AppError('invalid_request', 'The request body must be JSON (Content-Type: application/json).', {
-      reason: 'UNSUPPORTED_CONTENT_TYPE',
-      fields: [{ path: 'Content-Type', location: 'header', type: 'content_type', message: 'must be application/json' }],
-    });
-  }
-  return ctx.request.body;
-}
 
 function queryObject(querystring: string): Record<string, string> {
   return Object.fromEntries(new URLSearchParams(querystring));
@@ -54,17 +42,17 @@ function refuseNul(value: unknown, location: 'body' | 'query' | 'path'): void {
 }
 
 /**
- * Mounts route definitions on a router. Per request: scope check → idempotency (writes) →
- * valibot parse of path, query and body → handler → success envelope (or, for a stream
+ * Mounts route definitions on a router. Per request: scope check → body read within the
+ * route's limit and JSON bounds → idempotency (writes) → valibot parse of path, query and body → handler → success envelope (or, for a stream
  * result, the raw bytes with the route's headers).
  */
 export function mountRoutes(
   router: Router<HeraldState>,
   routes: readonly AnyRoute[],
-  deps: { idempotency: IdempotencyStore; publicUrl: string; logger: Logger },
+  deps: { idempotency: IdempotencyStore; publicUrl: string; logger: Logger; offload?: OffloadPool },
 ): void {
   for (const route of routes) {
-    const middleware = [requireScope(route.scope)];
+    const middleware = [requireScope(route.scope), readBody(route, deps.offload)];
     if (isWrite(route)) {
       middleware.push(
         idempotency({
@@ -80,7 +68,7 @@ export function mountRoutes(
       ...middleware,
       async (ctx) => {
         const rawQuery = queryObject(ctx.querystring);
-        const rawBody = route.body ? jsonBody(ctx) : undefined;
+        const rawBody = route.body ? ctx.state.body : undefined;
         refuseNul(ctx.params, 'path');
         refuseNul(rawQuery, 'query');
         refuseNul(rawBody, 'body');

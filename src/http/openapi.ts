@@ -3,6 +3,7 @@ import type { GenericSchema } from 'valibot';
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
 import { SCOPE_CATALOG } from '../modules/auth/scopes.ts';
 import { EVENT_CATALOG, eventEnvelopeSchema } from '../modules/events/event-catalog.ts';
+import { bodyLimitOf, formatBytes } from './body-limits.ts';
 import { API_PREFIX } from './constants.ts';
 import { JSON_SCHEMA_OVERRIDES } from './schemas.ts';
 import { isWrite, type AnyRoute, type Schema } from './route.ts';
@@ -53,7 +54,7 @@ function errorResponses(route: AnyRoute): Record<string, JsonSchema> {
   const byStatus = new Map<number, ErrorCode[]>();
   const codes = new Set<ErrorCode>([...COMMON_ERRORS, ...(route.errors ?? [])]);
   if (route.params || route.query || route.body || isWrite(route)) codes.add('invalid_request');
-  if (isWrite(route)) codes.add('idempotency_conflict').add('conflict');
+  if (isWrite(route)) codes.add('idempotency_conflict').add('conflict').add('payload_too_large');
   for (const code of codes) {
     const status = ERROR_STATUS[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
@@ -120,10 +121,17 @@ function operation(route: AnyRoute): JsonSchema {
     tags: [route.tag],
     security: [{ bearerAuth: [route.scope] }],
     'x-required-scope': route.scope,
+    'x-herald-body-limit-bytes': bodyLimitOf(route),
     ...(route.extension ? { 'x-herald-extension': true } : {}),
     parameters: parameters(route),
     ...(route.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } }
+      ? {
+          requestBody: {
+            required: true,
+            description: `At most ${bodyLimitOf(route)} bytes (${formatBytes(bodyLimitOf(route))}), counted as they arrive: a larger body is answered 413 payload_too_large, details.reason REQUEST_TOO_LARGE. JSON bounds (400): nesting 32 levels, 1,000 keys per object, 1,000 items per array, 100,000 values.`,
+            content: { 'application/json': { schema: jsonSchema(route.body, 'input') } },
+          },
+        }
       : {}),
     responses: {
       [String(route.response.status)]: successResponse(route),

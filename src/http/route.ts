@@ -77,6 +77,12 @@ export interface RouteDefinition<P extends Schema | undefined = Schema | undefin
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * Largest request body in bytes, counted while reading (413 REQUEST_TOO_LARGE past it).
+   * Default: 1 MiB with a body schema, 1 KiB without (see `bodyLimitOf`). Derive a route's
+   * own from its schema's bounds.
+   */
+  bodyLimit?: number;
   /** For a body that fails validation: the `details.reason` the operation documents for those fields. */
   bodyErrorReason?: (fields: FieldProblem[]) => string | undefined;
   response: RouteResponse;

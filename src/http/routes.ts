@@ -28,6 +28,7 @@ import { createTemplatesService } from '../modules/templates/templates.service.t
 import { createDeliveriesService } from '../modules/webhooks/deliveries.service.ts';
 import { createWebhooksRoutes } from '../modules/webhooks/webhooks.routes.ts';
 import { createWebhooksService, sealedSecretResponse } from '../modules/webhooks/webhooks.service.ts';
+import type { OffloadPool } from '../offload/offload-pool.ts';
 import type { CursorCodec } from './cursor.ts';
 import type { AnyRoute } from './route.ts';
 
@@ -38,6 +39,8 @@ export function createRoutes(deps: {
   config: Config;
   temporal: Client;
   logger: Logger;
+  /** Decodes inline attachments off the event loop (the api process's offload thread). */
+  offload?: OffloadPool;
 }): AnyRoute[] {
   const dns = createDnsResolver(deps.config);
   return [
@@ -52,7 +55,7 @@ export function createRoutes(deps: {
     ...createTemplatesRoutes({ templates: createTemplatesService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createSendsRoutes({
-      sends: createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger }),
+      sends: createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, ...(deps.offload ? { offload: deps.offload } : {}) }),
     }),
     ...createAttachmentsRoutes({
       attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),

@@ -6,6 +6,10 @@ export interface HeraldState {
   requestId: string;
   auth?: KeyContext;
   rateLimit?: RateLimitMeta;
+  /** The parsed JSON request body of a route (`readBody`); `{}` when there is none. */
+  body?: unknown;
+  /** Its idempotency fingerprint when the offload thread computed it with the parse. */
+  bodyFingerprint?: string;
 }
 
 /** The authenticated caller; routes behind `authenticate` always have one. */

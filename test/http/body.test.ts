@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIB } from '../../src/http/body-limits.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { expectError, type ApiResponse } from '../support/http.ts';
 
@@ -63,7 +64,7 @@ describe('request bodies', () => {
         },
       );
       req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
-      const chunk = 'x'.repeat(1024 * 1024);
+      const chunk = 'x'.repeat(16 * 1024);
       req.write('{"email":"big@example.com","company":"');
       let sent = 0;
       const pump = () => {
@@ -80,14 +81,14 @@ describe('request bodies', () => {
     });
   }
 
-  it('answers 413 REQUEST_TOO_LARGE for a body over 25 MB, counted from the stream (no Content-Length)', async () => {
-    const response = await streamBody(26 * 1024 * 1024);
+  it('answers 413 REQUEST_TOO_LARGE for a body over the route\'s 1 MiB, counted from the stream (no Content-Length)', async () => {
+    const response = await streamBody(26 * MIB);
     expectError(response, 413, 'payload_too_large');
-    expect(response.body.error?.details).toEqual({ reason: 'REQUEST_TOO_LARGE' });
+    expect(response.body.error?.details).toEqual({ reason: 'REQUEST_TOO_LARGE', limit_bytes: MIB });
   });
 
-  it('reads a body just under 25 MB (then validation answers)', async () => {
-    const response = await streamBody(24 * 1024 * 1024);
+  it('reads a body just under the route\'s 1 MiB (then validation answers)', async () => {
+    const response = await streamBody(MIB - 100);
     expectError(response, 400, 'invalid_request');
     expect(JSON.stringify(response.body.error?.details)).toContain('company');
   });

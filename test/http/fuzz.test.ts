@@ -4,11 +4,14 @@ import { ERROR_CODES } from '../../src/errors.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import type { ApiResponse } from '../support/http.ts';
+import { sendRaw } from '../support/raw-request.ts';
 
 /**
  * Property: whatever arrives (bodies, headers, query strings, cursors, ids, methods), the API
- * never answers 5xx and always answers a well-formed envelope. CI runs a fixed seed; a larger
- * run: FUZZ_RUNS=2000 FUZZ_SEED=<any> npm test -- test/http/fuzz.test.ts
+ * never answers 5xx and always answers a well-formed envelope. Bodies include hostile ones:
+ * nesting up to 100,000 levels, up to 300,000 keys, invalid UTF-8 and long strings in every
+ * field of the route's body schema. CI runs a fixed seed; a larger run:
+ * FUZZ_RUNS=2000 FUZZ_SEED=<any> npm test -- test/http/fuzz.test.ts
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
@@ -30,14 +33,64 @@ const jsonBody = fc.oneof(
   ),
 );
 
-const requestShape = fc.record({
-  id: idSegment,
-  query: fc.dictionary(fc.oneof(fc.constantFrom('limit', 'cursor', 'thread_id', 'status'), printable), queryValue, { maxKeys: 4 }),
-  idempotencyKey: fc.option(printable, { nil: undefined }),
-  contentType: fc.constantFrom('application/json', 'text/plain', 'application/json; charset=latin1', 'application/x-www-form-urlencoded', 'multipart/form-data', ''),
-  body: fc.oneof(jsonBody.map((v) => JSON.stringify(v) ?? 'null'), printable, fc.constant(undefined)),
-  auth: fc.constantFrom('valid', 'none', 'garbage'),
-});
+const deepNesting = fc
+  .tuple(fc.integer({ min: 20, max: 100_000 }), fc.constantFrom('[', '{"a":'), fc.boolean())
+  .map(([depth, open, wrapped]) => {
+    const inner = open === '[' ? '['.repeat(depth) + ']'.repeat(depth) : open.repeat(depth) + '{}' + '}'.repeat(depth);
+    return wrapped ? `{"custom_fields":${inner}}` : inner;
+  });
+const hugeKeyCount = fc
+  .integer({ min: 900, max: 300_000 })
+  .map((count) => `{${Array.from({ length: count }, (_, i) => `"k${i}":${i}`).join(',')}}`);
+/** JSON with a byte sequence that is not UTF-8 spliced in (a stray byte, a truncated or overlong form, a surrogate). */
+const invalidUtf8 = fc
+  .tuple(jsonBody, fc.constantFrom([0xff], [0xc3], [0xe2, 0x82], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]), fc.nat())
+  .map(([value, bad, at]) => {
+    const text = Buffer.from(JSON.stringify(value) ?? 'null');
+    const cut = at % (text.length + 1);
+    return Buffer.concat([text.subarray(0, cut), Buffer.from(bad), text.subarray(cut)]);
+  });
+const longString = fc
+  .tuple(fc.constantFrom('a', 'é', '😀', '"', '\\', '\u0000', '<'), fc.oneof(fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 5_000, max: 400_000 })))
+  .map(([unit, count]) => unit.repeat(count));
+
+/** The top-level field names of a route's body schema (valibot's pipe keeps the object's entries). */
+function bodyFieldsOf(route: Pick<AnyRoute, 'body'>): string[] {
+  const schema = route.body as { entries?: Record<string, unknown> } | undefined;
+  return schema?.entries ? Object.keys(schema.entries) : ['email', 'name'];
+}
+
+/** A long string in every field of the route's body. */
+function longStringsIn(fields: string[]): fc.Arbitrary<string> {
+  return fc.tuple(...fields.map(() => longString)).map((values) => JSON.stringify(Object.fromEntries(fields.map((f, i) => [f, values[i]]))));
+}
+
+function requestShapeFor(fields: string[]) {
+  return fc.record({
+    id: idSegment,
+    query: fc.dictionary(fc.oneof(fc.constantFrom('limit', 'cursor', 'thread_id', 'status'), printable), queryValue, { maxKeys: 4 }),
+    idempotencyKey: fc.option(printable, { nil: undefined }),
+    contentType: fc.constantFrom('application/json', 'text/plain', 'application/json; charset=latin1', 'application/x-www-form-urlencoded', 'multipart/form-data', ''),
+    body: fc.oneof(
+      { arbitrary: jsonBody.map((v): string | Buffer => JSON.stringify(v) ?? 'null'), weight: 4 },
+      { arbitrary: printable, weight: 1 },
+      { arbitrary: fc.constant(undefined), weight: 1 },
+      { arbitrary: deepNesting, weight: 1 },
+      { arbitrary: hugeKeyCount, weight: 1 },
+      { arbitrary: invalidUtf8, weight: 1 },
+      { arbitrary: longStringsIn(fields), weight: 2 },
+    ),
+    auth: fc.constantFrom('valid', 'none', 'garbage'),
+  });
+}
+const requestShape = requestShapeFor(['email', 'name']);
+
+/** A body short enough for a failure message. */
+function abbreviated(body: string | Buffer | undefined): string | undefined {
+  if (body === undefined) return undefined;
+  const text = Buffer.isBuffer(body) ? body.toString('latin1') : body;
+  return text.length > 300 ? `${text.slice(0, 300)}… (${text.length} characters)` : text;
+}
 
 function expectEnvelope(response: ApiResponse, context: string): void {
   expect(response.status, context).toBeLessThan(500);
@@ -70,12 +123,11 @@ describe('fuzz: no 5xx and a valid envelope for any input', () => {
     if (input.auth === 'garbage') headers.authorization = 'Bearer garbage';
     if (input.idempotencyKey !== undefined) headers['idempotency-key'] = input.idempotencyKey;
     if (input.contentType) headers['content-type'] = input.contentType;
-    const sendsBody = route.method !== 'GET' && input.body !== undefined;
-    const response = await fetch(`${h.api.url}${path}${query ? `?${query}` : ''}`, {
-      method: route.method,
-      headers,
-      ...(sendsBody ? { body: input.body } : {}),
-    });
+    const url = `${h.api.url}${path}${query ? `?${query}` : ''}`;
+    if (route.method !== 'GET' && input.body !== undefined) {
+      return sendRaw({ method: route.method, url, headers, body: Buffer.from(input.body) });
+    }
+    const response = await fetch(url, { method: route.method, headers });
     const text = await response.text();
     let body: ApiResponse['body'];
     try {
@@ -89,11 +141,31 @@ describe('fuzz: no 5xx and a valid envelope for any input', () => {
   it('holds on every mounted route', async () => {
     for (const route of h.api.routes) {
       await fc.assert(
-        fc.asyncProperty(requestShape, async (input) => {
+        fc.asyncProperty(requestShapeFor(bodyFieldsOf(route)), async (input) => {
           const response = await send(route, input);
-          expectEnvelope(response, `${route.method} ${route.path} ${JSON.stringify(input)} → ${JSON.stringify(response.body)}`);
+          expectEnvelope(response, `${route.method} ${route.path} ${JSON.stringify({ ...input, body: abbreviated(input.body) })} → ${JSON.stringify(response.body)}`);
         }),
         { numRuns: RUNS, seed: SEED, endOnFailure: true },
+      );
+    }
+  }, 300_000);
+
+  it('holds for hostile bodies sent with a valid key, JSON content type and Idempotency-Key to every write route', async () => {
+    for (const route of h.api.routes.filter((r) => r.method !== 'GET')) {
+      const hostile = fc.record({
+        id: fc.oneof(hex24, idSegment),
+        query: fc.constant({}),
+        idempotencyKey: fc.stringMatching(/^[A-Za-z0-9-]{8,64}$/),
+        contentType: fc.constant('application/json'),
+        body: fc.oneof(deepNesting, hugeKeyCount, invalidUtf8, longStringsIn(bodyFieldsOf(route))),
+        auth: fc.constant('valid' as const),
+      });
+      await fc.assert(
+        fc.asyncProperty(hostile, async (input) => {
+          const response = await send(route, input);
+          expectEnvelope(response, `${route.method} ${route.path} ${abbreviated(input.body)} → ${JSON.stringify(response.body)}`);
+        }),
+        { numRuns: Math.ceil(RUNS / 3), seed: SEED, endOnFailure: true },
       );
     }
   }, 300_000);
@@ -105,7 +177,7 @@ describe('fuzz: no 5xx and a valid envelope for any input', () => {
       fc.asyncProperty(method, path, requestShape, async (m, p, input) => {
         const response = await send({ method: m as AnyRoute['method'], path: p }, input);
         if (m === 'OPTIONS' && response.status === 200) return;
-        expectEnvelope(response, `${m} ${p} → ${JSON.stringify(response.body)}`);
+        expectEnvelope(response, `${m} ${p} ${abbreviated(input.body)} → ${JSON.stringify(response.body)}`);
       }),
       { numRuns: RUNS * 2, seed: SEED, endOnFailure: true },
     );

@@ -1,5 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bodyLimitOf } from '../../src/http/body-limits.ts';
 import { openApiPath } from '../../src/http/openapi.ts';
 import { isWrite } from '../../src/http/route.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
@@ -9,6 +10,7 @@ interface Operation {
   security: Record<string, string[]>[];
   parameters: { name: string; in: string; required: boolean }[];
   requestBody?: unknown;
+  'x-herald-body-limit-bytes'?: number;
   responses: Record<string, unknown>;
 }
 
@@ -40,6 +42,8 @@ describe('GET /api/v1/openapi.json', () => {
       expect(op.security).toEqual([{ bearerAuth: [route.scope] }]);
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining([String(route.response.status), '401', '403', '429', '500']));
       if (route.body) expect(op.requestBody, route.operationId).toBeDefined();
+      expect(op['x-herald-body-limit-bytes'], route.operationId).toBe(bodyLimitOf(route));
+      if (isWrite(route)) expect(Object.keys(op.responses), route.operationId).toContain('413');
       const idempotency = op.parameters.find((p) => p.name === 'Idempotency-Key');
       if (isWrite(route)) expect(idempotency).toMatchObject({ in: 'header', required: route.idempotency !== 'optional' });
       else expect(idempotency).toBeUndefined();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttachmentUpload, Contact, EmailRecipient, InboxMessage, Organization, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore } from '../../src/blob/blob-store.ts';
+import { SEND_REQUEST_BYTES_MAX } from '../../src/modules/sends/sends.schemas.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { unique } from '../support/factories.ts';
 import { expectError, type ApiResponse } from '../support/http.ts';
@@ -212,9 +213,16 @@ describe('POST /api/v1/outbox/emails', () => {
       expectAccepted(await send(body({ text: 'abcd', attachments })));
       expectReason(await send(body({ text: 'abcde', attachments })), 413, 'payload_too_large', 'MESSAGE_TOO_LARGE');
     });
-    it('answers 413 REQUEST_TOO_LARGE for a request body over 25 MB', async () => {
-      const response = await send(body({ text: 'x'.repeat(25 * MB + 10) }));
+    it('takes a 25 MB message sent entirely inline (base64 makes the request about 33.4 MiB)', async () => {
+      const content = (size: number) => Buffer.alloc(size, 7).toString('base64');
+      const attachments = [12 * MB, 12 * MB, MB - 4].map((size, i) => inline({ filename: `part-${i}.bin`, content: content(size), content_type: 'application/octet-stream' }));
+      expectAccepted(await send(body({ text: 'abcd', attachments })));
+      expectReason(await send(body({ text: 'abcde', attachments })), 413, 'payload_too_large', 'MESSAGE_TOO_LARGE');
+    });
+    it('answers 413 REQUEST_TOO_LARGE for a request body over the send limit (SEND_REQUEST_BYTES_MAX)', async () => {
+      const response = await send(body({ text: 'x'.repeat(SEND_REQUEST_BYTES_MAX) }));
       expectReason(response, 413, 'payload_too_large', 'REQUEST_TOO_LARGE');
+      expect(response.body.error?.details?.limit_bytes).toBe(SEND_REQUEST_BYTES_MAX);
     });
   });
 

@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { IdempotencyStore } from '../../modules/idempotency/idempotency.store.ts';
-import { canonicalJson } from '../canonical-json.ts';
+import { requestFingerprint } from '../canonical-json.ts';
 import { errorEnvelope, toAppError } from './error-handler.ts';
 import type { StoredResponse } from '../route.ts';
 import type { HeraldState } from '../state.ts';
@@ -17,10 +16,6 @@ function badKey(message: string, type: string): AppError {
   return new AppError('invalid_request', message, {
     fields: [{ path: IDEMPOTENCY_HEADER, location: 'header', type, message }],
   });
-}
-
-export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method}\n${path}\n${canonicalJson(body)}`).digest('hex');
 }
 
 /**
@@ -55,7 +50,7 @@ export function idempotency(options: {
       orgId: caller.orgId,
       apiKeyId: caller.keyId ?? '',
       key,
-      fingerprint: requestFingerprint(ctx.method, ctx.path, ctx.request.body),
+      fingerprint: ctx.state.bodyFingerprint ?? requestFingerprint(ctx.method, ctx.path, ctx.state.body),
     });
     if (begun.kind === 'replay') {
       ctx.status = begun.status;

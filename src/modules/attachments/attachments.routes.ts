@@ -1,3 +1,4 @@
+import { KIB } from '../../http/body-limits.ts';
 import { defineRoute } from '../../http/route.ts';
 import { AttachmentUploadResponse, CreateAttachmentUploadBody } from './attachments.schemas.ts';
 import { serializeAttachmentUpload } from './attachments.serializer.ts';
@@ -27,6 +28,8 @@ export function createAttachmentsRoutes(deps: { attachments: AttachmentsService 
       scope: 'outbox.transactional:send',
       idempotency: 'optional',
       body: CreateAttachmentUploadBody,
+      // filename 512 + content_type 255 characters, even \u-escaped (6 bytes each): under 5 KB.
+      bodyLimit: 8 * KIB,
       response: { status: 201, description: 'The upload slot and its signed URL', schema: AttachmentUploadResponse },
       errors: ['invalid_request', 'payload_too_large', 'service_unavailable'],
       async handle({ caller, body }) {

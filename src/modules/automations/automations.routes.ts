@@ -6,6 +6,7 @@
  */
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult } from '../../http/paging.ts';
+import { KIB } from '../../http/body-limits.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import { ArchiveAutomationResult, AutomationResponse, UpdateAutomationBody } from './automations.schemas.ts';
@@ -62,6 +63,8 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       scope: 'automations:write',
       params: IdParams,
       body: UpdateAutomationBody,
+      // name 120 + description 2000 characters, even \u-escaped (6 bytes each): under 13 KB.
+      bodyLimit: 16 * KIB,
       response: { status: 200, description: 'The automation', schema: AutomationResponse },
       errors: ['invalid_request', 'not_found', 'conflict', 'idempotency_conflict'],
       async handle({ caller, params, body }) {

@@ -13,7 +13,9 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
     title: 'Invalid request',
     meaning: 'The body, query parameters, path id or headers of the request are not valid.',
     causes: [
-      'Malformed JSON, or a body that is not a JSON object.',
+      'Malformed JSON (details.reason MALFORMED_JSON): a syntax error, or bytes that are not UTF-8; or a body that is not a JSON object.',
+      'A body whose JSON shape is over a bound, refused before it is parsed: nesting deeper than 32 levels (JSON_TOO_DEEP), an object with more than 1,000 keys (JSON_TOO_MANY_KEYS), an array with more than 1,000 items (JSON_TOO_MANY_ITEMS), more than 100,000 values in the whole body (JSON_TOO_MANY_VALUES); details.limit gives the bound.',
+      'Content-Type other than application/json (UNSUPPORTED_CONTENT_TYPE), or a Content-Encoding other than identity, gzip, deflate or br.',
       'A field failed validation: wrong type, out of bounds, unknown value (see error.details).',
       'An invalid pagination cursor or resource id.',
       'A write request without an Idempotency-Key header, or with one shorter than 8 or longer than 128 characters.',
@@ -79,11 +81,11 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
     title: 'Payload too large',
     meaning: 'The request, the message or one attachment is over a size limit.',
     causes: [
-      'REQUEST_TOO_LARGE: the request body is over 25 MB.',
+      'REQUEST_TOO_LARGE: the request body is over the operation\'s limit, given in details.limit_bytes and counted after any Content-Encoding: about 36.1 MiB (37,840,720 bytes) for POST /api/v1/outbox/emails (a 25 MB message as base64 inline attachments), 1 MiB for the other operations with a body (smaller where every field is bounded: 64 KiB for segments and webhooks, 16 KiB for automations, 8 KiB for attachment uploads), 1 KiB for operations without one.',
       'MESSAGE_TOO_LARGE: body plus attachments over 25 MB.',
       'ATTACHMENT_TOO_LARGE: one attachment over 12 MB.',
     ],
-    fix: 'Send large files through POST /api/v1/outbox/attachments and reference them by attachment_id.',
+    fix: 'Send large files through POST /api/v1/outbox/attachments and reference them by attachment_id; keep other bodies under the limit in details.limit_bytes.',
   },
   unprocessable_entity: {
     title: 'Unprocessable entity',

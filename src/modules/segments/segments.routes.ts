@@ -6,6 +6,7 @@
  */
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult } from '../../http/paging.ts';
+import { KIB } from '../../http/body-limits.ts';
 import { defineRoute } from '../../http/route.ts';
 import { PageQuery } from '../../http/schemas.ts';
 import { CreateSegmentBody, SegmentResponse } from './segments.schemas.ts';
@@ -48,6 +49,8 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; cursors:
       tag: 'Segments',
       scope: 'segments:write',
       body: CreateSegmentBody,
+      // name 120 + description 500 + 100 tags of 100 characters, even \u-escaped: under 64 KiB.
+      bodyLimit: 64 * KIB,
       response: { status: 201, description: 'The segment', schema: SegmentResponse },
       errors: ['invalid_request', 'idempotency_conflict'],
       async handle({ caller, body }) {

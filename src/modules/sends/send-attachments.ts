@@ -3,7 +3,7 @@ import { AttachmentUpload, type EmailAttachmentRecord } from '../../../db/entiti
 import { AppError } from '../../errors.ts';
 import type { FieldProblem } from '../../http/validation.ts';
 import { contentTypeProblem, filenameProblem } from '../attachments/attachments.fns.ts';
-import { base64DecodedLength, decodeBase64 } from './sends.fns.ts';
+import { base64DecodedLength } from './sends.fns.ts';
 import { SEND_LIMITS, type InlineAttachmentInput, type StoredAttachmentInput } from './sends.schemas.ts';
 
 /** An attachment checked for a send: its record, and for inline ones the decoded bytes to store. */
@@ -34,7 +34,7 @@ function checkNameAndType(index: number, filename: string, contentType: string |
 }
 
 /**
- * Checks a send's attachments in order: each inline one decodes as base64 to at most 12 MB
+ * Checks a send's attachments in order: each inline one decodes (with `decode`) as base64 to at most 12 MB
  * (413 ATTACHMENT_TOO_LARGE), names a file and an allowed type (the upload rules, 400
  * INVALID_ATTACHMENT), content ids are unique; each stored reference names an upload of this
  * workspace whose bytes arrived (else 404 INVALID_ATTACHMENT).
@@ -42,6 +42,7 @@ function checkNameAndType(index: number, filename: string, contentType: string |
 export async function prepareAttachments(
   em: EntityManager,
   attachments: readonly (InlineAttachmentInput | StoredAttachmentInput)[],
+  decode: (base64: string) => Promise<Buffer | null>,
 ): Promise<PreparedAttachment[]> {
   const contentIds = new Set<string>();
   const storedIds = attachments.flatMap((a) => ('attachment_id' in a ? [a.attachment_id] : []));
@@ -82,7 +83,7 @@ export async function prepareAttachments(
     }
     const declared = base64DecodedLength(attachment.content);
     if (declared > SEND_LIMITS.attachmentBytesMax) throw tooLarge(index, declared);
-    const bytes = decodeBase64(attachment.content);
+    const bytes = await decode(attachment.content);
     if (bytes === null) throw invalid(index, 'content', 'base64', 'must be base64 (standard alphabet)');
     if (bytes.length > SEND_LIMITS.attachmentBytesMax) throw tooLarge(index, bytes.length);
     checkNameAndType(index, attachment.filename, attachment.content_type ?? null);

@@ -1,6 +1,6 @@
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
-import { SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
+import { SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
 import { serializeEmail } from './sends.serializer.ts';
 import type { SendsService } from './sends.service.ts';
 
@@ -29,6 +29,7 @@ export function createSendsRoutes(deps: { sends: SendsService }) {
       tag: 'Outbox',
       scope: 'outbox.transactional:send',
       body: SendEmailBody,
+      bodyLimit: SEND_REQUEST_BYTES_MAX,
       bodyErrorReason: sendBodyErrorReason,
       errors: ['payment_required', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'bad_gateway', 'service_unavailable'],
       response: { status: 202, description: 'Accepted for delivery: the transactional email record', schema: TransactionalEmailResponse },

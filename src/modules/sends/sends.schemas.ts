@@ -24,6 +24,13 @@ export const SEND_LIMITS = {
   messageBytesMax: 25 * 1024 * 1024,
 } as const;
 
+/**
+ * The request-body limit of a send: a 25 MB message carried entirely as inline attachments,
+ * base64 (4 bytes per 3) with MIME line breaks (an escaped CRLF, 4 bytes, per 76 characters),
+ * plus 1 MiB for every other field (recipients, subject, headers, file names). About 36.1 MiB.
+ */
+export const SEND_REQUEST_BYTES_MAX = Math.ceil((Math.ceil(SEND_LIMITS.messageBytesMax / 3) * 4 * 80) / 76) + 1024 * 1024;
+
 const NO_LINE_BREAKS = /^[^\r\n]*$/;
 const Email = v.pipe(v.string(), v.trim(), v.maxLength(320, 'must be at most 320 characters'), v.email('must be a valid email address'));
 const recipientList = (field: string) =>

@@ -16,8 +16,11 @@ import { messageSize, messageTooLarge, prepareAttachments } from './send-attachm
 import { wakeDomainActors } from './domain-actor.ts';
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
-import { envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
+import { decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
+import type { OffloadPool } from '../../offload/offload-pool.ts';
+
+const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
 
 /** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
 export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
@@ -28,6 +31,8 @@ export interface SendsServiceDeps {
   temporal: Client;
   config: Pick<Config, 'temporal' | 'sends' | 'queues'>;
   logger: Logger;
+  /** Decodes inline attachments on another thread (the api's offload pool); else inline. */
+  offload?: Pick<OffloadPool, 'decodeBase64'>;
   now?: () => Date;
 }
 
@@ -148,7 +153,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       const recipients = envelopeRecipients(input.to, input.cc, input.bcc);
 
       const em = scopeToOrg(orm.em, orgId);
-      const prepared = await prepareAttachments(em, input.attachments ?? []);
+      const prepared = await prepareAttachments(em, input.attachments ?? [], deps.offload?.decodeBase64 ?? decodeInline);
       const size = messageSize(input.html, input.text, prepared);
       if (size > SEND_LIMITS.messageBytesMax) throw messageTooLarge(size);
 

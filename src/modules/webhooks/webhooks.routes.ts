@@ -1,3 +1,4 @@
+import { KIB } from '../../http/body-limits.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult, type PageRequest } from '../../http/paging.ts';
 import { defineRoute, type StoredResponse } from '../../http/route.ts';
@@ -17,6 +18,9 @@ import type { WebhooksService } from './webhooks.service.ts';
 
 const WEBHOOKS_LIST = 'webhooks';
 const DELIVERIES_LIST = 'webhook-deliveries';
+
+/** name 200 + url 2048 + description 500 + 100 event names, even \u-escaped (6 bytes each): under 48 KB. */
+const WEBHOOK_BODY_LIMIT = 64 * KIB;
 
 /**
  * GET/POST /webhooks, GET /webhooks/deliveries, POST /webhooks/deliveries/{id}/replay, and
@@ -61,6 +65,7 @@ export function createWebhooksRoutes(deps: {
       tag: 'Webhooks',
       scope: 'webhooks:write',
       body: CreateWebhookBody,
+      bodyLimit: WEBHOOK_BODY_LIMIT,
       storedResponse: deps.sealedSecret,
       response: { status: 201, description: 'The endpoint, with its one-time signing secret', schema: CreatedWebhookResponse },
       errors: ['invalid_request', 'service_unavailable'],
@@ -146,6 +151,7 @@ export function createWebhooksRoutes(deps: {
       extension: true,
       params: IdParams,
       body: UpdateWebhookBody,
+      bodyLimit: WEBHOOK_BODY_LIMIT,
       response: { status: 200, description: 'The updated endpoint', schema: WebhookResponse },
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, params, body }) {
