@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Event, InboundMessage, InboxAttachment, InboxMessage } from '../../db/entities/index.ts';
 import { readBlob } from '../../src/blob/blob-store.ts';
+import { waitFor } from '../../src/dev/processes.ts';
 import { AttachmentsIncompleteError } from '../../src/modules/inbound/attachments.ts';
 import { createInboundIngestion } from '../../src/modules/inbound/ingestion.ts';
 import { connectTemporalClient } from '../../src/temporal/client.ts';
-import { HeraldKind, HeraldOrgId } from '../../src/temporal/search-attributes.ts';
+import { HeraldKind, HeraldOrgId, PLATFORM_ORG_ID } from '../../src/temporal/search-attributes.ts';
+import { INBOUND_INTAKE_KIND, INBOUND_INTAKE_WORKFLOW, inboundIntakeWorkflowId } from '../../workflows/inbound-intake.ts';
 import { INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
 /**
@@ -168,10 +171,18 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
 
     const temporal = await connectTemporalClient(h.stack.config);
     try {
-      const described = await temporal.client.workflow.getHandle(`inbound:${inboundId}`).describe();
+      // One actor for every message and workspace, filed under the platform; no workflow per message.
+      const actor = temporal.client.workflow.getHandle(inboundIntakeWorkflowId(h.stack.config.temporal.schedulePrefix));
+      const described = await actor.describe();
+      expect(described.type).toBe(INBOUND_INTAKE_WORKFLOW);
       expect(described.taskQueue).toBe(h.stack.config.temporal.taskQueue);
-      expect(described.typedSearchAttributes.get(HeraldKind)).toBe('inbound');
-      expect(described.typedSearchAttributes.get(HeraldOrgId)).toBe(h.orgId);
+      expect(described.typedSearchAttributes.get(HeraldKind)).toBe(INBOUND_INTAKE_KIND);
+      expect(described.typedSearchAttributes.get(HeraldOrgId)).toBe(PLATFORM_ORG_ID);
+      await waitFor('a drain of the inbound actor to complete', async () => {
+        const { events } = await actor.fetchHistory();
+        return events?.some((event) => event.activityTaskCompletedEventAttributes) ? true : undefined;
+      }, 30_000, 200);
+      await expect(temporal.client.workflow.getHandle(`inbound:${inboundId}`).describe()).rejects.toThrow(WorkflowNotFoundError);
     } finally {
       await temporal.close();
     }
