@@ -10,6 +10,7 @@ import { AttachmentsIncompleteError } from '../../src/modules/inbound/attachment
 import { createInboundIngestion } from '../../src/modules/inbound/ingestion.ts';
 import { connectTemporalClient } from '../../src/temporal/client.ts';
 import { HeraldKind, HeraldOrgId, PLATFORM_ORG_ID } from '../../src/temporal/search-attributes.ts';
+import type { ingestInbound } from '../../workflows/inbound.ts';
 import { INBOUND_INTAKE_KIND, INBOUND_INTAKE_WORKFLOW, inboundIntakeWorkflowId } from '../../workflows/inbound-intake.ts';
 import { INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
@@ -187,6 +188,28 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
       await temporal.close();
     }
   }, 90_000);
+
+  it('still runs an ingestInbound workflow of an earlier version to its end beside the actor (legacy, registered)', async () => {
+    await h.startWorker();
+    const inboundId = await h.send({ from: 'legacy@remote.example', to: 'support@acme.example', subject: 'Legacy run', text: 'hi', attachments: [{ filename: 'a.txt', content: 'x' }] });
+    const temporal = await connectTemporalClient(h.stack.config);
+    try {
+      // As the smtp process of an earlier version started it; the actor may take the message first.
+      const result = await temporal.client.workflow.execute<typeof ingestInbound>('ingestInbound', {
+        workflowId: `inbound:${inboundId}`,
+        taskQueue: h.stack.config.temporal.taskQueue,
+        args: [{ inboundId }],
+      });
+      expect(['ingested', 'settled']).toContain(result);
+    } finally {
+      await temporal.close();
+    }
+    expect((await h.ended(inboundId)).status).toBe('ingested');
+    const messages = await h.inbox().find(InboxMessage, { inboundId });
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({ attachmentIngestStatus: 'ready', attachmentCount: 1 });
+    expect(await h.inbox().count(InboxAttachment, { messageId: messages[0]!.id })).toBe(1);
+  }, 60_000);
 
   it('records one message per workspace reached, each with its own stored attachments', async () => {
     const content = randomBytes(50_000);
