@@ -34,6 +34,15 @@ export async function notifyInboundDrain(em: EntityManager): Promise<{ draining:
 export function createInboundQueue(orm: MikroORM) {
   const db = () => orm.em.getConnection();
 
+  /** The open raw messages and when the next one falls due. */
+  async function readState(): Promise<{ next_due_ms: number | null; open: number }> {
+    const [row] = await db().execute<{ next_due_ms: number | null; open: number }[]>(
+      `select (extract(epoch from min(next_attempt_at)) * 1000)::float8 as next_due_ms, count(*)::int as open
+         from inbound_messages where status = 'received'`,
+    );
+    return row ?? { next_due_ms: null, open: 0 };
+  }
+
   return {
     /** Marks the actor's drain as running until `seconds` from now. */
     async leaseActor(seconds: number): Promise<void> {
@@ -87,18 +96,11 @@ export function createInboundQueue(orm: MikroORM) {
       );
     },
 
-    /** The open raw messages and when the next one falls due. */
-    async state(): Promise<{ next_due_ms: number | null; open: number }> {
-      const [row] = await db().execute<{ next_due_ms: number | null; open: number }[]>(
-        `select (extract(epoch from min(next_attempt_at)) * 1000)::float8 as next_due_ms, count(*)::int as open
-           from inbound_messages where status = 'received'`,
-      );
-      return row ?? { next_due_ms: null, open: 0 };
-    },
+    state: readState,
 
     /** Epoch ms when the next open raw message falls due, or null. */
     async nextDue(): Promise<number | null> {
-      return (await this.state()).next_due_ms;
+      return (await readState()).next_due_ms;
     },
 
     /** Whether raw messages have been due for longer than `marginMs` with no drain running (the reconciler's look). */
