@@ -1,20 +1,25 @@
 import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { DrainSummary } from '../workflows/queue-actor.ts';
+import type { InboundIntakeInput } from '../workflows/inbound-intake.ts';
 import type { BlobStore } from '../src/blob/blob-store.ts';
 import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import type { StoreOutcome } from '../src/modules/inbound/attachments.ts';
 import { createInboundIngestion, type RecordOutcome } from '../src/modules/inbound/ingestion.ts';
+import { createIntakeDrainer } from '../src/modules/inbound/intake-drain.ts';
 import { deleteExpiredRawMessages } from '../src/modules/inbound/retention.ts';
 import type { InboundReportHooks } from '../src/modules/inbound/reports-hook.ts';
+import type { QueueWakes } from '../src/queue/wakes.ts';
 
 export interface InboundActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp'>;
+  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'queues'>;
+  queueWakes: QueueWakes;
   /** Bounce/complaint classification and its effects; without it every message is kind `message`. */
   reports?: InboundReportHooks | undefined;
-  logger?: Logger;
+  logger: Logger;
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
@@ -33,7 +38,10 @@ async function beating<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Inbound ingestion activities (src/modules/inbound/ingestion.ts), all idempotent:
+ * Inbound ingestion activities (src/modules/inbound/ingestion.ts), all idempotent. drainInbound
+ * is the inbound actor's one activity: it claims due raw messages and runs each through the
+ * steps (src/modules/inbound/intake-drain.ts), heartbeating while it works. The others serve
+ * only the legacy per-message ingestInbound runs started before the actor:
  * recordInboundMessages creates at most one inbox message per (raw message, workspace);
  * storeInboundAttachments stores only what is missing and, on the workflow's last attempt,
  * settles what could not be stored as partial_failure; the step that completes a message marks
@@ -42,7 +50,13 @@ async function beating<T>(work: () => Promise<T>): Promise<T> {
  */
 export function createInboundActivities(deps: InboundActivityDeps) {
   const ingestion = createInboundIngestion(deps);
+  const drainer = createIntakeDrainer({ orm: deps.orm, config: deps.config, ingestion, wakes: deps.queueWakes, logger: deps.logger });
   return {
+    async drainInbound(_input: InboundIntakeInput): Promise<DrainSummary> {
+      const context = Context.current();
+      return drainer.drain({ heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
+    },
+
     /**
      * A message without attachments is complete once recorded: the raw message is marked
      * ingested in the same step (`ingested: true`), which saves the workflow a step.

@@ -129,6 +129,7 @@ const EnvSchema = v.object({
   ),
   EMAIL_RETRY_WINDOW: durationString('72h'),
   SMTP_RELAY_FINAL_HOP: booleanString,
+  INBOUND_DRAIN_CONCURRENCY: v.pipe(v.optional(v.string(), '4'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(64)),
   SMTP_RELAY_POOL_SIZE: v.pipe(v.optional(v.string(), '5'), v.regex(/^\d+$/), v.transform(Number), v.minValue(1), v.maxValue(100)),
   SEND_HANDOFF_WAIT_MS: v.pipe(v.optional(v.string(), '0'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(30_000)),
   DNS_SERVERS: v.optional(
@@ -194,7 +195,8 @@ export interface Config {
     endpointConcurrency: number;
   };
   /** How long a queue drain (webhook endpoint, sending domain) waits for new rows once nothing is due before it returns. */
-  queues: { drainLingerMs: number };
+  /** inboundConcurrency: raw messages the inbound actor's drain ingests at once (parsing is CPU). */
+  queues: { drainLingerMs: number; inboundConcurrency: number };
   sends: {
     /** Deferred recipients: entry 0 is the first attempt, then the delays; the last repeats. */
     retryScheduleMs: number[];
@@ -286,7 +288,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       endpointConcurrency: env.WEBHOOK_ENDPOINT_CONCURRENCY,
     },
-    queues: { drainLingerMs: env.QUEUE_DRAIN_LINGER_MS },
+    queues: { drainLingerMs: env.QUEUE_DRAIN_LINGER_MS, inboundConcurrency: env.INBOUND_DRAIN_CONCURRENCY },
     sends: {
       retryScheduleMs: parseRetrySchedule(env.EMAIL_RETRY_SCHEDULE) as number[],
       retryWindowMs: parseDuration(env.EMAIL_RETRY_WINDOW) as number,

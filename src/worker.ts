@@ -155,14 +155,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const running = Promise.all(workers.map((worker) => worker.run()));
   // Fans committed events out to webhook delivery rows and wakes the endpoints' actors.
   const relay = startOutboxRelay({ orm, databaseUrl: config.database.url, temporal: client, config, logger });
-  // Starts ingestion of inbound messages the smtp process recorded but could not hand to Temporal.
-  const inboundReconciler = startInboundReconciler({
-    orm,
-    temporal: new Client({ connection, namespace: config.temporal.namespace }),
-    config,
-    logger,
-    eagerStart: true,
-  });
+  // Wakes the inbound actor when raw messages the smtp process recorded got no wake-up.
+  const inboundReconciler = startInboundReconciler({ orm, temporal: client, config, logger });
   // Wakes the actors of sending domains whose due emails got no wake-up.
   const sendReconciler = startSendReconciler({ orm, temporal: client, config, logger });
   const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop()]);

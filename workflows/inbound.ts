@@ -43,8 +43,12 @@ function describe(error: unknown): string {
  * attachments (→ ready / partial_failure); the last of these steps marks the raw message
  * ingested (one step for a message without attachments). Each step is
  * idempotent and retried with backoff; when retries run out the raw message is marked failed
- * with the error and nothing is left pending. Started by the smtp process after its 250 and by
- * the worker's reconciler; a second start joins the running one.
+ * with the error and nothing is left pending.
+ *
+ * Legacy: nothing starts it any more; the inbound actor (inbound-intake.ts) drains raw messages
+ * as rows. It stays registered so that runs started before the upgrade finish under their own
+ * code (their message is also due for the actor; the steps are idempotent, so whichever comes
+ * second finds the work done).
  */
 export async function ingestInbound(input: IngestInboundInput): Promise<IngestInboundResult> {
   try {

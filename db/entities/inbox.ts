@@ -26,6 +26,11 @@ export const InboundMessageSchema = defineEntity({
     status: p.enum(INBOUND_STATUSES).default('received'),
     attempts: p.integer().default(0),
     lastError: p.string().length(1024).nullable(),
+    /**
+     * While `received`: when the inbound actor may claim it (receipt, a retry's time, or the end
+     * of a running attempt's lease). Defaults to the insert's time for writers that omit it.
+     */
+    nextAttemptAt: p.datetime().nullable().defaultRaw('now()'),
     ingestedAt: p.datetime().nullable(),
     /** When the raw bytes were deleted from the blob store (INBOUND_RAW_RETENTION_DAYS after receipt). */
     rawDeletedAt: p.datetime().nullable(),
@@ -33,8 +38,8 @@ export const InboundMessageSchema = defineEntity({
     updatedAt: updatedAtColumn(),
   },
   indexes: [
-    // The reconciler looks for received rows whose workflow never started.
-    { name: 'inbound_messages_received_index', properties: ['createdAt'], where: { status: 'received' } },
+    // The inbound actor claims due received rows, oldest due first; the reconciler looks for stranded ones.
+    { name: 'inbound_messages_due_index', properties: ['nextAttemptAt', 'id'], where: { status: 'received' } },
     // The retention run looks for ingested rows whose raw bytes are still stored.
     { name: 'inbound_messages_raw_kept_index', properties: ['createdAt'], where: { status: 'ingested', rawDeletedAt: null } },
   ],
@@ -42,6 +47,22 @@ export const InboundMessageSchema = defineEntity({
 
 export class InboundMessage extends InboundMessageSchema.class {}
 InboundMessageSchema.setClass(InboundMessage);
+
+/**
+ * The drain lease of a platform-wide queue actor (one row per actor, e.g. `inbound-intake`):
+ * held while its drain runs, so writers send no wake-up signal then (a NOTIFY reaches it).
+ */
+export const ActorLeaseSchema = defineEntity({
+  name: 'ActorLease',
+  tableName: 'actor_leases',
+  properties: {
+    name: p.string().length(100).primary(),
+    leaseUntil: p.datetime().nullable(),
+  },
+});
+
+export class ActorLease extends ActorLeaseSchema.class {}
+ActorLeaseSchema.setClass(ActorLease);
 
 /** A conversation: messages linked by In-Reply-To/References, or by subject and participants. */
 export const InboxThreadSchema = defineEntity({

@@ -55,7 +55,8 @@ const QUEUE_SQL = `
          coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
     from transactional_emails where status in ('scheduled', 'queued', 'sending')
   union all
-  select 'inbound', count(*)::int, coalesce(extract(epoch from now() - min(created_at)), 0)::float8
+  select 'inbound', count(*)::int,
+         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
     from inbound_messages where status = 'received'`;
 
 type QueueRow = { pipeline: Pipeline; depth: number; oldest_due_s: number };

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.ts';
 
 /**
  * In-process wake-ups of running queue drains. A writer NOTIFYs a queue's channel with the
- * owner's id (a webhook endpoint, a sending domain) in the transaction that writes its rows;
+ * owner's id (a webhook endpoint, a sending domain, the inbound actor) in the transaction that writes its rows;
  * every worker process LISTENs once and pokes the drain of that owner if it runs here. A drain
  * that is lingering for more work thereby sees new rows within milliseconds, and the writer
  * sends Temporal no signal while the owner's drain lease says it is running (wake-ups cost
@@ -12,7 +12,9 @@ import type { Logger } from '../logger.ts';
  */
 export const WEBHOOK_WAKE_CHANNEL = 'herald_webhook_wake';
 export const SEND_WAKE_CHANNEL = 'herald_send_wake';
-const CHANNELS = [WEBHOOK_WAKE_CHANNEL, SEND_WAKE_CHANNEL] as const;
+/** The payload is the inbound actor's id (one actor owns the whole inbound queue). */
+export const INBOUND_WAKE_CHANNEL = 'herald_inbound_wake';
+const CHANNELS = [WEBHOOK_WAKE_CHANNEL, SEND_WAKE_CHANNEL, INBOUND_WAKE_CHANNEL] as const;
 export type WakeChannel = (typeof CHANNELS)[number];
 
 const RETRY_MS = [500, 1_000, 2_000, 5_000];

@@ -8,7 +8,7 @@ import { ALL_TENANTS } from '../../db/orm.ts';
 import type { BlobStore } from '../blob/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { startInboundWorkflow } from '../modules/inbound/inbound-starter.ts';
+import { wakeInboundIntake } from '../modules/inbound/intake-actor.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
 
 /** The largest message accepted: the spec's 25 MB body-plus-attachments ceiling. */
@@ -17,8 +17,10 @@ export const MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
 export const MAX_RECIPIENTS = 100;
 /** Simultaneous SMTP connections per process; more are refused with 421. */
 export const MAX_CLIENTS = 200;
-/** A workflow start gives up on an unresponsive Temporal after this long (the reconciler takes over). */
-const START_DEADLINE_MS = 5_000;
+/** A wake-up gives up on an unresponsive Temporal after this long (the reconciler takes over). */
+const WAKE_DEADLINE_MS = 5_000;
+/** At most one wake-up of the inbound actor per this long per process (below the drain's linger). */
+const WAKE_COALESCE_MS = 1_000;
 
 interface SmtpReplyError extends Error {
   responseCode: number;
@@ -34,7 +36,7 @@ export interface InboundServerDeps {
   logger: Logger;
   /** Where raw messages go; null (BLOB_DIR empty) answers every DATA with 451. */
   blobs: BlobStore | null;
-  /** Starts ingestion after the 250; null leaves it to the worker's reconciler. */
+  /** Wakes the inbound actor after the 250; null leaves it to the worker's reconciler. */
   temporal: Client | null;
   limits?: Partial<InboundLimits>;
 }
@@ -61,8 +63,10 @@ function envelopeOf(session: SMTPServerSession): InboundEnvelope {
  * `maxRecipients` 452 4.5.3. DATA: the message is streamed into the blob store and its
  * InboundMessage row recorded (src/modules/inbound/intake.ts), and only then answered 250 with
  * the id; over the size limit 552 5.3.4 after draining; any failure to store or record 451 4.3.0
- * with nothing kept. After the 250 the `inbound:<id>` workflow is started; if Temporal does not
- * take it, the row stays `received` and the worker's reconciler starts it later.
+ * with nothing kept. The row's commit NOTIFYs the inbound actor's drain; when that drain was not
+ * running, the 250 is followed by a wake-up of the actor (signal-with-start, at most one per
+ * second per process, not awaited). If Temporal does not take it, the row stays `received` and
+ * due, and the worker's inbound reconciler wakes the actor.
  */
 export function createInboundServer({ config, orm, logger, blobs, temporal, limits = {} }: InboundServerDeps) {
   const { maxBytes, maxRecipients, maxClients }: InboundLimits = {
@@ -72,38 +76,33 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
     ...limits,
   };
   const intake = createInboundIntake({ orm, blobs, maxBytes, logger });
-  const starts = new Set<Promise<void>>();
+  const wakes = new Set<Promise<void>>();
   const tls: Partial<SMTPServerOptions> =
     config.smtp.tlsKeyFile && config.smtp.tlsCertFile
       ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
       : { hideSTARTTLS: true };
 
-  /** Workspaces the accepted recipients of one envelope belong to; null marks a VERP recipient (routed later). */
-  const envelopeOrgs = new WeakMap<object, Set<string | null>>();
-
-  /** Whether a recipient domain is accepted, and the workspace owning it (null: the bounce domain). */
-  async function lookupDomain(domain: string): Promise<{ accepted: boolean; orgId: string | null }> {
-    if (domain === config.bounceDomain.toLowerCase()) return { accepted: true, orgId: null };
-    const found = await orm.em.fork().findOne(Domain, { domain }, { ...ALL_TENANTS, fields: ['orgId'] });
-    return { accepted: found !== null, orgId: found?.orgId ?? null };
+  /** Whether a recipient domain is accepted: the bounce domain or a domain of some workspace. */
+  async function isAcceptedDomain(domain: string): Promise<boolean> {
+    if (domain === config.bounceDomain.toLowerCase()) return true;
+    const found = await orm.em.fork().findOne(Domain, { domain }, { ...ALL_TENANTS, fields: ['id'] });
+    return found !== null;
   }
 
-  /** The workspace for HeraldOrgId when every recipient is on domains of one workspace. */
-  function knownOrg(session: SMTPServerSession): string | undefined {
-    const orgs = envelopeOrgs.get(session.envelope);
-    if (!orgs || orgs.size !== 1) return undefined;
-    return [...orgs][0] ?? undefined;
-  }
-
-  function startIngestion(inboundId: string, orgId: string | undefined): void {
+  let lastWake = 0;
+  function wakeIngestion(inboundId: string): void {
     if (!temporal) return;
-    const started = temporal.connection
-      .withDeadline(Date.now() + START_DEADLINE_MS, () => startInboundWorkflow(temporal, config, { inboundId, ...(orgId ? { orgId } : {}) }))
-      .catch((error: unknown) =>
-        logger.warn('inbound: could not start ingestion; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) }),
-      )
-      .finally(() => starts.delete(started));
-    starts.add(started);
+    const nowMs = Date.now();
+    if (nowMs - lastWake < WAKE_COALESCE_MS) return;
+    lastWake = nowMs;
+    const woken = temporal.connection
+      .withDeadline(nowMs + WAKE_DEADLINE_MS, () => wakeInboundIntake(temporal, config))
+      .catch((error: unknown) => {
+        lastWake = 0;
+        logger.warn('inbound: could not wake the inbound actor; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) });
+      })
+      .finally(() => wakes.delete(woken));
+    wakes.add(woken);
   }
 
   const server = new SMTPServer({
@@ -122,14 +121,12 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
         return;
       }
       const domain = address.address.split('@').pop()?.toLowerCase() ?? '';
-      lookupDomain(domain).then(
-        ({ accepted, orgId }) => {
+      isAcceptedDomain(domain).then(
+        (accepted) => {
           if (!accepted) {
             callback(reply(550, '5.1.1 Recipient address rejected: unknown domain'));
             return;
           }
-          const orgs = envelopeOrgs.get(session.envelope) ?? new Set();
-          envelopeOrgs.set(session.envelope, orgs.add(orgId));
           callback();
         },
         (error: unknown) => {
@@ -139,7 +136,6 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       );
     },
     onData(stream, session, callback) {
-      const orgId = knownOrg(session);
       intake.receive(stream, envelopeOf(session)).then(
         (result) => {
           if (result.status === 'too_large') {
@@ -148,7 +144,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
             callback(reply(451, '4.3.0 Temporary failure storing the message, try again later'));
           } else {
             callback(null, `2.0.0 Ok: queued as ${result.id}`);
-            startIngestion(result.id, orgId);
+            if (!result.draining) wakeIngestion(result.id);
           }
         },
         (error: unknown) => {
@@ -160,9 +156,9 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
   });
   return {
     server,
-    /** Resolves when every workflow start begun so far has finished (or given up). */
+    /** Resolves when every wake-up begun so far has finished (or given up). */
     async settle(): Promise<void> {
-      await Promise.all([...starts]);
+      await Promise.all([...wakes]);
     },
   };
 }

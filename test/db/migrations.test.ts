@@ -24,6 +24,7 @@ describe('migrations', () => {
         order by t.table_name`,
     );
     expect(rows.map((r) => r.table_name)).toEqual([
+      'actor_leases',
       'api_keys',
       'attachment_uploads',
       'automations',
@@ -52,8 +53,10 @@ describe('migrations', () => {
       'webhook_deliveries',
       'webhook_endpoints',
     ]);
-    // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no id.
+    // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
+    // id; actor_leases is keyed by the actor's name.
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
+      'actor_leases',
       'domain_daily_sends',
       'email_event_counts',
     ]);

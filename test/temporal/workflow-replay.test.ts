@@ -13,7 +13,8 @@ import { installTemporalLogging, WORKFLOWS_PATH } from '../../src/worker.ts';
  * also marked it ingested (two or three steps per message); `ingest-inbound-*.current.json` with
  * the code since (one or two). The actors' histories (a webhook endpoint draining a failed and
  * retried delivery, woken by signals; a sending domain draining, then sleeping until a
- * scheduled send) were recorded running, with the first version of the actors.
+ * scheduled send; the inbound actor draining, sleeping, woken by the smtp process's signal and
+ * draining again) were recorded running, with the first version of the actors.
  */
 const HISTORIES = new URL('../fixtures/histories/', import.meta.url);
 
@@ -34,6 +35,7 @@ describe('workflow replay of recorded histories', () => {
     ['ingest-inbound-attachments.current.json', 'MARKER_RECORDED', 2],
     ['webhook-endpoint-actor.current.json', 'ACTIVITY_TASK_COMPLETED', 2],
     ['send-domain-actor.current.json', 'TIMER_FIRED', 1],
+    ['inbound-intake-actor.current.json', 'TIMER_CANCELED', 1],
   ])('replays %s (%s × %i) without a determinism error', async (name, type, count) => {
     const recorded = history(name);
     expect(recorded.events.filter((event) => event.eventType === `EVENT_TYPE_${type}`)).toHaveLength(count);

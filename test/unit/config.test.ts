@@ -82,6 +82,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ QUEUE_DRAIN_LINGER_MS: '-1' })).toThrowError(ConfigError);
   });
 
+  it('reads the inbound drain concurrency: 4 raw messages at once by default (1 to 64)', () => {
+    expect(loadConfig({}).queues.inboundConcurrency).toBe(4);
+    expect(loadConfig({ INBOUND_DRAIN_CONCURRENCY: '1' }).queues.inboundConcurrency).toBe(1);
+    expect(loadConfig({ INBOUND_DRAIN_CONCURRENCY: '64' }).queues.inboundConcurrency).toBe(64);
+    expect(() => loadConfig({ INBOUND_DRAIN_CONCURRENCY: '0' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ INBOUND_DRAIN_CONCURRENCY: '65' })).toThrowError(ConfigError);
+  });
+
   it('serves metrics on 127.0.0.1:9464 by default; METRICS_PORT=0 turns them off', () => {
     expect(loadConfig({}).metrics).toEqual({ port: 9464, host: '127.0.0.1' });
     expect(loadConfig({ METRICS_PORT: '0', METRICS_HOST: '0.0.0.0' }).metrics).toEqual({ port: 0, host: '0.0.0.0' });

@@ -68,7 +68,8 @@ function emailReceivedData(message: InboxMessage) {
 }
 
 /**
- * Ingestion of one raw inbound message (the activities of the `inbound:<id>` workflow). Every
+ * Ingestion of one raw inbound message (the steps the inbound actor's drain runs, and the
+ * activities of legacy `inbound:<id>` workflows). Every
  * step is idempotent: messages are unique per (raw message, workspace) and attachments per
  * (message, position), so a retry after a crash finishes the work without duplicating it.
  */

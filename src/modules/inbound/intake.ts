@@ -4,6 +4,7 @@ import { InboundMessage } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
+import { notifyInboundDrain } from './inbound-queue.repo.ts';
 
 /** What the SMTP conversation says about a message besides its bytes. */
 export interface InboundEnvelope {
@@ -16,7 +17,8 @@ export interface InboundEnvelope {
 }
 
 export type IntakeResult =
-  | { status: 'accepted'; id: string; sizeBytes: number }
+  /** draining: the inbound actor's drain was running at the commit (it was poked; no wake-up needed). */
+  | { status: 'accepted'; id: string; sizeBytes: number; draining: boolean }
   | { status: 'too_large' }
   | { status: 'failed'; reason: string };
 
@@ -47,7 +49,8 @@ function drain(stream: Readable): Promise<void> {
 
 /**
  * Intake of one message at DATA: streams the bytes into the blob store (never whole in memory),
- * then records the InboundMessage row. Only a fully stored and recorded message is `accepted`
+ * then records the InboundMessage row, due at once for the inbound actor, and NOTIFYs the actor's
+ * drain in the same transaction. Only a fully stored and recorded message is `accepted`
  * (the caller then answers 250); anything else leaves nothing behind (a blob whose row could not
  * be written is deleted) so the sender's retry starts clean. Over `maxBytes` the rest of the
  * stream is drained and the result is `too_large`.
@@ -76,31 +79,36 @@ export function createInboundIntake({ orm, blobs, maxBytes, logger }: InboundInt
         logger.error('inbound: storing the raw message failed', { error });
         return { status: 'failed', reason: 'blob store failure' };
       }
+      let draining: boolean;
       try {
-        await orm.em.fork().insert(InboundMessage, {
-          id,
-          blobKey: key,
-          sizeBytes: stored.sizeBytes,
-          sha256: stored.sha256,
-          mailFrom: envelope.mailFrom.slice(0, 320),
-          rcptTo: envelope.rcptTo,
-          remoteAddress: envelope.remoteAddress?.slice(0, 64) ?? null,
-          clientHostname: envelope.clientHostname?.slice(0, 253) ?? null,
-          heloName: envelope.heloName?.slice(0, 253) ?? null,
-          tls: envelope.tls,
-          status: 'received',
-          attempts: 0,
-          lastError: null,
-          ingestedAt: null,
-          createdAt: receivedAt,
-          updatedAt: receivedAt,
-        });
+        ({ draining } = await orm.em.fork().transactional(async (em) => {
+          await em.insert(InboundMessage, {
+            id,
+            blobKey: key,
+            sizeBytes: stored.sizeBytes,
+            sha256: stored.sha256,
+            mailFrom: envelope.mailFrom.slice(0, 320),
+            rcptTo: envelope.rcptTo,
+            remoteAddress: envelope.remoteAddress?.slice(0, 64) ?? null,
+            clientHostname: envelope.clientHostname?.slice(0, 253) ?? null,
+            heloName: envelope.heloName?.slice(0, 253) ?? null,
+            tls: envelope.tls,
+            status: 'received',
+            attempts: 0,
+            lastError: null,
+            nextAttemptAt: receivedAt,
+            ingestedAt: null,
+            createdAt: receivedAt,
+            updatedAt: receivedAt,
+          });
+          return notifyInboundDrain(em);
+        }));
       } catch (error) {
         logger.error('inbound: recording the raw message failed', { error });
         await blobs.delete(key).catch((deleteError: unknown) => logger.error('inbound: could not delete an unrecorded blob', { key, error: deleteError }));
         return { status: 'failed', reason: 'database failure' };
       }
-      return { status: 'accepted', id, sizeBytes: stored.sizeBytes };
+      return { status: 'accepted', id, sizeBytes: stored.sizeBytes, draining };
     },
   };
 }

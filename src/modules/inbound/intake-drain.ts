@@ -1,0 +1,138 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { DrainSummary } from '../../../workflows/queue-actor.ts';
+import type { Config } from '../../config.ts';
+import type { Logger } from '../../logger.ts';
+import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
+import { drainSummary, drainWindow, newTally, type DrainTally } from '../../queue/drain-window.ts';
+import { INBOUND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
+import { INBOUND_INTAKE_LEASE } from '../../../workflows/inbound-intake.ts';
+import { createInboundQueue, type ClaimedInbound } from './inbound-queue.repo.ts';
+import type { InboundIngestion } from './ingestion.ts';
+
+/**
+ * One drain of the inbound queue, as the inbound actor's activity runs it: take the actor's
+ * drain lease, then keep up to `queues.inboundConcurrency` raw messages in flight
+ * (drain-window.ts), each one attempt through the idempotent steps of ingestion.ts: record the
+ * inbox messages, store their attachments when some are pending, mark the raw message
+ * ingested. A failed attempt is due again after a backoff (1 s doubling to 1 min) with its
+ * error in `last_error`; the last attempt (INBOUND_MAX_ATTEMPTS) records the message even if
+ * its report cannot be applied and settles unstored attachments as partial_failure, and if it
+ * fails too the raw message is marked failed. A message no workspace owns is marked failed.
+ *
+ * A claimed message is due again when its lease lapses (refreshed while the attempt runs), so
+ * a worker killed mid-batch loses nothing: the next drain runs the steps again, and they
+ * finish what was started without duplicating it.
+ */
+
+export interface IntakeDrainDeps {
+  orm: MikroORM;
+  config: Pick<Config, 'queues'>;
+  ingestion: InboundIngestion;
+  wakes: QueueWakes;
+  logger: Logger;
+}
+
+/** Attempts of a raw message before it is marked failed (as the per-message workflow had). */
+export const INBOUND_MAX_ATTEMPTS = 6;
+const DRAIN_LEASE_SECONDS = 30;
+/** A claimed message's lease; extended every tick while its attempt runs. */
+const MESSAGE_LEASE_SECONDS = 30;
+const TICK_MS = 5_000;
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 60_000;
+
+/** The delay before the attempt after `attempt` (1-based): 1 s doubling, at most 1 min. */
+export function inboundRetryDelay(attempt: number): number {
+  return Math.min(RETRY_FIRST_MS * 2 ** Math.max(0, attempt - 1), RETRY_MAX_MS);
+}
+
+/** The step's own error message rather than a wrapper's. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.cause instanceof Error ? error.cause.message : error.message;
+}
+
+export function createIntakeDrainer(deps: IntakeDrainDeps) {
+  const { orm, config, ingestion, wakes, logger } = deps;
+  const queue = createInboundQueue(orm);
+
+  /** The steps of one attempt; resolves with the outcome counted in the drain's tally. */
+  async function ingestOne(message: ClaimedInbound): Promise<'ingested' | 'failed' | 'settled'> {
+    const final = message.attempt >= INBOUND_MAX_ATTEMPTS;
+    const recorded = await ingestion.recordMessages(message.id, { final });
+    if (recorded.status === 'settled' || recorded.status === 'missing') return 'settled';
+    if (recorded.status === 'unroutable') {
+      await ingestion.markFailed(message.id, 'no workspace owns any recipient');
+      return 'failed';
+    }
+    if (recorded.attachmentsPending) await ingestion.storeAttachments(message.id, { final });
+    await ingestion.markIngested(message.id);
+    return 'ingested';
+  }
+
+  async function attempt(message: ClaimedInbound, tally: DrainTally): Promise<void> {
+    try {
+      const outcome = await ingestOne(message);
+      if (outcome === 'ingested') tally.delivered += 1;
+      if (outcome === 'failed') tally.exhausted += 1;
+      tally.lastFailed = outcome === 'failed';
+      tally.lastOutcome = outcome;
+      deliveriesTotal.inc({ pipeline: 'inbound', outcome });
+      deliveryLatency.observe({ pipeline: 'inbound' }, Math.max(0, Date.now() - message.dueMs) / 1000);
+    } catch (error) {
+      const reason = describe(error);
+      tally.lastFailed = true;
+      tally.lastOutcome = reason;
+      if (message.attempt >= INBOUND_MAX_ATTEMPTS) {
+        logger.warn('inbound ingestion failed on its last attempt', { inboundId: message.id, attempt: message.attempt, error: reason });
+        await ingestion.markFailed(message.id, reason);
+        tally.exhausted += 1;
+        deliveriesTotal.inc({ pipeline: 'inbound', outcome: 'failed' });
+      } else {
+        logger.warn('inbound ingestion attempt failed; retried later', { inboundId: message.id, attempt: message.attempt, error: reason });
+        await queue.retryLater(message.id, inboundRetryDelay(message.attempt), reason);
+        tally.failed += 1;
+        deliveriesTotal.inc({ pipeline: 'inbound', outcome: 'deferred' });
+      }
+    }
+  }
+
+  return {
+    /** Drains the due raw messages. Throws only for infrastructure failures (database). */
+    async drain(context: { heartbeat(): void; signal: AbortSignal }): Promise<DrainSummary> {
+      const tally = newTally();
+      const inFlight = new Set<string>();
+      await queue.leaseActor(DRAIN_LEASE_SECONDS);
+      await drainWindow<ClaimedInbound>({
+        concurrency: config.queues.inboundConcurrency,
+        lingerMs: config.queues.drainLingerMs,
+        tickMs: TICK_MS,
+        signal: context.signal,
+        subscribe: (onWake) => wakes.subscribe(INBOUND_WAKE_CHANNEL, INBOUND_INTAKE_LEASE, onWake),
+        async claim(limit) {
+          const items = await queue.claim(limit, MESSAGE_LEASE_SECONDS);
+          return { claimed: items.length, items };
+        },
+        async run(message) {
+          inFlight.add(message.id);
+          try {
+            await attempt(message, tally);
+          } finally {
+            inFlight.delete(message.id);
+          }
+        },
+        async tick() {
+          context.heartbeat();
+          await queue.leaseActor(DRAIN_LEASE_SECONDS);
+          await queue.extendLeases([...inFlight], MESSAGE_LEASE_SECONDS);
+        },
+        settle: () => Promise.resolve(),
+        nextDue: () => queue.nextDue(),
+        // Every received message is claimable once due: nothing else can hold one back.
+        onDueUnclaimed: () => Promise.resolve(false),
+      });
+      await queue.releaseActor();
+      return drainSummary(tally, await queue.state());
+    },
+  };
+}
