@@ -11,7 +11,7 @@ import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
 
 /**
  * One drain of a sending domain's queue, as the domain actor's activity runs it: take the
- * domain's drain lease, then keep up to twice the relay pool's connections of emails in
+ * domain's drain lease, then keep up to four emails per relay pool connection in
  * flight (drain-window.ts), each one delivery attempt (delivery.ts: the recipients not yet
  * settled, one SMTP transaction, every answer recorded before it returns), and put each email
  * back on the queue at its retry time while deferred recipients remain, or take it off once
@@ -36,6 +36,11 @@ const DRAIN_LEASE_SECONDS = 30;
 /** A claimed email's lease; extended every tick while its attempt runs. */
 const EMAIL_LEASE_SECONDS = 30;
 const TICK_MS = 5_000;
+/**
+ * Emails in flight per relay connection: one on the wire, the next built and signed, and the
+ * ones whose answer waits for its group commit (a slot is held until the record commits).
+ */
+const IN_FLIGHT_PER_CONNECTION = 4;
 
 /** The delay before the attempt after `attempt`, or null when the retry window would close first. */
 export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, firstAttemptMs: number, now: number): number | null {
@@ -97,7 +102,7 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
       }
 
       await drainWindow<ClaimedEmail>({
-        concurrency: config.sends.relayPoolSize * 2,
+        concurrency: config.sends.relayPoolSize * IN_FLIGHT_PER_CONNECTION,
         lingerMs: config.queues.drainLingerMs,
         tickMs: TICK_MS,
         signal: context.signal,
