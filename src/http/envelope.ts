@@ -7,6 +7,19 @@ export interface Pagination {
   next_cursor: string | null;
 }
 
+/** The success envelope `{ok: true, data, meta}` of this request. */
+export function successEnvelope(state: HeraldState, data: unknown, extraMeta: Record<string, unknown> = {}) {
+  return {
+    ok: true as const,
+    data,
+    meta: {
+      request_id: state.requestId,
+      ...(state.rateLimit ? { rate_limit: state.rateLimit } : {}),
+      ...extraMeta,
+    },
+  };
+}
+
 /** Writes the success envelope `{ok: true, data, meta}`. */
 export function respond(
   ctx: Context & { state: HeraldState },
@@ -15,13 +28,5 @@ export function respond(
   extraMeta: Record<string, unknown> = {},
 ): void {
   ctx.status = status;
-  ctx.body = {
-    ok: true,
-    data,
-    meta: {
-      request_id: ctx.state.requestId,
-      ...(ctx.state.rateLimit ? { rate_limit: ctx.state.rateLimit } : {}),
-      ...extraMeta,
-    },
-  };
+  ctx.body = successEnvelope(ctx.state, data, extraMeta);
 }

@@ -3,11 +3,11 @@ import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import type { OffloadPool } from '../offload/offload-pool.ts';
-import { respond } from './envelope.ts';
+import { respond, successEnvelope } from './envelope.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { readBody } from './middleware/read-body.ts';
 import { requireScope } from './middleware/require-scope.ts';
-import { isWrite, type AnyRoute } from './route.ts';
+import { isWrite, type AnyRoute, type StoreAnswer } from './route.ts';
 import { callerOf, type HeraldState } from './state.ts';
 import { parseInput } from './validation.ts';
 
@@ -75,12 +75,21 @@ export function mountRoutes(
         const params = route.params ? await parseInput(route.params, ctx.params, 'path') : undefined;
         const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
         const body = route.body ? await parseInput(route.body, rawBody, 'body', route.bodyErrorReason) : undefined;
+        const record = ctx.state.idempotencyRecord;
+        const storeAnswer: StoreAnswer | undefined = record
+          ? async (em, status, data) => {
+              const envelope = successEnvelope(ctx.state, data);
+              await deps.idempotency.completeIn(em, record.id, status, route.storedResponse ? route.storedResponse.seal(envelope) : envelope);
+              record.stored = true;
+            }
+          : undefined;
         const result = await route.handle({
           caller: callerOf(ctx.state),
           params,
           query,
           body,
           requestId: ctx.state.requestId,
+          ...(storeAnswer ? { storeAnswer } : {}),
         });
         if ('stream' in result) {
           ctx.status = result.status;

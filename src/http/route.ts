@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
 import type * as v from 'valibot';
 import type { ErrorCode } from '../errors.ts';
@@ -15,7 +16,15 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   requestId: string;
+  /**
+   * Present on a write that claimed an Idempotency-Key: stores `data` as the request's
+   * idempotent answer with `status`, in the caller's transaction (`em`), so the answer commits
+   * with the change it describes. A handler that uses it must then answer exactly that.
+   */
+  storeAnswer?: StoreAnswer;
 }
+
+export type StoreAnswer = (em: EntityManager, status: number, data: unknown) => Promise<void>;
 
 /** A JSON answer, sent inside the success envelope `{ok: true, data, meta}`. */
 export interface JsonRouteResult {

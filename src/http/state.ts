@@ -10,6 +10,8 @@ export interface HeraldState {
   body?: unknown;
   /** Its idempotency fingerprint when the offload thread computed it with the parse. */
   bodyFingerprint?: string;
+  /** The idempotency record this request claimed (writes with an Idempotency-Key), and whether its answer is already stored. */
+  idempotencyRecord?: { id: string; stored: boolean };
 }
 
 /** The authenticated caller; routes behind `authenticate` always have one. */

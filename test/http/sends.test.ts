@@ -67,6 +67,25 @@ describe('POST /api/v1/outbox/emails', () => {
     expect(inbox.attachmentsReady).toBe(true);
   });
 
+  it('commits the idempotent answer with the email: the record holds the 202 as sent, and a retry replays it without a second email', async () => {
+    const key = idem();
+    const first = await send(body({ subject: 'Idempotent answer' }), key);
+    const email = expectAccepted(first);
+    const [record] = await h.stack.orm.em.getConnection().execute<{ state: string; response_status: number; response_body: unknown }[]>(
+      `select state, response_status, response_body from idempotency_records where key = ?`,
+      [key['idempotency-key']],
+    );
+    expect(record).toMatchObject({ state: 'completed', response_status: 202 });
+    expect(record?.response_body).toEqual(first.body);
+    const before = await emailCount();
+    const again = await send(body({ subject: 'Idempotent answer' }), key);
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect((again.body.data as EmailRecord)._id).toBe(email._id);
+    expect(await emailCount()).toBe(before);
+  });
+
   it('answers 404 for an email of no one and of another workspace', async () => {
     expectError(await h.request('GET', '/api/v1/outbox/emails/0123456789abcdef01234567'), 404, 'not_found');
   });

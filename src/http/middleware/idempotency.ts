@@ -70,6 +70,7 @@ export function idempotency(options: {
       });
     }
 
+    ctx.state.idempotencyRecord = { id: begun.recordId, stored: false };
     let failure: AppError | undefined;
     let original: Error | undefined;
     try {
@@ -79,6 +80,15 @@ export function idempotency(options: {
       failure = toAppError(error);
     }
     const status = failure?.status ?? ctx.status;
+    // The handler stored its answer in its own transaction (storeAnswer): nothing left to do,
+    // unless the request failed afterwards and that transaction did not commit.
+    if (ctx.state.idempotencyRecord.stored) {
+      if (original === undefined) return;
+      if (await options.store.isCompleted(begun.recordId).catch(() => false)) {
+        options.logger.error('request failed after its idempotent answer was committed; retries replay that answer', { requestId: ctx.state.requestId, error: original });
+        throw original;
+      }
+    }
     try {
       if (status >= 500 || status === 429) await options.store.abandon(begun.recordId);
       else if (failure) await options.store.complete(begun.recordId, status, errorEnvelope(ctx.state.requestId, options.publicUrl, failure));

@@ -1,5 +1,7 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
+
+const COMPLETE_SQL = `update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`;
 
 export interface IdempotencyScope {
   orgId: string;
@@ -65,10 +67,18 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
     },
 
     async complete(recordId: string, status: number, body: unknown): Promise<void> {
-      await connection().execute(
-        `update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`,
-        [status, JSON.stringify(body ?? null), recordId],
-      );
+      await connection().execute(COMPLETE_SQL, [status, JSON.stringify(body ?? null), recordId]);
+    },
+
+    /** `complete` inside the caller's transaction: the answer commits with the change it describes. */
+    async completeIn(em: EntityManager, recordId: string, status: number, body: unknown): Promise<void> {
+      await em.execute(COMPLETE_SQL, [status, JSON.stringify(body ?? null), recordId], 'run');
+    },
+
+    /** Whether the record holds a stored answer. */
+    async isCompleted(recordId: string): Promise<boolean> {
+      const rows = await connection().execute<{ id: string }[]>(`select id from idempotency_records where id = ? and state = 'completed'`, [recordId]);
+      return rows.length > 0;
     },
 
     /** Forgets a claim whose response must not be stored (5xx, 429), so a retry can succeed. */

@@ -2,7 +2,8 @@ import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
 import { serializeEmail } from './sends.serializer.ts';
-import type { SendsService } from './sends.service.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AcceptedEmail, SendsService } from './sends.service.ts';
 
 /**
  * POST /outbox/emails (spec), GET /outbox/emails/{id} and POST /outbox/emails/{id}/cancel
@@ -33,8 +34,11 @@ export function createSendsRoutes(deps: { sends: SendsService }) {
       bodyErrorReason: sendBodyErrorReason,
       errors: ['payment_required', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'bad_gateway', 'service_unavailable'],
       response: { status: 202, description: 'Accepted for delivery: the transactional email record', schema: TransactionalEmailResponse },
-      handle: async ({ caller, body }) => {
-        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body);
+      handle: async ({ caller, body, storeAnswer }) => {
+        // The idempotent answer commits with the email: a crash between the two cannot leave a
+        // key whose retry would send the email again.
+        const onAccepted = storeAnswer ? (tx: EntityManager, accepted: AcceptedEmail) => storeAnswer(tx, 202, serializeEmail(accepted.email, accepted.recipients)) : undefined;
+        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body, onAccepted ? { onAccepted } : {});
         return { status: 202, data: serializeEmail(email, recipients) };
       },
     }),

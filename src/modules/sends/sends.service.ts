@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { LockMode } from '@mikro-orm/core';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { AttachmentUpload, EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
@@ -137,7 +137,20 @@ export function createSendsService(deps: SendsServiceDeps) {
 
   return {
     /** Accepts one transactional email; answers the hand-off when it comes within the wait. */
-    async sendEmail(orgId: string, apiKeyId: string | null, input: SendEmailInput): Promise<AcceptedEmail & { handoff: HandoffResult | null }> {
+    async sendEmail(
+      orgId: string,
+      apiKeyId: string | null,
+      input: SendEmailInput,
+      options: {
+        /**
+         * Runs last inside the acceptance transaction with the accepted email (its charge
+         * stamped): the caller stores its answer there (the idempotent response), so it
+         * commits with the email. Not called when an opt-in hand-off wait could still turn
+         * the answer into a 502.
+         */
+        onAccepted?: (tx: EntityManager, accepted: AcceptedEmail) => Promise<void>;
+      } = {},
+    ): Promise<AcceptedEmail & { handoff: HandoffResult | null }> {
       const at = now();
       const from = parseFromAddress(input.from);
       if (!from) throw invalidField('from', 'from_address', 'must be addr@host or "Display Name <addr@host>"', 'INVALID_FROM');
@@ -233,6 +246,13 @@ export function createSendsService(deps: SendsServiceDeps) {
             orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at,
             ...(schedule.at ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
           });
+          // Stamped in SQL by reserveQuota; mirrored here for the answer instead of reading the row
+          // again, on entities no longer tracked (everything is flushed), so the commit writes nothing more.
+          tx.clear();
+          email.creditsCharged = charge.fromBalance;
+          email.overageCharged = charge.overage;
+          const answerIsFinal = Boolean(schedule.at) || config.sends.handoffWaitMs <= 0;
+          if (options.onAccepted && answerIsFinal) await options.onAccepted(tx, { email, recipients: rows });
           return { email, recipients: rows, charge };
         });
       } catch (error) {
@@ -241,9 +261,6 @@ export function createSendsService(deps: SendsServiceDeps) {
       }
 
       const { email, recipients: recipientRows, charge } = accepted;
-      // Stamped in SQL by reserveQuota; mirrored here for the response instead of reading the row again.
-      email.creditsCharged = charge.fromBalance;
-      email.overageCharged = charge.overage;
       // The email is durable: from here on nothing may fail the request. A lost wake-up is the
       // send reconciler's to repeat; a domain whose drain is running needs none.
       if (!email.scheduledAt && !charge.domainDraining) wakeDomain(orgId, domain.id, emailId);
