@@ -13,7 +13,7 @@ import { releaseEmailQuota, reserveQuota, type CreditCharge } from './quota.repo
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
-import { wakeDomainActors } from './domain-actor.ts';
+import { createDomainWaker } from './domain-actor.ts';
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
@@ -58,6 +58,9 @@ function domainRefusal(domain: SendingDomain, host: string): AppError | null {
   return null;
 }
 
+/** How often the opt-in hand-off wait looks at the email. */
+const HANDOFF_POLL_MS = 20;
+
 /**
  * Transactional sends: acceptance (POST /outbox/emails), reading and cancelling. Acceptance
  * checks everything it can before writing (shape, from, headers, schedule, attachments, size,
@@ -69,42 +72,10 @@ function domainRefusal(domain: SendingDomain, host: string): AppError | null {
  * (`send-domain:<id>`) woken; nothing on the request path waits for Temporal or the relay
  * unless SEND_HANDOFF_WAIT_MS asks for it.
  */
-/** How long acceptance waits for Temporal to take a wake-up before leaving it to the reconciler. */
-const WAKE_DEADLINE_MS = 2_000;
-/**
- * Wake-ups of one domain's actor from one process closer together than this are coalesced;
- * kept below the drain's linger, so a drain woken in the window is still running (its lease
- * visible to acceptance) when the window ends.
- */
-const WAKE_COALESCE_MAX_MS = 1_000;
-/** How often the opt-in hand-off wait looks at the email. */
-const HANDOFF_POLL_MS = 20;
-
 export function createSendsService(deps: SendsServiceDeps) {
   const { orm, config, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  /** When this process last woke each domain's actor. */
-  const lastWake = new Map<string, number>();
-  const wakeCoalesceMs = Math.min(WAKE_COALESCE_MAX_MS, config.queues.drainLingerMs / 2);
-
-  /**
-   * Wakes the domain's actor after a commit, at most once per coalescing window per domain from
-   * this process (a burst for a domain whose drain is not yet running would otherwise signal
-   * Temporal per email); never fails the request: a lost wake-up is the send reconciler's to
-   * repeat. Not awaited: the 202 does not wait for Temporal.
-   */
-  function wakeDomain(orgId: string, domainId: string, emailId: string): void {
-    const nowMs = Date.now();
-    if (nowMs - (lastWake.get(domainId) ?? 0) < wakeCoalesceMs) return;
-    if (lastWake.size >= 10_000) lastWake.clear();
-    lastWake.set(domainId, nowMs);
-    deps.temporal
-      .withDeadline(nowMs + WAKE_DEADLINE_MS, () => wakeDomainActors(deps.temporal, config, [{ orgId, domainId }]))
-      .catch((error: unknown) => {
-        lastWake.delete(domainId);
-        logger.warn('sending-domain actor not woken; the send reconciler will wake it', { emailId, domainId, error });
-      });
-  }
+  const wakeDomain = createDomainWaker({ temporal: deps.temporal, config, logger });
 
   /**
    * SEND_HANDOFF_WAIT_MS > 0 (off by default): waits up to `waitMs` for the first attempt's
@@ -263,7 +234,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       const { email, recipients: recipientRows, charge } = accepted;
       // The email is durable: from here on nothing may fail the request. A lost wake-up is the
       // send reconciler's to repeat; a domain whose drain is running needs none.
-      if (!email.scheduledAt && !charge.domainDraining) wakeDomain(orgId, domain.id, emailId);
+      if (!email.scheduledAt && !charge.domainDraining) wakeDomain({ orgId, domainId: domain.id }, emailId);
       const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, emailId, config.sends.handoffWaitMs);
       if (handoff?.outcome === 'rejected') {
         throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {
