@@ -10,6 +10,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { wakeInboundIntake } from '../modules/inbound/intake-actor.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
+import { createCoalescedWake } from '../queue/coalesced-wake.ts';
 
 /** The largest message accepted: the spec's 25 MB body-plus-attachments ceiling. */
 export const MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
@@ -19,8 +20,6 @@ export const MAX_RECIPIENTS = 100;
 export const MAX_CLIENTS = 200;
 /** A wake-up gives up on an unresponsive Temporal after this long (the reconciler takes over). */
 const WAKE_DEADLINE_MS = 5_000;
-/** At most one wake-up of the inbound actor per this long per process (below the drain's linger). */
-const WAKE_COALESCE_MS = 1_000;
 
 interface SmtpReplyError extends Error {
   responseCode: number;
@@ -31,7 +30,7 @@ function reply(code: number, message: string): SmtpReplyError {
 }
 
 export interface InboundServerDeps {
-  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal'>;
+  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal' | 'queues'>;
   orm: MikroORM;
   logger: Logger;
   /** Where raw messages go; null (BLOB_DIR empty) answers every DATA with 451. */
@@ -89,20 +88,17 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
     return found !== null;
   }
 
-  let lastWake = 0;
+  const coalesced = createCoalescedWake({ drainLingerMs: config.queues.drainLingerMs });
   function wakeIngestion(inboundId: string): void {
     if (!temporal) return;
-    const nowMs = Date.now();
-    if (nowMs - lastWake < WAKE_COALESCE_MS) return;
-    lastWake = nowMs;
-    const woken = temporal.connection
-      .withDeadline(nowMs + WAKE_DEADLINE_MS, () => wakeInboundIntake(temporal, config))
-      .catch((error: unknown) => {
-        lastWake = 0;
-        logger.warn('inbound: could not wake the inbound actor; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) });
-      })
-      .finally(() => wakes.delete(woken));
-    wakes.add(woken);
+    const woken = coalesced.fire(
+      'inbound-intake',
+      () => temporal.connection.withDeadline(Date.now() + WAKE_DEADLINE_MS, () => wakeInboundIntake(temporal, config)),
+      (error) => logger.warn('inbound: could not wake the inbound actor; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) }),
+    );
+    if (!woken) return;
+    const tracked = woken.finally(() => wakes.delete(tracked));
+    wakes.add(tracked);
   }
 
   const server = new SMTPServer({

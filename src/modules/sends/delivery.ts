@@ -138,7 +138,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   /** The email cannot be built: its pending recipients fail (credits back when nothing was ever handed off). */
-  async function failBuild(orgId: string, email: ClaimedSend | MessageSource, recipients: readonly SendRecipient[], error: BuildFailure): Promise<DeliverResult> {
+  async function failBuild(orgId: string, email: MessageSource, recipients: readonly SendRecipient[], error: BuildFailure): Promise<DeliverResult> {
     const everHandedOff = recipients.some((r) => HANDED_OFF.has(r.status));
     const now = new Date();
     await scopeToOrg(orm.em, orgId).transactional(async (tx) => {

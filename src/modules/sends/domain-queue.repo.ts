@@ -82,15 +82,6 @@ export function createDomainQueue(orm: MikroORM) {
       await db().execute(`update domains set drain_lease_until = null where id = ? and org_id = ?`, [domainId, orgId], 'run');
     },
 
-    /** Whether the domain's drain is running (its lease is held). */
-    async isDraining(orgId: string, domainId: string): Promise<boolean> {
-      const rows = await db().execute<{ id: string }[]>(
-        `select id from domains where id = ? and org_id = ? and drain_lease_until > now()`,
-        [domainId, orgId],
-      );
-      return rows.length > 0;
-    },
-
     /**
      * Claims up to `limit` due emails (oldest due first) and starts an attempt on each (status
      * sending, the attempt counted), returning what the attempt needs, recipients included, in

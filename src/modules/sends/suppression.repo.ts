@@ -1,20 +1,10 @@
 /**
- * The send path's reads: the suppression check in one statement: addresses on the workspace's suppression
- * list or belonging to a contact that bounced, complained or was suppressed. Raw SQL is outside
- * the tenant filter, so both halves name the workspace.
+ * Acceptance's read of the sending domain and the suppression check: an address may not be sent
+ * to when it is on the workspace's suppression list or belongs to a contact that bounced,
+ * complained or was suppressed. Raw SQL is outside the tenant filter, so every clause names the
+ * workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-
-export async function findSuppressed(em: EntityManager, orgId: string, addresses: readonly string[]): Promise<Set<string>> {
-  if (addresses.length === 0) return new Set();
-  const rows = await em.getConnection().execute<{ email: string }[]>(
-    `select email from suppressions where org_id = ? and email in (?)
-     union
-     select email from contacts where org_id = ? and email in (?) and status in ('bounced', 'complained', 'suppressed')`,
-    [orgId, [...addresses], orgId, [...addresses]],
-  );
-  return new Set(rows.map((row) => row.email));
-}
 
 /** The sending domain of an email as acceptance checks it. */
 export interface SendingDomain {
@@ -27,8 +17,7 @@ export interface SendingDomain {
 
 /**
  * Acceptance's one read before its transaction: the workspace's sending domain by name (null
- * when it has none by that name) and which of `addresses` may not be sent to (the same rule as
- * findSuppressed), in one round trip.
+ * when it has none by that name) and which of `addresses` may not be sent to, in one round trip.
  */
 export async function findDomainAndSuppressed(
   em: EntityManager,
