@@ -8,6 +8,7 @@ import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
 import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type LeasedEndpoint } from './endpoint-queue.repo.ts';
 import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
 import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
+import { createGroupCommit } from '../../queue/group-commit.ts';
 import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
 
@@ -60,42 +61,32 @@ const RECORD_DELAY_MS = 5;
 type Outcome = 'delivered' | 'failed' | 'exhausted';
 
 /**
- * Group commit of attempt records: a group is written when it reaches RECORD_GROUP records or
- * RECORD_DELAY_MS after its first one, one group at a time; `flush` writes everything buffered
- * and rejects if any write failed (the drain then stops; unrecorded attempts lapse and are
- * retried as abandoned).
+ * Attempt records in group commits (src/queue/group-commit.ts): a group is written when it
+ * reaches RECORD_GROUP records or RECORD_DELAY_MS after its first one, one group at a time. A
+ * drain slot is free as soon as its record is handed over; `flush` waits for every record and
+ * rejects if any write failed (the drain then stops; unrecorded attempts lapse and are retried
+ * as abandoned).
  */
 function createRecorder(write: (records: AttemptRecord[]) => Promise<void>, onRecorded: (record: AttemptRecord) => void) {
-  const pending: AttemptRecord[] = [];
-  let writing: Promise<void> = Promise.resolve();
+  const group = createGroupCommit(write, { maxItems: RECORD_GROUP, delayMs: RECORD_DELAY_MS });
+  const writing = new Set<Promise<void>>();
   let failure: unknown;
-  let timer: NodeJS.Timeout | undefined;
-  const writeGroup = () => {
-    clearTimeout(timer);
-    timer = undefined;
-    const group = pending.splice(0, RECORD_GROUP);
-    if (group.length === 0) return writing;
-    writing = writing
-      .then(() => write(group))
-      .then(() => group.forEach(onRecorded))
-      .catch((error: unknown) => {
-        failure ??= error;
-      });
-    return writing;
-  };
   return {
     add(record: AttemptRecord): void {
-      pending.push(record);
-      if (pending.length >= RECORD_GROUP) void writeGroup();
-      else timer ??= setTimeout(() => void writeGroup(), RECORD_DELAY_MS);
+      const recorded: Promise<void> = group
+        .add(record)
+        .then(
+          () => onRecorded(record),
+          (error: unknown) => {
+            failure ??= error;
+          },
+        )
+        .finally(() => writing.delete(recorded));
+      writing.add(recorded);
     },
     async flush(): Promise<void> {
-      while (pending.length > 0) await writeGroup();
-      await writing;
+      await Promise.all([...writing]);
       if (failure !== undefined) throw failure instanceof Error ? failure : new Error('recording attempts failed', { cause: failure });
-    },
-    stop(): void {
-      clearTimeout(timer);
     },
   };
 }
@@ -198,39 +189,35 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
       const reap = async () => (await queue.reapLapsed(orgId, endpointId, schedule.length, ABANDONED_ERROR)) > 0;
 
       await reap();
-      try {
-        await drainWindow<ClaimedDelivery>({
-          concurrency: config.webhooks.endpointConcurrency,
-          lingerMs: config.queues.drainLingerMs,
-          tickMs: TICK_MS,
-          signal: context.signal,
-          subscribe: (onWake) => wakes.subscribe(WEBHOOK_WAKE_CHANNEL, endpointId, onWake),
-          async claim(limit) {
-            const current = endpoint!;
-            const rows = await queue.claim(orgId, endpointId, current.enabled ? limit : 500, ROW_LEASE_SECONDS);
-            if (!current.enabled) {
-              await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${current.disabled_reason ? `: ${current.disabled_reason}` : ''}`);
-              summary.exhausted += rows.length;
-              return { claimed: rows.length, items: [] };
-            }
-            const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
-            await queue.finishWithoutAttempt(orgId, orphans.map((r) => r.id), 'the event no longer exists');
-            summary.exhausted += orphans.length;
-            return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
-          },
-          run: async (row) => recorder.add(await attempt(endpoint!, row)),
-          async tick() {
-            context.heartbeat();
-            endpoint = (await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS)) ?? endpoint;
-            await reap();
-          },
-          settle: () => recorder.flush(),
-          nextDue: () => queue.nextDue(orgId, endpointId),
-          onDueUnclaimed: reap,
-        });
-      } finally {
-        recorder.stop();
-      }
+      await drainWindow<ClaimedDelivery>({
+        concurrency: config.webhooks.endpointConcurrency,
+        lingerMs: config.queues.drainLingerMs,
+        tickMs: TICK_MS,
+        signal: context.signal,
+        subscribe: (onWake) => wakes.subscribe(WEBHOOK_WAKE_CHANNEL, endpointId, onWake),
+        async claim(limit) {
+          const current = endpoint!;
+          const rows = await queue.claim(orgId, endpointId, current.enabled ? limit : 500, ROW_LEASE_SECONDS);
+          if (!current.enabled) {
+            await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${current.disabled_reason ? `: ${current.disabled_reason}` : ''}`);
+            summary.exhausted += rows.length;
+            return { claimed: rows.length, items: [] };
+          }
+          const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
+          await queue.finishWithoutAttempt(orgId, orphans.map((r) => r.id), 'the event no longer exists');
+          summary.exhausted += orphans.length;
+          return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
+        },
+        run: async (row) => recorder.add(await attempt(endpoint!, row)),
+        async tick() {
+          context.heartbeat();
+          endpoint = (await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS)) ?? endpoint;
+          await reap();
+        },
+        settle: () => recorder.flush(),
+        nextDue: () => queue.nextDue(orgId, endpointId),
+        onDueUnclaimed: reap,
+      });
       await queue.releaseEndpoint(orgId, endpointId);
       const state = await queue.state(orgId, endpointId);
       return drainSummary(summary, state);
