@@ -7,7 +7,7 @@ import { respond, successEnvelope } from './envelope.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { readBody } from './middleware/read-body.ts';
 import { requireScope } from './middleware/require-scope.ts';
-import { isWrite, type AnyRoute, type StoreAnswer } from './route.ts';
+import { isWrite, type AnyRoute, type IdempotentAnswer } from './route.ts';
 import { callerOf, type HeraldState } from './state.ts';
 import { parseInput } from './validation.ts';
 
@@ -76,11 +76,15 @@ export function mountRoutes(
         const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
         const body = route.body ? await parseInput(route.body, rawBody, 'body', route.bodyErrorReason) : undefined;
         const record = ctx.state.idempotencyRecord;
-        const storeAnswer: StoreAnswer | undefined = record
-          ? async (em, status, data) => {
-              const envelope = successEnvelope(ctx.state, data);
-              await deps.idempotency.completeIn(em, record.id, status, route.storedResponse ? route.storedResponse.seal(envelope) : envelope);
-              record.stored = true;
+        const idempotentAnswer: IdempotentAnswer | undefined = record
+          ? {
+              cte: (status, data) => {
+                const envelope = successEnvelope(ctx.state, data);
+                return deps.idempotency.answerCte(record.id, status, route.storedResponse ? route.storedResponse.seal(envelope) : envelope);
+              },
+              stored: () => {
+                record.stored = true;
+              },
             }
           : undefined;
         const result = await route.handle({
@@ -89,7 +93,7 @@ export function mountRoutes(
           query,
           body,
           requestId: ctx.state.requestId,
-          ...(storeAnswer ? { storeAnswer } : {}),
+          ...(idempotentAnswer ? { idempotentAnswer } : {}),
         });
         if ('stream' in result) {
           ctx.status = result.status;

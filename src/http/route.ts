@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
+import type { SqlFragment } from '../../db/sql-fragment.ts';
 import type * as v from 'valibot';
 import type { ErrorCode } from '../errors.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
@@ -17,14 +17,19 @@ export interface RouteInput<P, Q, B> {
   body: B;
   requestId: string;
   /**
-   * Present on a write that claimed an Idempotency-Key: stores `data` as the request's
-   * idempotent answer with `status`, in the caller's transaction (`em`), so the answer commits
-   * with the change it describes. A handler that uses it must then answer exactly that.
+   * Present on a write that claimed an Idempotency-Key: lets the handler store its idempotent
+   * answer inside its own transaction, so the answer commits with the change it describes.
+   * A handler that uses it must then answer exactly that.
    */
-  storeAnswer?: StoreAnswer;
+  idempotentAnswer?: IdempotentAnswer;
 }
 
-export type StoreAnswer = (em: EntityManager, status: number, data: unknown) => Promise<void>;
+export interface IdempotentAnswer {
+  /** The CTE (`idem_answer`) that stores `data` with `status` as the answer, for a statement of the handler's transaction. */
+  cte(status: number, data: unknown): SqlFragment;
+  /** Tells the middleware that the statement with the CTE ran (its transaction commits or the request fails). */
+  stored(): void;
+}
 
 /** A JSON answer, sent inside the success envelope `{ok: true, data, meta}`. */
 export interface JsonRouteResult {

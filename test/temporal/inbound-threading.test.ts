@@ -2,7 +2,12 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Domain, Event, InboxMessage, InboxThread, TransactionalEmail } from '../../db/entities/index.ts';
-import { recordOutboundMessage } from '../../src/modules/inbox/outbound.ts';
+import * as v from 'valibot';
+import { createLogger } from '../../src/logger.ts';
+import { createSendsService } from '../../src/modules/sends/sends.service.ts';
+import { SendEmailBody } from '../../src/modules/sends/sends.schemas.ts';
+import { lazyTemporalClient } from '../../src/temporal/client.ts';
+import { setCredits } from '../support/sending.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { BOUNCE_DOMAIN, INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
@@ -63,26 +68,19 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   }, 60_000);
 
   it('threads a reply to an outbound message recorded by the send pipeline', async () => {
-    const outbound = await h.inbox().transactional((em) =>
-      recordOutboundMessage(em, {
-        orgId: h.orgId,
-        emailId: 'aaaaaaaaaaaaaaaaaaaaaaaa',
-        rfcMessageId: '<aaaaaaaaaaaaaaaaaaaaaaaa.0@acme.example>',
-        subject: 'Your invoice',
-        text: 'Attached.',
-        html: null,
-        from: { email: 'billing@acme.example', name: 'Billing' },
-        to: [{ email: 'dee@remote.example', name: '' }],
-        cc: [],
-        inReplyTo: null,
-        references: [],
-        attachmentCount: 1,
-        createdAt: new Date(),
-      }),
-    );
-    expect(outbound).toMatchObject({ direction: 'outbound', attachmentIngestStatus: 'unavailable', attachmentsReady: true, attachmentCount: 1 });
+    await setCredits(h.stack.orm, h.orgId, 10);
+    const temporal = lazyTemporalClient(h.stack.config);
+    try {
+      const sends = createSendsService({ orm: h.stack.orm, blobs: h.blobs(), temporal: temporal.client, config: h.stack.config, logger: createLogger('silent') });
+      const body = v.parse(SendEmailBody, { from: 'Billing <billing@acme.example>', to: 'dee@remote.example', subject: 'Your invoice', text: 'Attached.' });
+      await sends.sendEmail(h.orgId, null, body);
+    } finally {
+      await temporal.close();
+    }
+    const outbound = await h.inbox().findOneOrFail(InboxMessage, { subject: 'Your invoice', direction: 'outbound' });
+    expect(outbound).toMatchObject({ direction: 'outbound', attachmentIngestStatus: 'unavailable', attachmentsReady: true, attachmentCount: 0 });
     const reply = await h.settled(
-      await h.send({ from: 'dee@remote.example', to: 'billing@acme.example', subject: 'Re: Your invoice', text: 'Thanks', inReplyTo: '<aaaaaaaaaaaaaaaaaaaaaaaa.0@acme.example>' }),
+      await h.send({ from: 'dee@remote.example', to: 'billing@acme.example', subject: 'Re: Your invoice', text: 'Thanks', inReplyTo: `<${outbound.rfcMessageId}>` }),
     );
     expect(reply.threadId).toBe(outbound.threadId);
     expect(reply.inReplyToId).toBe(outbound.id);

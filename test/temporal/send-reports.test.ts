@@ -7,6 +7,7 @@ import { freePort } from '../../src/dev/ports.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createSendsService, type SendsService } from '../../src/modules/sends/sends.service.ts';
 import { SendEmailBody } from '../../src/modules/sends/sends.schemas.ts';
+import type { EmailRecord } from '../../src/modules/sends/sends.serializer.ts';
 import { lazyTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import * as v from 'valibot';
 import { setCredits } from '../support/sending.ts';
@@ -54,7 +55,7 @@ describe('bounce and complaint reports for sent email', () => {
   const recipientOf = async (emailId: string) => h.inbox().findOneOrFail(EmailRecipient, { emailId });
   const eventCount = async (type: string, emailId: string) => h.inbox().count(Event, { type, data: { email_id: emailId } });
 
-  function dsn(email: TransactionalEmail, recipient: string, action: 'failed' | 'delayed', status: string): string {
+  function dsn(email: EmailRecord, recipient: string, action: 'failed' | 'delayed', status: string): string {
     const boundary = 'dsn-boundary';
     return [
       'From: Mail Delivery System <MAILER-DAEMON@mx.remote.example>',
@@ -88,7 +89,7 @@ describe('bounce and complaint reports for sent email', () => {
     ].join('\r\n');
   }
 
-  async function deliverReport(email: TransactionalEmail, raw: string) {
+  async function deliverReport(email: EmailRecord, raw: string) {
     const transport = createTransport({ host: '127.0.0.1', port: h.smtp.port, secure: false, ignoreTLS: true });
     await transport.sendMail({ envelope: { from: '', to: [`bounce+${email.id}@${BOUNCE_DOMAIN}`] }, raw });
   }

@@ -4,10 +4,7 @@ import {
   normalizeSubject,
   parseMessageIdList,
   participantsOf,
-  participantsOverlap,
   replyCandidates,
-  SUBJECT_THREAD_WINDOW_MS,
-  withinSubjectWindow,
 } from '../../src/modules/inbox/threading.ts';
 
 describe('normalizeSubject', () => {
@@ -59,27 +56,5 @@ describe('Message-ID lists', () => {
 describe('participants', () => {
   it('lower-cases and de-duplicates', () => {
     expect(participantsOf(['A@X.com', 'a@x.com', null, '', ' b@y.com '])).toEqual(['a@x.com', 'b@y.com']);
-  });
-
-  it('needs a shared outside address when both messages have one', () => {
-    const own = ['acme.com'];
-    expect(participantsOverlap(['support@acme.com', 'jo@client.com'], ['support@acme.com', 'jo@client.com'], own)).toBe(true);
-    expect(participantsOverlap(['support@acme.com', 'jo@client.com'], ['support@acme.com', 'max@other.com'], own)).toBe(false);
-  });
-
-  it('counts own addresses for internal mail', () => {
-    const own = ['acme.com'];
-    expect(participantsOverlap(['a@acme.com', 'b@acme.com'], ['b@acme.com'], own)).toBe(true);
-    expect(participantsOverlap(['a@acme.com'], ['c@acme.com'], own)).toBe(false);
-  });
-});
-
-describe('withinSubjectWindow', () => {
-  const last = new Date('2026-01-01T00:00:00Z');
-  it('accepts a message up to the window after the thread’s last message', () => {
-    expect(withinSubjectWindow(last, new Date(last.getTime() + SUBJECT_THREAD_WINDOW_MS))).toBe(true);
-  });
-  it('refuses one past the window', () => {
-    expect(withinSubjectWindow(last, new Date(last.getTime() + SUBJECT_THREAD_WINDOW_MS + 1))).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { newId } from '../../../db/ids.ts';
 
 const COMPLETE_SQL = `update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`;
@@ -70,9 +71,17 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
       await connection().execute(COMPLETE_SQL, [status, JSON.stringify(body ?? null), recordId]);
     },
 
-    /** `complete` inside the caller's transaction: the answer commits with the change it describes. */
-    async completeIn(em: EntityManager, recordId: string, status: number, body: unknown): Promise<void> {
-      await em.execute(COMPLETE_SQL, [status, JSON.stringify(body ?? null), recordId], 'run');
+    /**
+     * `complete` as a CTE (`idem_answer`) of the caller's statement, inside its transaction: the
+     * answer commits with the change it describes, in the same round trip.
+     */
+    answerCte(recordId: string, status: number, body: unknown): SqlFragment {
+      return {
+        sql: `idem_answer as (
+          update idempotency_records set state = 'completed', response_status = :idemStatus, response_body = :idemBody::jsonb
+           where id = :idemRecord returning id)`,
+        params: { idemStatus: status, idemBody: JSON.stringify(body ?? null), idemRecord: recordId },
+      };
     },
 
     /** Whether the record holds a stored answer. */

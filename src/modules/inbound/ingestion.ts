@@ -7,7 +7,8 @@ import { readBlob, type BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { recordEvent } from '../events/events.fns.ts';
-import { lockWorkspaceThreads, participantsOf, threadMessage } from '../inbox/threading.ts';
+import { lockWorkspaceThreads, participantsOf } from '../inbox/threading.ts';
+import { placeInThread } from '../inbox/thread-placement.repo.ts';
 import { settleAttachments, storeAttachments, type StoreOutcome } from './attachments.ts';
 import { checkAuthentication, createAuthResolver, type AuthResultsSummary } from './auth-results.ts';
 import { parseMessageStream, scanSubject, type ParsedMessage } from './mime.ts';
@@ -139,7 +140,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       const participants = participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]);
       await lockWorkspaceThreads(em, route.orgId, { subject: parsed.subject, participants });
       const at = inbound.createdAt;
-      const { thread, parent } = await threadMessage(em, route.orgId, {
+      const { threadId, parentId } = await placeInThread(em, route.orgId, {
         subject: parsed.subject,
         inReplyTo: parsed.inReplyTo,
         references: parsed.references,
@@ -151,7 +152,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       const message = em.create(InboxMessage, {
         id: newId(),
         orgId: route.orgId,
-        threadId: thread.id,
+        threadId,
         direction: 'inbound',
         kind,
         inboundId: inbound.id,
@@ -166,7 +167,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
         rfcMessageId: parsed.messageId,
         inReplyTo: parsed.inReplyTo,
         references: parsed.references,
-        inReplyToId: parent?.id ?? null,
+        inReplyToId: parentId,
         attachmentIngestStatus: attachmentCount > 0 ? 'pending' : 'ready',
         failedAttachments: [],
         attachmentCount,

@@ -1,7 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { InboxMessage, InboxThread } from '../../../db/entities/index.ts';
-import { newId } from '../../../db/ids.ts';
 
 /**
  * Threading of inbox messages (inbound and outbound), per workspace:
@@ -11,7 +8,7 @@ import { newId } from '../../../db/ids.ts';
  *   2. else the normalised subject plus a shared participant, with a thread active within
  *      SUBJECT_THREAD_WINDOW_MS;
  *   3. else a new thread.
- * The pure rules come first (unit-tested); `threadMessage` applies them to the database.
+ * The pure parts are here (unit-tested); thread-placement.repo.ts applies the rules in SQL.
  * docs/inbound.md describes them for users.
  */
 
@@ -86,30 +83,6 @@ export function participantsOf(addresses: readonly (string | null | undefined)[]
   return [...seen];
 }
 
-function domainOf(email: string): string {
-  return email.slice(email.lastIndexOf('@') + 1);
-}
-
-/**
- * Whether two messages share a participant other than the workspace itself: addresses on the
- * workspace's own domains are on nearly every message, so they alone do not make two messages
- * with the same subject one conversation. When neither side has an outside address (internal
- * mail), the own addresses count.
- */
-export function participantsOverlap(a: readonly string[], b: readonly string[], ownDomains: readonly string[]): boolean {
-  const own = new Set(ownDomains.map((domain) => domain.toLowerCase()));
-  const outside = (list: readonly string[]) => list.filter((email) => !own.has(domainOf(email)));
-  const [outsideA, outsideB] = [outside(a), outside(b)];
-  const [left, right] = outsideA.length > 0 && outsideB.length > 0 ? [outsideA, outsideB] : [a, b];
-  const set = new Set(right);
-  return left.some((email) => set.has(email));
-}
-
-/** Whether a thread last active at `lastMessageAt` may take a subject-matched message dated `at`. */
-export function withinSubjectWindow(lastMessageAt: Date, at: Date, windowMs = SUBJECT_THREAD_WINDOW_MS): boolean {
-  return at.getTime() - lastMessageAt.getTime() <= windowMs;
-}
-
 export interface ThreadingInput {
   subject: string;
   inReplyTo: string | null;
@@ -119,82 +92,23 @@ export interface ThreadingInput {
   at: Date;
 }
 
-export interface ThreadPlacement {
-  thread: InboxThread;
-  /** The message this one replies to, when found in the workspace. */
-  parent: InboxMessage | null;
-}
-
 /**
  * Serialises threading of messages with the same normalised subject and participants in one
  * workspace until the caller's transaction ends, so two messages of one new conversation
  * arriving together do not open two threads. Other messages thread concurrently: a
  * workspace-wide lock would make every send of a workspace wait for the one before it (a
  * receipt sent to a thousand customers has one subject but a thousand conversations). The
- * thread row itself is locked when a message joins it (see threadMessage), so its counters
- * stay exact.
+ * thread row itself is locked when a message joins it (thread-placement.repo.ts), so its
+ * counters stay exact.
  */
 export async function lockWorkspaceThreads(em: EntityManager, orgId: string, message: { subject: string; participants: readonly string[] }): Promise<void> {
-  const key = [orgId, normalizeSubject(message.subject).slice(0, 200), ...participantsOf(message.participants).sort()].join('\n');
-  await em.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`inbox-threads:${key}`]);
+  await em.execute(`select ${THREAD_LOCK_SQL}`, { threadLock: threadLockKey(orgId, message) });
 }
 
-async function findByMessageIds(em: EntityManager, candidates: string[]): Promise<{ thread: InboxThread; parent: InboxMessage } | null> {
-  if (candidates.length === 0) return null;
-  const found = await em.find(InboxMessage, { rfcMessageId: { $in: candidates } }, { orderBy: { createdAt: 'asc' } });
-  for (const id of candidates) {
-    const parent = found.find((message) => message.rfcMessageId === id);
-    if (!parent) continue;
-    const thread = await em.findOne(InboxThread, { id: parent.threadId });
-    if (thread) return { thread, parent };
-  }
-  return null;
-}
+/** The advisory lock of lockWorkspaceThreads as a select-list expression (`:threadLock` = threadLockKey), for a statement that takes it alongside its reads. */
+export const THREAD_LOCK_SQL = 'pg_advisory_xact_lock(hashtextextended(:threadLock, 0)) is null as thread_locked';
 
-/**
- * The most recent thread of the workspace with this subject inside the subject window whose
- * participants overlap the message's; one raw statement (thread ids and participants, the
- * workspace's own domains alongside) instead of hydrating the candidates: a receipt sent to
- * a thousand customers has one subject, so every send of it looks at the same candidates.
- */
-async function findBySubject(em: EntityManager, orgId: string, input: ThreadingInput, normalized: string): Promise<{ id: string } | null> {
-  if (normalized === '') return null;
-  const since = new Date(input.at.getTime() - SUBJECT_THREAD_WINDOW_MS);
-  const candidates = await em.execute<{ id: string; participants: string[]; own_domains: string[] }[]>(
-    `select t.id, t.participants, array(select d.domain from domains d where d.org_id = ?) as own_domains
-       from inbox_threads t
-      where t.org_id = ? and t.normalized_subject = ? and t.last_message_at >= ?::timestamptz
-      order by t.last_message_at desc limit 20`,
-    [orgId, orgId, normalized, since.toISOString()],
-  );
-  return candidates.find((thread) => participantsOverlap(thread.participants, input.participants, thread.own_domains)) ?? null;
-}
-
-/**
- * Finds (or creates) the thread of a new message in the workspace of `em` (a scoped fork, in
- * the caller's transaction, after lockWorkspaceThreads) and counts the message in it:
- * participants, message_count, last_message_at and updated_at move on.
- */
-export async function threadMessage(em: EntityManager, orgId: string, input: ThreadingInput): Promise<ThreadPlacement> {
-  const normalized = normalizeSubject(input.subject).slice(0, 998);
-  const byId = await findByMessageIds(em, replyCandidates(input.inReplyTo, input.references));
-  const found = byId?.thread ?? (await findBySubject(em, orgId, input, normalized));
-  // Another message may be joining the same thread now: take its row lock and fresh counters.
-  const locked = found ? await em.findOne(InboxThread, { id: found.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }) : null;
-  const thread =
-    locked ??
-    em.create(InboxThread, {
-      id: newId(),
-      orgId,
-      subject: input.subject.slice(0, 998),
-      normalizedSubject: normalized,
-      participants: [],
-      messageCount: 0,
-      lastMessageAt: input.at,
-    });
-  thread.participants = participantsOf([...thread.participants, ...input.participants]);
-  thread.messageCount += 1;
-  if (input.at > thread.lastMessageAt) thread.lastMessageAt = input.at;
-  thread.updatedAt = new Date();
-  return { thread, parent: byId?.parent ?? null };
+/** The key lockWorkspaceThreads locks for a message: workspace, normalised subject and sorted participants. */
+export function threadLockKey(orgId: string, message: { subject: string; participants: readonly string[] }): string {
+  return ['inbox-threads:' + orgId, normalizeSubject(message.subject).slice(0, 200), ...participantsOf(message.participants).sort()].join('\n');
 }

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TransactionalEmail } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
 import { secondsUntilNextUtcDay } from './sends.fns.ts';
+import type { SqlFragment } from '../../../db/sql-fragment.ts';
 
 /**
  * Credits and the domain warm-up cap, reserved at acceptance and released on a 502, a
@@ -19,7 +20,6 @@ export interface CreditCharge {
 
 export interface QuotaRequest {
   orgId: string;
-  emailId: string;
   domainId: string;
   domain: string;
   /** NOTIFY the domain's drain channel in the same statement (an immediate send): a running drain sees the email at commit. */
@@ -33,7 +33,8 @@ export interface QuotaRequest {
   now: Date;
 }
 
-interface ReservationRow {
+/** The columns quotaCtes adds to its statement's result row. */
+export interface ReservationRow {
   draining: boolean;
   from_balance: number | null;
   balance: number;
@@ -42,58 +43,59 @@ interface ReservationRow {
 }
 
 /**
- * Takes `count` credits from the workspace (from the balance, and past it as overage when
- * overage is on) and counts `count` messages against the domain's cap for the day, and stamps
- * the charge on the email row, in one statement: the workspace's credit row and the domain's
- * counter are the hot rows every send of a workspace writes, so they are touched last and in a
- * single round trip before the commit. Refusals throw (402 when credits are short and overage
- * is off, 429 when the cap is reached); the caller's transaction then rolls everything back.
+ * The reservation as CTEs of the acceptance statement (without `with`; named `q_*`) and the
+ * select-list expressions (`quotaColumns`) that report it: takes `count` credits from the
+ * workspace (from the balance, and past it as overage when overage is on) and counts `count`
+ * messages against the domain's cap for the day. The workspace's credit row and the domain's
+ * counter are the hot rows every send of a workspace writes; `after` names a CTE whose row
+ * must exist first, so they are locked last in the statement (and in a fixed order after the
+ * thread row the statement updates). The email row takes the charge from `q_charged`.
+ * The row is judged by chargeOf, which throws the refusals (402, 429).
  */
-export async function reserveQuota(em: EntityManager, request: QuotaRequest): Promise<CreditCharge> {
+export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & { columns: string } {
+  const capped = request.cap !== null;
+  const sql = `
+    q_current as (
+      select o.id, o.credit_balance, o.overage_enabled from organizations o, ${after} where o.id = :qOrg for update of o
+    ),
+    q_charged as (
+      update organizations o
+         set credit_balance = o.credit_balance - least(c.credit_balance, :qCount),
+             overage_used = o.overage_used + (:qCount - least(c.credit_balance, :qCount))
+        from q_current c
+       where o.id = c.id and (c.credit_balance >= :qCount or c.overage_enabled)
+      returning least(c.credit_balance, :qCount) as from_balance
+    ),
+    q_counted as (
+      insert into domain_daily_sends (domain_id, day, org_id, count)
+      select :qDomain, :qDay, :qOrg, :qCount where ${capped ? ':qCount <= :qCap' : 'true'}
+      on conflict (domain_id, day) do update set count = domain_daily_sends.count + excluded.count
+      ${capped ? 'where domain_daily_sends.count + excluded.count <= :qCap' : ''}
+      returning count
+    )`;
+  const columns = `(select from_balance from q_charged) as from_balance,
+      (select credit_balance from q_current) as balance,
+      (select count from q_counted) as day_count,
+      coalesce((select count from domain_daily_sends where domain_id = :qDomain and day = :qDay), 0) as used,
+      coalesce((select drain_lease_until > now() from domains where id = :qDomain), false) as draining
+      ${request.notifyChannel ? ', pg_notify(:qChannel, :qDomain) is null as notified' : ''}`;
+  return {
+    sql,
+    columns,
+    params: {
+      qOrg: request.orgId,
+      qCount: request.count,
+      qDomain: request.domainId,
+      qDay: request.day,
+      ...(capped ? { qCap: request.cap } : {}),
+      ...(request.notifyChannel ? { qChannel: request.notifyChannel } : {}),
+    },
+  };
+}
+
+/** The charge the reservation made, or the refusal: 402 when credits are short and overage is off, 429 when the cap is reached. */
+export function chargeOf(row: ReservationRow | undefined, request: QuotaRequest): CreditCharge {
   const { count, cap } = request;
-  const capped = cap !== null;
-  const rows: ReservationRow[] = await em.execute(
-    `with current as (
-       select id, credit_balance, overage_enabled from organizations where id = ? for update
-     ), charged as (
-       update organizations o
-          set credit_balance = o.credit_balance - least(c.credit_balance, ?),
-              overage_used = o.overage_used + (? - least(c.credit_balance, ?))
-         from current c
-        where o.id = c.id and (c.credit_balance >= ? or c.overage_enabled)
-        returning least(c.credit_balance, ?) as from_balance
-     ), counted as (
-       insert into domain_daily_sends (domain_id, day, org_id, count)
-       select ?, ?, ?, ? where ${capped ? '? <= ?' : 'true'}
-       on conflict (domain_id, day) do update set count = domain_daily_sends.count + excluded.count
-       ${capped ? 'where domain_daily_sends.count + excluded.count <= ?' : ''}
-       returning count
-     ), stamped as (
-       update transactional_emails
-          set credits_charged = (select from_balance from charged),
-              overage_charged = ? - (select from_balance from charged)
-        where id = ? and exists (select 1 from charged) and exists (select 1 from counted)
-        returning id
-     )
-     select (select from_balance from charged) as from_balance,
-            (select credit_balance from current) as balance,
-            (select count from counted) as day_count,
-            coalesce((select count from domain_daily_sends where domain_id = ? and day = ?), 0) as used,
-            coalesce((select drain_lease_until > now() from domains where id = ?), false) as draining
-            ${request.notifyChannel ? ', pg_notify(?, ?) is null as notified' : ''}`,
-    [
-      request.orgId,
-      count, count, count, count, count,
-      request.domainId, request.day, request.orgId, count,
-      ...(capped ? [count, cap] : []),
-      ...(capped ? [cap] : []),
-      count, request.emailId,
-      request.domainId, request.day,
-      request.domainId,
-      ...(request.notifyChannel ? [request.notifyChannel, request.domainId] : []),
-    ],
-  );
-  const row = rows[0];
   if (!row || row.from_balance === null) {
     throw new AppError(
       'payment_required',

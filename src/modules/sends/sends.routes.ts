@@ -2,8 +2,7 @@ import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
 import { serializeEmail } from './sends.serializer.ts';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AcceptedEmail, SendsService } from './sends.service.ts';
+import type { AcceptanceAnswer, SendsService } from './sends.service.ts';
 
 /**
  * POST /outbox/emails (spec), GET /outbox/emails/{id} and POST /outbox/emails/{id}/cancel
@@ -34,11 +33,14 @@ export function createSendsRoutes(deps: { sends: SendsService }) {
       bodyErrorReason: sendBodyErrorReason,
       errors: ['payment_required', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'bad_gateway', 'service_unavailable'],
       response: { status: 202, description: 'Accepted for delivery: the transactional email record', schema: TransactionalEmailResponse },
-      handle: async ({ caller, body, storeAnswer }) => {
+      handle: async ({ caller, body, idempotentAnswer }) => {
         // The idempotent answer commits with the email: a crash between the two cannot leave a
         // key whose retry would send the email again.
-        const onAccepted = storeAnswer ? (tx: EntityManager, accepted: AcceptedEmail) => storeAnswer(tx, 202, serializeEmail(accepted.email, accepted.recipients)) : undefined;
-        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body, onAccepted ? { onAccepted } : {});
+        const answer: AcceptanceAnswer | undefined = idempotentAnswer && {
+          cte: (accepted) => idempotentAnswer.cte(202, serializeEmail(accepted.email, accepted.recipients)),
+          stored: () => idempotentAnswer.stored(),
+        };
+        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body, answer ? { answer } : {});
         return { status: 202, data: serializeEmail(email, recipients) };
       },
     }),

@@ -8,15 +8,19 @@ import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import { recordOutboundMessage } from '../inbox/outbound.ts';
-import { releaseEmailQuota, reserveQuota, type CreditCharge } from './quota.repo.ts';
+import type { SqlFragment } from '../../../db/sql-fragment.ts';
+import { outboundMessage } from '../inbox/outbound.ts';
+import { threadLockKey } from '../inbox/threading.ts';
+import { writeAcceptance } from './acceptance.repo.ts';
+import { releaseEmailQuota, type CreditCharge } from './quota.repo.ts';
+import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { createDomainWaker } from './domain-actor.ts';
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
-import { decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
+import { decodeBase64, envelopeRecipients, type EnvelopeRecipient, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
 
@@ -37,8 +41,14 @@ export interface SendsServiceDeps {
 }
 
 export interface AcceptedEmail {
-  email: TransactionalEmail;
-  recipients: EmailRecipient[];
+  email: EmailRecord;
+  recipients: RecipientRecord[];
+}
+
+/** The idempotent answer of an acceptance, stored by the acceptance statement (see IdempotentAnswer in http/route.ts). */
+export interface AcceptanceAnswer {
+  cte(accepted: AcceptedEmail): SqlFragment;
+  stored(): void;
 }
 
 function invalidField(path: string, type: string, message: string, reason?: string): AppError {
@@ -106,6 +116,47 @@ export function createSendsService(deps: SendsServiceDeps) {
     return written;
   }
 
+  /**
+   * The sending domain of an acceptance, checked (exists, verified, not paused) with the
+   * recipients' suppression, in the transaction's first statement, which also takes the
+   * thread lock `threadLock`.
+   */
+  async function checkedDomain(tx: EntityManager, orgId: string, host: string, recipients: readonly EnvelopeRecipient[], threadLock: string): Promise<SendingDomain> {
+    const addresses = recipients.map((r) => r.email);
+    const { domain, suppressed: found } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock });
+    if (!domain) throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
+    const refusal = domainRefusal(domain, host);
+    if (refusal) throw refusal;
+    if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
+    const suppressed = addresses.filter((a) => found.has(a));
+    if (suppressed.length > 0) {
+      throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
+        reason: 'RECIPIENT_SUPPRESSED',
+        recipients: suppressed,
+      });
+    }
+    return domain;
+  }
+
+  /**
+   * After the commit the email is durable and nothing may fail the request, except the opt-in
+   * hand-off wait's 502. A lost wake-up is the send reconciler's to repeat; a domain whose
+   * drain is running needs none.
+   */
+  async function afterCommit(orgId: string, accepted: AcceptedEmail & { charge: CreditCharge; domainId: string }) {
+    const { email, recipients, charge } = accepted;
+    if (!email.scheduledAt && !charge.domainDraining) wakeDomain({ orgId, domainId: accepted.domainId }, email.id);
+    const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, email.id, config.sends.handoffWaitMs);
+    if (handoff?.outcome === 'rejected') {
+      throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {
+        reason: 'PROVIDER_REJECTED',
+        email_id: email.id,
+        smtp_response: handoff.response,
+      });
+    }
+    return { email, recipients, handoff };
+  }
+
   return {
     /** Accepts one transactional email; answers the hand-off when it comes within the wait. */
     async sendEmail(
@@ -114,12 +165,11 @@ export function createSendsService(deps: SendsServiceDeps) {
       input: SendEmailInput,
       options: {
         /**
-         * Runs last inside the acceptance transaction with the accepted email (its charge
-         * stamped): the caller stores its answer there (the idempotent response), so it
-         * commits with the email. Not called when an opt-in hand-off wait could still turn
-         * the answer into a 502.
+         * The caller's idempotent answer for the accepted email, written by the acceptance
+         * statement so it commits with the email. Not used when an opt-in hand-off wait could
+         * still turn the answer into a 502.
          */
-        onAccepted?: (tx: EntityManager, accepted: AcceptedEmail) => Promise<void>;
+        answer?: AcceptanceAnswer;
       } = {},
     ): Promise<AcceptedEmail & { handoff: HandoffResult | null }> {
       const at = now();
@@ -141,32 +191,31 @@ export function createSendsService(deps: SendsServiceDeps) {
       const size = messageSize(input.html, input.text, prepared);
       if (size > SEND_LIMITS.messageBytesMax) throw messageTooLarge(size);
 
-      const addresses = recipients.map((r) => r.email);
-      const { domain, suppressed: found } = await findDomainAndSuppressed(orm.em, orgId, from.domain, addresses);
-      if (!domain) {
-        throw new AppError('forbidden', `${from.domain} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: from.domain });
-      }
-      const refusal = domainRefusal(domain, from.domain);
-      if (refusal) throw refusal;
-      if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
-      const suppressed = addresses.filter((a) => found.has(a));
-      if (suppressed.length > 0) {
-        throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
-          reason: 'RECIPIENT_SUPPRESSED',
-          recipients: suppressed,
-        });
-      }
-
       const emailId = newId(at);
-      const blobKeys = await writeInlineBlobs(orgId, emailId, prepared);
-      let accepted: AcceptedEmail & { charge: CreditCharge };
+      const headerValue = (name: string) => Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1] ?? null;
+      const message = outboundMessage({
+        rfcMessageId: messageIdFor(emailId, from.domain),
+        subject: input.subject,
+        text: input.text ?? '',
+        html: input.html ?? null,
+        from: { email: from.email, name: from.name ?? '' },
+        to: recipients.filter((r) => r.kind === 'to').map((r) => ({ email: r.email, name: '' })),
+        cc: recipients.filter((r) => r.kind === 'cc').map((r) => ({ email: r.email, name: '' })),
+        inReplyTo: headerValue('in-reply-to'),
+        references: (headerValue('references') ?? '').split(/\s+/).filter(Boolean),
+        attachmentCount: prepared.length,
+        createdAt: at,
+      });
+      const blobKeys: string[] = [];
+      let accepted: AcceptedEmail & { charge: CreditCharge; domainId: string };
       try {
         accepted = await em.transactional(async (tx) => {
-          const count = recipients.length;
-          const quotaDay = utcDay(schedule.at ?? at);
+          // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
+          const domain = await checkedDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread));
+          blobKeys.push(...(await writeInlineBlobs(orgId, emailId, prepared)));
           const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
           if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
-          const email = tx.create(TransactionalEmail, {
+          const email = {
             id: emailId,
             orgId,
             apiKeyId,
@@ -181,69 +230,40 @@ export function createSendsService(deps: SendsServiceDeps) {
             headers,
             attachments: prepared.map((a) => a.record),
             messageId: messageIdFor(emailId, domain.domain),
-            status: schedule.at ? 'scheduled' : 'queued',
+            status: schedule.at ? ('scheduled' as const) : ('queued' as const),
             scheduledAt: schedule.at,
             nextAttemptAt: schedule.at ?? at,
             sizeBytes: size,
-            creditsCharged: 0,
-            overageCharged: 0,
-            quotaDay,
+            quotaDay: utcDay(schedule.at ?? at),
             createdAt: at,
-            updatedAt: at,
-          });
-          const rows = recipients.map((r) => tx.create(EmailRecipient, { orgId, emailId, kind: r.kind, email: r.email, name: null, createdAt: at, updatedAt: at }));
-          const headerValue = (name: string) => Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1] ?? null;
-          await recordOutboundMessage(tx, {
-            orgId,
-            emailId,
-            rfcMessageId: email.messageId,
-            subject: input.subject,
-            text: input.text ?? '',
-            html: input.html ?? null,
-            from: { email: from.email, name: from.name ?? '' },
-            to: recipients.filter((r) => r.kind === 'to').map((r) => ({ email: r.email, name: '' })),
-            cc: recipients.filter((r) => r.kind === 'cc').map((r) => ({ email: r.email, name: '' })),
-            inReplyTo: headerValue('in-reply-to'),
-            references: (headerValue('references') ?? '').split(/\s+/).filter(Boolean),
-            attachmentCount: prepared.length,
-            createdAt: at,
-          });
-          await tx.flush();
-          // Last, in one statement that also stamps the charge on the email row: the workspace's
-          // credit row and the domain's counter are written by every send of the workspace, so
-          // they stay locked only for this statement and the commit.
-          // A drain of the domain running in any worker sees an immediate email at commit (the NOTIFY rides on this statement).
-          const charge = await reserveQuota(tx, {
-            orgId, emailId, domainId: domain.id, domain: domain.domain, day: quotaDay, count, cap: domain.dailyCap ?? null, now: at,
-            ...(schedule.at ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
-          });
-          // Stamped in SQL by reserveQuota; mirrored here for the answer instead of reading the row
-          // again, on entities no longer tracked (everything is flushed), so the commit writes nothing more.
-          tx.clear();
-          email.creditsCharged = charge.fromBalance;
-          email.overageCharged = charge.overage;
+          };
+          const rows = recipients.map((r) => ({ id: newId(at), kind: r.kind, email: r.email }));
+          // The answer a client sees: a successful reservation always charges one credit per recipient.
+          const accepted: AcceptedEmail = {
+            email: { ...email, creditsCharged: recipients.length, overageCharged: 0, lastError: null, updatedAt: at, sentAt: null, cancelledAt: null },
+            recipients: rows.map((r) => ({ ...r, status: 'queued' as const, attempts: 0, lastResponse: null, bounceType: null, nextAttemptAt: null, updatedAt: at })),
+          };
           const answerIsFinal = Boolean(schedule.at) || config.sends.handoffWaitMs <= 0;
-          if (options.onAccepted && answerIsFinal) await options.onAccepted(tx, { email, recipients: rows });
-          return { email, recipients: rows, charge };
+          const answer = answerIsFinal ? options.answer : undefined;
+          const charge = await writeAcceptance(tx, {
+            email,
+            recipients: rows,
+            message,
+            quota: {
+              orgId, domainId: domain.id, domain: domain.domain, day: email.quotaDay, count: recipients.length, cap: domain.dailyCap ?? null, now: at,
+              // A drain of the domain running in any worker sees an immediate email at commit.
+              ...(schedule.at ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
+            },
+            ...(answer ? { answer: answer.cte(accepted) } : {}),
+          });
+          answer?.stored();
+          return { ...accepted, charge, domainId: domain.id };
         });
       } catch (error) {
         for (const key of blobKeys) await deps.blobs?.delete(key);
         throw error;
       }
-
-      const { email, recipients: recipientRows, charge } = accepted;
-      // The email is durable: from here on nothing may fail the request. A lost wake-up is the
-      // send reconciler's to repeat; a domain whose drain is running needs none.
-      if (!email.scheduledAt && !charge.domainDraining) wakeDomain({ orgId, domainId: domain.id }, emailId);
-      const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, emailId, config.sends.handoffWaitMs);
-      if (handoff?.outcome === 'rejected') {
-        throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {
-          reason: 'PROVIDER_REJECTED',
-          email_id: emailId,
-          smtp_response: handoff.response,
-        });
-      }
-      return { email, recipients: recipientRows, handoff };
+      return afterCommit(orgId, accepted);
     },
 
     /** One email with its recipients, or 404. */

@@ -5,6 +5,7 @@
  * workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { THREAD_LOCK_SQL } from '../inbox/threading.ts';
 
 /** The sending domain of an email as acceptance checks it. */
 export interface SendingDomain {
@@ -16,23 +17,27 @@ export interface SendingDomain {
 }
 
 /**
- * Acceptance's one read before its transaction: the workspace's sending domain by name (null
- * when it has none by that name) and which of `addresses` may not be sent to, in one round trip.
+ * Acceptance's read: the workspace's sending domain by name (null when it has none by that
+ * name) and which of `addresses` may not be sent to, in one round trip. With `threadLock` (a
+ * threadLockKey), the same statement takes the transaction's thread lock, so that the
+ * acceptance statement after it sees the conversation as of the lock.
  */
 export async function findDomainAndSuppressed(
   em: EntityManager,
   orgId: string,
   domainName: string,
   addresses: readonly string[],
+  options: { threadLock?: string } = {},
 ): Promise<{ domain: SendingDomain | null; suppressed: Set<string> }> {
-  const rows = await em.getConnection().execute<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null }[]>(
+  const rows = await em.execute<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null }[]>(
     `select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
-            array(select email from suppressions where org_id = ? and email in (?)
+            array(select email from suppressions where org_id = :org and email in (:addresses)
                   union
-                  select email from contacts where org_id = ? and email in (?) and status in ('bounced', 'complained', 'suppressed')) as suppressed
+                  select email from contacts where org_id = :org and email in (:addresses) and status in ('bounced', 'complained', 'suppressed')) as suppressed
+            ${options.threadLock ? `, ${THREAD_LOCK_SQL}` : ''}
        from (select 1) one
-       left join domains d on d.org_id = ? and d.domain = ?`,
-    [orgId, [...addresses], orgId, [...addresses], orgId, domainName],
+       left join domains d on d.org_id = :org and d.domain = :domain`,
+    { org: orgId, addresses: [...addresses], domain: domainName, ...(options.threadLock ? { threadLock: options.threadLock } : {}) },
   );
   const row = rows[0];
   const domain = row?.id ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap } : null;
