@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createOrm } from '../db/orm.ts';
 import { createDomainsService } from '../src/modules/domains/domains.service.ts';
 import type { BenchContext } from './lib/context.ts';
-import { cpuAccount } from './lib/proc.ts';
+import { cpuAccount, postgresOf } from './lib/proc.ts';
 import { smtpSession } from './lib/smtp-load.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
@@ -145,7 +145,7 @@ export const benchmark: Benchmark = {
         await withWatcher(new Date(Date.now() - 1000), async () => {
           // CPU of every process on the path; `bench` is this process: the SMTP clients and the API poller.
           pollEveryMs = 250;
-          const cpu = cpuAccount({ smtp: smtp.pid, worker: worker.pid, temporal: temporal.pid, api: api.pid, postgres: 'comm:postgres', bench: 'this' });
+          const cpu = cpuAccount({ smtp: smtp.pid, worker: worker.pid, temporal: temporal.pid, api: api.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
           const started = performance.now();
           const subjects = await load(smtp.port, duration, '');
           acceptRate = subjects.length / duration;

@@ -26,7 +26,7 @@ import { createDomainsService } from '../src/modules/domains/domains.service.ts'
 import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad } from './lib/load.ts';
-import { cpuAccount } from './lib/proc.ts';
+import { cpuAccount, postgresOf } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
 
@@ -117,7 +117,7 @@ export const benchmark: Benchmark = {
       process.kill(worker.pid, 'SIGSTOP');
       let accepted;
       try {
-        const acceptCpu = cpuAccount({ api: target.pid, temporal: temporal.pid, postgres: 'comm:postgres', bench: 'this' });
+        const acceptCpu = cpuAccount({ api: target.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
         const load = await runHttpLoad({ url: `${target.url}/api/v1/outbox/emails`, method: 'POST', headers, body: body(`${tag}-[<id>]`), uniqueIds: true, connections: CONNECTIONS, durationSec: duration });
         accepted = { load, cpuPerAccept: acceptCpu.perUnit(load.total - load.failures) };
       } finally {
@@ -125,7 +125,7 @@ export const benchmark: Benchmark = {
       }
       const { load } = accepted;
       // CPU of every process on the delivery path; `bench` is this process: the relay (mail sink).
-      const drainCpu = cpuAccount({ worker: worker.pid, temporal: temporal.pid, postgres: 'comm:postgres', bench: 'this' });
+      const drainCpu = cpuAccount({ worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
       const resumed = Date.now();
       const deadline = resumed + 300_000;
       while (sink.messages().length - before < load.total - load.failures && Date.now() < deadline) await sleep(50);

@@ -23,7 +23,7 @@ import { recordEvent } from '../src/modules/events/events.fns.ts';
 import { signatureHeaders } from '../src/modules/webhooks/signing.ts';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
 import type { BenchContext } from './lib/context.ts';
-import { cpuAccount } from './lib/proc.ts';
+import { cpuAccount, postgresOf } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
 
@@ -127,7 +127,7 @@ export const benchmark: Benchmark = {
       const before = throughputCount();
       const events = Math.ceil(deliveries / ENDPOINTS);
       const total = events * ENDPOINTS;
-      const cpu = cpuAccount({ worker: worker.pid, temporal: temporal.pid, postgres: 'comm:postgres', bench: 'this' });
+      const cpu = cpuAccount({ worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
       const started = performance.now();
       await commit('contact.created', events);
       await waitFor(`${total} deliveries`, () => Promise.resolve(throughputCount() - before >= total ? true : undefined), 600_000, 20);

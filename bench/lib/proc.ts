@@ -43,17 +43,43 @@ export function cpuMsOfCommand(comm: string): number {
   return total;
 }
 
+/** PostgreSQL's shared background processes (their command line after `postgres: <cluster>: `). */
+const PG_BACKGROUND = /: (walwriter|checkpointer|background writer|autovacuum launcher|logical replication launcher|archiver|stats collector)\s*$/;
+
 /**
- * Starts a CPU account over named processes (by pid, `this` for the calling process, or
- * `comm:<name>` for every process of that command name); `perUnit(n)` gives each one's CPU ms
- * per unit of work since the start, and `total` their sum.
+ * CPU time (ms) used so far by PostgreSQL for one database: its backends (and autovacuum
+ * workers), whose command lines name it, plus the shared background processes (WAL writer,
+ * checkpointer, …). Backends of other databases on the same server (another test run on the
+ * machine) are not counted, unlike `comm:postgres`.
  */
-export function cpuAccount(sources: Record<string, number | 'this' | `comm:${string}`>) {
+export function cpuMsOfDatabase(database: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const line = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      if (line.includes(` ${database} `) || PG_BACKGROUND.test(line)) total += cpuMs(Number(entry));
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/**
+ * Starts a CPU account over named processes (by pid, `this` for the calling process,
+ * `comm:<name>` for every process of that command name, or `pg:<database>` for PostgreSQL's
+ * work for one database); `perUnit(n)` gives each one's CPU ms per unit of work since the
+ * start, and `total` their sum.
+ */
+export function cpuAccount(sources: Record<string, number | 'this' | `comm:${string}` | `pg:${string}`>) {
   const read = (source: number | string): number => {
     if (source === 'this') {
       const usage = process.cpuUsage();
       return (usage.user + usage.system) / 1000;
     }
+    if (typeof source === 'string' && source.startsWith('pg:')) return cpuMsOfDatabase(source.slice('pg:'.length));
     if (typeof source === 'string') return cpuMsOfCommand(source.slice('comm:'.length));
     return cpuMs(source);
   };
@@ -66,4 +92,9 @@ export function cpuAccount(sources: Record<string, number | 'this' | `comm:${str
       return { ...figures, total: Object.values(figures).reduce((sum, value) => sum + value, 0) };
     },
   };
+}
+
+/** The cpuAccount source for PostgreSQL's work on the database of `databaseUrl`. */
+export function postgresOf(databaseUrl: string): `pg:${string}` {
+  return `pg:${decodeURIComponent(new URL(databaseUrl).pathname.slice(1))}`;
 }

@@ -111,11 +111,17 @@ export function createDomainQueue(orm: MikroORM) {
       return rows.map(toClaimed);
     },
 
-    /** Extends the leases of the emails whose attempts are still running. */
+    /**
+     * Extends the leases of the emails whose attempts are still running. Rows locked at this
+     * moment are being settled (the sent recorder's group commit updates many of them in one
+     * statement, in its own order): they are skipped rather than waited for, so the two never
+     * deadlock; a settled email needs no lease, and one that is not is extended at the next beat.
+     */
     async extendLeases(orgId: string, ids: readonly string[], leaseSeconds: number): Promise<void> {
       if (ids.length === 0) return;
       await db().execute(
-        `update transactional_emails set next_attempt_at = now() + make_interval(secs => ?) where id in (?) and org_id = ? and ${OPEN}`,
+        `update transactional_emails set next_attempt_at = now() + make_interval(secs => ?)
+          where id in (select id from transactional_emails where id in (?) and org_id = ? and ${OPEN} for update skip locked)`,
         [leaseSeconds, [...ids], orgId],
         'run',
       );
