@@ -92,6 +92,7 @@ const EnvSchema = v.object({
   TEMPORAL_TASK_QUEUE_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9-]+$/)), 'herald'),
   PORT: port('3000'),
   HOST: v.optional(v.string(), '0.0.0.0'),
+  API_PROCESSES: v.pipe(v.optional(v.string(), '1'), v.transform(Number), v.integer(), v.minValue(1), v.maxValue(64)),
   PUBLIC_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
   SMTP_PORT: port('2525'),
   SMTP_HOST: v.optional(v.string(), '0.0.0.0'),
@@ -173,7 +174,8 @@ export interface Config {
     /** A prebuilt workflow bundle to load instead of bundling at start (HERALD_WORKFLOW_BUNDLE). */
     workflowBundlePath?: string;
   };
-  http: { port: number; host: string; publicUrl: string };
+  /** processes: how many api processes `herald api` runs on this port (API_PROCESSES; node:cluster above 1). */
+  http: { port: number; host: string; publicUrl: string; processes: number };
   /** Prometheus metrics at http://<host>:<port>/metrics (METRICS_PORT 0: not served). */
   metrics: { port: number; host: string };
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
@@ -265,6 +267,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       port: env.PORT,
       host: env.HOST,
       publicUrl: (env.PUBLIC_URL ?? `http://127.0.0.1:${env.PORT}`).replace(/\/+$/, ''),
+      processes: env.API_PROCESSES,
     },
     metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
     smtp: {

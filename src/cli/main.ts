@@ -41,6 +41,9 @@ function loadDevStackEnv(): void {
 async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { service: `herald-${name}` });
+  // API_PROCESSES > 1: this process supervises that many api processes sharing the port.
+  const clusterRole = name === 'api' && config.http.processes > 1 ? ((await import('node:cluster')).default.isPrimary ? 'primary' : 'worker') : null;
+  if (clusterRole === 'primary') return (await import('../http/api-cluster.ts')).runApiCluster(config, logger);
   const stops: (() => Promise<void>)[] = [];
   let workerDone: Promise<void> | null = null;
   // `all` runs the three on one ORM (one pool of DATABASE_POOL_MAX connections).
@@ -66,7 +69,9 @@ async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void
     const orm = shared.orm;
     stops.push(() => orm.close());
   }
-  if (config.metrics.port > 0) {
+  if (clusterRole === 'worker') {
+    (await import('../metrics/metrics.ts')).serveMetricsToClusterPrimary();
+  } else if (config.metrics.port > 0) {
     // Auxiliary: a port already taken is reported, never fatal.
     const { startMetricsServer } = await import('../metrics/metrics.ts');
     try {

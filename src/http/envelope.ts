@@ -20,6 +20,17 @@ export function successEnvelope(state: HeraldState, data: unknown, extraMeta: Re
   };
 }
 
+/**
+ * Data that is already JSON text (a list page PostgreSQL built): the envelope carries it as
+ * is instead of parsing and serializing it again.
+ */
+export class JsonText {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 /** Writes the success envelope `{ok: true, data, meta}`. */
 export function respond(
   ctx: Context & { state: HeraldState },
@@ -28,5 +39,11 @@ export function respond(
   extraMeta: Record<string, unknown> = {},
 ): void {
   ctx.status = status;
-  ctx.body = successEnvelope(ctx.state, data, extraMeta);
+  const envelope = successEnvelope(ctx.state, data, extraMeta);
+  if (data instanceof JsonText) {
+    ctx.type = 'application/json';
+    ctx.body = `{"ok":true,"data":${data.text},"meta":${JSON.stringify(envelope.meta)}}`;
+    return;
+  }
+  ctx.body = envelope;
 }

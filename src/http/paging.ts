@@ -1,6 +1,7 @@
 import type { KeysetPage, KeysetPosition } from '../../db/keyset.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { CursorCodec } from './cursor.ts';
+import { JsonText } from './envelope.ts';
 import type { RouteResult } from './route.ts';
 
 export interface PageRequest {
@@ -59,6 +60,27 @@ export async function listResult<T, E extends object = object>(
         (page.hasMore || options.resumable === true) && last !== undefined
           ? options.cursors.encode(options.list, options.caller.orgId, position(last))
           : null,
+    },
+  };
+}
+
+/**
+ * listResult for a list whose page arrives as JSON text (built by PostgreSQL, see
+ * contacts.repo.ts): the items go into the envelope as they are.
+ */
+export async function listJsonResult(
+  options: { cursors: CursorCodec; list: string; caller: KeyContext; query: { limit: number; cursor?: string | undefined } },
+  load: (request: PageRequest) => Promise<{ json: string; hasMore: boolean; last: KeysetPosition | null }>,
+): Promise<RouteResult> {
+  const request = pageRequest(options.cursors, options.list, options.caller, options.query);
+  const page = await load(request);
+  return {
+    status: 200,
+    data: new JsonText(page.json),
+    pagination: {
+      limit: request.limit,
+      has_more: page.hasMore,
+      next_cursor: page.hasMore && page.last ? options.cursors.encode(options.list, options.caller.orgId, page.last) : null,
     },
   };
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * Herald's Prometheus metrics (prom-client), one registry per process, served at
@@ -111,16 +111,39 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Serves the registry at /metrics (anything else is 404). */
-export async function startMetricsServer(options: { port: number; host: string }): Promise<MetricsServer> {
+/** What a metrics server renders: this process's registry, or its cluster workers' summed. */
+export interface MetricsSource {
+  contentType: string;
+  render(): Promise<string>;
+}
+
+const processMetrics: MetricsSource = { contentType: metricsRegistry.contentType, render: () => metricsRegistry.metrics() };
+
+/**
+ * In an api cluster's worker: answers the primary's requests for this process's metrics (the
+ * primary serves them, summed over its workers, at METRICS_PORT).
+ */
+export function serveMetricsToClusterPrimary(): void {
+  AggregatorRegistry.setRegistries([metricsRegistry]);
+  void new AggregatorRegistry();
+}
+
+/** In an api cluster's primary: the metrics of every worker, summed (prom-client's cluster aggregation). */
+export function clusterMetricsSource(): MetricsSource {
+  const aggregator = new AggregatorRegistry();
+  return { contentType: aggregator.contentType, render: () => aggregator.clusterMetrics() };
+}
+
+/** Serves `source` (this process's registry by default) at /metrics (anything else is 404). */
+export async function startMetricsServer(options: { port: number; host: string }, source: MetricsSource = processMetrics): Promise<MetricsServer> {
   const server: Server = createServer((request, response) => {
     if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
       response.writeHead(404).end();
       return;
     }
-    metricsRegistry
-      .metrics()
-      .then((text) => response.writeHead(200, { 'Content-Type': metricsRegistry.contentType }).end(text))
+    source
+      .render()
+      .then((text) => response.writeHead(200, { 'Content-Type': source.contentType }).end(text))
       .catch((error: unknown) => response.writeHead(500).end(error instanceof Error ? error.message : String(error)));
   });
   await new Promise<void>((resolve, reject) => {

@@ -15,6 +15,9 @@ export function createRedis(config: Pick<Config, 'redis'>, logger: Logger): Redi
     connectTimeout: 2_000,
     commandTimeout: 500,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    // Commands issued in the same event-loop turn (the rate limit of concurrent requests) go
+    // out in one write: every socket write is a system call, a large share of a request's CPU.
+    enableAutoPipelining: true,
   });
   let lastWarning = 0;
   redis.on('error', (error: Error) => {

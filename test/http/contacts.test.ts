@@ -117,6 +117,47 @@ describe('contacts (the first resource on the API core)', () => {
       expect(seen).toEqual([...created].reverse());
     });
 
+    it('shows each contact exactly as GET /contacts/{id} does (the list is built as JSON by PostgreSQL)', async () => {
+      const { createOrgWithKey } = await import('../support/factories.ts');
+      const { apiClient } = await import('../support/http.ts');
+      const own = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
+      const request = apiClient(h.api.url, own.key);
+      const bodies = [
+        { email: 'plain@example.com' },
+        {
+          email: 'rich@example.com',
+          first_name: 'Zoë "Q" \\ O\'Brien',
+          last_name: '李 😀',
+          company: 'Tab\there & new\nline',
+          tags: ['a "quoted" tag', 'ünïcode', 'emoji 🎉'],
+          custom_fields: { plan: 'pro', seats: 12, ratio: 0.25, big: 12345678901, nested: { list: [1, 'two', null, true], empty: {} }, flag: false, nothing: null },
+        },
+      ];
+      const ids: string[] = [];
+      for (const body of bodies) ids.push(((await request('POST', '/api/v1/contacts', { headers: idem(), body })).body.data as { _id: string })._id);
+      // A contact changed after its creation: updatedAt differs from createdAt.
+      expect((await request('PATCH', `/api/v1/contacts/${ids[0]}`, { headers: idem(), body: { last_name: 'Later' } })).status).toBe(200);
+      const list = await request('GET', '/api/v1/contacts?limit=10');
+      expect(list.status).toBe(200);
+      const listed = list.body.data as { _id: string }[];
+      expect(listed.map((c) => c._id)).toEqual([...ids].reverse());
+      for (const item of listed) {
+        const one = await request('GET', `/api/v1/contacts/${item._id}`);
+        expect(item).toEqual(one.body.data);
+      }
+      expect(list.body.meta).toMatchObject({ request_id: expect.any(String), pagination: { limit: 10, has_more: false, next_cursor: null } });
+    });
+
+    it('answers an empty page for a workspace without contacts', async () => {
+      const { createOrgWithKey } = await import('../support/factories.ts');
+      const { apiClient } = await import('../support/http.ts');
+      const own = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
+      const response = await apiClient(h.api.url, own.key)('GET', '/api/v1/contacts');
+      expect(response.status).toBe(200);
+      expect(response.body.data).toEqual([]);
+      expect((response.body.meta as { pagination: unknown }).pagination).toEqual({ limit: 50, has_more: false, next_cursor: null });
+    });
+
     it('defaults to 50 per page', async () => {
       const response = await h.request('GET', '/api/v1/contacts');
       expect((response.body.meta as { pagination: { limit: number } }).pagination.limit).toBe(50);

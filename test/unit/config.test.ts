@@ -16,7 +16,7 @@ describe('loadConfig', () => {
       taskQueue: 'herald-main',
       legacyTaskQueues: ['herald-email', 'herald-webhooks', 'herald-inbound'],
     });
-    expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000' });
+    expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1 });
     expect(config.smtp.port).toBe(2525);
     expect(config.webhooks.allowPrivateTargets).toBe(false);
     expect(config.encryptionKey).toBeUndefined();
@@ -88,6 +88,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ INBOUND_DRAIN_CONCURRENCY: '64' }).queues.inboundConcurrency).toBe(64);
     expect(() => loadConfig({ INBOUND_DRAIN_CONCURRENCY: '0' })).toThrowError(ConfigError);
     expect(() => loadConfig({ INBOUND_DRAIN_CONCURRENCY: '65' })).toThrowError(ConfigError);
+  });
+
+  it('runs one api process by default; API_PROCESSES 1 to 64', () => {
+    expect(loadConfig({}).http.processes).toBe(1);
+    expect(loadConfig({ API_PROCESSES: '64' }).http.processes).toBe(64);
+    expect(() => loadConfig({ API_PROCESSES: '0' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ API_PROCESSES: '65' })).toThrowError(ConfigError);
+    expect(() => loadConfig({ API_PROCESSES: 'two' })).toThrowError(ConfigError);
   });
 
   it('serves metrics on 127.0.0.1:9464 by default; METRICS_PORT=0 turns them off', () => {

@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listResult } from '../../http/paging.ts';
+import { listJsonResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import type { ContactsService } from './contacts.service.ts';
@@ -28,10 +28,8 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       query: ListContactsQuery,
       response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
       handle: ({ caller, query }) =>
-        listResult(
-          { cursors: deps.cursors, list: LIST, caller, query },
-          (page) => deps.contacts.listContacts(caller.orgId, page, { email: query.email, status: query.status }),
-          serializeContact,
+        listJsonResult({ cursors: deps.cursors, list: LIST, caller, query }, (page) =>
+          deps.contacts.listContacts(caller.orgId, page, { email: query.email, status: query.status }),
         ),
     }),
     defineRoute({
