@@ -66,6 +66,9 @@ export const TransactionalEmailSchema = defineEntity({
     text: p.text().nullable(),
     headers: p.json<Record<string, string>>().defaultRaw(`'{}'`),
     attachments: p.json<EmailAttachmentRecord[]>().defaultRaw(`'[]'`),
+    /** The stored template the message was rendered from (template_id on the send), and its version then. */
+    templateId: p.string().length(24).nullable(),
+    templateVersion: p.integer().nullable(),
     messageId: p.string().length(400).unique(),
     status: p.enum(EMAIL_STATUSES),
     scheduledAt: p.datetime().nullable(),

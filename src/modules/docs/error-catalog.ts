@@ -18,6 +18,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
       'Content-Type other than application/json (UNSUPPORTED_CONTENT_TYPE), or a Content-Encoding other than identity, gzip, deflate or br.',
       'A field failed validation: wrong type, out of bounds, unknown value (see error.details).',
       'An invalid pagination cursor or resource id.',
+      'A template send (template_id) whose template uses a variable the request did not give (TEMPLATE_VARIABLE_MISSING; error.details.fields names each as variables.<name>), whose template is not valid Mustache (TEMPLATE_INVALID), or that renders to an empty message (EMPTY_BODY).',
       'A write request without an Idempotency-Key header, or with one shorter than 8 or longer than 128 characters.',
     ],
     fix: 'Read error.details for the field and reason, correct the request and send it again.',
@@ -53,7 +54,12 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
   not_found: {
     title: 'Not found',
     meaning: 'The resource does not exist, or belongs to another workspace, or no route matches the path.',
-    causes: ['A wrong or deleted id.', 'An id from another workspace: it behaves as non-existent.', 'A typo in the path.'],
+    causes: [
+      'A wrong or deleted id.',
+      'An id from another workspace: it behaves as non-existent.',
+      'A typo in the path.',
+      'A template send whose template_id is no template of the workspace (or shared with it): details.reason TEMPLATE_NOT_FOUND.',
+    ],
     fix: 'Check the id and the path (all routes are under /api/v1).',
   },
   method_not_allowed: {
@@ -68,6 +74,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
     causes: [
       'A duplicate, such as a contact email that already exists in the workspace.',
       'A request with the same Idempotency-Key is still being processed.',
+      'A template send whose template is a draft or archived (details.reason TEMPLATE_NOT_PUBLISHED): only published templates are sent.',
     ],
     fix: 'Fetch the current state and decide; for an in-flight idempotent request, retry after a moment.',
   },

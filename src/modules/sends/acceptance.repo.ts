@@ -20,6 +20,8 @@ export interface NewEmail {
   text: string | null;
   headers: Record<string, string>;
   attachments: EmailAttachmentRecord[];
+  templateId: string | null;
+  templateVersion: number | null;
   messageId: string;
   status: EmailStatus;
   scheduledAt: Date | null;
@@ -60,10 +62,10 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     ${quota.sql},
     a_email as (
       insert into transactional_emails (id, org_id, api_key_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text,
-                                        headers, attachments, message_id, status, scheduled_at, next_attempt_at, size_bytes,
+                                        headers, attachments, template_id, template_version, message_id, status, scheduled_at, next_attempt_at, size_bytes,
                                         credits_charged, overage_charged, quota_day, created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
-             :eHeaders::jsonb, :eAttachments::jsonb, :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
+             :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
              coalesce((select from_balance from q_charged), 0), :qCount - coalesce((select from_balance from q_charged), 0),
              :eDay, :eAt::timestamptz, :eAt::timestamptz
       returning id
@@ -102,6 +104,8 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     eText: email.text,
     eHeaders: JSON.stringify(email.headers),
     eAttachments: JSON.stringify(email.attachments),
+    eTemplate: email.templateId,
+    eTemplateVersion: email.templateVersion,
     eMessageId: email.messageId,
     eStatus: email.status,
     eScheduled: email.scheduledAt,

@@ -21,7 +21,8 @@ export function createSendsRoutes(deps: { sends: SendsService }) {
       description: [
         'Consumes one transactional credit per recipient (to + cc + bcc, each address once) and counts against the sending domain\'s daily warm-up cap.',
         '`scheduled_at` takes ISO 8601 (UTC unless an offset is given) or natural language in UTC ("in 2 hours", "tomorrow at 9am", "friday 15:00 UTC"); up to 30 days ahead; a time up to a minute in the past means now.',
-        '400 details.reason: INVALID_FROM, NO_RECIPIENTS, TOO_MANY_RECIPIENTS, EMPTY_BODY, TOO_MANY_ATTACHMENTS, INVALID_ATTACHMENT. 402 credits short (overage off).',
+        'Herald extension: `template_id` (a published template) with `variables` renders the template\'s subject and html with Mustache (`{{name}}` HTML-escaped in the html, `{{{name}}}` raw; subject and text plain); `subject` and `text`, when given, are rendered with the same variables. `html` is not allowed with `template_id`.',
+        '400 details.reason: INVALID_FROM, NO_RECIPIENTS, TOO_MANY_RECIPIENTS, EMPTY_BODY, TOO_MANY_ATTACHMENTS, INVALID_ATTACHMENT, TEMPLATE_VARIABLE_MISSING, TEMPLATE_INVALID. 402 credits short (overage off). 404 TEMPLATE_NOT_FOUND. 409 TEMPLATE_NOT_PUBLISHED.',
         '403 details.reason: DOMAIN_NOT_FOUND, DOMAIN_NOT_READY, DOMAIN_ATTENTION, DOMAIN_REPUTATION_RECOVERY, RECIPIENT_SUPPRESSED. 404 INVALID_ATTACHMENT (unknown or unfinished attachment_id).',
         '413 details.reason: ATTACHMENT_TOO_LARGE (one file over 12 MB decoded), MESSAGE_TOO_LARGE (bodies plus attachments over 25 MB), REQUEST_TOO_LARGE.',
         '429 details.reason DAILY_CAP_REACHED when the domain\'s warm-up cap for that UTC day is used up (Retry-After: seconds to the next UTC day). 502 PROVIDER_REJECTED.',

@@ -18,6 +18,9 @@ export const SEND_LIMITS = {
   filenameMax: 512,
   contentTypeMax: 255,
   contentIdMax: 255,
+  /** Template variables: names per send, and their JSON size (Herald's bounds). */
+  variablesMax: 100,
+  variablesBytesMax: 64 * 1024,
   /** One attachment, decoded: 12 MB. */
   attachmentBytesMax: 12 * 1024 * 1024,
   /** Bodies plus decoded attachments: 25 MB. */
@@ -69,11 +72,14 @@ export const SendEmailBody = v.pipe(
     ),
     cc: v.optional(recipientList('cc')),
     bcc: v.optional(recipientList('bcc')),
-    subject: v.pipe(
-      v.string(),
-      v.minLength(1, 'must not be empty'),
-      v.maxLength(SEND_LIMITS.subjectMax, `must be at most ${SEND_LIMITS.subjectMax} characters`),
-      v.regex(NO_LINE_BREAKS, 'must not contain line breaks'),
+    // Required, unless template_id gives it (the template's subject).
+    subject: v.optional(
+      v.pipe(
+        v.string(),
+        v.minLength(1, 'must not be empty'),
+        v.maxLength(SEND_LIMITS.subjectMax, `must be at most ${SEND_LIMITS.subjectMax} characters`),
+        v.regex(NO_LINE_BREAKS, 'must not contain line breaks'),
+      ),
     ),
     html: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.htmlMax, `must be at most ${SEND_LIMITS.htmlMax} characters`))),
     text: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.textMax, `must be at most ${SEND_LIMITS.textMax} characters`))),
@@ -98,14 +104,35 @@ export const SendEmailBody = v.pipe(
       ),
     ),
     scheduled_at: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200))),
+    /** A published template of the workspace (or shared with it): its subject and html, rendered with `variables` (Herald extension). */
+    template_id: v.optional(v.pipe(v.string(), v.regex(/^[0-9a-f]{24}$/, 'must be a template id (24 hexadecimal characters)'))),
+    variables: v.optional(
+      v.pipe(
+        v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be 1 to 100 letters, digits, _ or -')), v.unknown()),
+        v.check((variables) => Object.keys(variables).length <= SEND_LIMITS.variablesMax, `at most ${SEND_LIMITS.variablesMax} variables`),
+        v.check((variables) => Buffer.byteLength(JSON.stringify(variables)) <= SEND_LIMITS.variablesBytesMax, `at most ${SEND_LIMITS.variablesBytesMax} bytes of JSON`),
+      ),
+    ),
   }),
   v.forward(
     v.partialCheck(
-      [['html'], ['text']],
-      (input) => (input.html ?? '').length > 0 || (input.text ?? '').length > 0,
-      'at least one of html or text is required',
+      [['html'], ['text'], ['template_id']],
+      (input) => (input.html ?? '').length > 0 || (input.text ?? '').length > 0 || input.template_id !== undefined,
+      'at least one of html or text is required (or template_id)',
     ),
     ['html'],
+  ),
+  v.forward(
+    v.partialCheck([['subject'], ['template_id']], (input) => input.subject !== undefined || input.template_id !== undefined, 'is required (unless template_id gives it)'),
+    ['subject'],
+  ),
+  v.forward(
+    v.partialCheck([['html'], ['template_id']], (input) => input.html === undefined || input.template_id === undefined, 'must not be given with template_id (the template is the html)'),
+    ['html'],
+  ),
+  v.forward(
+    v.partialCheck([['variables'], ['template_id']], (input) => input.variables === undefined || input.template_id !== undefined, 'are only used with template_id'),
+    ['variables'],
   ),
 );
 
@@ -123,7 +150,7 @@ export function sendBodyErrorReason(fields: FieldProblem[]): string | undefined 
     return 'NO_RECIPIENTS';
   }
   if (['to', 'cc', 'bcc'].some((field) => fields.some((f) => f.path === field && f.type === 'max_length'))) return 'TOO_MANY_RECIPIENTS';
-  if (fields.some((f) => f.path === 'html' && f.type === 'partial_check')) return 'EMPTY_BODY';
+  if (fields.some((f) => f.path === 'html' && f.type === 'partial_check' && f.message.startsWith('at least one of'))) return 'EMPTY_BODY';
   if (fields.some((f) => f.path === 'attachments' && f.type === 'max_length')) return 'TOO_MANY_ATTACHMENTS';
   if (at('attachments').length > 0) return 'INVALID_ATTACHMENT';
   return undefined;
@@ -159,6 +186,8 @@ export const TransactionalEmailResponse = v.object({
   reply_to: v.nullable(v.string()),
   scheduled_at: v.nullable(Timestamp),
   recipients: v.array(Recipient),
+  template_id: v.nullable(v.string()),
+  template_version: v.nullable(v.number()),
   attachments: v.array(AttachmentSummary),
   credits_charged: v.number(),
   last_error: v.nullable(v.string()),

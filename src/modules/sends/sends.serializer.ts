@@ -5,7 +5,7 @@ const iso = (value: Date | null | undefined) => (value ? value.toISOString() : n
 /** What the email record shows of an email (an entity, or the row acceptance just wrote). */
 export type EmailRecord = Pick<
   TransactionalEmail,
-  'id' | 'messageId' | 'status' | 'fromName' | 'fromEmail' | 'subject' | 'replyTo' | 'scheduledAt' | 'attachments' | 'creditsCharged' | 'overageCharged' | 'lastError' | 'createdAt' | 'updatedAt' | 'sentAt' | 'cancelledAt'
+  'id' | 'messageId' | 'status' | 'templateId' | 'templateVersion' | 'fromName' | 'fromEmail' | 'subject' | 'replyTo' | 'scheduledAt' | 'attachments' | 'creditsCharged' | 'overageCharged' | 'lastError' | 'createdAt' | 'updatedAt' | 'sentAt' | 'cancelledAt'
 >;
 
 /** What the email record shows of a recipient. */
@@ -32,6 +32,8 @@ export function serializeEmail(email: EmailRecord, recipients: readonly Recipien
       next_attempt_at: iso(r.nextAttemptAt),
       updated_at: r.updatedAt.toISOString(),
     })),
+    template_id: email.templateId ?? null,
+    template_version: email.templateVersion ?? null,
     attachments: email.attachments.map((a) => ({
       filename: a.filename,
       content_type: a.content_type,

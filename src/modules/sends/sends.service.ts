@@ -11,7 +11,9 @@ import type { Logger } from '../../logger.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { outboundMessage } from '../inbox/outbound.ts';
 import { threadLockKey } from '../inbox/threading.ts';
+import { createTemplatesService, type TemplatesService } from '../templates/templates.service.ts';
 import { writeAcceptance } from './acceptance.repo.ts';
+import { resolveSendContent } from './send-content.ts';
 import { releaseEmailQuota, type CreditCharge } from './quota.repo.ts';
 import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
@@ -37,6 +39,8 @@ export interface SendsServiceDeps {
   logger: Logger;
   /** Decodes inline attachments on another thread (the api's offload pool); else inline. */
   offload?: Pick<OffloadPool, 'decodeBase64'>;
+  /** Where template sends find their template (default: the workspace's templates through `orm`). */
+  templates?: Pick<TemplatesService, 'getTemplate'>;
   now?: () => Date;
 }
 
@@ -86,6 +90,7 @@ export function createSendsService(deps: SendsServiceDeps) {
   const { orm, config, logger } = deps;
   const now = deps.now ?? (() => new Date());
   const wakeDomain = createDomainWaker({ temporal: deps.temporal, config, logger });
+  const templates = deps.templates ?? createTemplatesService({ orm });
 
   /**
    * SEND_HANDOFF_WAIT_MS > 0 (off by default): waits up to `waitMs` for the first attempt's
@@ -185,19 +190,20 @@ export function createSendsService(deps: SendsServiceDeps) {
       const schedule = resolveSchedule(input.scheduled_at, at);
       if (!schedule.ok) throw invalidField('scheduled_at', schedule.problem, schedule.message);
       const recipients = envelopeRecipients(input.to, input.cc, input.bcc);
+      const content = await resolveSendContent(templates, orgId, input);
 
       const em = scopeToOrg(orm.em, orgId);
       const prepared = await prepareAttachments(em, input.attachments ?? [], deps.offload?.decodeBase64 ?? decodeInline);
-      const size = messageSize(input.html, input.text, prepared);
+      const size = messageSize(content.html ?? undefined, content.text ?? undefined, prepared);
       if (size > SEND_LIMITS.messageBytesMax) throw messageTooLarge(size);
 
       const emailId = newId(at);
       const headerValue = (name: string) => Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1] ?? null;
       const message = outboundMessage({
         rfcMessageId: messageIdFor(emailId, from.domain),
-        subject: input.subject,
-        text: input.text ?? '',
-        html: input.html ?? null,
+        subject: content.subject,
+        text: content.text ?? '',
+        html: content.html,
         from: { email: from.email, name: from.name ?? '' },
         to: recipients.filter((r) => r.kind === 'to').map((r) => ({ email: r.email, name: '' })),
         cc: recipients.filter((r) => r.kind === 'cc').map((r) => ({ email: r.email, name: '' })),
@@ -224,9 +230,11 @@ export function createSendsService(deps: SendsServiceDeps) {
             fromEmail: from.email,
             fromName: from.name,
             replyTo: input.reply_to ?? null,
-            subject: input.subject,
-            html: input.html ?? null,
-            text: input.text ?? null,
+            subject: content.subject,
+            html: content.html,
+            text: content.text,
+            templateId: content.template?.id ?? null,
+            templateVersion: content.template?.version ?? null,
             headers,
             attachments: prepared.map((a) => a.record),
             messageId: messageIdFor(emailId, domain.domain),
