@@ -36,6 +36,8 @@ export const EmailEventSchema = defineEntity({
   indexes: [
     { properties: ['orgId', 'occurredAt', 'type'] },
     { properties: ['orgId', 'broadcastId', 'type'] },
+    // One email's events (GET /outbox/emails/{id}).
+    { properties: ['orgId', 'emailId'] },
   ],
 });
 

@@ -69,6 +69,8 @@ export const TransactionalEmailSchema = defineEntity({
     /** The stored template the message was rendered from (template_id on the send), and its version then. */
     templateId: p.string().length(24).nullable(),
     templateVersion: p.integer().nullable(),
+    /** The sender's labels (tags on the send), for finding emails in GET /outbox/emails. */
+    tags: p.array().default([]),
     messageId: p.string().length(400).unique(),
     status: p.enum(EMAIL_STATUSES),
     scheduledAt: p.datetime().nullable(),
@@ -101,6 +103,7 @@ export const TransactionalEmailSchema = defineEntity({
   },
   indexes: [
     { properties: ['orgId', 'createdAt'] },
+    { properties: ['tags'], type: 'gin' },
     // The domain actor's claim and next due time, and the reconciler's look for stranded emails.
     { name: 'transactional_emails_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] } } },
   ],

@@ -43,6 +43,7 @@ export function createRoutes(deps: {
   offload?: OffloadPool;
 }): AnyRoute[] {
   const dns = createDnsResolver(deps.config);
+  const templates = createTemplatesService({ orm: deps.orm });
   return [
     ...createMeRoutes(),
     ...createDomainsRoutes({
@@ -52,10 +53,11 @@ export function createRoutes(deps: {
     ...createContactsRoutes({ contacts: createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts }), cursors: deps.cursors }),
     ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
-    ...createTemplatesRoutes({ templates: createTemplatesService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createTemplatesRoutes({ templates, cursors: deps.cursors }),
     ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createSendsRoutes({
-      sends: createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, ...(deps.offload ? { offload: deps.offload } : {}) }),
+      sends: createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) }),
+      cursors: deps.cursors,
     }),
     ...createAttachmentsRoutes({
       attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),

@@ -15,7 +15,8 @@ const Integer = v.pipe(v.number(), v.integer());
 /** Prefix of the OpenAPI description of each field Herald adds to the spec's Inbox message. */
 const EXTENSION = 'Herald extension (not in the spec):';
 
-const DateTime = v.pipe(
+/** An RFC 3339 date-time query value (a real calendar date). */
+export const DateTime = v.pipe(
   v.string(),
   v.regex(DATE_TIME_PATTERN, 'must be an RFC 3339 date-time, e.g. 2026-11-21T09:00:00Z'),
   // Only a well-formed value is checked against the calendar: one problem per field.

@@ -22,6 +22,7 @@ export interface NewEmail {
   attachments: EmailAttachmentRecord[];
   templateId: string | null;
   templateVersion: number | null;
+  tags: string[];
   messageId: string;
   status: EmailStatus;
   scheduledAt: Date | null;
@@ -62,10 +63,10 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     ${quota.sql},
     a_email as (
       insert into transactional_emails (id, org_id, api_key_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text,
-                                        headers, attachments, template_id, template_version, message_id, status, scheduled_at, next_attempt_at, size_bytes,
+                                        headers, attachments, template_id, template_version, tags, message_id, status, scheduled_at, next_attempt_at, size_bytes,
                                         credits_charged, overage_charged, quota_day, created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
-             :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
+             :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, array[:eTags]::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
              coalesce((select from_balance from q_charged), 0), :qCount - coalesce((select from_balance from q_charged), 0),
              :eDay, :eAt::timestamptz, :eAt::timestamptz
       returning id
@@ -106,6 +107,7 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     eAttachments: JSON.stringify(email.attachments),
     eTemplate: email.templateId,
     eTemplateVersion: email.templateVersion,
+    eTags: email.tags,
     eMessageId: email.messageId,
     eStatus: email.status,
     eScheduled: email.scheduledAt,

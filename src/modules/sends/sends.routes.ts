@@ -1,7 +1,9 @@
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
-import { SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
-import { serializeEmail } from './sends.serializer.ts';
+import { ListEmailsQuery, SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
+import { serializeEmail, serializeEmailEvent } from './sends.serializer.ts';
+import type { CursorCodec } from '../../http/cursor.ts';
+import { listResult } from '../../http/paging.ts';
 import type { AcceptanceAnswer, SendsService } from './sends.service.ts';
 
 /**
@@ -11,7 +13,7 @@ import type { AcceptanceAnswer, SendsService } from './sends.service.ts';
  * hand-off to the relay, so an outright rejection by the provider is a 502 (credits and quota
  * released; safe to retry).
  */
-export function createSendsRoutes(deps: { sends: SendsService }) {
+export function createSendsRoutes(deps: { sends: SendsService; cursors: CursorCodec }) {
   return [
     defineRoute({
       operationId: 'sendEmail',
@@ -57,8 +59,30 @@ export function createSendsRoutes(deps: { sends: SendsService }) {
       errors: ['not_found'],
       response: { status: 200, description: 'The transactional email record', schema: TransactionalEmailResponse },
       handle: async ({ caller, params }) => {
-        const { email, recipients } = await deps.sends.getEmail(caller.orgId, params.id);
-        return { status: 200, data: serializeEmail(email, recipients) };
+        const { email, recipients, events } = await deps.sends.getEmailWithEvents(caller.orgId, params.id);
+        return { status: 200, data: { ...serializeEmail(email, recipients), events: events.map(serializeEmailEvent) } };
+      },
+    }),
+    defineRoute({
+      operationId: 'listEmails',
+      method: 'GET',
+      path: '/outbox/emails',
+      summary: 'List transactional emails (the email log), newest first',
+      description:
+        'Filters, combined with AND: `status`, `to` (a recipient address, any of to/cc/bcc), `from` (a sender address, or a sending domain), `tag`, `template_id`, `created_after` (inclusive), `created_before` (exclusive). Each email carries its per-recipient outcomes; GET /outbox/emails/{id} adds its events.',
+      tag: 'Outbox',
+      scope: 'outbox.transactional:send',
+      extension: true,
+      query: ListEmailsQuery,
+      response: { status: 200, description: 'A page of transactional emails', schema: TransactionalEmailResponse, list: true },
+      handle: ({ caller, query }) => {
+        const { limit: _limit, cursor: _cursor, ...filters } = query;
+        // The cursor belongs to this filter combination's list.
+        return listResult(
+          { cursors: deps.cursors, list: `emails:${JSON.stringify(filters)}`, caller, query },
+          (page) => deps.sends.listEmails(caller.orgId, page, filters),
+          (email, page) => serializeEmail(email, page.recipients.get(email.id) ?? []),
+        );
       },
     }),
     defineRoute({

@@ -1,7 +1,9 @@
 import * as v from 'valibot';
 import { Timestamp } from '../../http/schemas.ts';
 import type { FieldProblem } from '../../http/validation.ts';
-import { EMAIL_STATUSES, RECIPIENT_KINDS, RECIPIENT_STATUSES } from '../../../db/entities/index.ts';
+import { EMAIL_EVENT_TYPES, EMAIL_STATUSES, RECIPIENT_KINDS, RECIPIENT_STATUSES } from '../../../db/entities/index.ts';
+import { IdSchema, PageQuery } from '../../http/schemas.ts';
+import { DateTime } from '../inbox/inbox.schemas.ts';
 
 /** Bounds of a transactional send (spec: Transactional email send request, Limits). */
 export const SEND_LIMITS = {
@@ -21,6 +23,9 @@ export const SEND_LIMITS = {
   /** Template variables: names per send, and their JSON size (Herald's bounds). */
   variablesMax: 100,
   variablesBytesMax: 64 * 1024,
+  /** Tags on a send (Herald's bounds). */
+  tagsMax: 10,
+  tagMax: 64,
   /** One attachment, decoded: 12 MB. */
   attachmentBytesMax: 12 * 1024 * 1024,
   /** Bodies plus decoded attachments: 25 MB. */
@@ -41,6 +46,8 @@ const recipientList = (field: string) =>
     v.array(Email),
     v.maxLength(SEND_LIMITS.recipientsPerField, `${field} must list at most ${SEND_LIMITS.recipientsPerField} addresses`),
   );
+
+const TAG = new RegExp(`^[A-Za-z0-9_.:-]{1,${SEND_LIMITS.tagMax}}$`);
 
 /** RFC 5322 field name: printable ASCII except colon. */
 const HEADER_NAME = /^[!-9;-~]{1,76}$/;
@@ -104,6 +111,13 @@ export const SendEmailBody = v.pipe(
       ),
     ),
     scheduled_at: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200))),
+    /** Labels to find the email by (GET /outbox/emails?tag=), Herald extension. */
+    tags: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.string(), v.regex(TAG, `must be 1 to ${SEND_LIMITS.tagMax} letters, digits or _ - . :`))),
+        v.maxLength(SEND_LIMITS.tagsMax, `must hold at most ${SEND_LIMITS.tagsMax} tags`),
+      ),
+    ),
     /** A published template of the workspace (or shared with it): its subject and html, rendered with `variables` (Herald extension). */
     template_id: v.optional(v.pipe(v.string(), v.regex(/^[0-9a-f]{24}$/, 'must be a template id (24 hexadecimal characters)'))),
     variables: v.optional(
@@ -188,6 +202,9 @@ export const TransactionalEmailResponse = v.object({
   recipients: v.array(Recipient),
   template_id: v.nullable(v.string()),
   template_version: v.nullable(v.number()),
+  tags: v.array(v.string()),
+  /** GET /outbox/emails/{id} only: what happened to each recipient, oldest first. */
+  events: v.optional(v.array(v.object({ type: v.picklist(EMAIL_EVENT_TYPES), recipient: v.string(), occurred_at: Timestamp }))),
   attachments: v.array(AttachmentSummary),
   credits_charged: v.number(),
   last_error: v.nullable(v.string()),
@@ -196,3 +213,16 @@ export const TransactionalEmailResponse = v.object({
   sent_at: v.nullable(Timestamp),
   cancelled_at: v.nullable(Timestamp),
 });
+
+/** GET /outbox/emails: the email log, newest first, with filters (all optional, combined with AND). */
+export const ListEmailsQuery = v.object({
+  ...PageQuery.entries,
+  status: v.optional(v.picklist(EMAIL_STATUSES, `must be one of ${EMAIL_STATUSES.join(', ')}`)),
+  to: v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.maxLength(320), v.email('must be an email address'))),
+  from: v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.minLength(1), v.maxLength(320), v.description('A sender address (addr@host) or a sending domain.'))),
+  tag: v.optional(v.pipe(v.string(), v.regex(TAG, 'is not a tag'))),
+  template_id: v.optional(IdSchema),
+  created_after: v.optional(v.pipe(DateTime, v.description('Emails created at or after this time.'))),
+  created_before: v.optional(v.pipe(DateTime, v.description('Emails created before this time.'))),
+});
+export type ListEmailsFilters = v.InferOutput<typeof ListEmailsQuery>;

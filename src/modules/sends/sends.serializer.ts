@@ -1,11 +1,12 @@
 import type { EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
+import type { EmailEventView } from './email-log.repo.ts';
 
 const iso = (value: Date | null | undefined) => (value ? value.toISOString() : null);
 
 /** What the email record shows of an email (an entity, or the row acceptance just wrote). */
 export type EmailRecord = Pick<
   TransactionalEmail,
-  'id' | 'messageId' | 'status' | 'templateId' | 'templateVersion' | 'fromName' | 'fromEmail' | 'subject' | 'replyTo' | 'scheduledAt' | 'attachments' | 'creditsCharged' | 'overageCharged' | 'lastError' | 'createdAt' | 'updatedAt' | 'sentAt' | 'cancelledAt'
+  'id' | 'messageId' | 'status' | 'templateId' | 'templateVersion' | 'tags' | 'fromName' | 'fromEmail' | 'subject' | 'replyTo' | 'scheduledAt' | 'attachments' | 'creditsCharged' | 'overageCharged' | 'lastError' | 'createdAt' | 'updatedAt' | 'sentAt' | 'cancelledAt'
 >;
 
 /** What the email record shows of a recipient. */
@@ -34,6 +35,7 @@ export function serializeEmail(email: EmailRecord, recipients: readonly Recipien
     })),
     template_id: email.templateId ?? null,
     template_version: email.templateVersion ?? null,
+    tags: email.tags,
     attachments: email.attachments.map((a) => ({
       filename: a.filename,
       content_type: a.content_type,
@@ -48,4 +50,9 @@ export function serializeEmail(email: EmailRecord, recipients: readonly Recipien
     sent_at: iso(email.sentAt),
     cancelled_at: iso(email.cancelledAt),
   };
+}
+
+/** One event of an email's timeline. */
+export function serializeEmailEvent(event: EmailEventView) {
+  return { type: event.type, recipient: event.recipient, occurred_at: event.occurredAt.toISOString() };
 }

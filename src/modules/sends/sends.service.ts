@@ -14,6 +14,8 @@ import { threadLockKey } from '../inbox/threading.ts';
 import { createTemplatesService, type TemplatesService } from '../templates/templates.service.ts';
 import { writeAcceptance } from './acceptance.repo.ts';
 import { resolveSendContent } from './send-content.ts';
+import { findEmailEvents, findEmailPage, type EmailEventView } from './email-log.repo.ts';
+import type { KeysetPosition } from '../../../db/keyset.ts';
 import { releaseEmailQuota, type CreditCharge } from './quota.repo.ts';
 import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
@@ -23,7 +25,7 @@ import { createDomainWaker } from './domain-actor.ts';
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { decodeBase64, envelopeRecipients, type EnvelopeRecipient, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
-import { SEND_LIMITS, type SendEmailInput } from './sends.schemas.ts';
+import { SEND_LIMITS, type ListEmailsFilters, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
 
 const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
@@ -235,6 +237,7 @@ export function createSendsService(deps: SendsServiceDeps) {
             text: content.text,
             templateId: content.template?.id ?? null,
             templateVersion: content.template?.version ?? null,
+            tags: [...new Set(input.tags ?? [])],
             headers,
             attachments: prepared.map((a) => a.record),
             messageId: messageIdFor(emailId, domain.domain),
@@ -281,6 +284,17 @@ export function createSendsService(deps: SendsServiceDeps) {
       if (!email) throw new AppError('not_found', `Email ${id} was not found.`);
       const recipients = await em.find(EmailRecipient, { emailId: id }, { orderBy: { id: 'asc' } });
       return { email, recipients };
+    },
+
+    /** One email with its recipients and their events (the email's timeline), or 404. */
+    async getEmailWithEvents(orgId: string, id: string): Promise<AcceptedEmail & { events: EmailEventView[] }> {
+      const found = await this.getEmail(orgId, id);
+      return { ...found, events: await findEmailEvents(scopeToOrg(orm.em, orgId), orgId, id) };
+    },
+
+    /** The email log: a keyset page of the workspace's emails, newest first, filtered. */
+    async listEmails(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }, filters: Omit<ListEmailsFilters, 'limit' | 'cursor'>) {
+      return findEmailPage(scopeToOrg(orm.em, orgId), page, filters);
     },
 
     /**
