@@ -58,7 +58,7 @@ function objectWithKeys(count: number): Buffer {
 
 /** The write routes of the API with the largest body each allows. */
 function routePayloads(): Payload[] {
-  const routes = createRoutes({ orm: undefined as never, cursors: createCursorCodec(undefined), config: loadConfig({}), temporal: undefined as never, logger: undefined as never });
+  const routes = createRoutes({ orm: undefined as never, cursors: createCursorCodec(undefined), config: loadConfig({}), temporal: undefined as never, logger: undefined as never, idempotency: undefined as never });
   return routes.filter(isWrite).map((route) => ({
     label: `${route.method} ${route.path}`,
     method: route.method,

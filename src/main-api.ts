@@ -35,14 +35,15 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   const temporal = lazyTemporalClient(config);
   const redis = createRedis(config, logger);
   const offload = createOffloadPool();
-  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger, offload });
+  const idempotency = createIdempotencyStore({ orm });
+  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger, offload, idempotency });
   const app = createApp({
     config,
     orm,
     logger,
     authenticator: createAuthenticator({ orm }),
     bucket: createTokenBucket(redis),
-    idempotency: createIdempotencyStore({ orm }),
+    idempotency,
     routes,
     offload,
     uploads: createUploadsRouter({

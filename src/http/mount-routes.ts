@@ -4,7 +4,7 @@ import type { Logger } from '../logger.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import type { OffloadPool } from '../offload/offload-pool.ts';
 import { respond, successEnvelope } from './envelope.ts';
-import { idempotency } from './middleware/idempotency.ts';
+import { IDEMPOTENCY_HEADER, idempotency } from './middleware/idempotency.ts';
 import { readBody } from './middleware/read-body.ts';
 import { requireScope } from './middleware/require-scope.ts';
 import { isWrite, type AnyRoute, type IdempotentAnswer } from './route.ts';
@@ -93,7 +93,7 @@ export function mountRoutes(
           query,
           body,
           requestId: ctx.state.requestId,
-          ...(idempotentAnswer ? { idempotentAnswer } : {}),
+          ...(idempotentAnswer ? { idempotentAnswer, idempotencyKey: ctx.get(IDEMPOTENCY_HEADER) } : {}),
         });
         if ('stream' in result) {
           ctx.status = result.status;

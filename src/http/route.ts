@@ -22,6 +22,8 @@ export interface RouteInput<P, Q, B> {
    * A handler that uses it must then answer exactly that.
    */
   idempotentAnswer?: IdempotentAnswer;
+  /** The request's Idempotency-Key, when it claimed one (for a handler that keeps per-item answers under it). */
+  idempotencyKey?: string;
 }
 
 export interface IdempotentAnswer {

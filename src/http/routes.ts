@@ -21,6 +21,8 @@ import { createMetricsRoutes } from '../modules/metrics/metrics.routes.ts';
 import { createMetricsService } from '../modules/metrics/metrics.service.ts';
 import { createSendsRoutes } from '../modules/sends/sends.routes.ts';
 import { createSendsService } from '../modules/sends/sends.service.ts';
+import { createBatchSender } from '../modules/sends/batch.ts';
+import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import { createSegmentsRoutes } from '../modules/segments/segments.routes.ts';
 import { createSegmentsService } from '../modules/segments/segments.service.ts';
 import { createTemplatesRoutes } from '../modules/templates/templates.routes.ts';
@@ -41,9 +43,12 @@ export function createRoutes(deps: {
   logger: Logger;
   /** Decodes inline attachments off the event loop (the api process's offload thread). */
   offload?: OffloadPool;
+  /** Idempotency records (the batch send keeps one per message). */
+  idempotency: IdempotencyStore;
 }): AnyRoute[] {
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
+  const sends = createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) });
   return [
     ...createMeRoutes(),
     ...createDomainsRoutes({
@@ -55,10 +60,7 @@ export function createRoutes(deps: {
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createTemplatesRoutes({ templates, cursors: deps.cursors }),
     ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
-    ...createSendsRoutes({
-      sends: createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) }),
-      cursors: deps.cursors,
-    }),
+    ...createSendsRoutes({ sends, batch: createBatchSender({ sends, idempotency: deps.idempotency }), cursors: deps.cursors }),
     ...createAttachmentsRoutes({
       attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),
     }),

@@ -33,6 +33,7 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
   const declared = createRoutes({
     orm: undefined as never,
     cursors: createCursorCodec(undefined),
+    idempotency: undefined as never,
     config: loadConfig({}),
     temporal: undefined as never,
     logger: undefined as never,

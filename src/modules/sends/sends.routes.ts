@@ -1,6 +1,7 @@
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
-import { ListEmailsQuery, SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
+import { BATCH_MAX, type BatchSender } from './batch.ts';
+import { BatchBody, BatchResponse, ListEmailsQuery, SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
 import { serializeEmail, serializeEmailEvent } from './sends.serializer.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult } from '../../http/paging.ts';
@@ -13,7 +14,7 @@ import type { AcceptanceAnswer, SendsService } from './sends.service.ts';
  * hand-off to the relay, so an outright rejection by the provider is a 502 (credits and quota
  * released; safe to retry).
  */
-export function createSendsRoutes(deps: { sends: SendsService; cursors: CursorCodec }) {
+export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSender; cursors: CursorCodec }) {
   return [
     defineRoute({
       operationId: 'sendEmail',
@@ -45,6 +46,29 @@ export function createSendsRoutes(deps: { sends: SendsService; cursors: CursorCo
         };
         const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body, answer ? { answer } : {});
         return { status: 202, data: serializeEmail(email, recipients) };
+      },
+    }),
+    defineRoute({
+      operationId: 'sendEmailBatch',
+      method: 'POST',
+      path: '/outbox/emails/batch',
+      summary: 'Send up to 100 transactional emails in one request',
+      description: [
+        `\`emails\`: 1 to ${BATCH_MAX} messages, each exactly a POST /outbox/emails body. Each is validated and accepted or refused on its own, in order; one refusal does not stop the others.`,
+        'The answer (200) lists one result per message: `status` 202 with the `email` record, or the status and `error` (code, message, details with field paths under `emails.<index>`) that message would have had alone. `accepted` and `refused` count them.',
+        'With an Idempotency-Key (one for the batch) each message keeps its own idempotent answer, committed with its email: a retry after a failure mid-batch sends only what was not accepted. The request body is limited as one send\'s.',
+      ].join('\n\n'),
+      tag: 'Outbox',
+      scope: 'outbox.transactional:send',
+      extension: true,
+      body: BatchBody,
+      bodyLimit: SEND_REQUEST_BYTES_MAX,
+      errors: ['service_unavailable'],
+      response: { status: 200, description: 'One result per message, in order', schema: BatchResponse },
+      handle: async ({ caller, body, idempotencyKey }) => {
+        const results = await deps.batch.send({ orgId: caller.orgId, apiKeyId: caller.keyId, idempotencyKey, emails: body.emails });
+        const accepted = results.filter((result) => result.status === 202).length;
+        return { status: 200, data: { accepted, refused: results.length - accepted, results } };
       },
     }),
     defineRoute({

@@ -226,3 +226,28 @@ export const ListEmailsQuery = v.object({
   created_before: v.optional(v.pipe(DateTime, v.description('Emails created before this time.'))),
 });
 export type ListEmailsFilters = v.InferOutput<typeof ListEmailsQuery>;
+
+/** POST /outbox/emails/batch: the messages are checked one by one (batch.ts), so one bad message refuses only itself. */
+export const BatchBody = v.strictObject({
+  emails: v.pipe(
+    v.array(v.unknown()),
+    v.minLength(1, 'must hold at least one message'),
+    v.maxLength(100, 'must hold at most 100 messages'),
+    v.check((emails) => emails.every((email) => typeof email === 'object' && email !== null && !Array.isArray(email)), 'each message must be a JSON object'),
+  ),
+});
+
+const BatchError = v.object({ code: v.string(), message: v.string(), details: v.optional(v.record(v.string(), v.unknown())) });
+
+export const BatchResponse = v.object({
+  accepted: v.number(),
+  refused: v.number(),
+  results: v.array(
+    v.object({
+      index: v.number(),
+      status: v.number(),
+      email: v.optional(TransactionalEmailResponse),
+      error: v.optional(BatchError),
+    }),
+  ),
+});
