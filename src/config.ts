@@ -98,6 +98,9 @@ const EnvSchema = v.object({
   SMTP_HOST: v.optional(v.string(), '0.0.0.0'),
   METRICS_PORT: port('9464'),
   METRICS_HOST: v.optional(v.string(), '127.0.0.1'),
+  /** The SMTP submission front door (API keys as passwords): a port, 0 for any free one, `off`; default 587 in production, 2587 otherwise. */
+  SMTP_SUBMISSION_PORT: v.optional(v.pipe(v.string(), v.regex(/^(\d{1,5}|off)$/, 'must be a port number or off'))),
+  SMTP_SUBMISSION_HOST: v.optional(v.string()),
   SMTP_TLS_KEY_FILE: v.optional(v.string()),
   SMTP_TLS_CERT_FILE: v.optional(v.string()),
   SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
@@ -180,6 +183,8 @@ export interface Config {
   metrics: { port: number; host: string };
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
   smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string; rawRetentionMs: number };
+  /** The SMTP submission front door (null: off). STARTTLS with the smtp TLS files; AUTH with an API key. */
+  submission: { port: number; host: string } | null;
   relayUrl: string;
   /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
   relayTls: RelayTlsSettings;
@@ -277,6 +282,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       ...(env.SMTP_TLS_KEY_FILE ? { tlsKeyFile: env.SMTP_TLS_KEY_FILE } : {}),
       ...(env.SMTP_TLS_CERT_FILE ? { tlsCertFile: env.SMTP_TLS_CERT_FILE } : {}),
     },
+    submission:
+      env.SMTP_SUBMISSION_PORT === 'off'
+        ? null
+        : {
+            port: Math.min(65535, Number(env.SMTP_SUBMISSION_PORT ?? (env.NODE_ENV === 'production' ? '587' : '2587'))),
+            host: env.SMTP_SUBMISSION_HOST ?? env.SMTP_HOST,
+          },
     relayUrl: env.SMTP_RELAY_URL,
     relayTls,
     bounceDomain: env.BOUNCE_DOMAIN,
@@ -319,6 +331,8 @@ const DevEnvSchema = v.object({
   PATH: v.optional(v.string(), ''),
   PORT: port('3000'),
   SMTP_PORT: port('2525'),
+  /** The submission front door; the next free port when this one is busy. */
+  SMTP_SUBMISSION_PORT: port('2587'),
   TEMPORAL_PORT: port('7233'),
   TEMPORAL_UI_PORT: port('8233'),
   /** Set to a real relay to send through it; unset or loopback, `herald dev` runs the mail sink there. */

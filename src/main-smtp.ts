@@ -4,6 +4,13 @@ import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import { createInboundServer, listenSmtp, type InboundLimits, type RunningSmtp } from './smtp/inbound-server.ts';
 import { lazyTemporalClient } from './temporal/client.ts';
+import type { Client } from '@temporalio/client';
+import { createAuthenticator } from './modules/auth/authenticator.ts';
+import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
+import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
+import { createSendsService } from './modules/sends/sends.service.ts';
+import { createRedis } from './redis/client.ts';
+import { createSubmissionServer } from './smtp/submission-server.ts';
 
 export interface SmtpOptions {
   /** Replaces the configured blob store (BLOB_DIR). */
@@ -13,8 +20,36 @@ export interface SmtpOptions {
   orm?: MikroORM;
 }
 
+/** The submission front door (src/smtp/submission-server.ts) on its own port, with what it needs to accept a send. */
+async function startSubmission(
+  config: Config,
+  listen: { port: number; host: string },
+  logger: Logger,
+  shared: { orm: MikroORM; blobs: BlobStore | null; temporal: Client },
+): Promise<{ port: number; close(): Promise<void> }> {
+  const redis = createRedis(config, logger);
+  const server = createSubmissionServer({
+    config,
+    logger,
+    authenticator: createAuthenticator({ orm: shared.orm }),
+    sends: createSendsService({ orm: shared.orm, blobs: shared.blobs, temporal: shared.temporal, config, logger }),
+    idempotency: createIdempotencyStore({ orm: shared.orm }),
+    bucket: createTokenBucket(redis),
+  });
+  server.on('error', (error) => logger.warn('smtp submission connection error', { error }));
+  const port = await listenSmtp(server, listen.port, listen.host);
+  logger.info('smtp submission listening', { port, host: listen.host });
+  return {
+    port,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      redis.disconnect();
+    },
+  };
+}
+
 /**
- * The smtp process: the inbound MX listener. Stateless; replicas scale behind MX records. It
+ * The smtp process: the inbound MX listener, and the submission front door (SMTP_SUBMISSION_PORT). Stateless; replicas scale behind MX records. It
  * needs PostgreSQL and the blob store to accept mail; Temporal is connected lazily, and while it
  * is away accepted messages wait for the worker's reconciler.
  */
@@ -27,10 +62,12 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
   inbound.server.on('error', (error) => logger.warn('smtp connection error', { error }));
   const port = await listenSmtp(inbound.server, config.smtp.port, config.smtp.host);
   logger.info('smtp listening', { port, host: config.smtp.host });
+  const submission = config.submission ? await startSubmission(config, config.submission, logger, { orm, blobs, temporal: temporal.client }) : null;
   return {
     port,
+    submissionPort: submission?.port ?? null,
     async close() {
-      await new Promise<void>((resolve) => inbound.server.close(() => resolve()));
+      await Promise.all([new Promise<void>((resolve) => inbound.server.close(() => resolve())), submission?.close()]);
       await inbound.settle();
       await temporal.close();
       if (!options.orm) await orm.close();

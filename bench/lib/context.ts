@@ -195,7 +195,7 @@ export class BenchContext {
       name: kind,
       command: process.execPath,
       args: [...nodeFlags, MAIN_ENTRY, kind],
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...(kind === 'api' ? { PORT: String(port) } : {}), ...(kind === 'smtp' ? { SMTP_PORT: String(port) } : {}) },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...(kind === 'api' ? { PORT: String(port) } : {}), ...(kind === 'smtp' ? { SMTP_PORT: String(port), SMTP_SUBMISSION_PORT: env.SMTP_SUBMISSION_PORT ?? '0' } : {}) },
       onLine: (line) => {
         if (line.includes(READY_LINE[kind])) ready = true;
         options.onLine?.(line);

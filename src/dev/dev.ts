@@ -4,7 +4,7 @@ import { ensureDevEncryptionKey, updateEnvFile } from './dev-env-file.ts';
 import { cacheDir, dataDir, MAIN_ENTRY } from './paths.ts';
 import { ensureDatabase, resolvePostgres, withDatabase } from './postgres.ts';
 import { spawnService, waitFor, type Service } from './processes.ts';
-import { isListening } from './ports.ts';
+import { freePort, isListening } from './ports.ts';
 import { resolveRedis } from './redis.ts';
 import type { DevSetupResult } from './dev-setup.ts';
 import { resolveTemporalBinary } from './temporal-binary.ts';
@@ -28,6 +28,7 @@ export async function runDev(): Promise<void> {
   const env = loadDevEnv();
   const data = dataDir(env);
   const { PORT: API_PORT, SMTP_PORT, TEMPORAL_PORT, TEMPORAL_UI_PORT, MAIL_SINK_HTTP_PORT } = env;
+  const submissionPort = (await isListening('127.0.0.1', env.SMTP_SUBMISSION_PORT)) ? await freePort() : env.SMTP_SUBMISSION_PORT;
   const stack: { name: string; stop: () => Promise<void> }[] = [];
   let stopping = false;
   const stopAll = async (code: number) => {
@@ -127,6 +128,7 @@ export async function runDev(): Promise<void> {
       METRICS_HOST: '127.0.0.1',
       SMTP_PORT: String(SMTP_PORT),
       SMTP_HOST: '127.0.0.1',
+      SMTP_SUBMISSION_PORT: String(submissionPort),
       BLOB_DIR: join(data, 'blobs'),
       HERALD_ENCRYPTION_KEY: encryptionKey,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -172,7 +174,7 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`], publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
+    printBanner({ smtpPort: SMTP_PORT, submissionPort, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`], publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
@@ -208,6 +210,7 @@ async function systemDnsWorks(): Promise<boolean> {
 
 function printBanner(info: {
   smtpPort: number;
+  submissionPort: number;
   relayLines: string[];
   publicUrl: string;
   temporalUi: string | null;
@@ -230,6 +233,7 @@ function printBanner(info: {
     `  Temporal UI   ${info.temporalUi ?? `(external Temporal at ${info.temporalAddress})`}`,
     `                workspace filter: HeraldOrgId="${info.orgId}"`,
     `  Inbound SMTP  127.0.0.1:${info.smtpPort} (domain ${info.domain})`,
+    `  SMTP submit   127.0.0.1:${info.submissionPort} (AUTH PLAIN/LOGIN: user herald, password the API key)`,
     ...info.relayLines,
     `  PostgreSQL    ${db.toString()}`,
     `  Redis         ${info.redisUrl}`,

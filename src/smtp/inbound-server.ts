@@ -161,6 +161,8 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
 
 export interface RunningSmtp {
   port: number;
+  /** The submission front door's port; null when it is off. */
+  submissionPort: number | null;
   close(): Promise<void>;
 }
 

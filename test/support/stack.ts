@@ -61,6 +61,7 @@ export async function createTestStack(overrides: Record<string, string> = {}): P
     PUBLIC_URL: 'http://herald.test',
     SMTP_PORT: '0',
     SMTP_HOST: '127.0.0.1',
+    SMTP_SUBMISSION_PORT: '0',
     HERALD_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     // Several herald processes share this host: none serves metrics unless a test asks.
