@@ -18,7 +18,7 @@ import { findEmailEvents, findEmailPage, type EmailEventView } from './email-log
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { releaseEmailQuota, type CreditCharge } from './quota.repo.ts';
 import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
-import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
+import { checkSendingDomain } from './send-checks.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
 import { createDomainWaker } from './domain-actor.ts';
@@ -30,8 +30,6 @@ import type { OffloadPool } from '../../offload/offload-pool.ts';
 
 const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
 
-/** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
-export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
 
 export interface SendsServiceDeps {
   orm: MikroORM;
@@ -62,16 +60,6 @@ function invalidField(path: string, type: string, message: string, reason?: stri
     ...(reason ? { reason } : {}),
     fields: [{ path, location: 'body', type, message }],
   });
-}
-
-function domainRefusal(domain: SendingDomain, host: string): AppError | null {
-  const refuse = (reason: string, message: string) => new AppError('forbidden', message, { reason, domain: host });
-  if (domain.status === 'pending') return refuse('DOMAIN_NOT_READY', `${host} has not passed DNS verification yet.`);
-  if (domain.status === 'attention') return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
-  if (domain.reputationState === 'recovery') {
-    return refuse('DOMAIN_REPUTATION_RECOVERY', `${host} is in reputation recovery; sending from it is paused.`);
-  }
-  return null;
 }
 
 /** How often the opt-in hand-off wait looks at the email. */
@@ -121,28 +109,6 @@ export function createSendsService(deps: SendsServiceDeps) {
       written.push(key);
     }
     return written;
-  }
-
-  /**
-   * The sending domain of an acceptance, checked (exists, verified, not paused) with the
-   * recipients' suppression, in the transaction's first statement, which also takes the
-   * thread lock `threadLock`.
-   */
-  async function checkedDomain(tx: EntityManager, orgId: string, host: string, recipients: readonly EnvelopeRecipient[], threadLock: string): Promise<SendingDomain> {
-    const addresses = recipients.map((r) => r.email);
-    const { domain, suppressed: found } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock });
-    if (!domain) throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
-    const refusal = domainRefusal(domain, host);
-    if (refusal) throw refusal;
-    if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
-    const suppressed = addresses.filter((a) => found.has(a));
-    if (suppressed.length > 0) {
-      throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
-        reason: 'RECIPIENT_SUPPRESSED',
-        recipients: suppressed,
-      });
-    }
-    return domain;
   }
 
   /**
@@ -219,7 +185,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       try {
         accepted = await em.transactional(async (tx) => {
           // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
-          const domain = await checkedDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread));
+          const domain = await checkSendingDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread));
           blobKeys.push(...(await writeInlineBlobs(orgId, emailId, prepared)));
           const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
           if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });

@@ -1,0 +1,39 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError } from '../../errors.ts';
+import type { EnvelopeRecipient } from './sends.fns.ts';
+import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
+
+/** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
+export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
+
+function domainRefusal(domain: SendingDomain, host: string): AppError | null {
+  const refuse = (reason: string, message: string) => new AppError('forbidden', message, { reason, domain: host });
+  if (domain.status === 'pending') return refuse('DOMAIN_NOT_READY', `${host} has not passed DNS verification yet.`);
+  if (domain.status === 'attention') return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
+  if (domain.reputationState === 'recovery') {
+    return refuse('DOMAIN_REPUTATION_RECOVERY', `${host} is in reputation recovery; sending from it is paused.`);
+  }
+  return null;
+}
+
+/**
+ * The sending domain of an acceptance, checked (exists, verified, not paused) with the
+ * recipients' suppression, in the transaction's first statement, which also takes the
+ * thread lock `threadLock`.
+ */
+export async function checkSendingDomain(tx: EntityManager, orgId: string, host: string, recipients: readonly EnvelopeRecipient[], threadLock: string): Promise<SendingDomain> {
+  const addresses = recipients.map((r) => r.email);
+  const { domain, suppressed: found } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock });
+  if (!domain) throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
+  const refusal = domainRefusal(domain, host);
+  if (refusal) throw refusal;
+  if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
+  const suppressed = addresses.filter((a) => found.has(a));
+  if (suppressed.length > 0) {
+    throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
+      reason: 'RECIPIENT_SUPPRESSED',
+      recipients: suppressed,
+    });
+  }
+  return domain;
+}
