@@ -40,7 +40,7 @@ const TICK_MS = 5_000;
  * Emails in flight per relay connection: one on the wire, the next built and signed, and the
  * ones whose answer waits for its group commit (a slot is held until the record commits).
  */
-const IN_FLIGHT_PER_CONNECTION = 4;
+export const IN_FLIGHT_PER_CONNECTION = 4;
 
 /** The delay before the attempt after `attempt`, or null when the retry window would close first. */
 export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, firstAttemptMs: number, now: number): number | null {
