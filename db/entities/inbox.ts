@@ -83,7 +83,9 @@ export const InboxThreadSchema = defineEntity({
   },
   indexes: [
     { properties: ['orgId', 'lastMessageAt'] },
-    { properties: ['orgId', 'normalizedSubject'] },
+    // Threading by subject reads the most recent threads of a subject: a receipt sent to
+    // thousands has thousands of threads with one subject, so the order comes from the index.
+    { properties: ['orgId', 'normalizedSubject', 'lastMessageAt'] },
   ],
 });
 
