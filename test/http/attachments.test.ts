@@ -63,18 +63,20 @@ describe('POST /api/v1/outbox/attachments', () => {
     expect(fieldsOf(response).map((f) => f.path)).toEqual(['size_bytes']);
   });
 
-  it('returns 400 invalid_request for a missing field, a wrong type or an unknown field', async () => {
-    const cases: [Record<string, unknown>, string][] = [
-      [{ content_type: 'application/pdf', size_bytes: 1 }, 'filename'],
-      [{ filename: 'a.pdf', size_bytes: 1 }, 'content_type'],
-      [{ filename: 'a.pdf', content_type: 'application/pdf' }, 'size_bytes'],
-      [{ filename: 7, content_type: 'application/pdf', size_bytes: 1 }, 'filename'],
-      [{ filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 1, content: 'aGk=' }, 'content'],
+  it('returns 400 invalid_request for a missing field, a wrong type or an unknown field; INVALID_ATTACHMENT when the file name or type is the problem', async () => {
+    const cases: [Record<string, unknown>, string, string | undefined][] = [
+      [{ content_type: 'application/pdf', size_bytes: 1 }, 'filename', 'INVALID_ATTACHMENT'],
+      [{ filename: 'a.pdf', size_bytes: 1 }, 'content_type', 'INVALID_ATTACHMENT'],
+      [{ filename: 'a.pdf', content_type: 'application/pdf' }, 'size_bytes', undefined],
+      [{ filename: 7, content_type: 'application/pdf', size_bytes: 1 }, 'filename', 'INVALID_ATTACHMENT'],
+      [{ filename: null, content_type: 'application/pdf', size_bytes: 1 }, 'filename', 'INVALID_ATTACHMENT'],
+      [{ filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 1, content: 'aGk=' }, 'content', undefined],
     ];
-    for (const [body, path] of cases) {
+    for (const [body, path, reason] of cases) {
       const response = await h.create(body);
       expectError(response, 400, 'invalid_request');
       expect(fieldsOf(response).map((f) => f.path), JSON.stringify(body)).toEqual([path]);
+      expect((response.body.error?.details as { reason?: string }).reason, JSON.stringify(body)).toBe(reason);
     }
   });
 

@@ -1,6 +1,6 @@
 import { KIB } from '../../http/body-limits.ts';
 import { defineRoute } from '../../http/route.ts';
-import { AttachmentUploadResponse, CreateAttachmentUploadBody } from './attachments.schemas.ts';
+import { AttachmentUploadResponse, attachmentBodyErrorReason, CreateAttachmentUploadBody } from './attachments.schemas.ts';
 import { serializeAttachmentUpload } from './attachments.serializer.ts';
 import type { AttachmentsService } from './attachments.service.ts';
 
@@ -28,6 +28,7 @@ export function createAttachmentsRoutes(deps: { attachments: AttachmentsService 
       scope: 'outbox.transactional:send',
       idempotency: 'optional',
       body: CreateAttachmentUploadBody,
+      bodyErrorReason: attachmentBodyErrorReason,
       // filename 512 + content_type 255 characters, even \u-escaped (6 bytes each): under 5 KB.
       bodyLimit: 8 * KIB,
       response: { status: 201, description: 'The upload slot and its signed URL', schema: AttachmentUploadResponse },

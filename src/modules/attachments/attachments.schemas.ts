@@ -52,3 +52,11 @@ export const AttachmentUploadResponse = v.object({
   required_headers: v.record(v.string(), v.string()),
 });
 
+
+/**
+ * The spec's `details.reason` for a request body that fails its shape: a missing or malformed
+ * file name (or content type) is INVALID_ATTACHMENT, as the value rules of the service answer it.
+ */
+export function attachmentBodyErrorReason(fields: readonly { path: string }[]): string | undefined {
+  return fields.some((field) => field.path === 'filename' || field.path === 'content_type') ? 'INVALID_ATTACHMENT' : undefined;
+}

@@ -16,9 +16,8 @@ import type { AutomationsService } from './automations.service.ts';
 const LIST = 'automations';
 
 const TRANSITIONS_NOTE =
-  'Allowed status moves: draft → active, active → paused, paused → active, any → archived, ' +
-  'archived → draft. Setting the current status again changes nothing. Any other move is 409 ' +
-  'conflict with details {from, to}. `version` increases by one on every change.';
+  '`status` moves the automation to the given state, from any of the four (draft, active, paused, archived). ' +
+  'Setting the current status again changes nothing. `version` increases by one on every change.';
 
 /** The automation routes, built on the automations service. */
 export function createAutomationsRoutes(deps: { automations: AutomationsService; cursors: CursorCodec }) {
@@ -66,7 +65,7 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       // name 120 + description 2000 characters, even \u-escaped (6 bytes each): under 13 KB.
       bodyLimit: 16 * KIB,
       response: { status: 200, description: 'The automation', schema: AutomationResponse },
-      errors: ['invalid_request', 'not_found', 'conflict', 'idempotency_conflict'],
+      errors: ['invalid_request', 'not_found', 'idempotency_conflict'],
       async handle({ caller, params, body }) {
         const automation = await deps.automations.updateAutomation(caller.orgId, params.id, body);
         return { status: 200, data: serializeAutomation(automation) };
