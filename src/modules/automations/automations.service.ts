@@ -7,7 +7,7 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Automation, type AutomationStatus } from '../../../db/entities/index.ts';
+import { Automation } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg, type EntityManager } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
