@@ -24,7 +24,7 @@ export interface KeysetPage<T> {
  * otherwise: the cost of a page does not depend on how deep it is. Reads `limit + 1` rows to
  * know whether another page exists.
  */
-export async function findKeysetPage<T extends { id: string } & Record<SortField, Date>>(
+export async function findKeysetPage<T extends { id: string; createdAt: Date }>(
   em: EntityManager,
   entity: EntityName<T>,
   where: FilterQuery<T>,

@@ -142,7 +142,7 @@ export const EmailRecipientSchema = defineEntity({
 export class EmailRecipient extends EmailRecipientSchema.class {}
 EmailRecipientSchema.setClass(EmailRecipient);
 
-export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual'] as const;
+export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'unsubscribe', 'manual'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
 /** An address Herald will not send to for this workspace (hard bounce, complaint, operator). */
@@ -164,6 +164,34 @@ export const SuppressionSchema = defineEntity({
 
 export class Suppression extends SuppressionSchema.class {}
 SuppressionSchema.setClass(Suppression);
+
+export const SUPPRESSION_ACTIONS = ['added', 'removed'] as const;
+export type SuppressionAction = (typeof SUPPRESSION_ACTIONS)[number];
+
+/**
+ * The audit trail of a workspace's suppression list: every address added (by a bounce, a
+ * complaint or a caller) or removed, by which API key when a caller did it. Never updated.
+ */
+export const SuppressionChangeSchema = defineEntity({
+  name: 'SuppressionChange',
+  tableName: 'suppression_changes',
+  properties: {
+    id: idColumn(),
+    orgId: orgIdColumn(),
+    email: p.string().length(320),
+    action: p.enum(SUPPRESSION_ACTIONS),
+    reason: p.enum(SUPPRESSION_REASONS),
+    /** The API key that made the change; null when Herald did (a bounce, a complaint). */
+    apiKeyId: p.string().length(24).nullable(),
+    emailId: p.string().length(24).nullable(),
+    detail: p.string().length(1024).nullable(),
+    createdAt: createdAtColumn(),
+  },
+  indexes: [{ properties: ['orgId', 'createdAt', 'id'] }],
+});
+
+export class SuppressionChange extends SuppressionChangeSchema.class {}
+SuppressionChangeSchema.setClass(SuppressionChange);
 
 /**
  * The warm-up counter: messages counted against one domain on one UTC day (recipients, like

@@ -84,3 +84,13 @@ export async function listJsonResult(
     },
   };
 }
+
+/**
+ * A filtered list's filters (the query without `limit` and `cursor`) and the name its cursors
+ * are signed for: one per filter combination, so a cursor replayed with other filters is
+ * refused instead of silently skipping rows.
+ */
+export function filteredList<Q extends { limit: number; cursor?: string | undefined }>(list: string, query: Q): { list: string; filters: Omit<Q, 'limit' | 'cursor'> } {
+  const { limit: _limit, cursor: _cursor, ...filters } = query;
+  return { list: `${list}:${JSON.stringify(filters)}`, filters };
+}

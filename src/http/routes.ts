@@ -12,6 +12,8 @@ import { createBroadcastsRoutes } from '../modules/broadcasts/broadcasts.routes.
 import { createBroadcastsService } from '../modules/broadcasts/broadcasts.service.ts';
 import { createContactsRoutes } from '../modules/contacts/contacts.routes.ts';
 import { createContactsService } from '../modules/contacts/contacts.service.ts';
+import { createSuppressionsRoutes } from '../modules/suppressions/suppressions.routes.ts';
+import { createSuppressionsService } from '../modules/suppressions/suppressions.service.ts';
 import { createDomainsRoutes } from '../modules/domains/domains.routes.ts';
 import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createInboxRoutes } from '../modules/inbox/inbox.routes.ts';
@@ -48,6 +50,7 @@ export function createRoutes(deps: {
 }): AnyRoute[] {
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
+  const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts });
   const sends = createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) });
   return [
     ...createMeRoutes(),
@@ -55,7 +58,8 @@ export function createRoutes(deps: {
       domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
       settings: deps.config,
     }),
-    ...createContactsRoutes({ contacts: createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts }), cursors: deps.cursors }),
+    ...createContactsRoutes({ contacts, cursors: deps.cursors }),
+    ...createSuppressionsRoutes({ suppressions: createSuppressionsService({ orm: deps.orm, contacts }), cursors: deps.cursors }),
     ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createTemplatesRoutes({ templates, cursors: deps.cursors }),

@@ -44,6 +44,7 @@ describe('migrations', () => {
       'organizations',
       'segments',
       'sender_identities',
+      'suppression_changes',
       'suppressions',
       'template_shares',
       'templates',

@@ -9,6 +9,7 @@ import { CreateTemplateBody } from '../../src/modules/templates/templates.schema
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
 import { insertScheduledEmail } from './sending.ts';
+import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
 import { insertAttachment, insertMessage } from './inbox-rows.ts';
 import { insertDelivery, insertEndpoint } from './webhook-rows.ts';
 
@@ -77,6 +78,14 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   updateWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id, validBody: { name: 'Renamed by the route suite' } },
   deleteWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
+  // The path parameter is the suppressed address itself.
+  removeSuppression: {
+    async create(orm, orgId) {
+      const email = `${unique('s')}@example.com`.toLowerCase();
+      await suppressAddress(orm.em.fork(), orgId, email, 'manual');
+      return email;
+    },
+  },
 };
 
 /** A body that passes validation for routes without an id (for the write-route checks). */

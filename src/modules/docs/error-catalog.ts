@@ -75,6 +75,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
       'A duplicate, such as a contact email that already exists in the workspace.',
       'A request with the same Idempotency-Key is still being processed.',
       'A template send whose template is a draft or archived (details.reason TEMPLATE_NOT_PUBLISHED): only published templates are sent.',
+      'An address added to the suppression list that is already on it (details.reason ALREADY_SUPPRESSED, details.suppression_reason).',
     ],
     fix: 'Fetch the current state and decide; for an in-flight idempotent request, retry after a moment.',
   },

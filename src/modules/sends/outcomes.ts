@@ -46,19 +46,30 @@ export function emailEventData(email: Pick<TransactionalEmail, 'id' | 'messageId
   };
 }
 
-/** Adds `email` to the workspace's suppression list (first reason wins). */
+/**
+ * Adds `email` to the workspace's suppression list (first reason wins) and, when it was not on
+ * it yet, writes the change to the audit trail in the same statement; `apiKeyId` is the caller
+ * when one asked for it (null: Herald, for a bounce or a complaint). Whether it was added.
+ */
 export async function suppressAddress(
   em: EntityManager,
   orgId: string,
   email: string,
   reason: SuppressionReason,
-  source: { emailId?: string | null; detail?: string | null } = {},
-): Promise<void> {
-  await em.execute(
-    `insert into suppressions (id, org_id, email, reason, email_id, detail, created_at)
-     values (?, ?, ?, ?, ?, ?, now()) on conflict (org_id, email) do nothing`,
-    [newId(), orgId, email, reason, source.emailId ?? null, source.detail?.slice(0, 1024) ?? null],
+  source: { emailId?: string | null; detail?: string | null; apiKeyId?: string | null } = {},
+): Promise<boolean> {
+  const rows = await em.execute<{ id: string }[]>(
+    `with added as (
+       insert into suppressions (id, org_id, email, reason, email_id, detail, created_at)
+       values (:id, :org, :email, :reason, :emailId, :detail, now()) on conflict (org_id, email) do nothing
+       returning org_id, email, reason, email_id, detail, created_at
+     )
+     insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
+     select :changeId, org_id, email, 'added', reason, :apiKeyId, email_id, detail, created_at from added
+     returning id`,
+    { id: newId(), changeId: newId(), org: orgId, email, reason, emailId: source.emailId ?? null, detail: source.detail?.slice(0, 1024) ?? null, apiKeyId: source.apiKeyId ?? null },
   );
+  return rows.length > 0;
 }
 
 /** Moves the workspace's contact with this address (if any) to `status`, emitting its events; a contact already there is left alone. */

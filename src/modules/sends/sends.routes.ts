@@ -4,7 +4,7 @@ import { BATCH_MAX, type BatchSender } from './batch.ts';
 import { BatchBody, BatchResponse, ListEmailsQuery, SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
 import { serializeEmail, serializeEmailEvent } from './sends.serializer.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listResult } from '../../http/paging.ts';
+import { filteredList, listResult } from '../../http/paging.ts';
 import type { AcceptanceAnswer, SendsService } from './sends.service.ts';
 
 /**
@@ -100,10 +100,9 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       query: ListEmailsQuery,
       response: { status: 200, description: 'A page of transactional emails', schema: TransactionalEmailResponse, list: true },
       handle: ({ caller, query }) => {
-        const { limit: _limit, cursor: _cursor, ...filters } = query;
-        // The cursor belongs to this filter combination's list.
+        const { list, filters } = filteredList('emails', query);
         return listResult(
-          { cursors: deps.cursors, list: `emails:${JSON.stringify(filters)}`, caller, query },
+          { cursors: deps.cursors, list, caller, query },
           (page) => deps.sends.listEmails(caller.orgId, page, filters),
           (email, page) => serializeEmail(email, page.recipients.get(email.id) ?? []),
         );

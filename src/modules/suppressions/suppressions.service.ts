@@ -1,0 +1,77 @@
+import type { FilterQuery, MikroORM } from '@mikro-orm/postgresql';
+import { Contact, Suppression, SuppressionChange } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
+import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+import type { ContactsService } from '../contacts/contacts.service.ts';
+import { suppressAddress } from '../sends/outcomes.ts';
+import { apiReason, storedReason } from './suppressions.serializer.ts';
+import type { AddSuppressionInput, SuppressionApiReason } from './suppressions.schemas.ts';
+
+/** Contact statuses that also keep sends away from an address (the send's suppression check reads them). */
+const BLOCKING_STATUSES = ['bounced', 'complained', 'suppressed'] as const;
+
+/**
+ * A workspace's suppression list: the addresses POST /outbox/emails and SMTP submission refuse
+ * (403 RECIPIENT_SUPPRESSED). Bounces and complaints add to it as before; callers list it, add an
+ * address by hand and lift one. Every change is written to the audit trail (suppression_changes)
+ * in the statement that makes it, with the API key that asked.
+ */
+export function createSuppressionsService(deps: { orm: MikroORM; contacts: Pick<ContactsService, 'updateContact'> }) {
+  const { orm } = deps;
+  const page = (p: { limit: number; after?: KeysetPosition | undefined }) => p;
+
+  return {
+    async listSuppressions(orgId: string, request: { limit: number; after?: KeysetPosition | undefined }, filters: { reason?: SuppressionApiReason | undefined; email?: string | undefined }) {
+      const where: FilterQuery<Suppression> = {
+        ...(filters.reason ? { reason: storedReason(filters.reason) } : {}),
+        ...(filters.email ? { email: filters.email } : {}),
+      };
+      return findKeysetPage(scopeToOrg(orm.em, orgId), Suppression, where, page(request));
+    },
+
+    /** Adds an address by hand (reason `manual`); 409 when it is already on the list, with the reason it is there. */
+    async addSuppression(orgId: string, apiKeyId: string | null, input: AddSuppressionInput): Promise<Suppression> {
+      const em = scopeToOrg(orm.em, orgId);
+      const added = await suppressAddress(em, orgId, input.email, 'manual', { detail: input.detail ?? null, apiKeyId });
+      const entry = await em.findOneOrFail(Suppression, { email: input.email }, { refresh: true });
+      if (!added) {
+        throw new AppError('conflict', `${input.email} is already on the suppression list (${apiReason(entry.reason)}).`, {
+          reason: 'ALREADY_SUPPRESSED',
+          suppression_reason: apiReason(entry.reason),
+        });
+      }
+      return entry;
+    },
+
+    /**
+     * Lifts a suppression: the entry goes, the trail records who lifted it, and the workspace's
+     * contact with the address, when a bounce, complaint or suppression status still blocks it,
+     * is moved back to active (its contact.updated event follows), so the address can be sent
+     * to again. 404 when the address is not on the list.
+     */
+    async removeSuppression(orgId: string, apiKeyId: string | null, email: string): Promise<{ contactReactivated: boolean }> {
+      const em = scopeToOrg(orm.em, orgId);
+      const removed = await em.execute<{ id: string }[]>(
+        `with gone as (delete from suppressions where org_id = :org and email = :email returning org_id, email, reason, email_id, detail)
+         insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
+         select :changeId, org_id, email, 'removed', reason, :apiKeyId, email_id, detail, now() from gone
+         returning id`,
+        { org: orgId, email, changeId: newId(), apiKeyId },
+      );
+      if (removed.length === 0) throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
+      const contact = await em.findOne(Contact, { email, status: { $in: [...BLOCKING_STATUSES] } });
+      if (!contact) return { contactReactivated: false };
+      await deps.contacts.updateContact(orgId, contact.id, { status: 'active' });
+      return { contactReactivated: true };
+    },
+
+    /** The audit trail, newest first. */
+    async listChanges(orgId: string, request: { limit: number; after?: KeysetPosition | undefined }) {
+      return findKeysetPage(scopeToOrg(orm.em, orgId), SuppressionChange, {}, page(request));
+    },
+  };
+}
+
+export type SuppressionsService = ReturnType<typeof createSuppressionsService>;
