@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { convert } from 'html-to-text';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { Domain, type EmailAttachmentRecord, type RecipientKind } from '../../../db/entities/index.ts';
@@ -33,6 +34,17 @@ export interface MessageRecipient {
 export class BuildFailure extends Error {}
 
 const DKIM_KEY_TTL_MS = 60_000;
+
+/** The plain-text alternative of an HTML body (html-to-text): links kept as `text [url]`, images left out, lines wrapped at 78. */
+export function plainTextOf(html: string): string {
+  return convert(html, {
+    wordwrap: 78,
+    selectors: [
+      { selector: 'img', format: 'skip' },
+      { selector: 'a', options: { hideLinkHrefIfSameAsText: true, ignoreHref: false } },
+    ],
+  });
+}
 const MAX_CACHED_KEYS = 10_000;
 
 /**
@@ -94,7 +106,9 @@ export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | n
         ...(cc.length > 0 ? { cc } : {}),
         subject: email.subject,
         ...(email.html != null ? { html: email.html } : {}),
-        ...(email.text != null ? { text: email.text } : {}),
+        // An HTML-only email also carries a plain-text alternative (spam filters and text-only
+        // readers expect one), derived from the HTML.
+        ...(email.text != null ? { text: email.text } : email.html ? { text: plainTextOf(email.html) } : {}),
         ...(email.replyTo ? { replyTo: email.replyTo } : {}),
         messageId: `<${email.messageId}>`,
         date: email.scheduledAt ?? email.createdAt,
