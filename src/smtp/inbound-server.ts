@@ -81,10 +81,14 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
       : { hideSTARTTLS: true };
 
-  /** Whether a recipient domain is accepted: the bounce domain or a domain of some workspace. */
+  /**
+   * Whether a recipient domain is accepted: the bounce domain, a domain of some workspace, or
+   * the `bounces.` host of one (the envelope sender of its mail, where bounces come back).
+   */
   async function isAcceptedDomain(domain: string): Promise<boolean> {
     if (domain === config.bounceDomain.toLowerCase()) return true;
-    const found = await orm.em.fork().findOne(Domain, { domain }, { ...ALL_TENANTS, fields: ['id'] });
+    const candidates = domain.startsWith('bounces.') ? [domain, domain.slice('bounces.'.length)] : [domain];
+    const found = await orm.em.fork().findOne(Domain, { domain: { $in: candidates } }, { ...ALL_TENANTS, fields: ['id'] });
     return found !== null;
   }
 

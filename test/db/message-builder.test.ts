@@ -6,6 +6,9 @@ import type { Domain } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';
 import { createMessageBuilder, type MessageSource } from '../../src/modules/sends/message-builder.ts';
+import { bounceHostOf, verpAddress } from '../../src/modules/sends/sends.fns.ts';
+import { createAuthResolver } from '../../src/modules/inbound/auth-results.ts';
+import { startDnsServer } from '../support/dns-server.ts';
 import { createOrg } from '../support/factories.ts';
 import { addSendingDomain } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
@@ -75,6 +78,39 @@ describe('the built message', () => {
   it('keeps the text the sender gave', async () => {
     const parsed = await simpleParser(await rawMessage({ html: '<p>Rich</p>', text: 'Plain, as written.' }));
     expect(parsed.text?.trim()).toBe('Plain, as written.');
+  });
+
+  it('aligns: SPF for the envelope sender bounces.<domain> (a CNAME to BOUNCE_DOMAIN), DKIM d=<domain>, DMARC pass, against records served by a DNS server on loopback', async () => {
+    const bounceDomain = 'bounces.herald-mx.test';
+    const dns = await startDnsServer({
+      [`bounces.${domain.domain}`]: { CNAME: bounceDomain },
+      [bounceDomain]: { TXT: ['v=spf1 ip4:127.0.0.1 -all'] },
+      [`${domain.dkimSelector}._domainkey.${domain.domain}`]: { TXT: [dkimDnsValue(domain.dkimPublicKey)] },
+      [`_dmarc.${domain.domain}`]: { TXT: ['v=DMARC1; p=reject'] },
+    });
+    try {
+      const id = newId();
+      const raw = await rawMessage({ id, messageId: `${id}.0@${domain.domain}`, text: 'Aligned.' });
+      const sender = verpAddress(id, bounceHostOf(domain.domain));
+      expect(sender).toBe(`bounce+${id}@bounces.${domain.domain}`);
+      const result = await authenticate(raw, {
+        ip: '127.0.0.1',
+        helo: 'herald.test',
+        mta: 'mx.example.org',
+        sender,
+        disableBimi: true,
+        resolver: createAuthResolver({ dns: { servers: [dns.address], timeoutMs: 2_000, cacheTtlMs: 0 } }),
+      });
+      expect(result.spf && result.spf.status.result).toBe('pass');
+      expect(result.dkim?.results?.[0]).toMatchObject({ signingDomain: domain.domain, status: { result: 'pass' } });
+      expect(result.dmarc && result.dmarc.status.result).toBe('pass');
+      // Through the BOUNCE_DOMAIN envelope of before, SPF passes but does not align: DMARC rests on DKIM alone.
+      const legacy = await authenticate(raw, { ip: '127.0.0.1', helo: 'herald.test', mta: 'mx.example.org', sender: verpAddress(id, bounceDomain), disableBimi: true, resolver: createAuthResolver({ dns: { servers: [dns.address], timeoutMs: 2_000, cacheTtlMs: 0 } }) });
+      expect(legacy.dmarc && legacy.dmarc.status.result).toBe('pass');
+      expect(legacy.spf && legacy.spf.domain).toBe(bounceDomain);
+    } finally {
+      await dns.close();
+    }
   });
 
   it('fails DKIM when the message is changed after signing (the check can fail)', async () => {

@@ -73,8 +73,13 @@ describe('inbound SMTP listener', () => {
     expect(failure.response).toMatch(/5\.1\.1/);
   });
 
-  it.each(['reply@inbound.example.com', 'REPLY@Inbound.Example.COM', 'bounce+abc@bounces.herald.test'])(
-    'accepts %s at RCPT (a workspace domain or the VERP bounce domain)',
+  it('refuses the bounces. host of a domain no workspace owns', async () => {
+    const failure = (await transport.sendMail(message('bounce+0123456789abcdef01234567@bounces.unknown.example')).catch((e: unknown) => e)) as SmtpFailure;
+    expect(failure.responseCode).toBe(550);
+  });
+
+  it.each(['reply@inbound.example.com', 'REPLY@Inbound.Example.COM', 'bounce+abc@bounces.herald.test', 'bounce+0123456789abcdef01234567@bounces.inbound.example.com'])(
+    'accepts %s at RCPT (a workspace domain, the VERP bounce domain, or a workspace domain\'s bounces. host)',
     async (to) => {
       const failure = (await transport.sendMail(message(to)).catch((e: unknown) => e)) as SmtpFailure;
       // RCPT passed: the refusal, if any, comes at DATA, not at the envelope.

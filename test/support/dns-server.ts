@@ -46,6 +46,12 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
         for (const text of records.TXT ?? []) answers.push({ type: 'TXT', name: question.name, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
       }
       if (question.type === 'CNAME' && records.CNAME) answers.push({ type: 'CNAME', name: question.name, ttl, data: records.CNAME });
+      // As a recursive resolver does: an alias answers other types with the CNAME and its target's records.
+      const target = records.CNAME ? zone.get(records.CNAME.toLowerCase()) : undefined;
+      if (question.type === 'TXT' && records.CNAME && target) {
+        answers.push({ type: 'CNAME', name: question.name, ttl, data: records.CNAME });
+        for (const text of target.TXT ?? []) answers.push({ type: 'TXT', name: records.CNAME, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
+      }
     }
     const response = dnsPacket.encode({
       id: query.id,

@@ -60,13 +60,16 @@ export function emailIdFromMessageId(messageId: string): string | null {
   return match ? match[1]!.toLowerCase() : null;
 }
 
-/** The email id of a VERP recipient `bounce+<emailId>@<bounceDomain>`, or null. */
+/**
+ * The email id of a VERP recipient `bounce+<emailId>@<host>` (BOUNCE_DOMAIN or a sending
+ * domain's `bounces.` host; routing checks the host against the email), or null.
+ */
 export function emailIdFromVerp(rcptTo: string[], bounceDomain: string): string | null {
   const domain = bounceDomain.trim().toLowerCase();
-  if (!domain) return null;
   for (const rcpt of rcptTo) {
     const match = /^<?bounce\+([0-9a-f]{24})@([^\s<>@]+?)>?$/i.exec(rcpt.trim());
-    if (match && match[2]!.toLowerCase() === domain) return match[1]!.toLowerCase();
+    const host = match?.[2]?.toLowerCase();
+    if (match && host && ((domain && host === domain) || host.startsWith('bounces.'))) return match[1]!.toLowerCase();
   }
   return null;
 }

@@ -9,12 +9,23 @@ export interface InboundRoute {
   emailId: string | null;
 }
 
-/** `bounce+<emailId>[+...]@<bounce domain>` → the email id, else null. */
-export function verpEmailId(address: string, bounceDomain: string): string | null {
+/**
+ * `bounce+<emailId>[+...]@<host>` → the email id and the host, else null; the host is
+ * BOUNCE_DOMAIN (messages sent before envelopes were aligned) or `bounces.<sending domain>`,
+ * which the caller checks against the email it names (bounceHostMatches).
+ */
+export function verpEmailId(address: string, bounceDomain: string): { emailId: string; host: string } | null {
   const at = address.lastIndexOf('@');
-  if (at < 0 || address.slice(at + 1).toLowerCase() !== bounceDomain.toLowerCase()) return null;
+  if (at < 0) return null;
+  const host = address.slice(at + 1).toLowerCase();
+  if (host !== bounceDomain.toLowerCase() && !host.startsWith('bounces.')) return null;
   const match = /^bounce\+([a-f0-9]{24})(?:\+.*)?$/i.exec(address.slice(0, at));
-  return match ? match[1]!.toLowerCase() : null;
+  return match ? { emailId: match[1]!.toLowerCase(), host } : null;
+}
+
+/** Whether a VERP host may name an email of `sendingDomain`: BOUNCE_DOMAIN, or that domain's own `bounces.` host. */
+export function bounceHostMatches(host: string, bounceDomain: string, sendingDomain: string): boolean {
+  return host === bounceDomain.toLowerCase() || host === `bounces.${sendingDomain.toLowerCase()}`;
 }
 
 /**
@@ -31,16 +42,20 @@ export async function routeRecipients(
   reportEmailId: string | null = null,
 ): Promise<InboundRoute[]> {
   const domains = new Set<string>();
-  const emailIds = new Set<string>();
+  const hostsById = new Map<string, string>();
   for (const address of rcptTo) {
-    const emailId = verpEmailId(address, bounceDomain);
-    if (emailId) emailIds.add(emailId);
+    const verp = verpEmailId(address, bounceDomain);
+    if (verp) hostsById.set(verp.emailId, verp.host);
     else domains.add(address.slice(address.lastIndexOf('@') + 1).toLowerCase());
   }
   const routes = new Map<string, InboundRoute>();
-  if (emailIds.size > 0) {
-    const emails = await em.find(TransactionalEmail, { id: { $in: [...emailIds] } }, { ...ALL_TENANTS, fields: ['id', 'orgId'] });
-    for (const email of emails) if (!routes.has(email.orgId)) routes.set(email.orgId, { orgId: email.orgId, emailId: email.id });
+  if (hostsById.size > 0) {
+    const emails = await em.find(TransactionalEmail, { id: { $in: [...hostsById.keys()] } }, { ...ALL_TENANTS, fields: ['id', 'orgId', 'domain'] });
+    for (const email of emails) {
+      // A bounce host of another sending domain cannot name this email.
+      if (!bounceHostMatches(hostsById.get(email.id)!, bounceDomain, email.domain)) continue;
+      if (!routes.has(email.orgId)) routes.set(email.orgId, { orgId: email.orgId, emailId: email.id });
+    }
   }
   if (domains.size > 0) {
     const owned = await em.find(Domain, { domain: { $in: [...domains] } }, { ...ALL_TENANTS, fields: ['orgId'] });

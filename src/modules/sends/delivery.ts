@@ -19,7 +19,7 @@ import type { Relay, RelayResult } from './relay.ts';
 import type { HandoffResult } from './handoff.repo.ts';
 import { BuildFailure, createMessageBuilder, type MessageSource } from './message-builder.ts';
 import type { SentRecorder } from './sent-recorder.ts';
-import { verpAddress } from './sends.fns.ts';
+import { bounceHostOf, verpAddress } from './sends.fns.ts';
 
 export interface DeliverInput {
   orgId: string;
@@ -194,7 +194,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const beat = deps.heartbeat ? setInterval(deps.heartbeat, 2_000) : null;
     let result: RelayResult;
     try {
-      result = await deps.relay.send(message, { from: verpAddress(email.id, config.bounceDomain), to: pending.map((r) => r.email) });
+      result = await deps.relay.send(message, { from: verpAddress(email.id, bounceHostOf(email.domain)), to: pending.map((r) => r.email) });
     } finally {
       if (beat) clearInterval(beat);
     }

@@ -126,6 +126,15 @@ export function verpAddress(emailId: string, bounceDomain: string): string {
   return `bounce+${emailId}@${bounceDomain}`;
 }
 
+/**
+ * The host of a sending domain's envelope sender: `bounces.<domain>`, the CNAME to BOUNCE_DOMAIN
+ * the domain's records ask for, so SPF is checked for a subdomain of the From domain and aligns
+ * with it (DMARC, relaxed), and bounces still reach Herald.
+ */
+export function bounceHostOf(sendingDomain: string): string {
+  return `bounces.${sendingDomain.toLowerCase()}`;
+}
+
 /** The UTC day `YYYY-MM-DD` of a time (warm-up counters are per UTC day). */
 export function utcDay(at: Date): string {
   return at.toISOString().slice(0, 10);
