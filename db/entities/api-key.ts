@@ -24,6 +24,8 @@ export const ApiKeySchema = defineEntity({
     rateLimitPerMinute: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),
     revokedAt: p.datetime().nullable(),
+    /** After this the key is refused like a revoked one; null: it does not expire. */
+    expiresAt: p.datetime().nullable(),
     lastUsedAt: p.datetime().nullable(),
     createdAt: createdAtColumn(),
   },

@@ -12,6 +12,8 @@ import { createBroadcastsRoutes } from '../modules/broadcasts/broadcasts.routes.
 import { createBroadcastsService } from '../modules/broadcasts/broadcasts.service.ts';
 import { createContactsRoutes } from '../modules/contacts/contacts.routes.ts';
 import { createContactsService } from '../modules/contacts/contacts.service.ts';
+import { createApiKeysRoutes } from '../modules/auth/api-keys.routes.ts';
+import { createWorkspaceKeysService } from '../modules/auth/workspace-keys.service.ts';
 import { createSuppressionsRoutes } from '../modules/suppressions/suppressions.routes.ts';
 import { createSuppressionsService } from '../modules/suppressions/suppressions.service.ts';
 import { createDomainsRoutes } from '../modules/domains/domains.routes.ts';
@@ -59,6 +61,7 @@ export function createRoutes(deps: {
       settings: deps.config,
     }),
     ...createContactsRoutes({ contacts, cursors: deps.cursors }),
+    ...createApiKeysRoutes({ keys: createWorkspaceKeysService({ orm: deps.orm }), cursors: deps.cursors, sealedSecret: sealedSecretResponse(deps.config.encryptionKey) }),
     ...createSuppressionsRoutes({ suppressions: createSuppressionsService({ orm: deps.orm, contacts }), cursors: deps.cursors }),
     ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),

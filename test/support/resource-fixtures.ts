@@ -10,6 +10,7 @@ import { createTemplatesService } from '../../src/modules/templates/templates.se
 import { unique } from './factories.ts';
 import { insertScheduledEmail } from './sending.ts';
 import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
+import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { insertAttachment, insertMessage } from './inbox-rows.ts';
 import { insertDelivery, insertEndpoint } from './webhook-rows.ts';
 
@@ -78,6 +79,9 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   updateWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id, validBody: { name: 'Renamed by the route suite' } },
   deleteWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
+  revokeApiKey: {
+    create: async (orm, orgId) => (await createApiKeysService({ orm }).createApiKey({ orgId, scopes: ['me:read'], name: unique('key') })).apiKey.id,
+  },
   // The path parameter is the suppressed address itself.
   removeSuppression: {
     async create(orm, orgId) {

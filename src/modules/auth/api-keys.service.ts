@@ -12,9 +12,10 @@ export interface CreateApiKeyInput {
   name?: string;
   rateLimitPerMinute?: number;
   burst?: number;
+  expiresAt?: Date | null;
 }
 
-/** API key administration for operators (`herald admin key`). */
+/** API key administration: operators (`herald admin key`) and workspaces (api-keys.routes.ts). */
 export function createApiKeysService({ orm }: { orm: MikroORM }) {
   return {
     /** Creates a key; the returned `key` is the only time the secret exists in clear. */
@@ -52,6 +53,7 @@ export function createApiKeysService({ orm }: { orm: MikroORM }) {
         scopes: scopes.scopes,
         rateLimitPerMinute: input.rateLimitPerMinute ?? null,
         rateLimitBurst: input.burst ?? null,
+        expiresAt: input.expiresAt ?? null,
       });
       await em.flush();
       return { apiKey, key: generated.key };

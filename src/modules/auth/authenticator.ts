@@ -20,9 +20,12 @@ export interface AuthenticatorOptions {
 }
 
 interface CachedKey {
+  /** When this cache entry is read again from the database. */
   expiresAt: number;
   secretHash: string;
   context: KeyContext | null;
+  /** When the key itself expires (epoch ms); null when it does not. */
+  keyExpiresAt: number | null;
 }
 
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -65,12 +68,13 @@ export function createAuthenticator(options: AuthenticatorOptions) {
     const em = options.orm.em.fork();
     const key = await em.findOne(ApiKey, { prefix }, ALL_TENANTS);
     if (!key || key.revokedAt || key.audience !== 'public_api') {
-      return { expiresAt: now() + ttl, secretHash: key?.secretHash ?? '', context: null };
+      return { expiresAt: now() + ttl, secretHash: key?.secretHash ?? '', context: null, keyExpiresAt: null };
     }
     const org = await em.findOne(Organization, { id: key.orgId });
-    if (!org) return { expiresAt: now() + ttl, secretHash: key.secretHash, context: null };
+    if (!org) return { expiresAt: now() + ttl, secretHash: key.secretHash, context: null, keyExpiresAt: null };
     return {
       expiresAt: now() + ttl,
+      keyExpiresAt: key.expiresAt?.getTime() ?? null,
       secretHash: key.secretHash,
       context: {
         orgId: org.id,
@@ -111,6 +115,7 @@ export function createAuthenticator(options: AuthenticatorOptions) {
         cache.set(parsed.prefix, entry);
       }
       if (!entry.context || !apiKeyMatches(presented, entry.secretHash)) return null;
+      if (entry.keyExpiresAt !== null && entry.keyExpiresAt <= now()) return null;
       if (entry.context.keyId) await touch(entry.context.keyId);
       return entry.context;
     },

@@ -48,7 +48,10 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
   forbidden: {
     title: 'Forbidden',
     meaning: 'The operation is not allowed for this workspace in its current state.',
-    causes: ['A business rule refuses it; error.details.reason says which (for example DOMAIN_NOT_READY).'],
+    causes: [
+      'A business rule refuses it; error.details.reason says which (for example DOMAIN_NOT_READY).',
+      'Creating an API key with a scope the calling key does not hold (SCOPE_NOT_HELD), or a live key from a test key (MODE_NOT_HELD).',
+    ],
     fix: 'Resolve the condition named in error.details.reason, then retry.',
   },
   not_found: {
