@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
+import { executePrepared } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { normalizeSubject, participantsOf, replyCandidates, SUBJECT_THREAD_WINDOW_MS, type ThreadingInput } from './threading.ts';
 
@@ -37,15 +38,15 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = 
     tp_reply as (
       select m.thread_id, m.id as parent_id
         from inbox_messages m join inbox_threads t on t.id = m.thread_id
-       where m.org_id = :tpOrg and m.rfc_message_id = any(array[:tpCandidates]::text[])
-       order by array_position(array[:tpCandidates]::text[], m.rfc_message_id::text), m.created_at
+       where m.org_id = :tpOrg and m.rfc_message_id = any(:tpCandidates::text[])
+       order by array_position(:tpCandidates::text[], m.rfc_message_id::text), m.created_at
        limit 1
     ),
     tp_own as (
       select coalesce(array_agg(lower(d.domain)), '{}'::text[]) as domains from domains d where d.org_id = :tpOrg
     ),
     tp_outside as (
-      select array(select x from unnest(array[:tpParticipants]::text[]) x where ${domainOf('x')} <> all(tp_own.domains)) as addrs from tp_own
+      select array(select x from unnest(:tpParticipants::text[]) x where ${domainOf('x')} <> all(tp_own.domains)) as addrs from tp_own
     ),
     tp_subject as (
       select c.id
@@ -56,7 +57,7 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = 
        where case when cardinality(o.addrs) > 0
                    and exists (select 1 from unnest(c.participants) x where ${domainOf('x')} <> all(tp_own.domains))
                   then c.participants && o.addrs
-                  else c.participants && array[:tpParticipants]::text[] end
+                  else c.participants && :tpParticipants::text[] end
        order by c.last_message_at desc limit 1
     ),
     tp_target as (
@@ -64,7 +65,7 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = 
     ),
     tp_joined as (
       update inbox_threads t
-         set participants = array(select x from unnest(t.participants || array[:tpParticipants]::text[]) with ordinality u(x, n) group by x order by min(n)),
+         set participants = array(select x from unnest(t.participants || :tpParticipants::text[]) with ordinality u(x, n) group by x order by min(n)),
              message_count = t.message_count + 1,
              last_message_at = greatest(t.last_message_at, :tpAt::timestamptz),
              updated_at = :tpNow::timestamptz
@@ -73,7 +74,7 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = 
     ),
     tp_created as (
       insert into inbox_threads (id, org_id, subject, normalized_subject, participants, message_count, last_message_at, created_at, updated_at)
-      select :tpNewId, :tpOrg, :tpSubject, :tpNormalized, array[:tpParticipants]::text[], 1, :tpAt::timestamptz, :tpNow::timestamptz, :tpNow::timestamptz
+      select :tpNewId, :tpOrg, :tpSubject, :tpNormalized, :tpParticipants::text[], 1, :tpAt::timestamptz, :tpNow::timestamptz, :tpNow::timestamptz
        where (select id from tp_target) is null
       returning id
     ),
@@ -108,7 +109,7 @@ export interface Placement {
  */
 export async function placeInThread(em: EntityManager, orgId: string, input: ThreadingInput): Promise<Placement> {
   const placement = threadPlacementCtes(orgId, input);
-  const [row] = await em.execute<{ id: string; parent_id: string | null }[]>(`with ${placement.sql} select id, parent_id from tp_thread`, placement.params);
+  const [row] = await executePrepared<{ id: string; parent_id: string | null }>(em, { sql: `with ${placement.sql} select id, parent_id from tp_thread`, params: placement.params });
   if (!row?.id) throw new Error(`thread placement in workspace ${orgId} found no thread`);
   return { threadId: row.id, parentId: row.parent_id };
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailAttachmentRecord, EmailStatus, RecipientKind } from '../../../db/entities/index.ts';
+import { executePrepared } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { threadPlacementCtes } from '../inbox/thread-placement.repo.ts';
 import type { NewOutboundMessage } from '../inbox/outbound.ts';
@@ -66,7 +67,7 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
                                         headers, attachments, template_id, template_version, tags, message_id, status, scheduled_at, next_attempt_at, size_bytes,
                                         credits_charged, overage_charged, quota_day, created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
-             :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, array[:eTags]::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
+             :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eTags::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
              coalesce((select from_balance from q_charged), 0), :qCount - coalesce((select from_balance from q_charged), 0),
              :eDay, :eAt::timestamptz, :eAt::timestamptz
       returning id
@@ -74,7 +75,7 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     a_recipients as (
       insert into email_recipients (id, org_id, email_id, kind, email, created_at, updated_at)
       select r.id, :eOrg, :eId, r.kind, r.email, :eAt::timestamptz, :eAt::timestamptz
-        from unnest(array[:rIds]::text[], array[:rKinds]::text[], array[:rEmails]::text[]) as r(id, kind, email)
+        from unnest(:rIds::text[], :rKinds::text[], :rEmails::text[]) as r(id, kind, email)
       returning id
     ),
     a_message as (
@@ -82,13 +83,15 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
                                   rfc_message_id, in_reply_to, "references", in_reply_to_id, attachment_ingest_status,
                                   attachment_count, attachments_ready, sent_at, created_at, updated_at)
       select :mId, :eOrg, t.id, 'outbound', 'message', :eId, :mSubject, :mText, :mHtml, :mFromEmail, :mFromName, :mTo::jsonb, :mCc::jsonb,
-             :mRfc, :mInReplyTo, array[:mReferences]::text[], t.parent_id, 'unavailable', :mAttachments, true,
+             :mRfc, :mInReplyTo, :mReferences::text[], t.parent_id, 'unavailable', :mAttachments, true,
              :eAt::timestamptz, :eAt::timestamptz, now()
         from tp_thread t
       returning id
     )${acceptance.answer ? `,\n    ${acceptance.answer.sql}` : ''}
     select ${quota.columns}`;
-  const rows = await em.execute<ReservationRow[]>(sql, {
+  const rows = await executePrepared<ReservationRow>(em, {
+    sql,
+    params: {
     ...placement.params,
     ...quota.params,
     ...acceptance.answer?.params,
@@ -130,6 +133,7 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     mInReplyTo: message.inReplyTo,
     mReferences: message.references,
     mAttachments: message.attachmentCount,
+    },
   });
   return chargeOf(rows[0], acceptance.quota);
 }

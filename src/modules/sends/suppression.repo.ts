@@ -5,6 +5,7 @@
  * workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { executePrepared } from '../../../db/prepared.ts';
 import { THREAD_LOCK_SQL } from '../inbox/threading.ts';
 
 /** The sending domain of an email as acceptance checks it. */
@@ -29,16 +30,16 @@ export async function findDomainAndSuppressed(
   addresses: readonly string[],
   options: { threadLock?: string } = {},
 ): Promise<{ domain: SendingDomain | null; suppressed: Set<string> }> {
-  const rows = await em.execute<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null }[]>(
-    `select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
-            array(select email from suppressions where org_id = :org and email in (:addresses)
+  const rows = await executePrepared<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null }>(em, {
+    sql: `select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
+            array(select email from suppressions where org_id = :org and email = any(:addresses::text[])
                   union
-                  select email from contacts where org_id = :org and email in (:addresses) and status in ('bounced', 'complained', 'suppressed')) as suppressed
+                  select email from contacts where org_id = :org and email = any(:addresses::text[]) and status in ('bounced', 'complained', 'suppressed')) as suppressed
             ${options.threadLock ? `, ${THREAD_LOCK_SQL}` : ''}
        from (select 1) one
        left join domains d on d.org_id = :org and d.domain = :domain`,
-    { org: orgId, addresses: [...addresses], domain: domainName, ...(options.threadLock ? { threadLock: options.threadLock } : {}) },
-  );
+    params: { org: orgId, addresses: [...addresses], domain: domainName, ...(options.threadLock ? { threadLock: options.threadLock } : {}) },
+  });
   const row = rows[0];
   const domain = row?.id ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap } : null;
   return { domain, suppressed: new Set(row?.suppressed ?? []) };
