@@ -61,6 +61,7 @@ export function mountRoutes(
           publicUrl: deps.publicUrl,
           logger: deps.logger,
           ...(route.storedResponse ? { storedResponse: route.storedResponse } : {}),
+          ...(route.claimInTransaction ? { claimInTransaction: true } : {}),
         }),
       );
     }
@@ -85,6 +86,7 @@ export function mountRoutes(
               stored: () => {
                 record.stored = true;
               },
+              ...(record.claim ? { claim: record.claim } : {}),
             }
           : undefined;
         const result = await route.handle({

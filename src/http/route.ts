@@ -26,7 +26,19 @@ export interface RouteInput<P, Q, B> {
   idempotencyKey?: string;
 }
 
+/** The Idempotency-Key claim a `claimInTransaction` handler runs in its transaction's first statement. */
+export interface IdempotencyClaim {
+  /** The claim as a CTE (`idem_claim`: one row with the record id, or none when another request holds the key). */
+  cte(): SqlFragment;
+  /** An error to throw (rolling the transaction back) when `idem_claim` was empty: the middleware answers for the key's holder. */
+  taken(): Error;
+  /** Tells the middleware that the transaction holding the claim committed. */
+  committed(): void;
+}
+
 export interface IdempotentAnswer {
+  /** Present on a `claimInTransaction` route: the claim, which the handler must run. */
+  claim?: IdempotencyClaim;
   /** The CTE (`idem_answer`) that stores `data` with `status` as the answer, for a statement of the handler's transaction. */
   cte(status: number, data: unknown): SqlFragment;
   /** Tells the middleware that the statement with the CTE ran (its transaction commits or the request fails). */
@@ -90,6 +102,12 @@ export interface RouteDefinition<P extends Schema | undefined = Schema | undefin
   scope: string;
   /** Writes require an Idempotency-Key unless marked optional (spec, Endpoints detail 4). */
   idempotency?: 'required' | 'optional';
+  /**
+   * The handler claims the Idempotency-Key in the first statement of its own transaction
+   * (`idempotentAnswer.claim`) instead of the middleware claiming it beforehand: one commit and
+   * one round trip less on a hot write, and a concurrent duplicate waits for the first's commit.
+   */
+  claimInTransaction?: boolean;
   params?: P;
   query?: Q;
   body?: B;

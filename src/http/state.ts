@@ -1,3 +1,4 @@
+import type { IdempotencyClaim } from './route.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { RateLimitMeta } from './middleware/rate-limit.ts';
 
@@ -11,7 +12,7 @@ export interface HeraldState {
   /** Its idempotency fingerprint when the offload thread computed it with the parse. */
   bodyFingerprint?: string;
   /** The idempotency record this request claimed (writes with an Idempotency-Key), and whether its answer is already stored. */
-  idempotencyRecord?: { id: string; stored: boolean };
+  idempotencyRecord?: { id: string; stored: boolean; claim?: IdempotencyClaim };
 }
 
 /** The authenticated caller; routes behind `authenticate` always have one. */

@@ -86,6 +86,53 @@ describe('POST /api/v1/outbox/emails', () => {
     expect(await emailCount()).toBe(before);
   });
 
+  describe('Idempotency-Key claimed inside the acceptance transaction', () => {
+    const recordOf = async (key: string) =>
+      h.stack.orm.em.getConnection().execute<{ state: string; response_status: number }[]>(`select state, response_status from idempotency_records where key = ?`, [key]);
+
+    it('30 parallel requests with one key and body: one email, every answer the same 202 (or 409 while it runs)', async () => {
+      const key = idem();
+      const before = await emailCount();
+      const answers = await Promise.all(Array.from({ length: 30 }, () => send(body({ subject: 'Parallel duplicates' }), key)));
+      const accepted = answers.filter((a) => a.status === 202);
+      expect(accepted.length).toBeGreaterThan(0);
+      for (const answer of answers.filter((a) => a.status !== 202)) expectError(answer, 409, 'conflict');
+      expect(new Set(accepted.map((a) => (a.body.data as EmailRecord)._id)).size).toBe(1);
+      expect(accepted.filter((a) => a.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
+      expect(await emailCount()).toBe(before + 1);
+      expect(await recordOf(key['idempotency-key']!)).toEqual([{ state: 'completed', response_status: 202 }]);
+    });
+
+    it('stores a refusal rolled back with the acceptance and replays it, also once the cause is gone', async () => {
+      const key = idem();
+      const other = `later-${unique().toLowerCase()}.example.com`;
+      const first = await send(body({ from: `x@${other}` }), key);
+      expectReason(first, 403, 'forbidden', 'DOMAIN_NOT_FOUND');
+      expect(await recordOf(key['idempotency-key']!)).toEqual([{ state: 'completed', response_status: 403 }]);
+      await addSendingDomain(h.stack.orm, orgId, { domain: other });
+      const again = await send(body({ from: `x@${other}` }), key);
+      expect(again.status).toBe(403);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toEqual(first.body);
+    });
+
+    it('answers 409 idempotency_conflict for the key of an accepted send reused with other content, and sends nothing', async () => {
+      const key = idem();
+      expectAccepted(await send(body({ subject: 'First content' }), key));
+      const before = await emailCount();
+      expectError(await send(body({ subject: 'Other content' }), key), 409, 'idempotency_conflict');
+      expect(await emailCount()).toBe(before);
+    });
+
+    it('stores nothing for a 429, so a retry with the key can still be accepted', async () => {
+      const capped = await addSendingDomain(h.stack.orm, orgId, { dailyCap: 1 });
+      expectAccepted(await send(body({ from: `x@${capped.domain}` })));
+      const key = idem();
+      expectReason(await send(body({ from: `x@${capped.domain}`, subject: 'Over the cap' }), key), 429, 'rate_limited', 'DAILY_CAP_REACHED');
+      expect(await recordOf(key['idempotency-key']!)).toEqual([]);
+    });
+  });
+
   it('answers 404 for an email of no one and of another workspace', async () => {
     expectError(await h.request('GET', '/api/v1/outbox/emails/0123456789abcdef01234567'), 404, 'not_found');
   });

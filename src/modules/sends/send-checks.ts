@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../errors.ts';
+import type { IdempotencyClaim } from '../../http/route.ts';
 import type { EnvelopeRecipient } from './sends.fns.ts';
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
 
@@ -19,11 +20,20 @@ function domainRefusal(domain: SendingDomain, host: string): AppError | null {
 /**
  * The sending domain of an acceptance, checked (exists, verified, not paused) with the
  * recipients' suppression, in the transaction's first statement, which also takes the
- * thread lock `threadLock`.
+ * thread lock `threadLock` and, with `claim`, the request's Idempotency-Key (a key another
+ * request holds throws `claim.taken()`).
  */
-export async function checkSendingDomain(tx: EntityManager, orgId: string, host: string, recipients: readonly EnvelopeRecipient[], threadLock: string): Promise<SendingDomain> {
+export async function checkSendingDomain(
+  tx: EntityManager,
+  orgId: string,
+  host: string,
+  recipients: readonly EnvelopeRecipient[],
+  threadLock: string,
+  claim?: IdempotencyClaim,
+): Promise<SendingDomain> {
   const addresses = recipients.map((r) => r.email);
-  const { domain, suppressed: found } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock });
+  const { domain, suppressed: found, claimed } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock, ...(claim ? { claim: claim.cte() } : {}) });
+  if (claim && !claimed) throw claim.taken();
   if (!domain) throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
   const refusal = domainRefusal(domain, host);
   if (refusal) throw refusal;

@@ -35,6 +35,7 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       body: SendEmailBody,
       bodyLimit: SEND_REQUEST_BYTES_MAX,
       bodyErrorReason: sendBodyErrorReason,
+      claimInTransaction: true,
       errors: ['payment_required', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'bad_gateway', 'service_unavailable'],
       response: { status: 202, description: 'Accepted for delivery: the transactional email record', schema: TransactionalEmailResponse },
       handle: async ({ caller, body, idempotentAnswer }) => {
@@ -43,6 +44,7 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
         const answer: AcceptanceAnswer | undefined = idempotentAnswer && {
           cte: (accepted) => idempotentAnswer.cte(202, serializeEmail(accepted.email, accepted.recipients)),
           stored: () => idempotentAnswer.stored(),
+          ...(idempotentAnswer.claim ? { claim: idempotentAnswer.claim } : {}),
         };
         const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body, answer ? { answer } : {});
         return { status: 202, data: serializeEmail(email, recipients) };

@@ -8,6 +8,7 @@ import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
+import type { IdempotencyClaim } from '../../http/route.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { outboundMessage } from '../inbox/outbound.ts';
 import { threadLockKey } from '../inbox/threading.ts';
@@ -53,6 +54,8 @@ export interface AcceptedEmail {
 export interface AcceptanceAnswer {
   cte(accepted: AcceptedEmail): SqlFragment;
   stored(): void;
+  /** The Idempotency-Key claim, run by the transaction's first statement (claimInTransaction). */
+  claim?: IdempotencyClaim;
 }
 
 function invalidField(path: string, type: string, message: string, reason?: string): AppError {
@@ -185,7 +188,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       try {
         accepted = await em.transactional(async (tx) => {
           // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
-          const domain = await checkSendingDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread));
+          const domain = await checkSendingDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread), options.answer?.claim);
           blobKeys.push(...(await writeInlineBlobs(orgId, emailId, prepared)));
           const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
           if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
@@ -236,6 +239,7 @@ export function createSendsService(deps: SendsServiceDeps) {
           answer?.stored();
           return { ...accepted, charge, domainId: domain.id };
         });
+        options.answer?.claim?.committed();
       } catch (error) {
         for (const key of blobKeys) await deps.blobs?.delete(key);
         throw error;

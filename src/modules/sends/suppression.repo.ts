@@ -6,6 +6,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { executePrepared } from '../../../db/prepared.ts';
+import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { THREAD_LOCK_SQL } from '../inbox/threading.ts';
 
 /** The sending domain of an email as acceptance checks it. */
@@ -21,26 +22,29 @@ export interface SendingDomain {
  * Acceptance's read: the workspace's sending domain by name (null when it has none by that
  * name) and which of `addresses` may not be sent to, in one round trip. With `threadLock` (a
  * threadLockKey), the same statement takes the transaction's thread lock, so that the
- * acceptance statement after it sees the conversation as of the lock.
+ * acceptance statement after it sees the conversation as of the lock. With `claim` (a CTE
+ * `idem_claim`), the same statement claims the request's Idempotency-Key first; `claimed` says
+ * whether it did.
  */
 export async function findDomainAndSuppressed(
   em: EntityManager,
   orgId: string,
   domainName: string,
   addresses: readonly string[],
-  options: { threadLock?: string } = {},
-): Promise<{ domain: SendingDomain | null; suppressed: Set<string> }> {
-  const rows = await executePrepared<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null }>(em, {
-    sql: `select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
+  options: { threadLock?: string; claim?: SqlFragment } = {},
+): Promise<{ domain: SendingDomain | null; suppressed: Set<string>; claimed: boolean }> {
+  const rows = await executePrepared<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null; claimed?: string | null }>(em, {
+    sql: `${options.claim ? `with ${options.claim.sql}\n     ` : ''}select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
             array(select email from suppressions where org_id = :org and email = any(:addresses::text[])
                   union
                   select email from contacts where org_id = :org and email = any(:addresses::text[]) and status in ('bounced', 'complained', 'suppressed')) as suppressed
             ${options.threadLock ? `, ${THREAD_LOCK_SQL}` : ''}
+            ${options.claim ? ', (select id from idem_claim) as claimed' : ''}
        from (select 1) one
        left join domains d on d.org_id = :org and d.domain = :domain`,
-    params: { org: orgId, addresses: [...addresses], domain: domainName, ...(options.threadLock ? { threadLock: options.threadLock } : {}) },
+    params: { ...options.claim?.params, org: orgId, addresses: [...addresses], domain: domainName, ...(options.threadLock ? { threadLock: options.threadLock } : {}) },
   });
   const row = rows[0];
   const domain = row?.id ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap } : null;
-  return { domain, suppressed: new Set(row?.suppressed ?? []) };
+  return { domain, suppressed: new Set(row?.suppressed ?? []), claimed: Boolean(row?.claimed) };
 }
