@@ -78,6 +78,10 @@ export const InboxThreadSchema = defineEntity({
     participants: p.array().default([]),
     messageCount: p.integer().default(0),
     lastMessageAt: p.datetime(),
+    /** Thread state (inbox.threads:write). A message received on an archived thread brings it back. */
+    starred: p.boolean().default(false),
+    archived: p.boolean().default(false),
+    tags: p.array().default([]),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
@@ -146,6 +150,10 @@ export const InboxMessageSchema = defineEntity({
     authResults: p.json<Record<string, unknown>>().nullable(),
     /** The Date header, when present and valid. */
     sentAt: p.datetime().nullable(),
+    /** When the message was marked read; null while unread. Outbound messages are read when written. */
+    readAt: p.datetime().nullable(),
+    starred: p.boolean().default(false),
+    tags: p.array().default([]),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
@@ -159,6 +167,8 @@ export const InboxMessageSchema = defineEntity({
     { properties: ['orgId', 'threadId', 'createdAt'] },
     // Reply correlation: the replies of a message (GET /inbox/messages/{id}).
     { properties: ['orgId', 'inReplyToId'], where: { inReplyToId: { $ne: null } } },
+    // Unread counts of a page of threads, and marking a thread read.
+    { properties: ['threadId'], where: { readAt: null } },
   ],
 });
 

@@ -20,6 +20,7 @@ import { createDomainsRoutes } from '../modules/domains/domains.routes.ts';
 import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createInboxRoutes } from '../modules/inbox/inbox.routes.ts';
 import { createInboxService } from '../modules/inbox/inbox.service.ts';
+import { createInboxStateService } from '../modules/inbox/inbox-state.service.ts';
 import { createMeRoutes } from '../modules/me/me.routes.ts';
 import { createMetricsRoutes } from '../modules/metrics/metrics.routes.ts';
 import { createMetricsService } from '../modules/metrics/metrics.service.ts';
@@ -53,6 +54,7 @@ export function createRoutes(deps: {
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
   const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts });
+  const inbox = createInboxService({ orm: deps.orm, blobs: createBlobStore(deps.config) });
   const sends = createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) });
   return [
     ...createMeRoutes(),
@@ -72,7 +74,7 @@ export function createRoutes(deps: {
       attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),
     }),
     ...createMetricsRoutes({ metrics: createMetricsService({ orm: deps.orm }) }),
-    ...createInboxRoutes({ inbox: createInboxService({ orm: deps.orm, blobs: createBlobStore(deps.config) }), cursors: deps.cursors }),
+    ...createInboxRoutes({ inbox, state: createInboxStateService({ orm: deps.orm, inbox }), cursors: deps.cursors }),
     ...createWebhooksRoutes({
       webhooks: createWebhooksService({
         orm: deps.orm,

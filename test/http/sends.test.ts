@@ -105,7 +105,7 @@ describe('POST /api/v1/outbox/emails', () => {
 
     it('stores a refusal rolled back with the acceptance and replays it, also once the cause is gone', async () => {
       const key = idem();
-      const other = `later-${unique().toLowerCase()}.example.com`;
+      const other = `${unique('later').toLowerCase()}.example.com`;
       const first = await send(body({ from: `x@${other}` }), key);
       expectReason(first, 403, 'forbidden', 'DOMAIN_NOT_FOUND');
       expect(await recordOf(key['idempotency-key']!)).toEqual([{ state: 'completed', response_status: 403 }]);

@@ -31,7 +31,7 @@ const SPEC = {
 };
 
 /** Herald's additions to the spec's Inbox message (marked as extensions in OpenAPI), in lists and on GET by id. */
-const INBOX_EXTENSIONS = ['cc', 'kind', 'auth_results', 'email_id', 'sent_at'];
+const INBOX_EXTENSIONS = ['cc', 'kind', 'auth_results', 'email_id', 'sent_at', 'read', 'read_at', 'starred', 'tags'];
 const INBOX_DETAIL_EXTENSIONS = [...INBOX_EXTENSIONS, 'html', 'in_reply_to', 'replies'];
 
 const keys = (value: unknown) => Object.keys(value as object).sort();

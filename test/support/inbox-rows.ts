@@ -58,6 +58,7 @@ export type MessageOverrides = Partial<
     | 'attachmentsReady'
     | 'authResults'
     | 'sentAt'
+    | 'readAt'
     | 'createdAt'
   >
 > & { to?: MailboxAddress[] };

@@ -11,7 +11,7 @@ import { unique } from './factories.ts';
 import { insertScheduledEmail } from './sending.ts';
 import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
-import { insertAttachment, insertMessage } from './inbox-rows.ts';
+import { insertAttachment, insertMessage, insertThread } from './inbox-rows.ts';
 import { insertDelivery, insertEndpoint } from './webhook-rows.ts';
 
 /**
@@ -72,6 +72,8 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   updateTemplate: template({ name: 'Renamed by the route suite' }),
   deleteTemplate: template(),
   getInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id },
+  updateInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id, validBody: { starred: true } },
+  updateInboxThread: { create: async (orm, orgId) => (await insertThread(orm, orgId)).id, validBody: { archived: true } },
   downloadInboxAttachment: inboxAttachment,
   getEmail: { create: insertScheduledEmail },
   cancelEmail: { create: insertScheduledEmail },

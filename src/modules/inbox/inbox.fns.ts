@@ -81,3 +81,26 @@ export function updatedAfterBound(value: string): Date {
   const date = new Date(value);
   return date.getTime() < EPOCH.getTime() ? EPOCH : date;
 }
+
+/** A change to a tag set: `tags` replaces it; `add_tags` then `remove_tags` edit it. */
+export interface TagChange {
+  tags?: string[] | undefined;
+  add_tags?: string[] | undefined;
+  remove_tags?: string[] | undefined;
+}
+
+export type NextTags = { ok: true; tags: string[] } | { ok: false; path: string; message: string };
+
+/**
+ * The tags after `change` (each once, in first-seen order), or why it is refused: `tags` with
+ * `add_tags`/`remove_tags`, or a result over `max` tags.
+ */
+export function nextTags(current: readonly string[], change: TagChange, max: number): NextTags {
+  if (change.tags !== undefined && (change.add_tags !== undefined || change.remove_tags !== undefined)) {
+    return { ok: false, path: 'tags', message: 'cannot be combined with add_tags or remove_tags' };
+  }
+  const removed = new Set(change.remove_tags ?? []);
+  const tags = [...new Set([...(change.tags ?? current), ...(change.add_tags ?? [])])].filter((tag) => !removed.has(tag));
+  if (tags.length > max) return { ok: false, path: change.add_tags ? 'add_tags' : 'tags', message: `would leave ${tags.length} tags; at most ${max} are allowed` };
+  return { ok: true, tags };
+}

@@ -105,13 +105,33 @@ export async function findMessagePage(
   return { items: items.slice(0, page.limit), hasMore: items.length > page.limit };
 }
 
+/** Thread list filters (each optional). */
+export interface ThreadFilter {
+  archived?: boolean | undefined;
+  starred?: boolean | undefined;
+  unread?: boolean | undefined;
+  tag?: string | undefined;
+}
+
 /** One page of a workspace's threads, most recent conversation first: (last_message_at, id) descending. */
 export async function findThreadPage(
   em: EntityManager,
   orgId: string,
+  filter: ThreadFilter,
   page: { limit: number; after?: PreciseAfter | undefined },
 ): Promise<PreciseKeysetPage<InboxThread>> {
   const params: unknown[] = [orgId];
+  const where: string[] = [];
+  const bound = (clause: string, value: unknown) => {
+    where.push(clause);
+    params.push(value);
+  };
+  if (filter.archived !== undefined) bound('and t.archived = ?', filter.archived);
+  if (filter.starred !== undefined) bound('and t.starred = ?', filter.starred);
+  if (filter.tag !== undefined) bound('and ? = any(t.tags)', filter.tag);
+  if (filter.unread !== undefined) {
+    where.push(`and ${filter.unread ? '' : 'not '}exists (select 1 from inbox_messages m where m.thread_id = t.id and m.read_at is null)`);
+  }
   let after = '';
   if (page.after !== undefined) {
     after = 'and (t.last_message_at, t.id) < (?::timestamptz, ?)';
@@ -120,7 +140,7 @@ export async function findThreadPage(
   params.push(page.limit + 1);
   const rows = await em.execute<Record<string, unknown>[]>(
     `select t.*, ${sortKeyOf('t.last_message_at')} from inbox_threads t
-     where t.org_id = ? ${after}
+     where t.org_id = ? ${where.join(' ')} ${after}
      order by t.last_message_at desc, t.id desc
      limit ?`,
     params,
@@ -144,17 +164,27 @@ export interface LastMessage {
 
 const TEXT_START_CHARS = 1000;
 
+/** What a thread list shows of each thread's messages. */
+export interface ThreadSummaries {
+  lastMessages: Map<string, LastMessage>;
+  /** Threads that still have a message whose attachments are not settled. */
+  pendingThreadIds: Set<string>;
+  /** Messages not marked read, by thread (absent: none). */
+  unreadCounts: Map<string, number>;
+}
+
 /**
- * The latest message (by created_at, id) of each of some threads, and the threads that still
- * have a message whose attachments are not settled: two statements for a whole page.
+ * The latest message (by created_at, id) of each of some threads, the threads that still
+ * have a message whose attachments are not settled, and unread counts: two statements for a
+ * whole page.
  */
 export async function findThreadSummaries(
   em: EntityManager,
   orgId: string,
   threadIds: readonly string[],
-): Promise<{ lastMessages: Map<string, LastMessage>; pendingThreadIds: Set<string> }> {
+): Promise<ThreadSummaries> {
   const lastMessages = new Map<string, LastMessage>();
-  if (threadIds.length === 0) return { lastMessages, pendingThreadIds: new Set() };
+  if (threadIds.length === 0) return { lastMessages, pendingThreadIds: new Set(), unreadCounts: new Map() };
   const latest = await em.execute<Record<string, unknown>[]>(
     `select m.id, m.thread_id, m.direction, m.kind, m.from_email, m.from_name, left(m.text, ?) as text_start, m.created_at
      from inbox_messages m
@@ -177,11 +207,16 @@ export async function findThreadSummaries(
       createdAt: new Date(row.created_at as string | Date),
     });
   }
-  const pending = await em.execute<{ thread_id: string }[]>(
-    'select distinct m.thread_id from inbox_messages m where m.org_id = ? and m.thread_id in (?) and not m.attachments_ready',
+  const states = await em.execute<{ thread_id: string; pending: boolean; unread: string | number }[]>(
+    `select m.thread_id, bool_or(not m.attachments_ready) as pending, count(*) filter (where m.read_at is null) as unread
+       from inbox_messages m where m.org_id = ? and m.thread_id in (?) group by m.thread_id`,
     [orgId, [...threadIds]],
   );
-  return { lastMessages, pendingThreadIds: new Set(pending.map((row) => row.thread_id)) };
+  return {
+    lastMessages,
+    pendingThreadIds: new Set(states.filter((row) => row.pending).map((row) => row.thread_id)),
+    unreadCounts: new Map(states.map((row) => [row.thread_id, Number(row.unread)])),
+  };
 }
 
 /** The stored attachments of some messages, in MIME order, by message id. `em` must be workspace-scoped. */

@@ -1,6 +1,6 @@
 import type { InboxMessage, InboxThread } from '../../../db/entities/index.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listResult } from '../../http/paging.ts';
+import { filteredList, listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { contentDisposition, reprDigest } from './inbox.fns.ts';
@@ -12,7 +12,11 @@ import {
   InboxThreadResponse,
   ListMessagesQuery,
   ListThreadsQuery,
+  INBOX_LIMITS,
+  UpdateMessageBody,
+  UpdateThreadBody,
 } from './inbox.schemas.ts';
+import type { InboxStateService } from './inbox-state.service.ts';
 import { serializeInboxMessage, serializeInboxMessageDetail, serializeThread } from './inbox.serializer.ts';
 import type { InboxService } from './inbox.service.ts';
 
@@ -20,14 +24,57 @@ const THREADS_LIST = 'inbox-threads';
 const MESSAGES_LIST = 'inbox-messages';
 
 /**
- * GET /inbox/threads, /inbox/messages, /inbox/messages/{id}, /inbox/messages/{id}/attachments/{attachmentId}.
- * Read-only (scope inbox.threads:read). The message list is ordered by (updated_at, id)
+ * GET /inbox/threads, /inbox/messages, /inbox/messages/{id}, /inbox/messages/{id}/attachments/{attachmentId}
+ * (scope inbox.threads:read), and PATCH /inbox/threads/{id}, /inbox/messages/{id} for their state (inbox.threads:write). The message list is ordered by (updated_at, id)
  * ascending with a cursor at microsecond precision that every non-empty page returns, so a
  * poller resumes from its last cursor and sees every later change (docs/inbox.md). Attachment
  * bytes are streamed as application/octet-stream, never rendered inline.
  */
-export function createInboxRoutes(deps: { inbox: InboxService; cursors: CursorCodec }) {
+export function createInboxRoutes(deps: { inbox: InboxService; state: InboxStateService; cursors: CursorCodec }) {
   return [
+    defineRoute({
+      operationId: 'updateInboxThread',
+      method: 'PATCH',
+      path: '/inbox/threads/:id',
+      summary: 'Mark a thread read or unread, star, archive or tag it',
+      description: [
+        '`read: true` marks every message of the thread read; `read: false` marks its latest received message (else its latest message) unread. ' +
+          '`archived` hides nothing by itself: list with `archived=false` for an inbox view; a message received on an archived thread brings it back.',
+        `\`tags\` replaces the thread's tags; \`add_tags\` and \`remove_tags\` change them without reading them first (not together with \`tags\`). ` +
+          `Each tag is 1 to ${INBOX_LIMITS.tagMax} letters, digits or _ - . :, at most ${INBOX_LIMITS.tagsMax} per thread.`,
+        'updated_at moves when something changed, on the thread and on every message whose read state changed (GET /inbox/messages pollers see them). An empty body changes nothing.',
+      ].join('\n\n'),
+      tag: 'Inbox',
+      scope: 'inbox.threads:write',
+      extension: true,
+      params: IdParams,
+      body: UpdateThreadBody,
+      response: { status: 200, description: 'The thread', schema: InboxThreadResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params, body }) {
+        const view = await deps.state.updateThread(caller.orgId, params.id, body);
+        return { status: 200, data: serializeThread(view.thread, view.summary) };
+      },
+    }),
+    defineRoute({
+      operationId: 'updateInboxMessage',
+      method: 'PATCH',
+      path: '/inbox/messages/:id',
+      summary: 'Mark a message read or unread, star or tag it',
+      description:
+        `\`tags\` replaces the message's tags; \`add_tags\` and \`remove_tags\` change them (not together with \`tags\`); at most ${INBOX_LIMITS.tagsMax}. ` +
+        'updated_at moves when something changed, so GET /inbox/messages pollers see the change. An empty body changes nothing.',
+      tag: 'Inbox',
+      scope: 'inbox.threads:write',
+      extension: true,
+      params: IdParams,
+      body: UpdateMessageBody,
+      response: { status: 200, description: 'The message', schema: InboxMessageDetailResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params, body }) {
+        return { status: 200, data: serializeInboxMessageDetail(await deps.state.updateMessage(caller.orgId, params.id, body)) };
+      },
+    }),
     defineRoute({
       operationId: 'listInboxThreads',
       method: 'GET',
@@ -35,23 +82,26 @@ export function createInboxRoutes(deps: { inbox: InboxService; cursors: CursorCo
       summary: 'List conversation threads, most recent first',
       description:
         'Ordered by last_message_at descending, then id. A thread that receives a message moves to the front; ' +
-        'to follow changes, poll GET /inbox/messages.',
+        'to follow changes, poll GET /inbox/messages. Herald extension: filters archived, starred, unread (true or false) and tag; ' +
+        'a cursor belongs to its filters.',
       tag: 'Inbox',
       scope: 'inbox.threads:read',
       query: ListThreadsQuery,
       response: { status: 200, description: 'A page of threads', schema: InboxThreadResponse, list: true },
-      handle: ({ caller, query }) =>
-        listResult(
+      handle: ({ caller, query }) => {
+        const { list, filters } = filteredList(THREADS_LIST, query);
+        return listResult(
           {
             cursors: deps.cursors,
-            list: THREADS_LIST,
+            list,
             caller,
             query,
             position: (item: Sorted<InboxThread>) => ({ sortValue: item.row.lastMessageAt, id: item.row.id, sortText: item.sortKey }),
           },
-          (page) => deps.inbox.listThreads(caller.orgId, page),
-          (item, page) => serializeThread(item.row, page.lastMessages.get(item.row.id), page.pendingThreadIds.has(item.row.id)),
-        ),
+          (page) => deps.inbox.listThreads(caller.orgId, filters, page),
+          (item, page) => serializeThread(item.row, page),
+        );
+      },
     }),
     defineRoute({
       operationId: 'listInboxMessages',

@@ -23,7 +23,48 @@ export const DateTime = v.pipe(
   v.check((value) => !DATE_TIME_PATTERN.test(value) || isDateTime(value), 'must be a real calendar date'),
 );
 
-export const ListThreadsQuery = PageQuery;
+/** Tags on an inbox thread or message (Herald's bounds, the pattern of send tags). */
+export const INBOX_LIMITS = { tagsMax: 20, tagMax: 64 } as const;
+const Tag = v.pipe(v.string(), v.regex(new RegExp(`^[A-Za-z0-9_.:-]{1,${INBOX_LIMITS.tagMax}}$`), `must be 1 to ${INBOX_LIMITS.tagMax} letters, digits or _ - . :`));
+const TagList = v.pipe(v.array(Tag), v.maxLength(INBOX_LIMITS.tagsMax, `must hold at most ${INBOX_LIMITS.tagsMax} tags`));
+const Flag = (what: string) => v.optional(v.pipe(v.picklist(['true', 'false'], 'must be true or false'), v.description(what)));
+
+export const ListThreadsQuery = v.object({
+  ...PageQuery.entries,
+  archived: Flag('Only archived (true) or only not archived (false) threads.'),
+  starred: Flag('Only starred (true) or only not starred (false) threads.'),
+  unread: Flag('Only threads with (true) or without (false) unread messages.'),
+  tag: v.optional(v.pipe(Tag, v.description('Only threads with this tag.'))),
+});
+
+export type ListThreadsInput = v.InferOutput<typeof ListThreadsQuery>;
+
+/** Tag changes: `tags` replaces the set; `add_tags` / `remove_tags` change it without reading it first. */
+const TagChanges = {
+  tags: v.optional(v.pipe(TagList, v.description('Replaces the tags (not with add_tags or remove_tags).'))),
+  add_tags: v.optional(v.pipe(TagList, v.description('Tags to add (kept once, in order).'))),
+  remove_tags: v.optional(v.pipe(TagList, v.description('Tags to remove (applied after add_tags).'))),
+};
+
+/** PATCH /inbox/messages/{id}: every field optional; an empty body changes nothing. */
+export const UpdateMessageBody = v.strictObject({
+  read: v.optional(v.boolean()),
+  starred: v.optional(v.boolean()),
+  ...TagChanges,
+});
+
+/** PATCH /inbox/threads/{id}: `read` applies to every message of the thread (false: its latest message). */
+export const UpdateThreadBody = v.strictObject({
+  read: v.optional(
+    v.pipe(v.boolean(), v.description('true marks every message of the thread read; false marks its latest message unread.')),
+  ),
+  starred: v.optional(v.boolean()),
+  archived: v.optional(v.boolean()),
+  ...TagChanges,
+});
+
+export type UpdateMessageInput = v.InferOutput<typeof UpdateMessageBody>;
+export type UpdateThreadInput = v.InferOutput<typeof UpdateThreadBody>;
 
 export const ListMessagesQuery = v.object({
   ...PageQuery.entries,
@@ -88,6 +129,10 @@ export const InboxMessageResponse = v.object({
   ),
   email_id: v.pipe(v.nullable(v.string()), v.description(`${EXTENSION} the transactional email an outbound message was sent as.`)),
   sent_at: v.pipe(v.nullable(Timestamp), v.description(`${EXTENSION} the Date header, when present and valid.`)),
+  read: v.pipe(v.boolean(), v.description(`${EXTENSION} whether the message was marked read (outbound messages are read when written).`)),
+  read_at: v.pipe(v.nullable(Timestamp), v.description(`${EXTENSION} when it was marked read.`)),
+  starred: v.pipe(v.boolean(), v.description(`${EXTENSION} starred by PATCH /inbox/messages/{id}.`)),
+  tags: v.pipe(v.array(v.string()), v.description(`${EXTENSION} the message's tags.`)),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -136,6 +181,10 @@ export const InboxThreadResponse = v.object({
     ),
     v.description('The most recently recorded message of the thread.'),
   ),
+  unread_count: v.pipe(Integer, v.description('Messages of the thread not marked read.')),
+  starred: v.boolean(),
+  archived: v.pipe(v.boolean(), v.description('Archived threads come back (archived false) when a message is received on them.')),
+  tags: v.array(v.string()),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

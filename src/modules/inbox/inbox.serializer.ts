@@ -1,6 +1,6 @@
 import type { InboxAttachment, InboxMessage, InboxThread, MailboxAddress } from '../../../db/entities/index.ts';
 import { snippetOf } from './inbox.fns.ts';
-import type { LastMessage } from './inbox.repo.ts';
+import type { ThreadSummaries } from './inbox.repo.ts';
 import type { MessageDetail, MessageReference } from './inbox.service.ts';
 
 const iso = (date: Date) => date.toISOString();
@@ -47,6 +47,10 @@ export function serializeInboxMessage(message: InboxMessage, attachments: readon
     auth_results: message.authResults ?? null,
     email_id: message.emailId ?? null,
     sent_at: message.sentAt ? iso(message.sentAt) : null,
+    read: message.readAt !== null && message.readAt !== undefined,
+    read_at: message.readAt ? iso(message.readAt) : null,
+    starred: message.starred,
+    tags: message.tags,
     created_at: iso(message.createdAt),
     updated_at: iso(message.updatedAt),
   };
@@ -73,14 +77,15 @@ export function serializeInboxMessageDetail(detail: MessageDetail) {
 }
 
 /** Herald's thread record (the spec leaves it open; docs/inbox.md describes it). */
-export function serializeThread(thread: InboxThread, last: LastMessage | undefined, attachmentsPending: boolean) {
+export function serializeThread(thread: InboxThread, summaries: ThreadSummaries) {
+  const last = summaries.lastMessages.get(thread.id);
   return {
     id: thread.id,
     subject: thread.subject,
     participants: thread.participants,
     message_count: thread.messageCount,
     last_message_at: iso(thread.lastMessageAt),
-    attachments_ready: !attachmentsPending,
+    attachments_ready: !summaries.pendingThreadIds.has(thread.id),
     last_message: last
       ? {
           id: last.id,
@@ -91,6 +96,10 @@ export function serializeThread(thread: InboxThread, last: LastMessage | undefin
           created_at: iso(last.createdAt),
         }
       : null,
+    unread_count: summaries.unreadCounts.get(thread.id) ?? 0,
+    starred: thread.starred,
+    archived: thread.archived,
+    tags: thread.tags,
     created_at: iso(thread.createdAt),
     updated_at: iso(thread.updatedAt),
   };

@@ -1,7 +1,7 @@
 /**
  * The inbox read side: threads, messages (polled in updated_at order), one message with its
  * reply correlation, and attachment bytes from the blob store. The ingestion pipeline writes
- * these tables; nothing here changes them.
+ * these tables; inbox-state.service.ts changes their state (read, starred, archived, tags).
  */
 import type { Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -16,12 +16,12 @@ import {
   findStoredAttachments,
   findThreadPage,
   findThreadSummaries,
-  type LastMessage,
   type MineFilter,
   type PreciseAfter,
   type PreciseKeysetPage,
+  type ThreadSummaries,
 } from './inbox.repo.ts';
-import type { ListMessagesInput } from './inbox.schemas.ts';
+import type { ListMessagesInput, ListThreadsInput } from './inbox.schemas.ts';
 
 /** Replies listed on one message (oldest first); a longer chain is followed reply by reply. */
 export const MAX_REPLIES = 100;
@@ -35,10 +35,7 @@ export interface MessagePage extends PreciseKeysetPage<InboxMessage> {
   attachments: ReadonlyMap<string, InboxAttachment[]>;
 }
 
-export interface ThreadPage extends PreciseKeysetPage<InboxThread> {
-  lastMessages: ReadonlyMap<string, LastMessage>;
-  pendingThreadIds: ReadonlySet<string>;
-}
+export interface ThreadPage extends PreciseKeysetPage<InboxThread>, ThreadSummaries {}
 
 export interface MessageDetail {
   message: InboxMessage;
@@ -99,9 +96,15 @@ export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobS
 
   return {
     /** Threads, the most recent conversation first, each with its latest message and attachment state. */
-    async listThreads(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<ThreadPage> {
+    async listThreads(orgId: string, filter: Omit<ListThreadsInput, 'limit' | 'cursor'>, page: { limit: number; after?: KeysetPosition | undefined }): Promise<ThreadPage> {
       const em = scopeToOrg(orm.em, orgId);
-      const result = await findThreadPage(em, orgId, { limit: page.limit, after: preciseAfter(page.after) });
+      const flag = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
+      const result = await findThreadPage(
+        em,
+        orgId,
+        { archived: flag(filter.archived), starred: flag(filter.starred), unread: flag(filter.unread), tag: filter.tag },
+        { limit: page.limit, after: preciseAfter(page.after) },
+      );
       const summaries = await findThreadSummaries(em, orgId, result.items.map((item) => item.row.id));
       return { ...result, ...summaries };
     },

@@ -30,9 +30,11 @@ const domainOf = (column: string) => `lower(substring(${column} from '[^@]*$'))`
  *               domains) when both sides have some, else all of them;
  *   tp_joined / tp_created  counts the message in that thread (participants, message_count,
  *               last_message_at, updated_at; row-locked by the update, so concurrent joins stay
- *               exact), or opens a new one.
+ *               exact; with `reopen`, a message received, an archived thread comes back), or
+ *               opens a new one.
  */
-export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = new Date()): SqlFragment {
+export function threadPlacementCtes(orgId: string, input: ThreadingInput, options: { reopen?: boolean; now?: Date } = {}): SqlFragment {
+  const now = options.now ?? new Date();
   const normalized = normalizeSubject(input.subject).slice(0, 998);
   const sql = `
     tp_reply as (
@@ -68,6 +70,7 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = 
          set participants = array(select x from unnest(t.participants || :tpParticipants::text[]) with ordinality u(x, n) group by x order by min(n)),
              message_count = t.message_count + 1,
              last_message_at = greatest(t.last_message_at, :tpAt::timestamptz),
+             archived = t.archived and not :tpReopen::boolean,
              updated_at = :tpNow::timestamptz
        where t.id = (select id from tp_target)
       returning t.id
@@ -93,6 +96,7 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, now = 
       tpNow: now,
       tpNewId: newId(),
       tpSubject: input.subject.slice(0, 998),
+      tpReopen: options.reopen ?? false,
     },
   };
 }
@@ -108,7 +112,7 @@ export interface Placement {
  * after lockWorkspaceThreads.
  */
 export async function placeInThread(em: EntityManager, orgId: string, input: ThreadingInput): Promise<Placement> {
-  const placement = threadPlacementCtes(orgId, input);
+  const placement = threadPlacementCtes(orgId, input, { reopen: true });
   const [row] = await executePrepared<{ id: string; parent_id: string | null }>(em, { sql: `with ${placement.sql} select id, parent_id from tp_thread`, params: placement.params });
   if (!row?.id) throw new Error(`thread placement in workspace ${orgId} found no thread`);
   return { threadId: row.id, parentId: row.parent_id };

@@ -81,10 +81,10 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     a_message as (
       insert into inbox_messages (id, org_id, thread_id, direction, kind, email_id, subject, text, html, from_email, from_name, "to", cc,
                                   rfc_message_id, in_reply_to, "references", in_reply_to_id, attachment_ingest_status,
-                                  attachment_count, attachments_ready, sent_at, created_at, updated_at)
+                                  attachment_count, attachments_ready, sent_at, read_at, created_at, updated_at)
       select :mId, :eOrg, t.id, 'outbound', 'message', :eId, :mSubject, :mText, :mHtml, :mFromEmail, :mFromName, :mTo::jsonb, :mCc::jsonb,
              :mRfc, :mInReplyTo, :mReferences::text[], t.parent_id, 'unavailable', :mAttachments, true,
-             :eAt::timestamptz, :eAt::timestamptz, now()
+             :eAt::timestamptz, :eAt::timestamptz, :eAt::timestamptz, now()
         from tp_thread t
       returning id
     )${acceptance.answer ? `,\n    ${acceptance.answer.sql}` : ''}

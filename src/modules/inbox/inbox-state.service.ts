@@ -1,0 +1,104 @@
+/**
+ * Thread and message state (scope inbox.threads:write): read, starred, archived, tags. Each
+ * change locks its row, moves `updated_at` only when something changed (so GET /inbox/messages
+ * pollers see exactly the messages whose state changed), and answers the new state.
+ */
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { InboxThread } from '../../../db/entities/index.ts';
+import { arrayLiteral } from '../../../db/prepared.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+import { nextTags, type TagChange } from './inbox.fns.ts';
+import { findThreadSummaries } from './inbox.repo.ts';
+import { INBOX_LIMITS, type UpdateMessageInput, type UpdateThreadInput } from './inbox.schemas.ts';
+import type { InboxService, MessageDetail } from './inbox.service.ts';
+
+export interface ThreadView {
+  thread: InboxThread;
+  summary: Awaited<ReturnType<typeof findThreadSummaries>>;
+}
+
+const threadNotFound = (id: string) => new AppError('not_found', `Inbox thread ${id} does not exist.`);
+const messageNotFound = (id: string) => new AppError('not_found', `Inbox message ${id} does not exist.`);
+
+function tagsAfter(current: readonly string[], change: TagChange): string[] {
+  const next = nextTags(current, change, INBOX_LIMITS.tagsMax);
+  if (next.ok) return next.tags;
+  throw new AppError('invalid_request', `Invalid body.${next.path}: ${next.message}.`, {
+    fields: [{ path: next.path, location: 'body', type: 'tags', message: next.message }],
+  });
+}
+
+const sameTags = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((tag, i) => tag === b[i]);
+
+/** The row's state, locked for the change; null when the workspace has no such row. */
+async function lockRow<T>(tx: EntityManager, table: 'inbox_threads' | 'inbox_messages', columns: string, orgId: string, id: string): Promise<T | null> {
+  const [row] = await tx.execute<T[]>(`select ${columns} from ${table} where org_id = ? and id = ? for update`, [orgId, id]);
+  return row ?? null;
+}
+
+export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: Pick<InboxService, 'getMessage'> }) {
+  return {
+    /** Marks a message read or unread, stars it, changes its tags; 404 when absent. */
+    async updateMessage(orgId: string, messageId: string, input: UpdateMessageInput): Promise<MessageDetail> {
+      const id = messageId.toLowerCase();
+      await orm.em.fork().transactional(async (tx) => {
+        const row = await lockRow<{ read_at: string | null; starred: boolean; tags: string[] }>(tx, 'inbox_messages', 'read_at, starred, tags', orgId, id);
+        if (!row) throw messageNotFound(messageId);
+        const tags = tagsAfter(row.tags, input);
+        const read = input.read ?? row.read_at !== null;
+        const starred = input.starred ?? row.starred;
+        if (read === (row.read_at !== null) && starred === row.starred && sameTags(tags, row.tags)) return;
+        await tx.execute(
+          `update inbox_messages set read_at = case when ? then coalesce(read_at, now()) end, starred = ?, tags = ?::text[], updated_at = now()
+            where org_id = ? and id = ?`,
+          [read, starred, arrayLiteral(tags), orgId, id],
+        );
+      });
+      return inbox.getMessage(orgId, id);
+    },
+
+    /**
+     * Stars, archives or tags a thread; `read: true` marks every message of it read, `read:
+     * false` its latest message (received, else sent) unread. 404 when absent.
+     */
+    async updateThread(orgId: string, threadId: string, input: UpdateThreadInput): Promise<ThreadView> {
+      const id = threadId.toLowerCase();
+      await orm.em.fork().transactional(async (tx) => {
+        const row = await lockRow<{ starred: boolean; archived: boolean; tags: string[] }>(tx, 'inbox_threads', 'starred, archived, tags', orgId, id);
+        if (!row) throw threadNotFound(threadId);
+        const tags = tagsAfter(row.tags, input);
+        let messagesChanged = 0;
+        if (input.read === true) {
+          messagesChanged = await tx.execute(
+            `update inbox_messages set read_at = now(), updated_at = now() where org_id = ? and thread_id = ? and read_at is null returning id`,
+            [orgId, id],
+          ).then((rows) => rows.length);
+        } else if (input.read === false) {
+          messagesChanged = await tx.execute(
+            `update inbox_messages set read_at = null, updated_at = now()
+              where id = (select id from inbox_messages where org_id = ? and thread_id = ?
+                           order by direction = 'inbound' desc, created_at desc, id desc limit 1)
+                and read_at is not null returning id`,
+            [orgId, id],
+          ).then((rows) => rows.length);
+        }
+        const starred = input.starred ?? row.starred;
+        const archived = input.archived ?? row.archived;
+        if (messagesChanged === 0 && starred === row.starred && archived === row.archived && sameTags(tags, row.tags)) return;
+        await tx.execute(`update inbox_threads set starred = ?, archived = ?, tags = ?::text[], updated_at = now() where org_id = ? and id = ?`, [
+          starred,
+          archived,
+          arrayLiteral(tags),
+          orgId,
+          id,
+        ]);
+      });
+      const em = scopeToOrg(orm.em, orgId);
+      const thread = await em.findOneOrFail(InboxThread, { id }, { refresh: true });
+      return { thread, summary: await findThreadSummaries(em, orgId, [id]) };
+    },
+  };
+}
+
+export type InboxStateService = ReturnType<typeof createInboxStateService>;
