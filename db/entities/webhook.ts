@@ -22,6 +22,9 @@ export const WebhookEndpointSchema = defineEntity({
     events: p.array().default([]),
     enabled: p.boolean().default(true),
     secretEncrypted: p.text(),
+    /** The secret a rotation replaced (sealed), still signed with until `previousSecretExpiresAt`. */
+    previousSecretEncrypted: p.text().nullable(),
+    previousSecretExpiresAt: p.datetime().nullable(),
     keyMode: p.enum(API_KEY_MODES),
     /** Why Herald disabled it (e.g. the receiver answered 410 Gone), with when. */
     disabledReason: p.string().length(500).nullable(),

@@ -271,6 +271,65 @@ describe('webhook endpoint management', () => {
     });
   });
 
+  describe('POST /api/v1/webhooks/{id}/rotate-secret', () => {
+    const rotate = (id: string, body: unknown, headers: Record<string, string> = idem(), request = h.request) =>
+      request('POST', `/api/v1/webhooks/${id}/rotate-secret`, { headers, body });
+    const sealedOf = async (id: string) => {
+      const row = (await endpointRow(id))!;
+      const key = h.stack.config.encryptionKey!;
+      return {
+        secret: decryptSecret(key, row.secretEncrypted),
+        previous: row.previousSecretEncrypted ? decryptSecret(key, row.previousSecretEncrypted) : null,
+        previousUntil: row.previousSecretExpiresAt,
+      };
+    };
+
+    it('replaces the secret, keeps the old one for the overlap (default 24 h), and replays the same new secret', async () => {
+      const created = await create();
+      const headers = idem();
+      const response = await rotate(created.id, {}, headers);
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      const data = response.body.data as WebhookRecord & { previous_secret_expires_at: string };
+      expect(withoutSecret(data)).toEqual({ ...withoutSecret(created), previous_secret_expires_at: expect.any(String), updated_at: expect.any(String) });
+      expect(data.secret).not.toBe(created.secret);
+      const overlapEnd = Date.parse(data.previous_secret_expires_at) - Date.now();
+      expect(overlapEnd).toBeGreaterThan(24 * 3600_000 - 60_000);
+      expect(overlapEnd).toBeLessThanOrEqual(24 * 3600_000);
+      expect(await sealedOf(created.id)).toMatchObject({ secret: data.secret, previous: created.secret });
+      const replayed = await rotate(created.id, {}, headers);
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+      expect((replayed.body.data as { secret: string }).secret).toBe(data.secret);
+      expect(JSON.stringify((await get(created.id)).body)).not.toContain('whsec_');
+    });
+
+    it('takes an overlap from 0 (none) to 7 days and refuses one outside it', async () => {
+      const created = await create();
+      const none = await rotate(created.id, { overlap_seconds: 0 });
+      expect(none.body.data).toMatchObject({ previous_secret_expires_at: null });
+      expect(await sealedOf(created.id)).toMatchObject({ previous: null, previousUntil: null });
+      const week = await rotate(created.id, { overlap_seconds: 604_800 });
+      expect(week.status).toBe(200);
+      // Rotating again drops the older secret: the previous one is the secret just replaced.
+      expect((await sealedOf(created.id)).previous).toBe((none.body.data as { secret: string }).secret);
+      for (const overlap of [604_801, -1, 1.5, '60']) {
+        const refused = await rotate(created.id, { overlap_seconds: overlap });
+        expectError(refused, 400, 'invalid_request');
+        expect(fieldsOf(refused).map((f) => f.path)).toEqual(['overlap_seconds']);
+      }
+      expectError(await rotate(created.id, { overlap: 60 }), 400, 'invalid_request');
+    });
+
+    it('needs webhooks:admin, as deletion does (spec scope table); webhooks:write is not enough', async () => {
+      const created = await create();
+      const writer = await createOrgWithKey(h.stack.orm, { scopes: ['webhooks:write', 'webhooks:read'], rateLimitPerMinute: 100_000, burst: 10_000 });
+      const request = apiClient(h.api.url, writer.key);
+      const own = await create(validBody(), request);
+      expectError(await rotate(own.id, {}, idem(), request), 403, 'missing_scope');
+      expectError(await remove(own.id, request), 403, 'missing_scope');
+      expectError(await rotate(created.id, {}, idem(), request), 403, 'missing_scope');
+    });
+  });
+
   describe('DELETE /api/v1/webhooks/{id}', () => {
     it('removes the endpoint: 200 {_id, deleted: true}, then 404 everywhere', async () => {
       const created = await create();

@@ -80,6 +80,7 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },
   updateWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id, validBody: { name: 'Renamed by the route suite' } },
   deleteWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },
+  rotateWebhookSecret: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id, validBody: { overlap_seconds: 60 } },
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
   revokeApiKey: {
     create: async (orm, orgId) => (await createApiKeysService({ orm }).createApiKey({ orgId, scopes: ['me:read'], name: unique('key') })).apiKey.id,

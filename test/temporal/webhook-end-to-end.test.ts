@@ -125,4 +125,45 @@ describe('webhooks end to end (API → outbox → relay → Temporal → receive
     const bodies = receiver.requests('/hook').map((r) => JSON.parse(r.body) as { data: { contact: { _id: string } } });
     expect(bodies.filter((b) => b.data.contact._id === contactId)).toHaveLength(4);
   }, 180_000);
+
+  it('rotates the signing secret: both secrets verify during the overlap, only the new one after a rotation without overlap', async () => {
+    const [endpoint] = (await request('GET', '/api/v1/webhooks')).body.data as { id: string }[];
+    const verifies = (received: { body: string; headers: Record<string, unknown> }, key: string) => {
+      try {
+        new Stripe('sk_test_unused').webhooks.constructEvent(received.body, received.headers['herald-signature'] as string, key);
+        new Webhook(key.slice('whsec_'.length)).verify(received.body, {
+          'webhook-id': received.headers['webhook-id'] as string,
+          'webhook-timestamp': received.headers['webhook-timestamp'] as string,
+          'webhook-signature': received.headers['webhook-signature'] as string,
+        });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    /** Changes contacts until one's event arrives signed with `key` (a running drain reads a rotation within its 5 s tick). */
+    const deliveredWith = (key: string, tag: string) =>
+      waitFor(`an event signed with the ${tag} secret`, async () => {
+        const contact = await request('POST', '/api/v1/contacts', { headers: idem(), body: { email: `rotation-${tag}-${Date.now()}@example.com` } });
+        const id = (contact.body.data as { _id: string })._id;
+        const received = await waitFor('its delivery', () => Promise.resolve(receiver.requests('/hook').find((r) => r.body.includes(id))), 30_000);
+        return verifies(received, key) ? received : undefined;
+      }, 60_000);
+
+    const rotated = await request('POST', `/api/v1/webhooks/${endpoint!.id}/rotate-secret`, { headers: idem(), body: { overlap_seconds: 3600 } });
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    const next = (rotated.body.data as { secret: string; previous_secret_expires_at: string }).secret;
+    expect(next).not.toBe(secret);
+    expect(Date.parse((rotated.body.data as { previous_secret_expires_at: string }).previous_secret_expires_at)).toBeGreaterThan(Date.now() + 3500_000);
+    const during = await deliveredWith(next, 'new');
+    expect(verifies(during, secret)).toBe(true);
+
+    const again = await request('POST', `/api/v1/webhooks/${endpoint!.id}/rotate-secret`, { headers: idem(), body: { overlap_seconds: 0 } });
+    expect(again.body.data).toMatchObject({ previous_secret_expires_at: null });
+    const newest = (again.body.data as { secret: string }).secret;
+    const after = await deliveredWith(newest, 'newest');
+    expect(verifies(after, next)).toBe(false);
+    expect(verifies(after, secret)).toBe(false);
+    expect((after.headers['webhook-signature'] as string).split(' ')).toHaveLength(1);
+  }, 180_000);
 });

@@ -54,6 +54,22 @@ describe('webhook signing', () => {
     expect(() => new Webhook(VECTOR.secret).verify(VECTOR.body, { ...headers, 'webhook-id': '69558b000000000000000002' })).toThrow();
   });
 
+  it('signs with both secrets during a rotation, each accepted by both libraries and by verifyHeraldSignature', () => {
+    const now = Math.floor(Date.now() / 1000);
+    const previous = 'whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=';
+    const headers = signatureHeaders({ ...VECTOR, previousSecret: previous, timestamp: now });
+    expect(headers['Herald-Signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    for (const secret of [VECTOR.secret, previous]) {
+      expect(stripe.webhooks.constructEvent(VECTOR.body, headers['Herald-Signature']!, secret)).toMatchObject({ type: 'contact.created' });
+      expect(new Webhook(secret).verify(VECTOR.body, headers)).toMatchObject({ id: '69558b000000000000000abc' });
+      expect(verifyHeraldSignature(VECTOR.body, headers['Herald-Signature'], secret)).toBe(now);
+    }
+    expect(() => new Webhook('whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=').verify(VECTOR.body, headers)).toThrow();
+    // Without a previous secret: exactly the single-signature headers.
+    expect(signatureHeaders({ ...VECTOR, previousSecret: null })).toEqual(signatureHeaders(VECTOR));
+  });
+
   describe('verifyHeraldSignature', () => {
     const at = VECTOR.timestamp + 60;
 

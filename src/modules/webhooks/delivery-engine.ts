@@ -22,6 +22,8 @@ export const ABANDONED_ERROR =
 export interface DeliveryRequest {
   url: string;
   secret: string;
+  /** The replaced secret while a rotation's overlap lasts (a second signature). */
+  previousSecret?: string | null;
   delivery: { id: string; event_id: string; event_type: string; api_version: string; data: unknown; event_created_ms: number };
   http: PostOptions;
 }
@@ -36,7 +38,7 @@ export function sendDelivery(request: DeliveryRequest): Promise<PostResult> {
     'Herald-Event-Id': delivery.event_id,
     'Herald-Delivery-Id': delivery.id,
     'Herald-Event-Type': delivery.event_type,
-    ...signatureHeaders({ secret: request.secret, deliveryId: delivery.id, timestamp: Math.floor(Date.now() / 1000), body }),
+    ...signatureHeaders({ secret: request.secret, previousSecret: request.previousSecret, deliveryId: delivery.id, timestamp: Math.floor(Date.now() / 1000), body }),
   };
   return postWebhook(request.url, headers, body, request.http);
 }

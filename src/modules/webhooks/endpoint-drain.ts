@@ -96,20 +96,21 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
   const queue = createEndpointQueue(orm);
   const secrets = new Map<string, string | Error>();
 
-  function secretOf(endpoint: LeasedEndpoint): string | Error {
-    const cached = secrets.get(endpoint.secret_encrypted);
+  /** A sealed secret opened (cached by its sealed form), or why it cannot be. */
+  function secretOf(sealed: string): string | Error {
+    const cached = secrets.get(sealed);
     if (cached !== undefined) return cached;
     let secret: string | Error;
     if (!config.encryptionKey) secret = new Error('HERALD_ENCRYPTION_KEY is not configured on the worker');
     else {
       try {
-        secret = decryptSecret(config.encryptionKey, endpoint.secret_encrypted);
+        secret = decryptSecret(config.encryptionKey, sealed);
       } catch {
         secret = new Error('the signing secret cannot be decrypted with HERALD_ENCRYPTION_KEY');
       }
     }
     if (secrets.size > 10_000) secrets.clear();
-    secrets.set(endpoint.secret_encrypted, secret);
+    secrets.set(sealed, secret);
     return secret;
   }
 
@@ -147,13 +148,16 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
 
   async function attempt(endpoint: LeasedEndpoint, row: ClaimedDelivery): Promise<AttemptRecord> {
     const startedAt = new Date();
-    const secret = secretOf(endpoint);
+    const secret = secretOf(endpoint.secret_encrypted);
+    // A previous secret that cannot be opened only loses its extra signature.
+    const previous = endpoint.previous_secret_encrypted ? secretOf(endpoint.previous_secret_encrypted) : null;
     const result: PostResult =
       secret instanceof Error
         ? { statusCode: null, headers: {}, excerpt: null, error: `not sent: ${secret.message}`, latencyMs: 0, address: null }
         : await sendDelivery({
             url: endpoint.url,
             secret,
+            previousSecret: typeof previous === 'string' ? previous : null,
             delivery: {
               id: row.id,
               event_id: row.event_id,

@@ -19,6 +19,8 @@ export interface LeasedEndpoint {
   url: string;
   enabled: boolean;
   secret_encrypted: string;
+  /** The secret a rotation replaced, while its overlap lasts (else null). */
+  previous_secret_encrypted: string | null;
   disabled_reason: string | null;
 }
 
@@ -110,7 +112,9 @@ export function createEndpointQueue(orm: MikroORM) {
       const [row] = await db().execute<LeasedEndpoint[]>(
         `update webhook_endpoints set drain_lease_until = now() + make_interval(secs => ?)
           where id = ? and org_id = ?
-          returning url, enabled, secret_encrypted, disabled_reason`,
+          returning url, enabled, secret_encrypted,
+                    case when previous_secret_expires_at > now() then previous_secret_encrypted end as previous_secret_encrypted,
+                    disabled_reason`,
         [seconds, endpointId, orgId],
       );
       return row ?? null;

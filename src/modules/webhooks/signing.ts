@@ -20,6 +20,11 @@ export const DEFAULT_TOLERANCE_SECONDS = 300;
 export interface SignInput {
   /** The endpoint's signing secret, `whsec_` + base64. */
   secret: string;
+  /**
+   * The secret it replaced, while a rotation's overlap lasts: the attempt then carries a
+   * signature with each (the new one first), so receivers verify with either.
+   */
+  previousSecret?: string | null | undefined;
   /** The delivery id: `webhook-id`, stable across attempts and replays. */
   deliveryId: string;
   /** Unix seconds of this attempt. */
@@ -47,13 +52,19 @@ export function standardWebhooksSignature(secret: string, id: string, timestamp:
   return `v1,${hmac(standardWebhooksKey(secret), `${id}.${timestamp}.${body}`).toString('base64')}`;
 }
 
-/** Every signature header of one attempt. */
+/**
+ * Every signature header of one attempt. During a rotation's overlap each carries one
+ * signature per secret: `Herald-Signature: t=…,v1=<new>,v1=<previous>` (as Stripe does) and
+ * `webhook-signature: v1,<new> v1,<previous>` (space-separated, as Standard Webhooks defines).
+ */
 export function signatureHeaders(input: SignInput): Record<string, string> {
+  const secrets = input.previousSecret ? [input.secret, input.previousSecret] : [input.secret];
+  const herald = secrets.map((secret) => heraldSignature(secret, input.timestamp, input.body));
   return {
-    [HERALD_SIGNATURE_HEADER]: heraldSignature(input.secret, input.timestamp, input.body),
+    [HERALD_SIGNATURE_HEADER]: [herald[0], ...herald.slice(1).map((value) => value.slice(value.indexOf(',') + 1))].join(','),
     'webhook-id': input.deliveryId,
     'webhook-timestamp': String(input.timestamp),
-    'webhook-signature': standardWebhooksSignature(input.secret, input.deliveryId, input.timestamp, input.body),
+    'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, input.deliveryId, input.timestamp, input.body)).join(' '),
   };
 }
 

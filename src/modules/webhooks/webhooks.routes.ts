@@ -5,6 +5,8 @@ import { defineRoute, type StoredResponse } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import type { DeliveriesService } from './deliveries.service.ts';
 import {
+  RotateSecretBody,
+  RotatedWebhookResponse,
   CreatedWebhookResponse,
   CreateWebhookBody,
   DeletedWebhookResponse,
@@ -13,7 +15,7 @@ import {
   WebhookDeliveryResponse,
   WebhookResponse,
 } from './webhooks.schemas.ts';
-import { serializeCreatedWebhook, serializeDelivery, serializeWebhook } from './webhooks.serializer.ts';
+import { serializeCreatedWebhook, serializeDelivery, serializeRotatedWebhook, serializeWebhook } from './webhooks.serializer.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
 const WEBHOOKS_LIST = 'webhooks';
@@ -159,6 +161,30 @@ export function createWebhooksRoutes(deps: {
       },
     }),
     defineRoute({
+      operationId: 'rotateWebhookSecret',
+      method: 'POST',
+      path: '/webhooks/:id/rotate-secret',
+      summary: 'Rotate a webhook endpoint\'s signing secret',
+      description:
+        'Returns the endpoint with its new signing secret, shown this once. For `overlap_seconds` (default 24 h, at most ' +
+        '7 days, 0 for none) every attempt also carries a signature made with the replaced secret: `Herald-Signature: ' +
+        't=…,v1=<new>,v1=<previous>` and `webhook-signature: v1,<new> v1,<previous>`, so a receiver verifying with ' +
+        'either secret accepts it while it switches. Rotating again within the overlap drops the older secret at once ' +
+        '(at most two sign). Takes effect for attempts starting after the endpoint\'s drain next reads it (within 30 s). ' +
+        '503 when secret encryption is not configured.',
+      tag: 'Webhooks',
+      scope: 'webhooks:admin',
+      extension: true,
+      params: IdParams,
+      body: RotateSecretBody,
+      storedResponse: deps.sealedSecret,
+      response: { status: 200, description: 'The endpoint, with its new one-time signing secret', schema: RotatedWebhookResponse },
+      errors: ['invalid_request', 'not_found', 'service_unavailable'],
+      async handle({ caller, params, body }) {
+        return { status: 200, data: serializeRotatedWebhook(await deps.webhooks.rotateSecret(caller.orgId, params.id, body.overlap_seconds)) };
+      },
+    }),
+    defineRoute({
       operationId: 'deleteWebhook',
       method: 'DELETE',
       path: '/webhooks/:id',
@@ -167,7 +193,7 @@ export function createWebhooksRoutes(deps: {
         'The endpoint stops receiving events at once. Its deliveries stay in the delivery log (filter `webhook_id`); ' +
         'those still queued or waiting for a retry end `exhausted` without a request, and none can be replayed.',
       tag: 'Webhooks',
-      scope: 'webhooks:write',
+      scope: 'webhooks:admin',
       extension: true,
       params: IdParams,
       response: { status: 200, description: 'The deleted endpoint\'s id', schema: DeletedWebhookResponse },

@@ -99,6 +99,32 @@ export const CreatedWebhookResponse = v.object({
   secret: v.pipe(v.string(), v.startsWith('whsec_')),
 });
 
+/** How long the replaced secret keeps signing after a rotation (Herald's bounds). */
+export const ROTATION_OVERLAP = { defaultSeconds: 24 * 3600, maxSeconds: 7 * 24 * 3600 } as const;
+
+/** POST /webhooks/{id}/rotate-secret: an optional overlap (an empty body takes the default). */
+export const RotateSecretBody = v.strictObject({
+  overlap_seconds: v.optional(
+    v.pipe(
+      Integer,
+      v.minValue(0, 'must be 0 or more'),
+      v.maxValue(ROTATION_OVERLAP.maxSeconds, `must be at most ${ROTATION_OVERLAP.maxSeconds} (7 days)`),
+      v.description(`How long deliveries also carry a signature with the replaced secret; 0 ends it now. Default ${ROTATION_OVERLAP.defaultSeconds} (24 h).`),
+    ),
+    ROTATION_OVERLAP.defaultSeconds,
+  ),
+});
+
+export type RotateSecretInput = v.InferOutput<typeof RotateSecretBody>;
+
+export const RotatedWebhookResponse = v.object({
+  ...CreatedWebhookResponse.entries,
+  previous_secret_expires_at: v.pipe(
+    v.nullable(v.string()),
+    v.description('Until when deliveries also carry a signature with the replaced secret; null with overlap 0.'),
+  ),
+});
+
 export const WebhookAttemptResponse = v.object({
   series: Integer,
   attempt: Integer,

@@ -20,6 +20,11 @@ export function serializeCreatedWebhook(created: { endpoint: WebhookEndpoint; se
   return { ...serializeWebhook(created.endpoint), secret: created.secret };
 }
 
+/** The answer of a rotation: the endpoint, its new secret (shown once) and the overlap's end. */
+export function serializeRotatedWebhook(rotated: { endpoint: WebhookEndpoint; secret: string }) {
+  return { ...serializeCreatedWebhook(rotated), previous_secret_expires_at: rotated.endpoint.previousSecretExpiresAt?.toISOString() ?? null };
+}
+
 /** One HTTP attempt of a delivery. */
 export function serializeAttempt(attempt: WebhookAttempt) {
   return {

@@ -181,6 +181,34 @@ export function createWebhooksService(deps: {
     },
 
     /**
+     * Replaces the signing secret and returns the new one (shown this once). The replaced
+     * secret keeps signing, as a second signature on every attempt, for `overlapSeconds` (a
+     * secret replaced before that is dropped at once: at most two sign an attempt). Attempts
+     * read the endpoint's secrets when their drain leases it, so the change applies within a
+     * lease period. 503 without an encryption key.
+     */
+    async rotateSecret(orgId: string, id: string, overlapSeconds: number): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+      const key = deps.encryptionKey;
+      if (!key) {
+        throw new AppError('service_unavailable', 'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.', {
+          reason: 'ENCRYPTION_UNAVAILABLE',
+        });
+      }
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!endpoint) throw notFound(id);
+        const secret = generateSigningSecret();
+        em.assign(endpoint, {
+          previousSecretEncrypted: overlapSeconds > 0 ? endpoint.secretEncrypted : null,
+          previousSecretExpiresAt: overlapSeconds > 0 ? new Date(Date.now() + overlapSeconds * 1000) : null,
+          secretEncrypted: encryptSecret(key, secret),
+        });
+        await em.flush();
+        return { endpoint, secret };
+      });
+    },
+
+    /**
      * Removes the endpoint row (hard delete). Its deliveries and attempts stay in the log; the
      * ones still queued or waiting for a retry end `exhausted` now, and their workflows stop
      * without a request when they wake (the engine leaves a final delivery alone; one it finds
