@@ -19,3 +19,22 @@ export const SegmentSchema = defineEntity({
 
 export class Segment extends SegmentSchema.class {}
 SegmentSchema.setClass(Segment);
+
+/**
+ * A contact listed in a `static` segment (membership managed through the API). Removed with
+ * the contact; the segment's member count is the count of its rows.
+ */
+export const SegmentMemberSchema = defineEntity({
+  name: 'SegmentMember',
+  tableName: 'segment_members',
+  properties: {
+    segmentId: p.string().length(24).primary(),
+    contactId: p.string().length(24).primary(),
+    orgId: orgIdColumn(),
+    createdAt: createdAtColumn(),
+  },
+  indexes: [{ properties: ['contactId'] }],
+});
+
+export class SegmentMember extends SegmentMemberSchema.class {}
+SegmentMemberSchema.setClass(SegmentMember);

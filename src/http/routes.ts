@@ -30,6 +30,7 @@ import { createBatchSender } from '../modules/sends/batch.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import { createSegmentsRoutes } from '../modules/segments/segments.routes.ts';
 import { createSegmentsService } from '../modules/segments/segments.service.ts';
+import { createMembershipService } from '../modules/segments/membership.service.ts';
 import { createTemplatesRoutes } from '../modules/templates/templates.routes.ts';
 import { createTemplatesService } from '../modules/templates/templates.service.ts';
 import { createDeliveriesService } from '../modules/webhooks/deliveries.service.ts';
@@ -65,7 +66,7 @@ export function createRoutes(deps: {
     ...createContactsRoutes({ contacts, cursors: deps.cursors }),
     ...createApiKeysRoutes({ keys: createWorkspaceKeysService({ orm: deps.orm }), cursors: deps.cursors, sealedSecret: sealedSecretResponse(deps.config.encryptionKey) }),
     ...createSuppressionsRoutes({ suppressions: createSuppressionsService({ orm: deps.orm, contacts }), cursors: deps.cursors }),
-    ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), membership: createMembershipService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createTemplatesRoutes({ templates, cursors: deps.cursors }),
     ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),

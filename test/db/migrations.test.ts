@@ -42,6 +42,7 @@ describe('migrations', () => {
       'inbox_messages',
       'inbox_threads',
       'organizations',
+      'segment_members',
       'segments',
       'sender_identities',
       'suppression_changes',
@@ -55,11 +56,12 @@ describe('migrations', () => {
       'webhook_endpoints',
     ]);
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
-    // id; actor_leases is keyed by the actor's name.
+    // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
       'domain_daily_sends',
       'email_event_counts',
+      'segment_members',
     ]);
     expect(new Set(rows.flatMap((r) => (r.character_maximum_length === null ? [] : [r.character_maximum_length])))).toEqual(new Set([24]));
   });

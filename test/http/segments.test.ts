@@ -97,7 +97,7 @@ describe('segments', () => {
       [{ name: 'S', tags: ['  '] }, 'tags.0', 'min_length'],
       [{ name: 'S', tags: ['t'.repeat(101)] }, 'tags.0', 'max_length'],
       [{ name: 'S', tags: Array.from({ length: 101 }, (_, i) => `t${i}`) }, 'tags', 'max_length'],
-      [{ name: 'S', type: 'tag' }, 'type', 'unknown_field'],
+      [{ name: 'S', type: 'tag' }, 'type', 'literal'],
       [{ name: 'S', contact_count: 3 }, 'contact_count', 'unknown_field'],
     ])('answers 400 invalid_request for %j naming field %s', async (body, path, type) => {
       const response = await create(h.request, body);

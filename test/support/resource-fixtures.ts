@@ -8,6 +8,7 @@ import { createAutomationsAdmin } from '../../src/modules/automations/automation
 import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
+import { createSegmentsService } from '../../src/modules/segments/segments.service.ts';
 import { insertScheduledEmail } from './sending.ts';
 import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
@@ -61,6 +62,10 @@ const inboxAttachment: ResourceFixture = {
   },
 };
 
+async function staticSegment(orm: MikroORM, orgId: string): Promise<string> {
+  return (await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [], type: 'static' })).segment.id;
+}
+
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getAutomation: automation(),
   updateAutomation: automation({ name: 'Renamed by the route suite' }),
@@ -71,6 +76,9 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getTemplate: template(),
   updateTemplate: template({ name: 'Renamed by the route suite' }),
   deleteTemplate: template(),
+  listSegmentContacts: { create: async (orm, orgId) => (await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [] })).segment.id },
+  addSegmentContacts: { create: staticSegment, validBody: { emails: ['suite@example.com'] } },
+  removeSegmentContacts: { create: staticSegment, validBody: { emails: ['suite@example.com'] } },
   getInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id },
   updateInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id, validBody: { starred: true } },
   updateInboxThread: { create: async (orm, orgId) => (await insertThread(orm, orgId)).id, validBody: { archived: true } },

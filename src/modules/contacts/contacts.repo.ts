@@ -19,6 +19,17 @@ export interface ContactView {
 export interface ContactFilters {
   email?: string | undefined;
   status?: ContactStatus | undefined;
+  /** Only the members of this segment of the workspace (segments.fns.ts has the rules). */
+  segment?: { id: string; type: string; tags: readonly string[] } | undefined;
+}
+
+/** The condition (on `contacts`) and parameters that select a segment's members. */
+function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sql: string | null; params: Record<string, unknown> } {
+  if (segment.type === 'all') return { sql: null, params: {} };
+  if (segment.type === 'static') {
+    return { sql: 'id in (select contact_id from segment_members where segment_id = :segmentId and org_id = :org)', params: { segmentId: segment.id } };
+  }
+  return { sql: 'tags && array[:segmentTags]::text[]', params: { segmentTags: [...segment.tags] } };
 }
 
 /** A page of contacts as the API's JSON array (built by PostgreSQL), with what its cursor needs. */
@@ -51,6 +62,8 @@ export async function listContactPage(
   const conditions = ['org_id = :org'];
   if (filters.email !== undefined) conditions.push('email = :email');
   if (filters.status !== undefined) conditions.push('status = :status');
+  const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
+  if (segment.sql) conditions.push(segment.sql);
   if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
   const [row] = await em.execute<{ items: string; count: number; last_id: string | null; last_ms: number | null }[]>(
     `with page as (
@@ -71,6 +84,7 @@ export async function listContactPage(
       limit: page.limit,
       ...(filters.email !== undefined ? { email: filters.email } : {}),
       ...(filters.status !== undefined ? { status: filters.status } : {}),
+      ...segment.params,
       ...(page.after ? { afterAt: page.after.sortValue.toISOString(), afterId: page.after.id } : {}),
     },
   );

@@ -1,6 +1,6 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { Contact, type ContactStatus } from '../../../db/entities/index.ts';
+import { Contact, SegmentMember, type ContactStatus } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
@@ -139,6 +139,7 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
         if (!contact) throw notFound(id);
         const last = serializeContact(contact);
         em.remove(contact);
+        await em.nativeDelete(SegmentMember, { orgId, contactId: id });
         await em.flush();
         recordEvent(em, orgId, 'contact.deleted', { contact: last });
         return { _id: id, deleted: true as const };

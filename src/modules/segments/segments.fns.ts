@@ -1,12 +1,13 @@
 /**
  * Segment membership rules (the spec names `type` without its values):
  * - `tag`: every contact of the workspace carrying at least one of the segment's tags;
- * - `all`: every contact of the workspace.
+ * - `all`: every contact of the workspace;
+ * - `static`: the contacts added to it through the API (segment_members), until removed.
  * Membership ignores contact status (delivery skips unsubscribed, bounced, complained and
  * suppressed contacts at send time), and tags match exactly, case included, as contacts
  * store them.
  */
-export const SEGMENT_TYPES = ['tag', 'all'] as const;
+export const SEGMENT_TYPES = ['tag', 'all', 'static'] as const;
 export type SegmentType = (typeof SEGMENT_TYPES)[number];
 
 /** The type a segment gets from its tags: `tag` when it has any, else `all`. */
@@ -18,3 +19,6 @@ export function segmentTypeFor(tags: readonly string[]): SegmentType {
 export function normalizeSegmentTags(tags: readonly string[]): string[] {
   return [...new Set(tags)];
 }
+
+/** Bounds of a static segment's membership (Herald's). */
+export const MEMBERSHIP_LIMITS = { perRequest: 1_000, membersMax: 1_000_000 } as const;

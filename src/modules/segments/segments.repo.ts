@@ -3,7 +3,8 @@
  * query per segment). A `tag` segment counts `contacts.tags && segment.tags` within the
  * workspace: a bitmap scan of the GIN index on contacts.tags, so its cost follows the
  * segment's own size. `all` segments share one count of the workspace's contacts (an
- * uncorrelated sub-select, run once and only when the page holds one, via the org_id index).
+ * uncorrelated sub-select, run once and only when the page holds one, via the org_id index);
+ * a `static` segment counts its rows of segment_members (primary key).
  *
  * Raw SQL is outside the tenant filter, so every clause names the workspace itself. Tags are
  * read from the segments table; the only parameters are ids (24-hex), which MikroORM inlines
@@ -13,9 +14,9 @@ import type { EntityManager } from '../../../db/orm.ts';
 
 const COUNT_MEMBERS_SQL = `
   select s.id,
-    case when s.type = 'all'
-      then (select count(*) from contacts where org_id = ?)
-      else (select count(*) from contacts c where c.org_id = ? and c.tags && s.tags)
+    case when s.type = 'all' then (select count(*) from contacts where org_id = ?)
+         when s.type = 'static' then (select count(*) from segment_members m where m.segment_id = s.id)
+         else (select count(*) from contacts c where c.org_id = ? and c.tags && s.tags)
     end as contact_count
   from segments s
   where s.org_id = ? and s.id in (?)`;

@@ -5,24 +5,91 @@
  * live member count at the time of the request.
  */
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listResult } from '../../http/paging.ts';
+import { listJsonResult, listResult } from '../../http/paging.ts';
 import { KIB } from '../../http/body-limits.ts';
 import { defineRoute } from '../../http/route.ts';
-import { PageQuery } from '../../http/schemas.ts';
-import { CreateSegmentBody, SegmentResponse } from './segments.schemas.ts';
+import { IdParams, PageQuery } from '../../http/schemas.ts';
+import { ContactResponse } from '../contacts/contacts.schemas.ts';
+import type { MembershipService } from './membership.service.ts';
+import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
+import { AddMembersResponse, CreateSegmentBody, MembershipBody, RemoveMembersResponse, SegmentResponse } from './segments.schemas.ts';
 import { serializeSegment } from './segments.serializer.ts';
 import type { SegmentsService } from './segments.service.ts';
 
 const LIST = 'segments';
+/** 1,000 addresses of up to 320 characters, even \u-escaped: under 2 MiB. */
+const MEMBERSHIP_BODY_LIMIT = 2 * 1024 * KIB;
 
 const MEMBERSHIP_NOTE =
   '`type` is derived from `tags`: `tag` when tags are given (members: contacts carrying at least one ' +
   'of the tags, exact case, whatever their status), `all` when none are (every contact of the workspace). ' +
-  '`contactCount` is computed live.';
+  'Herald extension: `type: "static"` (no tags) creates a segment whose members are added and removed with ' +
+  '/segments/{id}/contacts. `contactCount` is computed live.';
+
+const CHANGE_NOTE =
+  `Contacts by \`contact_ids\` and/or \`emails\` (normalised as contacts store them), ${MEMBERSHIP_LIMITS.perRequest} in all at most. ` +
+  'Ids and addresses that name no contact of the workspace are listed in `notFound`; the rest is applied. ' +
+  `409 SEGMENT_NOT_STATIC for a tag or all segment; 409 SEGMENT_FULL past ${MEMBERSHIP_LIMITS.membersMax} members (nothing is added).`;
 
 /** The segment routes, built on the segments service. */
-export function createSegmentsRoutes(deps: { segments: SegmentsService; cursors: CursorCodec }) {
+export function createSegmentsRoutes(deps: { segments: SegmentsService; membership: MembershipService; cursors: CursorCodec }) {
   return [
+    defineRoute({
+      operationId: 'listSegmentContacts',
+      method: 'GET',
+      path: '/segments/:id/contacts',
+      summary: 'List the contacts of a segment, newest first',
+      description: 'The members now, whatever the segment type, in the shape and order of GET /contacts.',
+      tag: 'Segments',
+      scope: 'segments:read',
+      extension: true,
+      params: IdParams,
+      query: PageQuery,
+      response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
+      errors: ['invalid_request', 'not_found'],
+      handle: ({ caller, params, query }) =>
+        listJsonResult({ cursors: deps.cursors, list: `${LIST}:${params.id.toLowerCase()}:contacts`, caller, query }, (page) =>
+          deps.membership.listMembers(caller.orgId, params.id, page),
+        ),
+    }),
+    defineRoute({
+      operationId: 'addSegmentContacts',
+      method: 'POST',
+      path: '/segments/:id/contacts',
+      summary: 'Add contacts to a static segment',
+      description: `${CHANGE_NOTE} Contacts already in it count as \`alreadyMembers\`.`,
+      tag: 'Segments',
+      scope: 'segments:write',
+      extension: true,
+      params: IdParams,
+      body: MembershipBody,
+      bodyLimit: MEMBERSHIP_BODY_LIMIT,
+      response: { status: 200, description: 'What changed', schema: AddMembersResponse },
+      errors: ['invalid_request', 'not_found', 'conflict'],
+      async handle({ caller, params, body }) {
+        const change = await deps.membership.addMembers(caller.orgId, params.id, body);
+        return { status: 200, data: { segmentId: change.segmentId, added: change.changed, alreadyMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount } };
+      },
+    }),
+    defineRoute({
+      operationId: 'removeSegmentContacts',
+      method: 'POST',
+      path: '/segments/:id/contacts/remove',
+      summary: 'Remove contacts from a static segment',
+      description: `${CHANGE_NOTE} Contacts that were not in it count as \`notMembers\`. The contacts themselves are not changed.`,
+      tag: 'Segments',
+      scope: 'segments:write',
+      extension: true,
+      params: IdParams,
+      body: MembershipBody,
+      bodyLimit: MEMBERSHIP_BODY_LIMIT,
+      response: { status: 200, description: 'What changed', schema: RemoveMembersResponse },
+      errors: ['invalid_request', 'not_found', 'conflict'],
+      async handle({ caller, params, body }) {
+        const change = await deps.membership.removeMembers(caller.orgId, params.id, body);
+        return { status: 200, data: { segmentId: change.segmentId, removed: change.changed, notMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount } };
+      },
+    }),
     defineRoute({
       operationId: 'listSegments',
       method: 'GET',

@@ -7,6 +7,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { Segment } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
 import { normalizeSegmentTags, segmentTypeFor } from './segments.fns.ts';
 import { countSegmentMembers } from './segments.repo.ts';
 import type { CreateSegmentInput } from './segments.schemas.ts';
@@ -27,15 +28,20 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
       return { ...result, contactCounts };
     },
 
-    /** Creates a segment; its type follows from its tags. Returns it with its member count. */
+    /** Creates a segment; its type follows from its tags unless it is static. Returns it with its member count. */
     async createSegment(orgId: string, input: CreateSegmentInput): Promise<{ segment: Segment; contactCount: number }> {
       const em = scopeToOrg(orm.em, orgId);
       const tags = normalizeSegmentTags(input.tags);
+      if (input.type === 'static' && tags.length > 0) {
+        throw new AppError('invalid_request', 'Invalid body.tags: a static segment has no tags (its members are added with POST /segments/{id}/contacts).', {
+          fields: [{ path: 'tags', location: 'body', type: 'static_segment', message: 'must be empty for a static segment' }],
+        });
+      }
       const segment = em.create(Segment, {
         orgId,
         name: input.name,
         description: input.description,
-        type: segmentTypeFor(tags),
+        type: input.type ?? segmentTypeFor(tags),
         tags,
       });
       await em.flush();

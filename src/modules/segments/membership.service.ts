@@ -1,0 +1,114 @@
+/**
+ * Members of static segments (scope segments:write to change, segments:read to list): contacts
+ * are added and removed by id or address, up to MEMBERSHIP_LIMITS.perRequest at a time, each
+ * change in one transaction that locks the segment (concurrent changes of one segment queue;
+ * the member cap holds). Listing works for every segment type: the contacts it holds now.
+ */
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { Segment } from '../../../db/entities/index.ts';
+import { arrayLiteral } from '../../../db/prepared.ts';
+import type { KeysetPosition } from '../../../db/keyset.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+import { normalizeEmail } from '../contacts/contacts.fns.ts';
+import { listContactPage, type ContactJsonPage } from '../contacts/contacts.repo.ts';
+import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
+import type { MembershipInput } from './segments.schemas.ts';
+
+export interface MembershipChange {
+  segmentId: string;
+  /** Contacts added (add) or removed (remove). */
+  changed: number;
+  /** Contacts already members (add) or not members (remove). */
+  unchanged: number;
+  notFound: { contactIds: string[]; emails: string[] };
+  contactCount: number;
+}
+
+const segmentNotFound = (id: string) => new AppError('not_found', `Segment ${id} does not exist.`);
+
+/** The segment locked for a membership change: 404 when absent, 409 SEGMENT_NOT_STATIC unless static. */
+async function lockStaticSegment(tx: EntityManager, orgId: string, id: string): Promise<void> {
+  const [row] = await tx.execute<{ type: string }[]>('select type from segments where org_id = ? and id = ? for update', [orgId, id]);
+  if (!row) throw segmentNotFound(id);
+  if (row.type !== 'static') {
+    throw new AppError('conflict', `Segment ${id} is a ${row.type} segment: its members follow from ${row.type === 'all' ? 'the workspace' : 'its tags'}. Only static segments have members added or removed.`, {
+      reason: 'SEGMENT_NOT_STATIC',
+    });
+  }
+}
+
+/** The workspace's contacts named by `input`, and the ids and addresses that name none. */
+async function resolveContacts(tx: EntityManager, orgId: string, input: MembershipInput) {
+  const ids = [...new Set(input.contact_ids.map((id) => id.toLowerCase()))];
+  const emails = [...new Set(input.emails.map(normalizeEmail))];
+  const rows = await tx.execute<{ id: string; email: string }[]>(
+    'select id, email from contacts where org_id = ? and (id = any(?::text[]) or email = any(?::text[]))',
+    [orgId, arrayLiteral(ids), arrayLiteral(emails)],
+  );
+  const foundIds = new Set(rows.map((r) => r.id));
+  const foundEmails = new Set(rows.map((r) => r.email));
+  return {
+    contactIds: [...foundIds],
+    notFound: { contactIds: ids.filter((id) => !foundIds.has(id)), emails: emails.filter((e) => !foundEmails.has(e)) },
+  };
+}
+
+async function memberCount(tx: EntityManager, segmentId: string): Promise<number> {
+  const [row] = await tx.execute<{ n: string | number }[]>('select count(*) as n from segment_members where segment_id = ?', [segmentId]);
+  return Number(row?.n ?? 0);
+}
+
+export function createMembershipService({ orm }: { orm: MikroORM }) {
+  return {
+    /** Adds contacts to a static segment; ones already in it are counted as unchanged. 409 SEGMENT_FULL past the cap. */
+    async addMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
+      const id = segmentId.toLowerCase();
+      return orm.em.fork().transactional(async (tx) => {
+        await lockStaticSegment(tx, orgId, id);
+        const { contactIds, notFound } = await resolveContacts(tx, orgId, input);
+        const before = await memberCount(tx, id);
+        const added = await tx.execute<{ contact_id: string }[]>(
+          `insert into segment_members (segment_id, contact_id, org_id, created_at)
+           select ?, c, ?, now() from unnest(?::text[]) as c
+           on conflict do nothing returning contact_id`,
+          [id, orgId, arrayLiteral(contactIds)],
+        );
+        const contactCount = before + added.length;
+        if (contactCount > MEMBERSHIP_LIMITS.membersMax) {
+          throw new AppError('conflict', `Segment ${id} would hold ${contactCount} contacts; a static segment holds at most ${MEMBERSHIP_LIMITS.membersMax}.`, {
+            reason: 'SEGMENT_FULL',
+            limit: MEMBERSHIP_LIMITS.membersMax,
+            members: before,
+          });
+        }
+        if (added.length > 0) await tx.execute('update segments set updated_at = now() where id = ?', [id]);
+        return { segmentId: id, changed: added.length, unchanged: contactIds.length - added.length, notFound, contactCount };
+      });
+    },
+
+    /** Removes contacts from a static segment; contacts that were not members are counted as unchanged. */
+    async removeMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
+      const id = segmentId.toLowerCase();
+      return orm.em.fork().transactional(async (tx) => {
+        await lockStaticSegment(tx, orgId, id);
+        const { contactIds, notFound } = await resolveContacts(tx, orgId, input);
+        const removed = await tx.execute<{ contact_id: string }[]>(
+          'delete from segment_members where segment_id = ? and contact_id = any(?::text[]) returning contact_id',
+          [id, arrayLiteral(contactIds)],
+        );
+        if (removed.length > 0) await tx.execute('update segments set updated_at = now() where id = ?', [id]);
+        return { segmentId: id, changed: removed.length, unchanged: contactIds.length - removed.length, notFound, contactCount: await memberCount(tx, id) };
+      });
+    },
+
+    /** The segment's contacts now, newest first (as GET /contacts lists them); 404 for an unknown segment. */
+    async listMembers(orgId: string, segmentId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<ContactJsonPage> {
+      const segment = await scopeToOrg(orm.em, orgId).findOne(Segment, { id: segmentId.toLowerCase() });
+      if (!segment) throw segmentNotFound(segmentId);
+      return listContactPage(orm.em, orgId, page, { segment: { id: segment.id, type: segment.type, tags: segment.tags } });
+    },
+  };
+}
+
+export type MembershipService = ReturnType<typeof createMembershipService>;
