@@ -24,7 +24,7 @@ export interface ContactFilters {
 }
 
 /** The condition (on `contacts`) and parameters that select a segment's members. */
-function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sql: string | null; params: Record<string, unknown> } {
+export function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sql: string | null; params: Record<string, unknown> } {
   if (segment.type === 'all') return { sql: null, params: {} };
   if (segment.type === 'static') {
     return { sql: 'id in (select contact_id from segment_members where segment_id = :segmentId and org_id = :org)', params: { segmentId: segment.id } };
@@ -42,7 +42,7 @@ export interface ContactJsonPage {
 }
 
 /** An instant as serializeContact writes it (`Date#toISOString`: UTC, milliseconds, `Z`). */
-const isoMs = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+export const isoMs = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * One keyset page of a workspace's contacts, newest first on (created_at, id), with the items

@@ -7,14 +7,16 @@ import {
   ContactResponse,
   CreateContactBody,
   DeletedContactResponse,
+  ExportContactsQuery,
   ListContactsQuery,
   UpdateContactBody,
 } from './contacts.schemas.ts';
+import { EXPORT_COLUMNS } from './contacts-export.ts';
 import { serializeContact } from './contacts.serializer.ts';
 
 const LIST = 'contacts';
 
-/** GET/POST /contacts and GET/PATCH/DELETE /contacts/{id}. */
+/** GET/POST /contacts, GET /contacts/export (CSV) and GET/PATCH/DELETE /contacts/{id}. */
 export function createContactsRoutes(deps: { contacts: ContactsService; cursors: CursorCodec }) {
   return [
     defineRoute({
@@ -44,6 +46,40 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       errors: ['invalid_request', 'conflict', 'idempotency_conflict', 'unprocessable_entity'],
       async handle({ caller, body }) {
         return { status: 201, data: serializeContact(await deps.contacts.createContact(caller.orgId, body)) };
+      },
+    }),
+    defineRoute({
+      // Before /contacts/:id, which would otherwise take `export` for an id.
+      operationId: 'exportContacts',
+      method: 'GET',
+      path: '/contacts/export',
+      summary: 'Export contacts as CSV',
+      description:
+        `Every contact of the workspace, or of \`segment_id\` (any segment type), optionally of one \`status\`, oldest first, as CSV ` +
+        `(RFC 4180, UTF-8, a header line): ${EXPORT_COLUMNS.join(', ')}. \`tags\` and \`custom_fields\` are JSON (empty when none). ` +
+        'The file is streamed as it is read: a very large export starts at once and holds little memory on either side. 404 for an unknown segment.',
+      tag: 'Contacts',
+      scope: 'contacts:read',
+      extension: true,
+      query: ExportContactsQuery,
+      response: {
+        status: 200,
+        description: 'The CSV file',
+        binary: { contentType: 'text/csv; charset=utf-8', headers: { 'Content-Disposition': 'attachment; filename="contacts-<date>.csv"' } },
+      },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, query }) {
+        const stream = await deps.contacts.exportContacts(caller.orgId, { status: query.status, segmentId: query.segment_id });
+        return {
+          status: 200,
+          stream,
+          headers: {
+            'Content-Type': 'text/csv; charset=utf-8',
+            'Content-Disposition': `attachment; filename="contacts-${new Date().toISOString().slice(0, 10)}.csv"`,
+            'Cache-Control': 'private, no-store',
+            'X-Content-Type-Options': 'nosniff',
+          },
+        };
       },
     }),
     defineRoute({

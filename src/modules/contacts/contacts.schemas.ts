@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { IdSchema } from '../../http/schemas.ts';
 import { CONTACT_STATUSES } from '../../../db/entities/index.ts';
 import { JsonObject, PageQuery, Timestamp } from '../../http/schemas.ts';
 
@@ -41,6 +42,12 @@ export type UpdateContactInput = v.InferOutput<typeof UpdateContactBody>;
 export const ListContactsQuery = v.object({
   ...PageQuery.entries,
   email: v.optional(v.pipe(v.string(), v.trim(), v.maxLength(320))),
+  status: v.optional(Status),
+});
+
+/** GET /contacts/export (Herald extension). */
+export const ExportContactsQuery = v.object({
+  segment_id: v.optional(v.pipe(IdSchema, v.description('Only the members of this segment.'))),
   status: v.optional(Status),
 });
 
