@@ -19,13 +19,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import nodemailer from 'nodemailer';
-import { createOrm } from '../db/orm.ts';
-import { startMailSink } from '../src/dev/mail-sink.ts';
-import { createLogger } from '../src/logger.ts';
-import { createDomainsService } from '../src/modules/domains/domains.service.ts';
-import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad } from './lib/load.ts';
+import { sendingWorkspace } from './lib/sending.ts';
 import { cpuAccount, postgresOf } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
@@ -46,19 +42,7 @@ export const benchmark: Benchmark = {
     const latencySeconds = quick ? 4 : 10;
     const emptyStarts = quick ? 300 : 1000;
 
-    const sink = await startMailSink({ smtpPort: 0, feedback: null, logger: createLogger('silent') });
-    context.defer(() => sink.close());
-    const databaseUrl = await context.database();
-    const workspace = await context.workspace(databaseUrl);
-    const orm = await createOrm({ databaseUrl, poolMax: 2 });
-    context.defer(() => orm.close());
-    const domain = `bench-${randomBytes(3).toString('hex')}.example.com`;
-    await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({
-      orgId: workspace.orgId,
-      domain,
-      verified: true,
-    });
-    await createOrgsService({ orm }).setCredits(workspace.orgId, 100_000_000);
+    const { sink, databaseUrl, workspace, orm, domain } = await sendingWorkspace(context);
 
     const relayEnv = {
       SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,

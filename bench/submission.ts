@@ -5,15 +5,10 @@
  * sink as the relay; then every submitted message is awaited at the sink ("reaches its
  * recipient") and counted through GET /api/v1/outbox/emails.
  */
-import { randomBytes } from 'node:crypto';
 import nodemailer from 'nodemailer';
-import { createOrm } from '../db/orm.ts';
-import { startMailSink } from '../src/dev/mail-sink.ts';
-import { createLogger } from '../src/logger.ts';
-import { createDomainsService } from '../src/modules/domains/domains.service.ts';
-import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad } from './lib/load.ts';
+import { sendingWorkspace } from './lib/sending.ts';
 import { fmt, med } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
 
@@ -27,15 +22,7 @@ export const benchmark: Benchmark = {
 
   async setup(context: BenchContext) {
     const count = context.options.quick ? 300 : 1000;
-    const sink = await startMailSink({ smtpPort: 0, feedback: null, logger: createLogger('silent') });
-    context.defer(() => sink.close());
-    const databaseUrl = await context.database();
-    const workspace = await context.workspace(databaseUrl);
-    const orm = await createOrm({ databaseUrl, poolMax: 2 });
-    context.defer(() => orm.close());
-    const domain = `bench-${randomBytes(3).toString('hex')}.example.com`;
-    await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({ orgId: workspace.orgId, domain, verified: true });
-    await createOrgsService({ orm }).setCredits(workspace.orgId, 100_000_000);
+    const { sink, databaseUrl, workspace, domain } = await sendingWorkspace(context);
     const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`, SMTP_RELAY_FINAL_HOP: 'true', BLOB_DIR: context.scratch };
     const submissionPort = await context.freePort();
     await context.start('worker', await context.env(databaseUrl, relayEnv));

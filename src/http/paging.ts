@@ -50,16 +50,25 @@ export async function listResult<T, E extends object = object>(
   const page = await load(request);
   const last = page.items.at(-1);
   const position = options.position ?? createdAtPosition;
+  const cursorAfter = (page.hasMore || options.resumable === true) && last !== undefined ? position(last) : null;
+  return pageResult(options, request, page.items.map((item) => serialize(item, page)), page.hasMore, cursorAfter);
+}
+
+/** The answer of a list route: its items and `meta.pagination`, with a `next_cursor` at `cursorAfter` (none when null). */
+function pageResult(
+  options: { cursors: CursorCodec; list: string; caller: KeyContext },
+  request: PageRequest,
+  data: unknown,
+  hasMore: boolean,
+  cursorAfter: KeysetPosition | null,
+): RouteResult {
   return {
     status: 200,
-    data: page.items.map((item) => serialize(item, page)),
+    data,
     pagination: {
       limit: request.limit,
-      has_more: page.hasMore,
-      next_cursor:
-        (page.hasMore || options.resumable === true) && last !== undefined
-          ? options.cursors.encode(options.list, options.caller.orgId, position(last))
-          : null,
+      has_more: hasMore,
+      next_cursor: cursorAfter ? options.cursors.encode(options.list, options.caller.orgId, cursorAfter) : null,
     },
   };
 }
@@ -74,15 +83,7 @@ export async function listJsonResult(
 ): Promise<RouteResult> {
   const request = pageRequest(options.cursors, options.list, options.caller, options.query);
   const page = await load(request);
-  return {
-    status: 200,
-    data: new JsonText(page.json),
-    pagination: {
-      limit: request.limit,
-      has_more: page.hasMore,
-      next_cursor: page.hasMore && page.last ? options.cursors.encode(options.list, options.caller.orgId, page.last) : null,
-    },
-  };
+  return pageResult(options, request, new JsonText(page.json), page.hasMore, page.hasMore ? page.last : null);
 }
 
 /**

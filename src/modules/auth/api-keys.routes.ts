@@ -9,7 +9,8 @@ import { listResult } from '../../http/paging.ts';
 import { defineRoute, type StoredResponse } from '../../http/route.ts';
 import { IdParams, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { DateTime } from '../inbox/inbox.schemas.ts';
-import { serializeApiKey, type WorkspaceKeysService } from './workspace-keys.service.ts';
+import { serializeApiKey } from './api-keys.serializer.ts';
+import type { WorkspaceKeysService } from './workspace-keys.service.ts';
 
 const ApiKeyResponse = v.object({
   _id: v.string(),

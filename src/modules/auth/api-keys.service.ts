@@ -77,20 +77,3 @@ export function createApiKeysService({ orm }: { orm: MikroORM }) {
 }
 
 export type ApiKeysService = ReturnType<typeof createApiKeysService>;
-
-/** Operator view of a key: never the secret or its hash. */
-export function describeApiKey(apiKey: ApiKey) {
-  return {
-    id: apiKey.id,
-    org_id: apiKey.orgId,
-    name: apiKey.name,
-    prefix: apiKey.prefix,
-    mode: apiKey.mode,
-    scopes: apiKey.scopes,
-    rate_limit_per_minute: apiKey.rateLimitPerMinute,
-    burst: apiKey.rateLimitBurst,
-    revoked_at: apiKey.revokedAt?.toISOString() ?? null,
-    last_used_at: apiKey.lastUsedAt?.toISOString() ?? null,
-    created_at: apiKey.createdAt.toISOString(),
-  };
-}

@@ -12,13 +12,11 @@ import { IdParams, PageQuery } from '../../http/schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
 import type { MembershipService } from './membership.service.ts';
 import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
-import { AddMembersResponse, CreateSegmentBody, MembershipBody, RemoveMembersResponse, SegmentResponse } from './segments.schemas.ts';
+import { AddMembersResponse, CreateSegmentBody, MembershipBody, RemoveMembersResponse, SegmentResponse, type MembershipInput } from './segments.schemas.ts';
 import { serializeSegment } from './segments.serializer.ts';
 import type { SegmentsService } from './segments.service.ts';
 
 const LIST = 'segments';
-/** 1,000 addresses of up to 320 characters, even \u-escaped: under 2 MiB. */
-const MEMBERSHIP_BODY_LIMIT = 2 * 1024 * KIB;
 
 const MEMBERSHIP_NOTE =
   '`type` is derived from `tags`: `tag` when tags are given (members: contacts carrying at least one ' +
@@ -30,6 +28,33 @@ const CHANGE_NOTE =
   `Contacts by \`contact_ids\` and/or \`emails\` (normalised as contacts store them), ${MEMBERSHIP_LIMITS.perRequest} in all at most. ` +
   'Ids and addresses that name no contact of the workspace are listed in `notFound`; the rest is applied. ' +
   `409 SEGMENT_NOT_STATIC for a tag or all segment; 409 SEGMENT_FULL past ${MEMBERSHIP_LIMITS.membersMax} members (nothing is added).`;
+
+/** A membership change of a static segment (add or remove): the same request, its own answer. */
+function membershipRoute(route: {
+  operationId: string;
+  path: string;
+  summary: string;
+  description: string;
+  schema: typeof AddMembersResponse | typeof RemoveMembersResponse;
+  handle: (orgId: string, segmentId: string, body: MembershipInput) => Promise<unknown>;
+}) {
+  return defineRoute({
+    operationId: route.operationId,
+    method: 'POST',
+    path: route.path,
+    summary: route.summary,
+    description: route.description,
+    tag: 'Segments',
+    scope: 'segments:write',
+    extension: true,
+    params: IdParams,
+    // The default limit (1 MiB): 1,000 addresses of the longest kind (320 characters) take 330 KB.
+    body: MembershipBody,
+    response: { status: 200, description: 'What changed', schema: route.schema },
+    errors: ['invalid_request', 'not_found', 'conflict'],
+    handle: async ({ caller, params, body }) => ({ status: 200, data: await route.handle(caller.orgId, params.id, body) }),
+  });
+}
 
 /** The segment routes, built on the segments service. */
 export function createSegmentsRoutes(deps: { segments: SegmentsService; membership: MembershipService; cursors: CursorCodec }) {
@@ -52,42 +77,26 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; membersh
           deps.membership.listMembers(caller.orgId, params.id, page),
         ),
     }),
-    defineRoute({
+    membershipRoute({
       operationId: 'addSegmentContacts',
-      method: 'POST',
       path: '/segments/:id/contacts',
       summary: 'Add contacts to a static segment',
       description: `${CHANGE_NOTE} Contacts already in it count as \`alreadyMembers\`.`,
-      tag: 'Segments',
-      scope: 'segments:write',
-      extension: true,
-      params: IdParams,
-      body: MembershipBody,
-      bodyLimit: MEMBERSHIP_BODY_LIMIT,
-      response: { status: 200, description: 'What changed', schema: AddMembersResponse },
-      errors: ['invalid_request', 'not_found', 'conflict'],
-      async handle({ caller, params, body }) {
-        const change = await deps.membership.addMembers(caller.orgId, params.id, body);
-        return { status: 200, data: { segmentId: change.segmentId, added: change.changed, alreadyMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount } };
+      schema: AddMembersResponse,
+      handle: async (orgId, id, body) => {
+        const { changed, unchanged, ...change } = await deps.membership.addMembers(orgId, id, body);
+        return { ...change, added: changed, alreadyMembers: unchanged };
       },
     }),
-    defineRoute({
+    membershipRoute({
       operationId: 'removeSegmentContacts',
-      method: 'POST',
       path: '/segments/:id/contacts/remove',
       summary: 'Remove contacts from a static segment',
       description: `${CHANGE_NOTE} Contacts that were not in it count as \`notMembers\`. The contacts themselves are not changed.`,
-      tag: 'Segments',
-      scope: 'segments:write',
-      extension: true,
-      params: IdParams,
-      body: MembershipBody,
-      bodyLimit: MEMBERSHIP_BODY_LIMIT,
-      response: { status: 200, description: 'What changed', schema: RemoveMembersResponse },
-      errors: ['invalid_request', 'not_found', 'conflict'],
-      async handle({ caller, params, body }) {
-        const change = await deps.membership.removeMembers(caller.orgId, params.id, body);
-        return { status: 200, data: { segmentId: change.segmentId, removed: change.changed, notMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount } };
+      schema: RemoveMembersResponse,
+      handle: async (orgId, id, body) => {
+        const { changed, unchanged, ...change } = await deps.membership.removeMembers(orgId, id, body);
+        return { ...change, removed: changed, notMembers: unchanged };
       },
     }),
     defineRoute({
