@@ -101,6 +101,8 @@ const EnvSchema = v.object({
   /** The SMTP submission front door (API keys as passwords): a port, 0 for any free one, `off`; default 587 in production, 2587 otherwise. */
   SMTP_SUBMISSION_PORT: v.optional(v.pipe(v.string(), v.regex(/^(\d{1,5}|off)$/, 'must be a port number or off'))),
   SMTP_SUBMISSION_HOST: v.optional(v.string()),
+  /** Submission over implicit TLS (RFC 8314, "submissions"): needs SMTP_TLS_KEY_FILE and _CERT_FILE; 465 by default in production when they are set. */
+  SMTP_SUBMISSIONS_PORT: v.optional(v.pipe(v.string(), v.regex(/^(\d{1,5}|off)$/, 'must be a port number or off'))),
   SMTP_TLS_KEY_FILE: v.optional(v.string()),
   SMTP_TLS_CERT_FILE: v.optional(v.string()),
   SMTP_RELAY_URL: url('smtp://127.0.0.1:2526'),
@@ -183,8 +185,11 @@ export interface Config {
   metrics: { port: number; host: string };
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
   smtp: { port: number; host: string; tlsKeyFile?: string; tlsCertFile?: string; rawRetentionMs: number };
-  /** The SMTP submission front door (null: off). STARTTLS with the smtp TLS files; AUTH with an API key. */
-  submission: { port: number; host: string } | null;
+  /**
+   * The SMTP submission front door (null: off): STARTTLS with the smtp TLS files on `port`,
+   * implicit TLS on `implicitTlsPort` when set; AUTH with an API key.
+   */
+  submission: { port: number; host: string; implicitTlsPort?: number } | null;
   relayUrl: string;
   /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
   relayTls: RelayTlsSettings;
@@ -252,6 +257,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(missing.map((name) => `${name}: required in production`));
     }
   }
+  const tlsFiles = Boolean(env.SMTP_TLS_KEY_FILE && env.SMTP_TLS_CERT_FILE);
+  if (env.SMTP_SUBMISSIONS_PORT && env.SMTP_SUBMISSIONS_PORT !== 'off' && !tlsFiles) {
+    throw new ConfigError(['SMTP_SUBMISSIONS_PORT: implicit TLS needs SMTP_TLS_KEY_FILE and SMTP_TLS_CERT_FILE']);
+  }
+  const submissionsPort = env.SMTP_SUBMISSIONS_PORT ?? (env.NODE_ENV === 'production' && tlsFiles ? '465' : 'off');
   const relayTls = resolveRelayTls({ url: env.SMTP_RELAY_URL, policy: env.SMTP_RELAY_TLS || undefined, caFile: env.SMTP_RELAY_CA_FILE || undefined });
   if (typeof relayTls === 'string') throw new ConfigError([relayTls]);
   const prefix = env.TEMPORAL_TASK_QUEUE_PREFIX;
@@ -288,6 +298,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
         : {
             port: Math.min(65535, Number(env.SMTP_SUBMISSION_PORT ?? (env.NODE_ENV === 'production' ? '587' : '2587'))),
             host: env.SMTP_SUBMISSION_HOST ?? env.SMTP_HOST,
+            ...(submissionsPort !== 'off' ? { implicitTlsPort: Math.min(65535, Number(submissionsPort)) } : {}),
           },
     relayUrl: env.SMTP_RELAY_URL,
     relayTls,

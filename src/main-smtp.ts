@@ -23,26 +23,30 @@ export interface SmtpOptions {
 /** The submission front door (src/smtp/submission-server.ts) on its own port, with what it needs to accept a send. */
 async function startSubmission(
   config: Config,
-  listen: { port: number; host: string },
+  listen: NonNullable<Config['submission']>,
   logger: Logger,
   shared: { orm: MikroORM; blobs: BlobStore | null; temporal: Client },
-): Promise<{ port: number; close(): Promise<void> }> {
+): Promise<{ port: number; implicitTlsPort: number | null; close(): Promise<void> }> {
   const redis = createRedis(config, logger);
-  const server = createSubmissionServer({
+  const deps = {
     config,
     logger,
     authenticator: createAuthenticator({ orm: shared.orm }),
     sends: createSendsService({ orm: shared.orm, blobs: shared.blobs, temporal: shared.temporal, config, logger }),
     idempotency: createIdempotencyStore({ orm: shared.orm }),
     bucket: createTokenBucket(redis),
-  });
-  server.on('error', (error) => logger.warn('smtp submission connection error', { error }));
-  const port = await listenSmtp(server, listen.port, listen.host);
+  };
+  const servers = [createSubmissionServer(deps), ...(listen.implicitTlsPort !== undefined ? [createSubmissionServer(deps, { implicitTls: true })] : [])];
+  for (const server of servers) server.on('error', (error) => logger.warn('smtp submission connection error', { error }));
+  const port = await listenSmtp(servers[0]!, listen.port, listen.host);
   logger.info('smtp submission listening', { port, host: listen.host });
+  const implicitTlsPort = servers[1] ? await listenSmtp(servers[1], listen.implicitTlsPort!, listen.host) : null;
+  if (implicitTlsPort !== null) logger.info('smtp submission (implicit TLS) listening', { port: implicitTlsPort, host: listen.host });
   return {
     port,
+    implicitTlsPort,
     async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
       redis.disconnect();
     },
   };
@@ -66,6 +70,7 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
   return {
     port,
     submissionPort: submission?.port ?? null,
+    submissionsPort: submission?.implicitTlsPort ?? null,
     async close() {
       await Promise.all([new Promise<void>((resolve) => inbound.server.close(() => resolve())), submission?.close()]);
       await inbound.settle();

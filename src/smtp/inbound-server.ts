@@ -167,6 +167,8 @@ export interface RunningSmtp {
   port: number;
   /** The submission front door's port; null when it is off. */
   submissionPort: number | null;
+  /** The submission port with implicit TLS (SMTP_SUBMISSIONS_PORT), when it listens. */
+  submissionsPort: number | null;
   close(): Promise<void>;
 }
 

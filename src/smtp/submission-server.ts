@@ -38,17 +38,19 @@ const callerOf = (session: SMTPServerSession): KeyContext | undefined => session
  * The SMTP submission front door (RFC 6409): mail clients and apps submit with AUTH PLAIN or
  * LOGIN, any user name and an API key holding `outbox.transactional:send` as the password,
  * after STARTTLS (SMTP_TLS_KEY_FILE / SMTP_TLS_CERT_FILE; without them AUTH over plain text is
- * allowed outside production only). Each message becomes a transactional email through the
+ * allowed outside production only), or over implicit TLS (`implicitTls`, RFC 8314's port 465). Each message becomes a transactional email through the
  * same acceptance as POST /outbox/emails (domain, suppression, credits, warm-up cap, limits,
  * the key's rate limit), answered 250 with the email id once it is committed, or with the
  * refusal as an SMTP reply. A message that carries a Message-ID is idempotent on it for 24 h:
  * a client that resubmits after a lost reply gets the same email, not a second one.
  */
-export function createSubmissionServer(deps: SubmissionDeps): SMTPServer {
+export function createSubmissionServer(deps: SubmissionDeps, options: { implicitTls?: boolean } = {}): SMTPServer {
   const { config, logger } = deps;
   const tlsFiles = config.smtp.tlsKeyFile && config.smtp.tlsCertFile ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) } : null;
+  if (options.implicitTls && !tlsFiles) throw new Error('smtp submission: implicit TLS needs SMTP_TLS_KEY_FILE and SMTP_TLS_CERT_FILE');
   if (!tlsFiles && config.env === 'production') logger.warn('smtp submission: no SMTP_TLS_KEY_FILE/SMTP_TLS_CERT_FILE, so AUTH is refused (keys never travel in plain text in production)');
-  const tls: Partial<SMTPServerOptions> = tlsFiles ?? { hideSTARTTLS: true };
+  // Implicit TLS (RFC 8314): the whole session is TLS from the first byte, so STARTTLS is not offered.
+  const tls: Partial<SMTPServerOptions> = tlsFiles ? (options.implicitTls ? { ...tlsFiles, secure: true } : tlsFiles) : { hideSTARTTLS: true };
 
   async function accept(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const caller = callerOf(session);

@@ -34,7 +34,7 @@ describe('SMTP submission (API key as the password)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'herald-submission-'));
     const cert = certificates.selfSigned('localhost');
     await writeFile(join(dir, 'key.pem'), cert.key);
-    stack = await createTestStack({ SMTP_TLS_KEY_FILE: join(dir, 'key.pem'), SMTP_TLS_CERT_FILE: cert.certFile, BLOB_DIR: dir });
+    stack = await createTestStack({ SMTP_TLS_KEY_FILE: join(dir, 'key.pem'), SMTP_TLS_CERT_FILE: cert.certFile, SMTP_SUBMISSIONS_PORT: '0', BLOB_DIR: dir });
     const owner = await createOrgWithKey(stack.orm, { scopes: ['outbox.transactional:send'] });
     orgId = owner.org.id;
     key = owner.key;
@@ -86,6 +86,18 @@ describe('SMTP submission (API key as the password)', () => {
   it('answers 535 for a wrong key and for a key without outbox.transactional:send', async () => {
     await expect(transport('hrld_live_notakey').verify()).rejects.toMatchObject({ responseCode: 535 });
     await expect(transport(readOnlyKey).verify()).rejects.toMatchObject({ responseCode: 535 });
+  });
+
+  it('accepts a message over implicit TLS (RFC 8314, the submissions port) and nothing in plain text there', async () => {
+    expect(smtp.submissionsPort).not.toBeNull();
+    expect(smtp.submissionsPort).not.toBe(smtp.submissionPort);
+    const tls = createTransport({ host: '127.0.0.1', port: smtp.submissionsPort!, secure: true, tls: { rejectUnauthorized: false }, auth: { user: 'herald', pass: key } });
+    const info = await tls.sendMail({ from: `Shop <shop@${domain}>`, to: 'implicit@example.com', subject: 'Over implicit TLS', text: 'Hello.' });
+    const emailId = /queued as ([0-9a-f]{24})/.exec(info.response)?.[1];
+    expect(emailId, info.response).toBeDefined();
+    expect(await scopeToOrg(stack.orm.em, orgId).findOneOrFail(TransactionalEmail, { id: emailId! })).toMatchObject({ subject: 'Over implicit TLS', status: 'queued' });
+    const plain = createTransport({ host: '127.0.0.1', port: smtp.submissionsPort!, secure: false, ignoreTLS: true, connectionTimeout: 3_000, greetingTimeout: 3_000, auth: { user: 'herald', pass: key } });
+    await expect(plain.sendMail({ from: `Shop <shop@${domain}>`, to: 'plain@example.com', subject: 'Plain', text: 'Hello.' })).rejects.toThrow();
   });
 
   it('refuses AUTH before STARTTLS when TLS is configured', async () => {

@@ -126,6 +126,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrowError(problem);
   });
 
+  it('listens for submission over implicit TLS only with TLS files: 465 by default in production, off in development', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/h', REDIS_URL: 'redis://r:6379', TEMPORAL_ADDRESS: 't:7233', PUBLIC_URL: 'https://h.example.com', HERALD_ENCRYPTION_KEY: key };
+    const files = { SMTP_TLS_KEY_FILE: '/etc/herald/key.pem', SMTP_TLS_CERT_FILE: '/etc/herald/cert.pem' };
+    expect(loadConfig(production).submission).toEqual({ port: 587, host: '0.0.0.0' });
+    expect(loadConfig({ ...production, ...files }).submission).toEqual({ port: 587, host: '0.0.0.0', implicitTlsPort: 465 });
+    expect(loadConfig({ ...production, ...files, SMTP_SUBMISSIONS_PORT: 'off' }).submission).toEqual({ port: 587, host: '0.0.0.0' });
+    expect(loadConfig(files).submission).toEqual({ port: 2587, host: '0.0.0.0' });
+    expect(loadConfig({ ...files, SMTP_SUBMISSIONS_PORT: '2465' }).submission).toMatchObject({ implicitTlsPort: 2465 });
+    expect(() => loadConfig({ SMTP_SUBMISSIONS_PORT: '2465' })).toThrowError('SMTP_SUBMISSIONS_PORT: implicit TLS needs SMTP_TLS_KEY_FILE and SMTP_TLS_CERT_FILE');
+    expect(() => loadConfig({ ...files, SMTP_SUBMISSIONS_PORT: 'tls' })).toThrowError(ConfigError);
+  });
+
   it('refuses to start in production without its secrets', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(ConfigError);
     try {
