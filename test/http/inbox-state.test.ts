@@ -100,6 +100,10 @@ describe('thread and message state (PATCH /inbox/threads/{id}, /inbox/messages/{
 
     const edited = dataOf<Thread>(await ws.patchThread(thread.id, { add_tags: ['urgent', 'vip'], remove_tags: ['billing'] }));
     expect(edited.tags).toEqual(['vip', 'urgent']);
+    // GET /inbox/threads/{id} answers the thread as the list and the PATCH do.
+    const single = dataOf<Thread>(await ws.request('GET', `/api/v1/inbox/threads/${thread.id}`));
+    expect(single).toEqual(edited);
+    expect((await ws.threads('?tag=urgent'))[0]).toEqual(single);
   });
 
   it('brings an archived thread back when a message is received on it', async () => {
@@ -158,6 +162,7 @@ describe('thread and message state (PATCH /inbox/threads/{id}, /inbox/messages/{
     const { thread, first } = await conversation(other);
     expectError(await ws.patchThread(thread.id, { starred: true }), 404, 'not_found');
     expectError(await ws.patchMessage(first.id, { starred: true }), 404, 'not_found');
+    expectError(await ws.request('GET', `/api/v1/inbox/threads/${thread.id}`), 404, 'not_found');
     const reader = await workspace(['inbox.threads:read']);
     const own = await conversation(reader);
     expectError(await reader.patchThread(own.thread.id, { starred: true }), 403, 'missing_scope');

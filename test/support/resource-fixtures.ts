@@ -81,6 +81,7 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   removeSegmentContacts: { create: staticSegment, validBody: { emails: ['suite@example.com'] } },
   getInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id },
   updateInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id, validBody: { starred: true } },
+  getInboxThread: { create: async (orm, orgId) => (await insertThread(orm, orgId)).id },
   updateInboxThread: { create: async (orm, orgId) => (await insertThread(orm, orgId)).id, validBody: { archived: true } },
   downloadInboxAttachment: inboxAttachment,
   getEmail: { create: insertScheduledEmail },

@@ -4,18 +4,17 @@
  * pollers see exactly the messages whose state changed), and answers the new state.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { InboxThread } from '../../../db/entities/index.ts';
+import type { InboxThread } from '../../../db/entities/index.ts';
 import { arrayLiteral } from '../../../db/prepared.ts';
-import { scopeToOrg } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
 import { nextTags, type TagChange } from './inbox.fns.ts';
-import { findThreadSummaries } from './inbox.repo.ts';
+import type { ThreadSummaries } from './inbox.repo.ts';
 import { INBOX_LIMITS, type UpdateMessageInput, type UpdateThreadInput } from './inbox.schemas.ts';
 import type { InboxService, MessageDetail } from './inbox.service.ts';
 
 export interface ThreadView {
   thread: InboxThread;
-  summary: Awaited<ReturnType<typeof findThreadSummaries>>;
+  summary: ThreadSummaries;
 }
 
 const threadNotFound = (id: string) => new AppError('not_found', `Inbox thread ${id} does not exist.`);
@@ -37,7 +36,7 @@ async function lockRow<T>(tx: EntityManager, table: 'inbox_threads' | 'inbox_mes
   return row ?? null;
 }
 
-export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: Pick<InboxService, 'getMessage'> }) {
+export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: Pick<InboxService, 'getMessage' | 'getThread'> }) {
   return {
     /** Marks a message read or unread, stars it, changes its tags; 404 when absent. */
     async updateMessage(orgId: string, messageId: string, input: UpdateMessageInput): Promise<MessageDetail> {
@@ -94,9 +93,7 @@ export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: 
           id,
         ]);
       });
-      const em = scopeToOrg(orm.em, orgId);
-      const thread = await em.findOneOrFail(InboxThread, { id }, { refresh: true });
-      return { thread, summary: await findThreadSummaries(em, orgId, [id]) };
+      return inbox.getThread(orgId, id);
     },
   };
 }

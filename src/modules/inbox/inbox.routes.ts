@@ -33,6 +33,23 @@ const MESSAGES_LIST = 'inbox-messages';
 export function createInboxRoutes(deps: { inbox: InboxService; state: InboxStateService; cursors: CursorCodec }) {
   return [
     defineRoute({
+      operationId: 'getInboxThread',
+      method: 'GET',
+      path: '/inbox/threads/:id',
+      summary: 'Retrieve a thread',
+      description: 'The thread as GET /inbox/threads lists it; its messages are GET /inbox/messages?thread_id=….',
+      tag: 'Inbox',
+      scope: 'inbox.threads:read',
+      extension: true,
+      params: IdParams,
+      response: { status: 200, description: 'The thread', schema: InboxThreadResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        const view = await deps.inbox.getThread(caller.orgId, params.id);
+        return { status: 200, data: serializeThread(view.thread, view.summary) };
+      },
+    }),
+    defineRoute({
       operationId: 'updateInboxThread',
       method: 'PATCH',
       path: '/inbox/threads/:id',

@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { InboxAttachment, InboxMessage, User, type InboxThread } from '../../../db/entities/index.ts';
+import { InboxAttachment, InboxMessage, InboxThread, User } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { BlobNotFoundError, type BlobStore } from '../../blob/blob-store.ts';
@@ -132,6 +132,15 @@ export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobS
       );
       const attachments = await findStoredAttachments(em, result.items.map((item) => item.row.id));
       return { ...result, attachments };
+    },
+
+    /** One thread with what its list item shows (latest message, attachment state, unread count); 404 when absent. */
+    async getThread(orgId: string, threadId: string): Promise<{ thread: InboxThread; summary: ThreadSummaries }> {
+      const em = scopeToOrg(orm.em, orgId);
+      const id = threadId.toLowerCase();
+      const thread = await em.findOne(InboxThread, { id }, { refresh: true });
+      if (!thread) throw new AppError('not_found', `Inbox thread ${threadId} does not exist.`);
+      return { thread, summary: await findThreadSummaries(em, orgId, [id]) };
     },
 
     /** One message with its stored attachments, the message it answers and its replies; 404 when absent. */
