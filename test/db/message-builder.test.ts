@@ -113,6 +113,18 @@ describe('the built message', () => {
     }
   });
 
+  it('signs List-Unsubscribe and List-Unsubscribe-Post with DKIM when a transactional email carries them (RFC 8058)', async () => {
+    const headers = { 'List-Unsubscribe': '<https://shop.example.com/unsub/42>, <mailto:unsub@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+    const raw = await rawMessage({ text: 'With one-click unsubscribe.', headers });
+    const parsed = await simpleParser(raw);
+    expect(parsed.headerLines.find((line) => line.key === 'list-unsubscribe-post')?.line).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
+    const signed = /^DKIM-Signature:[\s\S]*?\bh=([^;]+);/im.exec(raw.toString('latin1'))?.[1]?.replace(/\s+/g, '').toLowerCase().split(':');
+    expect(signed).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post']));
+    expect(await dkimOf(raw)).toMatchObject({ status: { result: 'pass' } });
+    const stripped = Buffer.from(raw.toString('latin1').replace('List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n', ''), 'latin1');
+    expect((await dkimOf(stripped))?.status?.result).not.toBe('pass');
+  });
+
   it('fails DKIM when the message is changed after signing (the check can fail)', async () => {
     const raw = await rawMessage({ text: 'Original body.' });
     const tampered = Buffer.from(raw.toString('latin1').replace('Original body.', 'Changed body!!'), 'latin1');

@@ -86,6 +86,24 @@ describe('POST /api/v1/outbox/emails', () => {
     expect(await emailCount()).toBe(before);
   });
 
+  it('takes List-Unsubscribe and List-Unsubscribe-Post (RFC 8058) and refuses malformed ones, naming the header', async () => {
+    const good = { 'List-Unsubscribe': '<https://shop.example.com/u/1>, <mailto:u@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+    expectAccepted(await send(body({ headers: good })));
+    expectAccepted(await send(body({ headers: { 'list-unsubscribe': '<mailto:u@shop.example.com>' } })));
+    for (const [headers, path] of [
+      [{ 'List-Unsubscribe': 'https://shop.example.com/u/1' }, 'headers.List-Unsubscribe'],
+      [{ 'List-Unsubscribe': '<http://shop.example.com/u/1>' }, 'headers.List-Unsubscribe'],
+      [{ 'List-Unsubscribe': '<javascript:alert(1)>' }, 'headers.List-Unsubscribe'],
+      [{ 'List-Unsubscribe': '<mailto:u@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }, 'headers.List-Unsubscribe-Post'],
+      [{ 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }, 'headers.List-Unsubscribe-Post'],
+      [{ 'List-Unsubscribe': '<https://shop.example.com/u/1>', 'List-Unsubscribe-Post': 'yes' }, 'headers.List-Unsubscribe-Post'],
+    ] as const) {
+      const refused = await send(body({ headers }));
+      expectError(refused, 400, 'invalid_request');
+      expect((refused.body.error?.details as { fields: { path: string }[] }).fields.map((f) => f.path), JSON.stringify(headers)).toEqual([path]);
+    }
+  });
+
   describe('Idempotency-Key claimed inside the acceptance transaction', () => {
     const recordOf = async (key: string) =>
       h.stack.orm.em.getConnection().execute<{ state: string; response_status: number }[]>(`select state, response_status from idempotency_records where key = ?`, [key]);

@@ -34,6 +34,17 @@ export interface MessageRecipient {
 export class BuildFailure extends Error {}
 
 const DKIM_KEY_TTL_MS = 60_000;
+/**
+ * The header fields the DKIM signature covers: RFC 6376 §5.4.1's recommendation (nodemailer's
+ * default list) plus List-Unsubscribe-Post, which RFC 8058 §4 requires to be signed with
+ * List-Unsubscribe for one-click unsubscribe to be honoured.
+ */
+const DKIM_SIGNED_HEADERS = [
+  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
+  'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
+  'In-Reply-To', 'References', 'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post',
+  'List-Owner', 'List-Archive',
+].join(':');
 
 /** The plain-text alternative of an HTML body (html-to-text): links kept as `text [url]`, images left out, lines wrapped at 78. */
 export function plainTextOf(html: string): string {
@@ -114,7 +125,7 @@ export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | n
         date: email.scheduledAt ?? email.createdAt,
         headers: { ...email.headers, 'X-Herald-Email-Id': email.id },
         attachments,
-        dkim: { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey },
+        dkim: { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey, headerFieldNames: DKIM_SIGNED_HEADERS },
         disableFileAccess: true,
         disableUrlAccess: true,
       };

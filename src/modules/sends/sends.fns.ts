@@ -95,6 +95,47 @@ export function reservedHeaderNames(headers: Record<string, string>): string[] {
   return Object.keys(headers).filter((name) => RESERVED_HEADERS.has(name.toLowerCase()));
 }
 
+/** A problem with a custom header's value, as a field of a 400. */
+export interface HeaderProblem {
+  name: string;
+  message: string;
+}
+
+const ONE_CLICK = 'List-Unsubscribe=One-Click';
+
+/**
+ * List-Unsubscribe (RFC 2369) and List-Unsubscribe-Post (RFC 8058) on a transactional email,
+ * when the sender sets them: List-Unsubscribe is a comma-separated list of `<https://…>` and
+ * `<mailto:…>` URIs; List-Unsubscribe-Post is exactly `List-Unsubscribe=One-Click` and needs an
+ * https URI beside it. Returns what is wrong (empty when nothing is).
+ */
+export function listUnsubscribeProblems(headers: Record<string, string>): HeaderProblem[] {
+  const find = (wanted: string) => Object.entries(headers).find(([name]) => name.toLowerCase() === wanted);
+  const list = find('list-unsubscribe');
+  const post = find('list-unsubscribe-post');
+  const problems: HeaderProblem[] = [];
+  const uris: string[] = [];
+  if (list) {
+    const items = list[1].split(',').map((item) => item.trim());
+    for (const item of items) {
+      const uri = /^<([^<>\s]+)>$/.exec(item)?.[1];
+      const valid = uri !== undefined && (/^mailto:[^@\s]+@[^@\s]+$/i.test(uri) || (URL.canParse(uri) && new URL(uri).protocol === 'https:'));
+      if (!valid) {
+        problems.push({ name: list[0], message: 'must be a comma-separated list of <https://…> or <mailto:…> URIs' });
+        break;
+      }
+      uris.push(uri);
+    }
+  }
+  if (post) {
+    if (post[1].trim() !== ONE_CLICK) problems.push({ name: post[0], message: `must be exactly ${ONE_CLICK}` });
+    else if (!uris.some((uri) => uri.toLowerCase().startsWith('https:'))) {
+      problems.push({ name: post[0], message: 'needs a List-Unsubscribe header with an https URI (RFC 8058)' });
+    }
+  }
+  return problems;
+}
+
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**

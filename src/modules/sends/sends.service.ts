@@ -25,7 +25,7 @@ import { messageSize, messageTooLarge, prepareAttachments } from './send-attachm
 import { createDomainWaker } from './domain-actor.ts';
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
-import { decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
+import { decodeBase64, envelopeRecipients, listUnsubscribeProblems, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type ListEmailsFilters, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
 
@@ -156,6 +156,12 @@ export function createSendsService(deps: SendsServiceDeps) {
       if (reserved.length > 0) {
         throw new AppError('invalid_request', `Header ${reserved[0]} is set by Herald and cannot be overridden.`, {
           fields: reserved.map((name) => ({ path: `headers.${name}`, location: 'body', type: 'reserved_header', message: 'is set by Herald' })),
+        });
+      }
+      const unsubscribe = listUnsubscribeProblems(headers);
+      if (unsubscribe.length > 0) {
+        throw new AppError('invalid_request', `Invalid body.headers.${unsubscribe[0]!.name}: ${unsubscribe[0]!.message}.`, {
+          fields: unsubscribe.map((p) => ({ path: `headers.${p.name}`, location: 'body', type: 'list_unsubscribe', message: p.message })),
         });
       }
       const schedule = resolveSchedule(input.scheduled_at, at);
