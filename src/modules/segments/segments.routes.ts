@@ -84,8 +84,8 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; membersh
       description: `${CHANGE_NOTE} Contacts already in it count as \`alreadyMembers\`.`,
       schema: AddMembersResponse,
       handle: async (orgId, id, body) => {
-        const { changed, unchanged, ...change } = await deps.membership.addMembers(orgId, id, body);
-        return { ...change, added: changed, alreadyMembers: unchanged };
+        const change = await deps.membership.addMembers(orgId, id, body);
+        return { segmentId: change.segmentId, added: change.changed, alreadyMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount };
       },
     }),
     membershipRoute({
@@ -95,8 +95,8 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; membersh
       description: `${CHANGE_NOTE} Contacts that were not in it count as \`notMembers\`. The contacts themselves are not changed.`,
       schema: RemoveMembersResponse,
       handle: async (orgId, id, body) => {
-        const { changed, unchanged, ...change } = await deps.membership.removeMembers(orgId, id, body);
-        return { ...change, removed: changed, notMembers: unchanged };
+        const change = await deps.membership.removeMembers(orgId, id, body);
+        return { segmentId: change.segmentId, removed: change.changed, notMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount };
       },
     }),
     defineRoute({
