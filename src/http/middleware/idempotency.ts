@@ -102,8 +102,8 @@ export function idempotency(options: {
     }
 
     const record: NonNullable<HeraldState['idempotencyRecord']> = { id: recordId, stored: false };
-    const taken = new KeyTaken();
-    if (options.claimInTransaction) {
+    const taken = options.claimInTransaction ? new KeyTaken() : null;
+    if (taken) {
       record.claim = {
         cte: () => options.store.claimCte(recordId, scope),
         taken: () => taken,
@@ -118,7 +118,7 @@ export function idempotency(options: {
     try {
       await next();
     } catch (error) {
-      if (error === taken) {
+      if (taken && error === taken) {
         // Another request holds the key (its transaction committed before the claim ran).
         const holder = await options.store.taken(scope);
         return answerTaken(holder ?? { kind: 'in_progress' });

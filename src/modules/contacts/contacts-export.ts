@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ContactStatus } from '../../../db/entities/index.ts';
-import { isoMs, segmentCondition, type ContactFilters } from './contacts.repo.ts';
+import { contactConditions, isoMs, type ContactFilters } from './contacts.repo.ts';
 
 export const EXPORT_COLUMNS = ['id', 'email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields', 'created_at', 'updated_at'] as const;
 const EXPORT_PAGE = 1_000;
@@ -29,17 +29,11 @@ interface ExportRow {
   position: string;
 }
 
-export interface ExportFilter {
-  status?: ContactStatus | undefined;
-  segment?: ContactFilters['segment'];
-}
+export type ExportFilter = Pick<ContactFilters, 'status' | 'segment'>;
 
 /** The contacts of `filter`, page by page, oldest first. */
 async function* contactPages(em: EntityManager, orgId: string, filter: ExportFilter): AsyncGenerator<ExportRow[]> {
-  const conditions = ['org_id = :org'];
-  const segment = filter.segment ? segmentCondition(filter.segment) : { sql: null, params: {} };
-  if (filter.status) conditions.push('status = :status');
-  if (segment.sql) conditions.push(segment.sql);
+  const { conditions, params } = contactConditions(orgId, filter);
   let after: { at: string; id: string } | null = null;
   for (;;) {
     const rows: ExportRow[] = await em.execute<ExportRow[]>(
@@ -49,7 +43,7 @@ async function* contactPages(em: EntityManager, orgId: string, filter: ExportFil
         where ${[...conditions, ...(after ? ['(created_at, id) > (:afterAt::timestamptz, :afterId)'] : [])].join(' and ')}
         order by created_at, id
         limit :limit`,
-      { org: orgId, limit: EXPORT_PAGE, ...(filter.status ? { status: filter.status } : {}), ...segment.params, ...(after ? { afterAt: after.at, afterId: after.id } : {}) },
+      { ...params, limit: EXPORT_PAGE, ...(after ? { afterAt: after.at, afterId: after.id } : {}) },
     );
     if (rows.length === 0) return;
     yield rows;

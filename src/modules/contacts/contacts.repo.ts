@@ -23,8 +23,26 @@ export interface ContactFilters {
   segment?: { id: string; type: string; tags: readonly string[] } | undefined;
 }
 
+/** The conditions (on `contacts`, joined with `and`) and named parameters that select the contacts of `filters` in a workspace. */
+export function contactConditions(orgId: string, filters: ContactFilters): { conditions: string[]; params: Record<string, unknown> } {
+  const conditions = ['org_id = :org'];
+  if (filters.email !== undefined) conditions.push('email = :email');
+  if (filters.status !== undefined) conditions.push('status = :status');
+  const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
+  if (segment.sql) conditions.push(segment.sql);
+  return {
+    conditions,
+    params: {
+      org: orgId,
+      ...(filters.email !== undefined ? { email: filters.email } : {}),
+      ...(filters.status !== undefined ? { status: filters.status } : {}),
+      ...segment.params,
+    },
+  };
+}
+
 /** The condition (on `contacts`) and parameters that select a segment's members. */
-export function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sql: string | null; params: Record<string, unknown> } {
+function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sql: string | null; params: Record<string, unknown> } {
   if (segment.type === 'all') return { sql: null, params: {} };
   if (segment.type === 'static') {
     return { sql: 'id in (select contact_id from segment_members where segment_id = :segmentId and org_id = :org)', params: { segmentId: segment.id } };
@@ -59,11 +77,7 @@ export async function listContactPage(
   page: { limit: number; after?: KeysetPosition | undefined },
   filters: ContactFilters,
 ): Promise<ContactJsonPage> {
-  const conditions = ['org_id = :org'];
-  if (filters.email !== undefined) conditions.push('email = :email');
-  if (filters.status !== undefined) conditions.push('status = :status');
-  const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
-  if (segment.sql) conditions.push(segment.sql);
+  const { conditions, params } = contactConditions(orgId, filters);
   if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
   const [row] = await em.execute<{ items: string; count: number; last_id: string | null; last_ms: number | null }[]>(
     `with page as (
@@ -80,11 +94,8 @@ export async function listContactPage(
        from (select 1) one
        left join (select id, created_at from items order by created_at, id limit 1) last on true`,
     {
-      org: orgId,
+      ...params,
       limit: page.limit,
-      ...(filters.email !== undefined ? { email: filters.email } : {}),
-      ...(filters.status !== undefined ? { status: filters.status } : {}),
-      ...segment.params,
       ...(page.after ? { afterAt: page.after.sortValue.toISOString(), afterId: page.after.id } : {}),
     },
   );

@@ -1,7 +1,7 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
-import { Contact, Segment, SegmentMember, type ContactStatus } from '../../../db/entities/index.ts';
+import { Contact, SegmentMember, type ContactStatus } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
@@ -13,6 +13,7 @@ import type { CreateContactInput, UpdateContactInput } from './contacts.schemas.
 import { serializeContact } from './contacts.serializer.ts';
 import { listContactPage } from './contacts.repo.ts';
 import { exportContactsCsv } from './contacts-export.ts';
+import { findSegmentRule } from '../segments/segments.repo.ts';
 import { createEmailQuality } from './email-quality.ts';
 
 const notFound = (id: string) => new AppError('not_found', `Contact ${id} does not exist.`);
@@ -71,13 +72,9 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
 
     /** The CSV export of the workspace's contacts or a segment's (404 for an unknown segment); see contacts-export.ts. */
     async exportContacts(orgId: string, filter: { status?: ContactStatus | undefined; segmentId?: string | undefined }): Promise<Readable> {
-      let segment: { id: string; type: string; tags: string[] } | undefined;
-      if (filter.segmentId) {
-        const found = await scopeToOrg(orm.em, orgId).findOne(Segment, { id: filter.segmentId.toLowerCase() });
-        if (!found) throw new AppError('not_found', `Segment ${filter.segmentId} does not exist.`);
-        segment = { id: found.id, type: found.type, tags: found.tags };
-      }
-      return exportContactsCsv(orm.em.fork(), orgId, { status: filter.status, segment });
+      const em = orm.em.fork();
+      const segment = filter.segmentId ? await findSegmentRule(em, orgId, filter.segmentId) : undefined;
+      return exportContactsCsv(em, orgId, { status: filter.status, segment });
     },
 
     async getContact(orgId: string, id: string): Promise<Contact> {

@@ -10,15 +10,13 @@ import { AppError } from '../../errors.ts';
 import { nextTags, type TagChange } from './inbox.fns.ts';
 import type { ThreadSummaries } from './inbox.repo.ts';
 import { INBOX_LIMITS, type UpdateMessageInput, type UpdateThreadInput } from './inbox.schemas.ts';
-import type { InboxService, MessageDetail } from './inbox.service.ts';
+import { messageNotFound, threadNotFound, type InboxService, type MessageDetail } from './inbox.service.ts';
 
 export interface ThreadView {
   thread: InboxThread;
   summary: ThreadSummaries;
 }
 
-const threadNotFound = (id: string) => new AppError('not_found', `Inbox thread ${id} does not exist.`);
-const messageNotFound = (id: string) => new AppError('not_found', `Inbox message ${id} does not exist.`);
 
 function tagsAfter(current: readonly string[], change: TagChange): string[] {
   const next = nextTags(current, change, INBOX_LIMITS.tagsMax);

@@ -57,7 +57,8 @@ export interface InboxCaller {
   keyId: string | null;
 }
 
-const messageNotFound = (id: string) => new AppError('not_found', `Inbox message ${id} does not exist.`);
+export const messageNotFound = (id: string) => new AppError('not_found', `Inbox message ${id} does not exist.`);
+export const threadNotFound = (id: string) => new AppError('not_found', `Inbox thread ${id} does not exist.`);
 const attachmentNotFound = (id: string) => new AppError('not_found', `Attachment ${id} does not exist.`);
 
 /** A keyset position from a cursor: the precise text when the cursor has it, else the Date. */
@@ -139,7 +140,7 @@ export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobS
       const em = scopeToOrg(orm.em, orgId);
       const id = threadId.toLowerCase();
       const thread = await em.findOne(InboxThread, { id }, { refresh: true });
-      if (!thread) throw new AppError('not_found', `Inbox thread ${threadId} does not exist.`);
+      if (!thread) throw threadNotFound(threadId);
       return { thread, summary: await findThreadSummaries(em, orgId, [id]) };
     },
 

@@ -5,14 +5,13 @@
  * the member cap holds). Listing works for every segment type: the contacts it holds now.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { Segment } from '../../../db/entities/index.ts';
 import { arrayLiteral } from '../../../db/prepared.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
-import { scopeToOrg } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
 import { normalizeEmail } from '../contacts/contacts.fns.ts';
 import { listContactPage, type ContactJsonPage } from '../contacts/contacts.repo.ts';
 import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
+import { findSegmentRule, segmentNotFound } from './segments.repo.ts';
 import type { MembershipInput } from './segments.schemas.ts';
 
 export interface MembershipChange {
@@ -24,8 +23,6 @@ export interface MembershipChange {
   notFound: { contactIds: string[]; emails: string[] };
   contactCount: number;
 }
-
-const segmentNotFound = (id: string) => new AppError('not_found', `Segment ${id} does not exist.`);
 
 /** The segment locked for a membership change: 404 when absent, 409 SEGMENT_NOT_STATIC unless static. */
 async function lockStaticSegment(tx: EntityManager, orgId: string, id: string): Promise<void> {
@@ -67,19 +64,18 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
       return orm.em.fork().transactional(async (tx) => {
         await lockStaticSegment(tx, orgId, id);
         const { contactIds, notFound } = await resolveContacts(tx, orgId, input);
-        const before = await memberCount(tx, id);
         const added = await tx.execute<{ contact_id: string }[]>(
           `insert into segment_members (segment_id, contact_id, org_id, created_at)
            select ?, c, ?, now() from unnest(?::text[]) as c
            on conflict do nothing returning contact_id`,
           [id, orgId, arrayLiteral(contactIds)],
         );
-        const contactCount = before + added.length;
+        const contactCount = await memberCount(tx, id);
         if (contactCount > MEMBERSHIP_LIMITS.membersMax) {
           throw new AppError('conflict', `Segment ${id} would hold ${contactCount} contacts; a static segment holds at most ${MEMBERSHIP_LIMITS.membersMax}.`, {
             reason: 'SEGMENT_FULL',
             limit: MEMBERSHIP_LIMITS.membersMax,
-            members: before,
+            members: contactCount - added.length,
           });
         }
         if (added.length > 0) await tx.execute('update segments set updated_at = now() where id = ?', [id]);
@@ -104,9 +100,7 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
 
     /** The segment's contacts now, newest first (as GET /contacts lists them); 404 for an unknown segment. */
     async listMembers(orgId: string, segmentId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<ContactJsonPage> {
-      const segment = await scopeToOrg(orm.em, orgId).findOne(Segment, { id: segmentId.toLowerCase() });
-      if (!segment) throw segmentNotFound(segmentId);
-      return listContactPage(orm.em, orgId, page, { segment: { id: segment.id, type: segment.type, tags: segment.tags } });
+      return listContactPage(orm.em, orgId, page, { segment: await findSegmentRule(orm.em.fork(), orgId, segmentId) });
     },
   };
 }

@@ -11,6 +11,7 @@
  * as quoted literals.
  */
 import type { EntityManager } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
 
 const COUNT_MEMBERS_SQL = `
   select s.id,
@@ -40,4 +41,13 @@ export async function countSegmentMembers(
   const { sql, params } = segmentCountStatement(orgId, segmentIds);
   const rows = await em.execute<{ id: string; contact_count: string | number }[]>(sql, params);
   return new Map(rows.map((row) => [row.id, Number(row.contact_count)]));
+}
+
+export const segmentNotFound = (id: string) => new AppError('not_found', `Segment ${id} does not exist.`);
+
+/** A segment's membership rule, as contact lists filter on it; 404 for a segment of no one or of another workspace. */
+export async function findSegmentRule(em: EntityManager, orgId: string, segmentId: string): Promise<{ id: string; type: string; tags: string[] }> {
+  const [row] = await em.execute<{ id: string; type: string; tags: string[] }[]>('select id, type, tags from segments where org_id = ? and id = ?', [orgId, segmentId.toLowerCase()]);
+  if (!row) throw segmentNotFound(segmentId);
+  return row;
 }

@@ -37,9 +37,14 @@ function hmac(key: string | Buffer, content: string): Buffer {
   return createHmac('sha256', key).update(content, 'utf8').digest();
 }
 
+/** One `v1=` entry of Herald-Signature: the hex HMAC-SHA256 of "<t>.<body>" keyed with the whole secret. */
+function heraldV1(secret: string, timestamp: number, body: string): string {
+  return `v1=${hmac(secret, `${timestamp}.${body}`).toString('hex')}`;
+}
+
 /** The `Herald-Signature` value: `t=<timestamp>,v1=<hex HMAC-SHA256("<t>.<body>") keyed with the whole secret>`. */
 export function heraldSignature(secret: string, timestamp: number, body: string): string {
-  return `t=${timestamp},v1=${hmac(secret, `${timestamp}.${body}`).toString('hex')}`;
+  return `t=${timestamp},${heraldV1(secret, timestamp, body)}`;
 }
 
 /** The Standard Webhooks key: the base64-decoded part of the secret after `whsec_`. */
@@ -59,9 +64,8 @@ export function standardWebhooksSignature(secret: string, id: string, timestamp:
  */
 export function signatureHeaders(input: SignInput): Record<string, string> {
   const secrets = input.previousSecret ? [input.secret, input.previousSecret] : [input.secret];
-  const herald = secrets.map((secret) => heraldSignature(secret, input.timestamp, input.body));
   return {
-    [HERALD_SIGNATURE_HEADER]: [herald[0], ...herald.slice(1).map((value) => value.slice(value.indexOf(',') + 1))].join(','),
+    [HERALD_SIGNATURE_HEADER]: [`t=${input.timestamp}`, ...secrets.map((secret) => heraldV1(secret, input.timestamp, input.body))].join(','),
     'webhook-id': input.deliveryId,
     'webhook-timestamp': String(input.timestamp),
     'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, input.deliveryId, input.timestamp, input.body)).join(' '),

@@ -170,7 +170,7 @@ export function createWebhooksRoutes(deps: {
         '7 days, 0 for none) every attempt also carries a signature made with the replaced secret: `Herald-Signature: ' +
         't=…,v1=<new>,v1=<previous>` and `webhook-signature: v1,<new> v1,<previous>`, so a receiver verifying with ' +
         'either secret accepts it while it switches. Rotating again within the overlap drops the older secret at once ' +
-        '(at most two sign). Takes effect for attempts starting after the endpoint\'s drain next reads it (within 30 s). ' +
+        '(at most two sign). Takes effect for attempts starting after the endpoint\'s drain next reads it (every 5 s). ' +
         '503 when secret encryption is not configured.',
       tag: 'Webhooks',
       scope: 'webhooks:admin',

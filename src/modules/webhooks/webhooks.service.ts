@@ -109,6 +109,13 @@ export function createWebhooksService(deps: {
   allowPrivateTargets: boolean;
 }) {
   const { orm } = deps;
+  /** The key that seals signing secrets, or 503 before anything is written. */
+  const encryptionKey = (): Buffer => {
+    if (deps.encryptionKey) return deps.encryptionKey;
+    throw new AppError('service_unavailable', 'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.', {
+      reason: 'ENCRYPTION_UNAVAILABLE',
+    });
+  };
 
   return {
     /**
@@ -120,13 +127,7 @@ export function createWebhooksService(deps: {
       keyMode: ApiKeyMode,
       input: CreateWebhookInput,
     ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-      if (!deps.encryptionKey) {
-        throw new AppError(
-          'service_unavailable',
-          'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.',
-          { reason: 'ENCRYPTION_UNAVAILABLE' },
-        );
-      }
+      const key = encryptionKey();
       checkWebhookUrl(input.url, keyMode, deps.allowPrivateTargets);
       const secret = generateSigningSecret();
       const em = scopeToOrg(orm.em, orgId);
@@ -137,7 +138,7 @@ export function createWebhooksService(deps: {
         description: input.description,
         events: normalizeEvents(input.events),
         enabled: input.enabled,
-        secretEncrypted: encryptSecret(deps.encryptionKey, secret),
+        secretEncrypted: encryptSecret(key, secret),
         keyMode,
         disabledReason: null,
         disabledAt: null,
@@ -188,12 +189,7 @@ export function createWebhooksService(deps: {
      * lease period. 503 without an encryption key.
      */
     async rotateSecret(orgId: string, id: string, overlapSeconds: number): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-      const key = deps.encryptionKey;
-      if (!key) {
-        throw new AppError('service_unavailable', 'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.', {
-          reason: 'ENCRYPTION_UNAVAILABLE',
-        });
-      }
+      const key = encryptionKey();
       return scopeToOrg(orm.em, orgId).transactional(async (em) => {
         const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!endpoint) throw notFound(id);
