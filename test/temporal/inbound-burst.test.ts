@@ -65,26 +65,47 @@ describe('inbound actor under a burst (real SMTP → smtp → rows → actor in 
     }
   }
 
-  /** Follows GET /inbox/messages with its cursor until every Message-ID of `tag` is listed. */
+  /**
+   * Polls GET /inbox/messages as docs/inbox.md tells a client to: follow the stored cursor, and
+   * reconcile with an overlapping `updated_after` (a message's updated_at is taken a moment
+   * before its write commits, so concurrent ingestions can commit behind a cursor already read
+   * past). Resolves once every Message-ID of `tag` has been listed.
+   */
   async function visibleInApi(tag: string, count: number): Promise<Set<string>> {
     const seen = new Set<string>();
     let cursor: string | null = null;
-    await waitFor(
-      `${count} messages of ${tag} to be listed by the API`,
-      async () => {
-        for (;;) {
-          const response: ApiResponse = await request('GET', `/api/v1/inbox/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-          expect(response.status, JSON.stringify(response.body)).toBe(200);
-          const data = response.body.data as { rfc_message_id: string | null }[];
-          for (const message of data) if (message.rfc_message_id?.startsWith(`${tag}-`)) seen.add(message.rfc_message_id);
-          cursor = (response.body.meta as { pagination: { next_cursor: string | null } }).pagination.next_cursor ?? cursor;
-          if (data.length < 100) break;
+    let newestSeen: number | null = null;
+    /** Walks the pages of one query; returns the last next_cursor it saw, or null. */
+    async function walk(query: string, from: string | null): Promise<string | null> {
+      let position = from;
+      for (;;) {
+        const response: ApiResponse = await request('GET', `/api/v1/inbox/messages?limit=100${query}${position ? `&cursor=${position}` : ''}`);
+        expect(response.status, JSON.stringify(response.body)).toBe(200);
+        const data = response.body.data as { rfc_message_id: string | null; updated_at: string }[];
+        for (const message of data) {
+          if (message.rfc_message_id?.startsWith(`${tag}-`)) seen.add(message.rfc_message_id);
+          newestSeen = Math.max(newestSeen ?? 0, Date.parse(message.updated_at));
         }
-        return seen.size === count ? seen : undefined;
-      },
-      180_000,
-      250,
-    );
+        position = (response.body.meta as { pagination: { next_cursor: string | null } }).pagination.next_cursor ?? position;
+        if (data.length < 100) return position;
+      }
+    }
+    try {
+      await waitFor(
+        `${count} messages of ${tag} to be listed by the API`,
+        async () => {
+          cursor = await walk('', cursor);
+          if (seen.size < count && newestSeen !== null) {
+            await walk(`&updated_after=${encodeURIComponent(new Date(newestSeen - 5 * 60_000).toISOString())}`, null);
+          }
+          return seen.size === count ? seen : undefined;
+        },
+        180_000,
+        250,
+      );
+    } catch (error) {
+      throw new Error(`${(error as Error).message} (${seen.size} of ${count} listed)`);
+    }
     return seen;
   }
 
