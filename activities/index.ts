@@ -1,3 +1,4 @@
+import { createContactImportActivities, type ContactImportActivityDeps } from './contact-imports.ts';
 import { createDomainActivities, type DomainActivityDeps } from './domains.ts';
 import { createInboundActivities, type InboundActivityDeps } from './inbound.ts';
 import { createMaintenanceActivities, type MaintenanceDeps } from './maintenance.ts';
@@ -5,7 +6,7 @@ import { createSendActivities, type SendActivityDeps } from './sends.ts';
 import { createUploadActivities, type UploadActivityDeps } from './uploads.ts';
 import { createWebhookActivities, type WebhookActivityDeps } from './webhooks.ts';
 
-export type ActivityDeps = MaintenanceDeps & DomainActivityDeps & WebhookActivityDeps & UploadActivityDeps & InboundActivityDeps & SendActivityDeps;
+export type ActivityDeps = MaintenanceDeps & ContactImportActivityDeps & DomainActivityDeps & WebhookActivityDeps & UploadActivityDeps & InboundActivityDeps & SendActivityDeps;
 
 /** Builds every activity the worker registers, from the process's shared dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -16,6 +17,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createInboundActivities(deps),
     ...createUploadActivities(deps),
     ...createSendActivities(deps),
+    ...createContactImportActivities(deps),
   };
 }
 

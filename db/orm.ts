@@ -58,6 +58,10 @@ import {
   InboxMessageSchema,
   InboxThread,
   InboxThreadSchema,
+  ContactImport,
+  ContactImportSchema,
+  ContactImportError,
+  ContactImportErrorSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -95,6 +99,8 @@ export const TENANT_ENTITIES = [
   InboxThread,
   InboxMessage,
   InboxAttachment,
+  ContactImport,
+  ContactImportError,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -128,6 +134,8 @@ const ENTITY_SCHEMAS = [
   InboxThreadSchema,
   InboxMessageSchema,
   InboxAttachmentSchema,
+  ContactImportSchema,
+  ContactImportErrorSchema,
 ];
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

@@ -10,6 +10,8 @@ import { createRoutes } from './http/routes.ts';
 import type { Logger } from './logger.ts';
 import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
 import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
+import { createContactImportsService } from './modules/contacts/contact-imports.service.ts';
+import { createBlobStore } from './blob/blob-store.ts';
 import { createAuthenticator } from './modules/auth/authenticator.ts';
 import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
 import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
@@ -48,6 +50,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     offload,
     uploads: createUploadsRouter({
       attachments: createAttachmentsServiceFromConfig(orm, config),
+      contactImports: createContactImportsService({ orm, blobs: createBlobStore(config), temporal: temporal.client, config }),
     }),
   });
   const server = await new Promise<Server>((resolve, reject) => {

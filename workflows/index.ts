@@ -7,3 +7,4 @@ export { cleanupInboundRaw, ingestInbound } from './inbound.ts';
 export { inboundIntakeActor } from './inbound-intake.ts';
 export { sendEmail } from './sends.ts';
 export { sendDomainActor } from './send-domain.ts';
+export { contactImport } from './contact-imports.ts';

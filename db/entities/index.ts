@@ -15,3 +15,4 @@ export * from './webhook.ts';
 export * from './transactional-email.ts';
 export * from './attachment-upload.ts';
 export * from './inbox.ts';
+export * from './contact-import.ts';

@@ -18,8 +18,8 @@ export interface BlobStore {
    * with `maxBytes` it fails as soon as more arrive.
    */
   put(key: string, body: Readable | Buffer, limits?: BlobLimits): Promise<StoredBlob>;
-  /** A stream of the blob's bytes; rejects with BlobNotFoundError when absent. */
-  get(key: string): Promise<Readable>;
+  /** A stream of the blob's bytes (from byte `start`, 0 by default); rejects with BlobNotFoundError when absent. */
+  get(key: string, options?: { start?: number }): Promise<Readable>;
   /** The blob's size, or null when absent. */
   size(key: string): Promise<number | null>;
   exists(key: string): Promise<boolean>;
@@ -129,7 +129,7 @@ export function createFsBlobStore(rootDir: string): BlobStore {
       return { key, sizeBytes: meter.bytes, sha256: meter.hash.digest('hex') };
     },
 
-    async get(key) {
+    async get(key, options = {}) {
       const path = pathOf(key);
       try {
         await stat(path);
@@ -137,7 +137,7 @@ export function createFsBlobStore(rootDir: string): BlobStore {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key);
         throw error;
       }
-      return createReadStream(path);
+      return createReadStream(path, { start: options.start ?? 0 });
     },
 
     async size(key) {

@@ -10,6 +10,8 @@ import { createAutomationsRoutes } from '../modules/automations/automations.rout
 import { createAutomationsService } from '../modules/automations/automations.service.ts';
 import { createBroadcastsRoutes } from '../modules/broadcasts/broadcasts.routes.ts';
 import { createBroadcastsService } from '../modules/broadcasts/broadcasts.service.ts';
+import { createContactImportsRoutes } from '../modules/contacts/contact-imports.routes.ts';
+import { createContactImportsService } from '../modules/contacts/contact-imports.service.ts';
 import { createContactsRoutes } from '../modules/contacts/contacts.routes.ts';
 import { createContactsService } from '../modules/contacts/contacts.service.ts';
 import { createApiKeysRoutes } from '../modules/auth/api-keys.routes.ts';
@@ -63,6 +65,8 @@ export function createRoutes(deps: {
       domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
       settings: deps.config,
     }),
+    // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
+    ...createContactImportsRoutes({ imports: createContactImportsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config }), cursors: deps.cursors }),
     ...createContactsRoutes({ contacts, cursors: deps.cursors }),
     ...createApiKeysRoutes({ keys: createWorkspaceKeysService({ orm: deps.orm }), cursors: deps.cursors, sealedSecret: sealedSecretResponse(deps.config.encryptionKey) }),
     ...createSuppressionsRoutes({ suppressions: createSuppressionsService({ orm: deps.orm, contacts }), cursors: deps.cursors }),

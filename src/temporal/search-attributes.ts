@@ -29,7 +29,7 @@ export const HERALD_SEARCH_ATTRIBUTES = [
 
 export const PLATFORM_ORG_ID = 'platform';
 
-export type WorkflowKind = 'maintenance' | 'email' | 'send-domain' | 'webhook-delivery' | 'webhook-endpoint' | 'inbound' | 'inbound-intake' | 'domain-verify';
+export type WorkflowKind = 'maintenance' | 'email' | 'send-domain' | 'webhook-delivery' | 'webhook-endpoint' | 'inbound' | 'inbound-intake' | 'domain-verify' | 'contact-import';
 
 /** The search attributes every Herald workflow starts with. */
 export function workflowSearchAttributes(

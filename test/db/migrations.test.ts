@@ -29,6 +29,8 @@ describe('migrations', () => {
       'attachment_uploads',
       'automations',
       'broadcasts',
+      'contact_import_errors',
+      'contact_imports',
       'contacts',
       'domain_daily_sends',
       'domains',
@@ -56,9 +58,11 @@ describe('migrations', () => {
       'webhook_endpoints',
     ]);
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
-    // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact).
+    // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
+    // contact_import_errors by (import, row).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
+      'contact_import_errors',
       'domain_daily_sends',
       'email_event_counts',
       'segment_members',

@@ -1,7 +1,8 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /**
- * Herald's signed upload URLs: `<public url>/uploads/<attachment_id>?expires=<unix>&sig=<hex>`,
+ * Herald's signed upload URLs: `<public url>/uploads/<attachment_id>?expires=<unix>&sig=<hex>`
+ * (`/uploads/contact-imports/<import id>` for a contact import's file),
  * where `sig` is HMAC-SHA256 over the attachment id, content type, size and expiry (ARCHITECTURE
  * §8) with a key derived from HERALD_ENCRYPTION_KEY (HKDF, its own label), so every api replica
  * signs and verifies alike and the URL is bound to exactly one content type and byte length.
@@ -23,16 +24,25 @@ export interface UploadUrlSigner {
   url(claim: UploadClaim): string;
 }
 
-const LABEL = 'herald upload url v1';
+/** What an upload URL uploads: each has its own key (HKDF label) and path under /uploads. */
+export type UploadPurpose = 'attachment' | 'contact-import';
+const PURPOSES: Record<UploadPurpose, { label: string; path: string }> = {
+  attachment: { label: 'herald upload url v1', path: '/uploads' },
+  'contact-import': { label: 'herald contact import upload url v1', path: '/uploads/contact-imports' },
+};
 const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/;
 
 function payload(claim: UploadClaim): string {
   return `${claim.attachmentId}\n${claim.contentType}\n${claim.sizeBytes}\n${claim.expires}`;
 }
 
-/** A signer whose key is derived from the 32-byte HERALD_ENCRYPTION_KEY. */
-export function createUploadUrlSigner(encryptionKey: Buffer, publicUrl: string): UploadUrlSigner {
-  const key = Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), LABEL, 32));
+/**
+ * A signer whose key is derived from the 32-byte HERALD_ENCRYPTION_KEY, one per purpose, so a
+ * signature for one kind of upload never works for another.
+ */
+export function createUploadUrlSigner(encryptionKey: Buffer, publicUrl: string, purpose: UploadPurpose = 'attachment'): UploadUrlSigner {
+  const { label, path } = PURPOSES[purpose];
+  const key = Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), label, 32));
   const mac = (claim: UploadClaim) => createHmac('sha256', key).update(payload(claim)).digest();
 
   return {
@@ -43,7 +53,7 @@ export function createUploadUrlSigner(encryptionKey: Buffer, publicUrl: string):
     },
     url(claim) {
       const query = new URLSearchParams({ expires: String(claim.expires), sig: mac(claim).toString('hex') });
-      return `${publicUrl}/uploads/${claim.attachmentId}?${query.toString()}`;
+      return `${publicUrl}${path}/${claim.attachmentId}?${query.toString()}`;
     },
   };
 }

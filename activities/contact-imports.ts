@@ -1,0 +1,30 @@
+import { Context } from '@temporalio/activity';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { ContactImportInput } from '../workflows/contact-imports.ts';
+import { createBlobStore } from '../src/blob/blob-store.ts';
+import type { Config } from '../src/config.ts';
+import type { Logger } from '../src/logger.ts';
+import { createContactImportRunner } from '../src/modules/contacts/contact-import.runner.ts';
+
+export interface ContactImportActivityDeps {
+  orm: MikroORM;
+  config: Pick<Config, 'blobDir'>;
+  logger: Logger;
+}
+
+/** The passes of a contact import; each is idempotent and resumes from the import's committed state. */
+export function createContactImportActivities({ orm, config, logger }: ContactImportActivityDeps) {
+  const runner = createContactImportRunner({ orm, blobs: createBlobStore(config), logger });
+  const heartbeat = (details: unknown) => Context.current().heartbeat(details);
+  return {
+    async validateContactImport(input: ContactImportInput) {
+      return runner.validate(input, heartbeat);
+    },
+    async runContactImport(input: ContactImportInput) {
+      return runner.run(input, heartbeat);
+    },
+    async giveUpContactImport(input: ContactImportInput & { message: string }) {
+      return runner.giveUp(input, input.message);
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { executePrepared } from '../../../db/prepared.ts';
+import { newId } from '../../../db/ids.ts';
+import type { ImportedContact, RowReason } from './contact-import.fns.ts';
+import { IMPORT_LIMITS } from './contact-import.fns.ts';
+
+/** A skipped row of the report. */
+export interface SkippedRow {
+  row: number;
+  line: number;
+  email: string;
+  reason: RowReason;
+  message: string;
+}
+
+/** Where the import stands after a batch: the file offset and line after its last row. */
+export interface ImportCheckpoint {
+  rowsDone: number;
+  byteOffset: number;
+  linesDone: number;
+}
+
+/** A non-empty cell of the file, or the stored value (empty cells never blank a field). */
+const keep = (column: string) => `coalesce(nullif(excluded.${column}, ''), c.${column})`;
+/** The stored tags, then the new ones they lack, at most IMPORT_LIMITS.tags. */
+const TAGS = `(c.tags || array(select t from unnest(excluded.tags) t where t <> all(c.tags)))[1:${IMPORT_LIMITS.tags}]`;
+const CUSTOM = `c.custom_fields || excluded.custom_fields`;
+/** A status only moves away from active. */
+const STATUS = `case when c.status = 'active' and excluded.status <> 'active' then excluded.status else c.status end`;
+const MERGED = { first_name: keep('first_name'), last_name: keep('last_name'), company: keep('company'), tags: TAGS, custom_fields: CUSTOM, status: STATUS };
+
+/**
+ * One batch of an import, in the caller's transaction: upserts the contacts by (workspace,
+ * email) with the merge rule of `mergeImported` (one statement; a contact the row would not
+ * change is not written and counts as unchanged), records the skipped rows, and moves the
+ * import's counters and checkpoint forward, so a batch and its checkpoint commit together.
+ */
+export async function writeImportBatch(
+  em: EntityManager,
+  target: { orgId: string; importId: string },
+  contacts: readonly ImportedContact[],
+  skipped: readonly SkippedRow[],
+  checkpoint: ImportCheckpoint,
+): Promise<void> {
+  const [counts] = await executePrepared<{ created: number; updated: number }>(em, {
+    sql: `with r0 as (
+        select * from unnest(:ids::text[], :emails::text[], :firstNames::text[], :lastNames::text[], :companies::text[], :tags::text[], :custom::text[], :statuses::text[])
+          as r(id, email, first_name, last_name, company, tags, custom, status)
+      ),
+      upserted as (
+        insert into contacts as c (id, org_id, email, first_name, last_name, company, tags, custom_fields, status, created_at, updated_at)
+        select r0.id, :orgId, r0.email, r0.first_name, r0.last_name, r0.company,
+               array(select jsonb_array_elements_text(r0.tags::jsonb)), r0.custom::jsonb, coalesce(nullif(r0.status, ''), 'active'), now(), now()
+          from r0
+        on conflict (org_id, email) do update set
+          ${Object.entries(MERGED).map(([column, value]) => `${column} = ${value}`).join(',\n          ')},
+          updated_at = now()
+        where (${Object.keys(MERGED).map((column) => `c.${column}`).join(', ')}) is distinct from (${Object.values(MERGED).join(', ')})
+        returning (xmax = 0) as inserted
+      )
+      select count(*) filter (where inserted)::int as created, count(*) filter (where not inserted)::int as updated from upserted`,
+    params: {
+      orgId: target.orgId,
+      ids: contacts.map(() => newId()),
+      emails: contacts.map((c) => c.email),
+      firstNames: contacts.map((c) => c.firstName),
+      lastNames: contacts.map((c) => c.lastName),
+      companies: contacts.map((c) => c.company),
+      tags: contacts.map((c) => JSON.stringify(c.tags)),
+      custom: contacts.map((c) => JSON.stringify(c.customFields)),
+      statuses: contacts.map((c) => c.status),
+    },
+  });
+  const created = counts?.created ?? 0;
+  const updated = counts?.updated ?? 0;
+  if (skipped.length > 0) {
+    await executePrepared(em, {
+      sql: `insert into contact_import_errors (import_id, row, org_id, line, email, reason, message)
+            select :importId, r.row::int, :orgId, r.line::int, r.email, r.reason, r.message
+              from unnest(:rows::text[], :lines::text[], :emails::text[], :reasons::text[], :messages::text[]) as r(row, line, email, reason, message)
+            on conflict do nothing`,
+      params: {
+        importId: target.importId,
+        orgId: target.orgId,
+        rows: skipped.map((s) => String(s.row)),
+        lines: skipped.map((s) => String(s.line)),
+        emails: skipped.map((s) => s.email),
+        reasons: skipped.map((s) => s.reason),
+        messages: skipped.map((s) => s.message.slice(0, 500)),
+      },
+    });
+  }
+  await executePrepared(em, {
+    sql: `update contact_imports set rows_done = :rowsDone::int, byte_offset = :byteOffset::bigint, lines_done = :linesDone::int,
+                 created = created + :created::int, updated = updated + :updated::int,
+                 unchanged = unchanged + :unchanged::int, skipped = skipped + :skipped::int, updated_at = now()
+           where id = :importId and org_id = :orgId`,
+    params: {
+      importId: target.importId,
+      orgId: target.orgId,
+      rowsDone: checkpoint.rowsDone,
+      byteOffset: checkpoint.byteOffset,
+      linesDone: checkpoint.linesDone,
+      created,
+      updated,
+      unchanged: contacts.length - created - updated,
+      skipped: skipped.length,
+    },
+  });
+}

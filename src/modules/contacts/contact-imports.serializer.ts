@@ -1,0 +1,28 @@
+import type { ContactImport } from '../../../db/entities/index.ts';
+
+/**
+ * An import as the API shows it. An import still awaiting its file after its upload URL lapsed
+ * is shown failed (UPLOAD_EXPIRED): nothing can happen to it any more.
+ */
+export function serializeContactImport(contactImport: ContactImport, now = new Date()) {
+  const lapsed = contactImport.status === 'awaiting_upload' && contactImport.uploadExpiresAt.getTime() <= now.getTime();
+  return {
+    _id: contactImport.id,
+    status: lapsed ? 'failed' : contactImport.status,
+    filename: contactImport.filename,
+    size_bytes: contactImport.sizeBytes,
+    total_rows: contactImport.totalRows,
+    rows_processed: contactImport.rowsDone,
+    created: contactImport.created,
+    updated: contactImport.updated,
+    unchanged: contactImport.unchanged,
+    skipped: contactImport.skipped,
+    failure: lapsed ? { reason: 'UPLOAD_EXPIRED', message: 'No file was uploaded before the upload URL expired.', line: null } : contactImport.failure,
+    errors_url: `/api/v1/contacts/imports/${contactImport.id}/errors`,
+    upload_expires_at: contactImport.uploadExpiresAt.toISOString(),
+    uploaded_at: contactImport.uploadedAt?.toISOString() ?? null,
+    completed_at: contactImport.completedAt?.toISOString() ?? null,
+    created_at: contactImport.createdAt.toISOString(),
+    updated_at: contactImport.updatedAt.toISOString(),
+  };
+}
