@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { Contact } from '../../db/entities/index.ts';
+import { Contact, ContactImport } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
 import { createBlobStore } from '../../src/blob/blob-store.ts';
@@ -30,6 +30,15 @@ const contact: ResourceFixture = {
   async create(orm, orgId) {
     const em = scopeToOrg(orm.em, orgId);
     const row = em.create(Contact, { orgId, email: `${unique('c')}@example.com` });
+    await em.flush();
+    return row.id;
+  },
+};
+
+const contactImport: ResourceFixture = {
+  async create(orm, orgId) {
+    const em = scopeToOrg(orm.em, orgId);
+    const row = em.create(ContactImport, { orgId, uploadExpiresAt: new Date(Date.now() + 60_000) });
     await em.flush();
     return row.id;
   },
@@ -73,6 +82,8 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getContact: contact,
   updateContact: { ...contact, validBody: { first_name: 'Grace' } },
   deleteContact: contact,
+  getContactImport: contactImport,
+  getContactImportErrors: contactImport,
   getTemplate: template(),
   updateTemplate: template({ name: 'Renamed by the route suite' }),
   deleteTemplate: template(),
@@ -110,5 +121,6 @@ export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createSegment: () => ({ name: unique('segment'), tags: ['suite'] }),
   createTemplate: () => ({ name: unique('template') }),
   createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),
+  createContactImport: () => ({ filename: 'suite.csv' }),
   createAttachmentUpload: () => ({ filename: `${unique('file')}.pdf`, content_type: 'application/pdf', size_bytes: 1024 }),
 };

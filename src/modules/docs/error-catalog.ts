@@ -51,6 +51,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
     causes: [
       'A business rule refuses it; error.details.reason says which (for example DOMAIN_NOT_READY).',
       'Creating an API key with a scope the calling key does not hold (SCOPE_NOT_HELD), or a live key from a test key (MODE_NOT_HELD).',
+      'An upload URL (attachment or contact import) that was altered (INVALID_SIGNATURE) or used after it expired (UPLOAD_URL_EXPIRED).',
     ],
     fix: 'Resolve the condition named in error.details.reason, then retry.',
   },
@@ -78,6 +79,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
       'A duplicate, such as a contact email that already exists in the workspace.',
       'A request with the same Idempotency-Key is still being processed.',
       'A template send whose template is a draft or archived (details.reason TEMPLATE_NOT_PUBLISHED): only published templates are sent.',
+      'A second PUT of an upload that already has its bytes: an attachment or a contact import file (ALREADY_UPLOADED).',
       'An address added to the suppression list that is already on it (details.reason ALREADY_SUPPRESSED, details.suppression_reason).',
     ],
     fix: 'Fetch the current state and decide; for an in-flight idempotent request, retry after a moment.',
@@ -95,6 +97,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
       'REQUEST_TOO_LARGE: the request body is over the operation\'s limit, given in details.limit_bytes and counted after any Content-Encoding: about 36.1 MiB (37,840,720 bytes) for POST /api/v1/outbox/emails (a 25 MB message as base64 inline attachments), 1 MiB for the other operations with a body (smaller where every field is bounded: 64 KiB for segments and webhooks, 16 KiB for automations, 8 KiB for attachment uploads), 1 KiB for operations without one.',
       'MESSAGE_TOO_LARGE: body plus attachments over 25 MB.',
       'ATTACHMENT_TOO_LARGE: one attachment over 12 MB.',
+      'REQUEST_TOO_LARGE on the PUT of a contact import file: the file is over 512 MiB (details.limit_bytes); split it.',
     ],
     fix: 'Send large files through POST /api/v1/outbox/attachments and reference them by attachment_id; keep other bodies under the limit in details.limit_bytes.',
   },
@@ -125,7 +128,10 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
   service_unavailable: {
     title: 'Service unavailable',
     meaning: 'A dependency this operation needs is not configured or not reachable.',
-    causes: ['For example secret encryption or attachment storage is not configured on this server.'],
+    causes: [
+      'For example secret encryption or attachment storage is not configured on this server.',
+      'A contact import whose upload URL cannot be signed or whose workflow cannot be started (IMPORT_UNAVAILABLE): the same upload URL works again once Temporal answers.',
+    ],
     fix: 'Retry later; operators should check the server configuration.',
   },
   webhook_signature_invalid: {
