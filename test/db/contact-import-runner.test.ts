@@ -71,4 +71,25 @@ describe('contact import runner (resume after a crash)', () => {
     // Running again changes nothing.
     expect(await runner.run(target, () => {})).toMatchObject({ status: 'completed', rowsDone: 2_500, created: 2_498 });
   }, 60_000);
+
+  it('takes a file of exactly the row limit and refuses one row more, importing nothing', async () => {
+    const { org } = await createOrg(stack.orm);
+    const runner = createContactImportRunner({ orm: stack.orm, blobs, logger: createLogger('silent'), maxRows: 5 });
+    async function importRows(count: number) {
+      const key = `contact-imports/${org.id}/limit-${count}.csv`;
+      const body = ['email', ...Array.from({ length: count }, (_, i) => `limit${count}-${i}@example.com`)].join('\n');
+      await blobs.put(key, Buffer.from(body));
+      const em = scopeToOrg(stack.orm.em.fork(), org.id);
+      const row = em.create(ContactImport, { orgId: org.id, status: 'validating', blobKey: key, uploadExpiresAt: new Date(Date.now() + 60_000) });
+      await em.flush();
+      const target = { orgId: org.id, importId: row.id };
+      const validated = await runner.validate(target, () => {});
+      return validated.status === 'importing' ? runner.run(target, () => {}) : validated;
+    }
+    expect(await importRows(5)).toMatchObject({ status: 'completed', created: 5 });
+    expect(await importRows(6)).toMatchObject({ status: 'failed', rowsDone: 0 });
+    const failed = await scopeToOrg(stack.orm.em.fork(), org.id).find(ContactImport, { status: 'failed' });
+    expect(failed.map((row) => [row.failure?.reason, row.failure?.line])).toEqual([['TOO_MANY_ROWS', 7]]);
+    expect(await scopeToOrg(stack.orm.em.fork(), org.id).count(Contact, { email: { $like: 'limit6-%' } })).toBe(0);
+  });
 });

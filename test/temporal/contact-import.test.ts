@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -7,6 +8,7 @@ import { Contact, ContactImport } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
+import { IMPORT_LIMITS } from '../../src/modules/contacts/contact-import.fns.ts';
 import { startWorker, type RunningWorker } from '../../src/worker.ts';
 import { startApiHarness, idem, type ApiHarness } from '../support/api.ts';
 import { filesUnder } from '../support/uploads.ts';
@@ -87,7 +89,7 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     const response = await fetch(`${h.api.url}/api/v1/contacts/imports/${id}/errors`, { headers: { authorization: `Bearer ${h.workspace.key}` } });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
-    return parse(await response.text(), { columns: true }) as Record<string, string>[];
+    return parse<Record<string, string>>(await response.text(), { columns: true });
   }
 
   const contacts = () => scopeToOrg(h.stack.orm.em.fork(), h.workspace.org.id);
@@ -178,6 +180,23 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     const multipart = await upload(created, '--x\r\n', { 'content-type': 'multipart/form-data; boundary=x' });
     expect(multipart.status).toBe(400);
     expect(multipart.body.error?.details?.reason).toBe('UNSUPPORTED_CONTENT_TYPE');
+
+    // Over the size limit by its declared length: refused before a byte is stored.
+    const huge = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const target = new URL(local(created.upload_url!));
+      const req = request(target, { method: 'PUT', headers: { 'content-type': 'text/csv', 'content-length': String(IMPORT_LIMITS.maxBytes + 1) } }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: text });
+          req.destroy();
+        });
+      });
+      req.on('error', reject);
+      req.write('email\n');
+    });
+    expect(huge.status).toBe(413);
+    expect(JSON.parse(huge.body)).toMatchObject({ error: { details: { reason: 'REQUEST_TOO_LARGE', limit_bytes: IMPORT_LIMITS.maxBytes } } });
 
     expect((await upload(created, 'email\nonce@example.com\n')).status).toBe(202);
     const again = await upload(created, 'email\ntwice@example.com\n');

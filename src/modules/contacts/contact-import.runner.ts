@@ -146,8 +146,15 @@ function hasReplacement(record: readonly string[]): boolean {
  * with its skipped rows and the checkpoint in one transaction, so a crash resumes exactly after
  * the last commit. Memory holds one batch, whatever the file's size.
  */
-export function createContactImportRunner(deps: { orm: MikroORM; blobs: BlobStore | null; logger: Logger }) {
+export function createContactImportRunner(deps: {
+  orm: MikroORM;
+  blobs: BlobStore | null;
+  logger: Logger;
+  /** Data rows a file may have (IMPORT_LIMITS.maxRows; smaller in tests). */
+  maxRows?: number;
+}) {
   const { orm, logger } = deps;
+  const maxRows = deps.maxRows ?? IMPORT_LIMITS.maxRows;
 
   async function load(target: ImportTarget): Promise<ContactImport> {
     return scopeToOrg(orm.em.fork(), target.orgId).findOneOrFail(ContactImport, { id: target.importId });
@@ -198,8 +205,8 @@ export function createContactImportRunner(deps: { orm: MikroORM; blobs: BlobStor
             continue;
           }
           rows += 1;
-          if (rows > IMPORT_LIMITS.maxRows) {
-            problem = { reason: 'TOO_MANY_ROWS', message: `The file has more than ${IMPORT_LIMITS.maxRows} rows (line ${line}); split it into several imports.`, line };
+          if (rows > maxRows) {
+            problem = { reason: 'TOO_MANY_ROWS', message: `The file has more than ${maxRows} rows (line ${line}); split it into several imports.`, line };
             break;
           }
           if (rows % HEARTBEAT_EVERY === 0) heartbeat({ validated: rows });
