@@ -56,6 +56,7 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
   async function create(filename = 'contacts.csv'): Promise<ImportView> {
     const response = await h.request('POST', '/api/v1/contacts/imports', { body: { filename }, headers: idem() });
     expect(response.status, JSON.stringify(response.body)).toBe(201);
+    expect(response.body.data).toMatchObject({ status: 'awaiting_upload', filename, size_bytes: null, total_rows: null, failure: null, rows_processed: 0 });
     return response.body.data as ImportView;
   }
 
@@ -150,6 +151,16 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     const second = await importFile(csv);
     expect(second).toMatchObject({ status: 'completed', created: 0, updated: 0, unchanged: 2 });
     expect((await contacts().findOneOrFail(Contact, { email: 'same2@example.com' })).tags).toEqual(['b', 'c']);
+  }, 120_000);
+
+  it('imports the file of GET /contacts/export back as it is: every contact unchanged', async () => {
+    const exported = await fetch(`${h.api.url}/api/v1/contacts/export`, { headers: { authorization: `Bearer ${h.workspace.key}` } });
+    expect(exported.status).toBe(200);
+    const csv = await exported.text();
+    const count = await contacts().count(Contact);
+    expect(count).toBeGreaterThan(3);
+    const done = await importFile(csv);
+    expect(done).toMatchObject({ status: 'completed', total_rows: count, created: 0, updated: 0, unchanged: count, skipped: 0 });
   }, 120_000);
 
   it.each([

@@ -172,7 +172,7 @@ export function createContactImportRunner(deps: {
   /** Ends the import as failed (nothing more is imported) and drops its file. */
   async function fail(target: ImportTarget, failure: ContactImportFailure): Promise<ImportSummary> {
     const em = scopeToOrg(orm.em.fork(), target.orgId);
-    await em.nativeUpdate(ContactImport, { id: target.importId, status: { $in: ['validating', 'importing'] } }, { status: 'failed', failure, completedAt: new Date() });
+    await em.nativeUpdate(ContactImport, { id: target.importId, status: { $in: ['validating', 'importing'] } }, { status: 'failed', failure, completedAt: new Date(), updatedAt: new Date() });
     const row = await em.findOneOrFail(ContactImport, { id: target.importId });
     if (row.blobKey) await store().delete(row.blobKey);
     logger.info('contact import failed', { importId: target.importId, reason: failure.reason });
@@ -219,7 +219,7 @@ export function createContactImportRunner(deps: {
       if (problem !== null) return fail(target, problem);
 
       const em = scopeToOrg(orm.em.fork(), target.orgId);
-      await em.nativeUpdate(ContactImport, { id: target.importId, status: 'validating' }, { status: 'importing', columns: header, totalRows: rows });
+      await em.nativeUpdate(ContactImport, { id: target.importId, status: 'validating' }, { status: 'importing', columns: header, totalRows: rows, updatedAt: new Date() });
       return summaryOf(await em.findOneOrFail(ContactImport, { id: target.importId }));
     },
 
@@ -274,7 +274,7 @@ export function createContactImportRunner(deps: {
       await flush();
 
       const em = scopeToOrg(orm.em.fork(), target.orgId);
-      await em.nativeUpdate(ContactImport, { id: target.importId, status: 'importing' }, { status: 'completed', completedAt: new Date() });
+      await em.nativeUpdate(ContactImport, { id: target.importId, status: 'importing' }, { status: 'completed', completedAt: new Date(), updatedAt: new Date() });
       const done = await em.findOneOrFail(ContactImport, { id: target.importId });
       await store().delete(row.blobKey);
       logger.info('contact import completed', { importId: target.importId, ...summaryOf(done) });

@@ -188,7 +188,7 @@ export function createContactImportsService(deps: {
       const taken = await em.nativeUpdate(
         ContactImport,
         { id: found.id, status: 'awaiting_upload' },
-        { status: 'validating', blobKey: key, sizeBytes: stored.sizeBytes, sha256: stored.sha256, uploadedAt: now() },
+        { status: 'validating', blobKey: key, sizeBytes: stored.sizeBytes, sha256: stored.sha256, uploadedAt: now(), updatedAt: now() },
       );
       if (taken === 0) {
         await store.delete(key);
@@ -199,7 +199,7 @@ export function createContactImportsService(deps: {
         await startWorkflow(contactImport);
       } catch (error) {
         // Undo, so the same URL can be used again once Temporal answers.
-        await em.nativeUpdate(ContactImport, { id: found.id, status: 'validating' }, { status: 'awaiting_upload', blobKey: null, sizeBytes: null, sha256: null, uploadedAt: null });
+        await em.nativeUpdate(ContactImport, { id: found.id, status: 'validating' }, { status: 'awaiting_upload', blobKey: null, sizeBytes: null, sha256: null, uploadedAt: null, updatedAt: now() });
         await store.delete(key);
         throw unavailable(`The import could not be started (${(error as Error).message})`);
       }
