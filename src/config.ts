@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import * as v from 'valibot';
 import { resolveRelayTls, SMTP_TLS_POLICIES, type RelayTlsSettings } from './smtp/tls-policy.ts';
 
@@ -109,6 +110,18 @@ const EnvSchema = v.object({
   /** Empty (`SMTP_RELAY_TLS=` in a .env file) means unset: the default for the relay URL. */
   SMTP_RELAY_TLS: v.optional(v.picklist([...SMTP_TLS_POLICIES, ''], `must be one of ${SMTP_TLS_POLICIES.join(', ')}`), ''),
   SMTP_RELAY_CA_FILE: v.optional(v.string(), ''),
+  /** `relay` hands every message to SMTP_RELAY_URL; `direct` delivers to each recipient domain's MX. */
+  SMTP_DELIVERY: v.optional(v.picklist(['relay', 'direct'], 'must be relay or direct'), 'relay'),
+  /** The name Herald gives in EHLO to remote MX hosts (direct delivery); default: this machine's host name. */
+  SMTP_HELO_NAME: v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/, 'must be a host name'))),
+  /** The port of remote MX hosts (25; another only for tests and private networks). */
+  SMTP_DIRECT_PORT: v.pipe(v.optional(v.string(), '25'), v.regex(/^\d{1,5}$/, 'must be a port number'), v.transform(Number), v.minValue(1), v.maxValue(65535)),
+  /** Connections Herald keeps to one destination MX host at most. */
+  SMTP_DIRECT_POOL_SIZE: v.pipe(v.optional(v.string(), '3'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(50)),
+  /** Messages per minute to one destination MX host at most (0: no limit). */
+  SMTP_DIRECT_RATE_PER_MINUTE: v.pipe(v.optional(v.string(), '0'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.maxValue(100_000)),
+  /** TLS with remote MX hosts: opportunistic STARTTLS (the internet's default), verify (refuse hosts without a valid certificate), none. */
+  SMTP_DIRECT_TLS: v.optional(v.picklist(SMTP_TLS_POLICIES, `must be one of ${SMTP_TLS_POLICIES.join(', ')}`), 'opportunistic'),
   BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
   SPF_INCLUDE: v.optional(
     v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/, 'must be a host name')),
@@ -190,6 +203,14 @@ export interface Config {
    * implicit TLS on `implicitTlsPort` when set; AUTH with an API key.
    */
   submission: { port: number; host: string; implicitTlsPort?: number } | null;
+  /**
+   * How messages leave: through the relay (SMTP_RELAY_URL), or straight to each recipient
+   * domain's MX hosts (`direct`: EHLO as `heloName`, `port` 25, at most `poolSize` connections
+   * and `ratePerMinute` messages per destination host, STARTTLS as `tls` says).
+   */
+  delivery:
+    | { mode: 'relay' }
+    | { mode: 'direct'; heloName: string; port: number; poolSize: number; ratePerMinute: number; tls: RelayTlsSettings };
   relayUrl: string;
   /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
   relayTls: RelayTlsSettings;
@@ -300,6 +321,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
             host: env.SMTP_SUBMISSION_HOST ?? env.SMTP_HOST,
             ...(submissionsPort !== 'off' ? { implicitTlsPort: Math.min(65535, Number(submissionsPort)) } : {}),
           },
+    delivery:
+      env.SMTP_DELIVERY === 'direct'
+        ? {
+            mode: 'direct',
+            heloName: env.SMTP_HELO_NAME ?? hostname().toLowerCase(),
+            port: env.SMTP_DIRECT_PORT,
+            poolSize: env.SMTP_DIRECT_POOL_SIZE,
+            ratePerMinute: env.SMTP_DIRECT_RATE_PER_MINUTE,
+            tls: { policy: env.SMTP_DIRECT_TLS, source: 'host' },
+          }
+        : { mode: 'relay' },
     relayUrl: env.SMTP_RELAY_URL,
     relayTls,
     bounceDomain: env.BOUNCE_DOMAIN,
@@ -318,7 +350,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     sends: {
       retryScheduleMs: parseRetrySchedule(env.EMAIL_RETRY_SCHEDULE) as number[],
       retryWindowMs: parseDuration(env.EMAIL_RETRY_WINDOW) as number,
-      relayIsFinalHop: env.SMTP_RELAY_FINAL_HOP,
+      // Direct delivery hands each message to the recipient's own MX: accepted means delivered.
+      relayIsFinalHop: env.SMTP_DELIVERY === 'direct' || env.SMTP_RELAY_FINAL_HOP,
       relayPoolSize: env.SMTP_RELAY_POOL_SIZE,
       handoffWaitMs: env.SEND_HANDOFF_WAIT_MS,
     },

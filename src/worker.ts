@@ -11,7 +11,8 @@ import { createDnsResolver } from './dns/resolver.ts';
 import { reportQueuesFrom } from './metrics/metrics.ts';
 import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
-import { createRelay, maskRelayUrl } from './modules/sends/relay.ts';
+import { createRelay, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
+import { createDirectRelay } from './modules/sends/direct-relay.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/sends/reports.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
@@ -103,6 +104,20 @@ async function workflowBundle(config: Config, logger: Logger): Promise<NonNullab
 }
 
 /**
+ * How this worker's messages leave: the pooled relay (SMTP_RELAY_URL), or direct delivery to
+ * each recipient domain's MX (SMTP_DELIVERY=direct).
+ */
+function outboundDelivery(config: Config, logger: Logger): Relay {
+  if (config.delivery.mode === 'direct') {
+    const { heloName, port, poolSize, ratePerMinute, tls } = config.delivery;
+    logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy });
+    return createDirectRelay({ dns: createDnsResolver(config), heloName, port, poolSize, ratePerMinute, tls, logger });
+  }
+  logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls) });
+  return createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls, logger });
+}
+
+/**
  * The worker process: one Temporal worker on Herald's task queue (plus one per queue of an
  * earlier version with open runs), sharing one connection, one ORM and one activity set.
  * Ensures Herald's schedules exist (on the current queue) before polling.
@@ -112,8 +127,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
   // One pooled SMTP transport to the relay per worker process.
-  const smtpRelay = createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls, logger });
-  logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls) });
+  const smtpRelay = outboundDelivery(config, logger);
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });

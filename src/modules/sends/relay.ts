@@ -1,9 +1,9 @@
-import nodemailer from 'nodemailer';
+import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Logger } from '../../logger.ts';
 import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
-import { buildTransportTls, createTlsFailureLog, describeTlsFailure, type TransportError } from './relay-tls.ts';
+import { buildTransportTls, createTlsFailureLog, describeTlsFailure, type TlsFailureLog, type TransportError } from './relay-tls.ts';
 
 /** One recipient's answer from the relay. */
 export interface RelayRecipientResult {
@@ -51,6 +51,53 @@ export function maskRelayUrl(relayUrl: string): string {
 }
 
 /**
+ * One SMTP transaction on a nodemailer transport, as a RelayResult: never throws for an SMTP
+ * answer. A TLS failure is an unreachable server (temporary) whose response says why, and
+ * `tlsFailures` logs one warning per reason while it lasts.
+ */
+export async function sendOnTransport(
+  transport: Transporter,
+  message: Mail.Options,
+  envelope: { from: string; to: string[] },
+  context: { tls: RelayTlsSettings; tlsFailures: TlsFailureLog },
+): Promise<RelayResult> {
+  const { tls, tlsFailures } = context;
+  try {
+    const info = (await transport.sendMail({ ...message, envelope })) as { accepted?: (string | Mail.Address)[]; rejectedErrors?: SmtpError[]; response?: string };
+    tlsFailures.recordSuccess();
+    const accepted = new Set((info.accepted ?? []).map((a) => String(typeof a === 'string' ? a : a.address).toLowerCase()));
+    const rejected = rejectedResults(info.rejectedErrors ?? []);
+    const rejectedSet = new Set(rejected.map((r) => r.email));
+    const recipients: RelayRecipientResult[] = envelope.to.map((email) => {
+      const lower = email.toLowerCase();
+      const refusal = rejected.find((r) => r.email === lower);
+      if (refusal) return refusal;
+      return { email: lower, accepted: accepted.has(lower) || !rejectedSet.has(lower), code: 250, response: info.response ?? null };
+    });
+    return { kind: 'recipients', recipients, response: info.response ?? null };
+  } catch (caught) {
+    const error = caught as SmtpError;
+    const tlsFailure = describeTlsFailure(error, tls);
+    if (tlsFailure) {
+      tlsFailures.recordFailure(tlsFailure);
+      return { kind: 'unreachable', response: tlsFailure.reason };
+    }
+    if (error.code === 'EENVELOPE' && error.command === 'RCPT TO' && error.rejectedErrors?.length) {
+      return { kind: 'recipients', recipients: rejectedResults(error.rejectedErrors), response: error.response ?? null };
+    }
+    if (typeof error.responseCode === 'number') {
+      return {
+        kind: 'message_refused',
+        permanent: error.responseCode >= 500,
+        code: error.responseCode,
+        response: error.response ?? error.message,
+      };
+    }
+    return { kind: 'unreachable', response: `${error.code ?? 'ERROR'}: ${error.message}` };
+  }
+}
+
+/**
  * The outbound relay (SMTP_RELAY_URL) through nodemailer's pooled SMTP transport: one pool per
  * worker process, connections reused across messages, TLS as `tls` says (config.relayTls).
  * Never throws for an SMTP answer; the caller decides what each answer means. A TLS failure is
@@ -78,41 +125,7 @@ export function createRelay(options: { url: string; poolSize: number; tls: Relay
   } satisfies SMTPPool.Options);
 
   return {
-    async send(message, envelope) {
-      try {
-        const info = await transport.sendMail({ ...message, envelope });
-        tlsFailures.recordSuccess();
-        const accepted = new Set(((info.accepted ?? []) as (string | Mail.Address)[]).map((a) => String(typeof a === 'string' ? a : a.address).toLowerCase()));
-        const rejected = rejectedResults((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []);
-        const rejectedSet = new Set(rejected.map((r) => r.email));
-        const recipients: RelayRecipientResult[] = envelope.to.map((email) => {
-          const lower = email.toLowerCase();
-          const refusal = rejected.find((r) => r.email === lower);
-          if (refusal) return refusal;
-          return { email: lower, accepted: accepted.has(lower) || !rejectedSet.has(lower), code: 250, response: info.response ?? null };
-        });
-        return { kind: 'recipients', recipients, response: info.response ?? null };
-      } catch (caught) {
-        const error = caught as SmtpError;
-        const tlsFailure = describeTlsFailure(error, tls);
-        if (tlsFailure) {
-          tlsFailures.recordFailure(tlsFailure);
-          return { kind: 'unreachable', response: tlsFailure.reason };
-        }
-        if (error.code === 'EENVELOPE' && error.command === 'RCPT TO' && error.rejectedErrors?.length) {
-          return { kind: 'recipients', recipients: rejectedResults(error.rejectedErrors), response: error.response ?? null };
-        }
-        if (typeof error.responseCode === 'number') {
-          return {
-            kind: 'message_refused',
-            permanent: error.responseCode >= 500,
-            code: error.responseCode,
-            response: error.response ?? error.message,
-          };
-        }
-        return { kind: 'unreachable', response: `${error.code ?? 'ERROR'}: ${error.message}` };
-      }
-    },
+    send: (message, envelope) => sendOnTransport(transport, message, envelope, { tls, tlsFailures }),
     close() {
       transport.close();
     },

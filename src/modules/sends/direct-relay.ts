@@ -1,0 +1,175 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import type { DnsResolver } from '../../dns/resolver.ts';
+import type { Logger } from '../../logger.ts';
+import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
+import { buildTransportTls, createTlsFailureLog, type TlsFailureLog } from './relay-tls.ts';
+import { sendOnTransport, type Relay, type RelayRecipientResult, type RelayResult } from './relay.ts';
+
+export interface DirectDeliveryOptions {
+  dns: Pick<DnsResolver, 'mx' | 'a' | 'aaaa'>;
+  /** The name given in EHLO (SMTP_HELO_NAME). */
+  heloName: string;
+  /** The port of every MX host (25). */
+  port: number;
+  /** Connections to one destination host at most. */
+  poolSize: number;
+  /** Messages per minute to one destination host at most (0: no limit). */
+  ratePerMinute: number;
+  tls: RelayTlsSettings;
+  logger: Logger;
+  /** Destination hosts tried per domain, in preference order. */
+  maxHosts?: number;
+}
+
+/** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
+export type MailRoute =
+  | { kind: 'hosts'; hosts: { name: string; address: string }[] }
+  | { kind: 'none'; permanent: boolean; response: string };
+
+/** Open pools kept at most; the least recently used is closed past it. */
+const POOLS_MAX = 500;
+const MAX_HOSTS = 5;
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+/**
+ * The hosts that receive `domain`'s mail (RFC 5321 §5.1): its MX records by preference (equal
+ * preferences in random order), each host's IPv4 then IPv6 addresses looked up through
+ * Herald's resolver; without MX records the domain itself (its A/AAAA, the implicit MX). A
+ * null MX (RFC 7505) or a domain with neither is a permanent "no mail server"; DNS that does
+ * not answer is temporary.
+ */
+export async function resolveMailRoute(dns: DirectDeliveryOptions['dns'], domain: string, maxHosts = MAX_HOSTS): Promise<MailRoute> {
+  const mx = await dns.mx(domain);
+  if (mx.status === 'unreachable') return { kind: 'none', permanent: false, response: `DNS did not answer for the MX of ${domain} (${mx.error})` };
+  let names: string[];
+  if (mx.status === 'found') {
+    if (mx.records.some((record) => record.exchange === '' || record.exchange === '.')) {
+      return { kind: 'none', permanent: true, response: `550 5.1.10 ${domain} accepts no mail (null MX, RFC 7505)` };
+    }
+    const byPreference = new Map<number, string[]>();
+    for (const record of mx.records) byPreference.set(record.priority, [...(byPreference.get(record.priority) ?? []), record.exchange.toLowerCase()]);
+    names = [...byPreference.entries()].sort(([a], [b]) => a - b).flatMap(([, hosts]) => shuffle(hosts));
+  } else {
+    names = [domain];
+  }
+  const hosts: { name: string; address: string }[] = [];
+  let unanswered = false;
+  for (const name of names.slice(0, maxHosts)) {
+    const [a, aaaa] = await Promise.all([dns.a(name), dns.aaaa(name)]);
+    if (a.status === 'unreachable' || aaaa.status === 'unreachable') unanswered = true;
+    for (const address of [...(a.status === 'found' ? a.records : []), ...(aaaa.status === 'found' ? aaaa.records : [])]) hosts.push({ name, address });
+  }
+  if (hosts.length > 0) return { kind: 'hosts', hosts };
+  if (unanswered) return { kind: 'none', permanent: false, response: `DNS did not answer for the mail hosts of ${domain}` };
+  return {
+    kind: 'none',
+    permanent: true,
+    response: mx.status === 'found' ? `550 5.1.2 the MX hosts of ${domain} have no address` : `550 5.1.2 ${domain} has no mail server (no MX, A or AAAA record)`,
+  };
+}
+
+/** The same answer for every recipient of one domain (the message refused, no route, no answer). */
+function forAll(recipients: readonly string[], accepted: boolean, code: number | null, response: string): RelayRecipientResult[] {
+  return recipients.map((email) => ({ email: email.toLowerCase(), accepted, code, response }));
+}
+
+/**
+ * Direct-to-MX delivery (SMTP_DELIVERY=direct), behind the same Relay interface as the relay:
+ * the recipients are grouped by domain and each group goes to its domain's MX in its own SMTP
+ * transaction, trying the next host when one cannot be reached. The answers come back per
+ * recipient, so a 5xx for one domain (or one recipient) bounces only those recipients, a 4xx
+ * or an unreachable domain defers them to the slow path's retries, and a domain without a mail
+ * server bounces at once. One nodemailer pool per destination address (at most `poolSize`
+ * connections, `ratePerMinute` messages), EHLO as `heloName`, STARTTLS as `tls` says (the
+ * certificate checked against the MX host name under `verify`).
+ */
+export function createDirectRelay(options: DirectDeliveryOptions): Relay {
+  const pools = new Map<string, { transport: Transporter; tlsFailures: TlsFailureLog }>();
+
+  function poolFor(host: { name: string; address: string }) {
+    const key = `${host.address}|${host.name}`;
+    const found = pools.get(key);
+    if (found) {
+      pools.delete(key);
+      pools.set(key, found);
+      return found;
+    }
+    if (pools.size >= POOLS_MAX) {
+      const [oldest, pool] = pools.entries().next().value!;
+      pools.delete(oldest);
+      pool.transport.close();
+    }
+    const tlsOptions = buildTransportTls(options.tls, false);
+    const transport = nodemailer.createTransport({
+      pool: true,
+      host: host.address,
+      port: options.port,
+      name: options.heloName,
+      ...tlsOptions,
+      tls: { ...tlsOptions.tls, servername: host.name },
+      maxConnections: options.poolSize,
+      maxMessages: 100,
+      ...(options.ratePerMinute > 0 ? { rateDelta: 60_000, rateLimit: options.ratePerMinute } : {}),
+      connectionTimeout: 30_000,
+      greetingTimeout: 30_000,
+      socketTimeout: 60_000,
+      disableFileAccess: true,
+      disableUrlAccess: true,
+    } satisfies SMTPPool.Options);
+    const pool = { transport, tlsFailures: createTlsFailureLog(options.logger, { address: `${host.name} [${host.address}]:${options.port}`, settings: options.tls }) };
+    pools.set(key, pool);
+    return pool;
+  }
+
+  /** One domain's recipients: each host in turn until one answers. */
+  async function sendToDomain(message: Mail.Options, from: string, domain: string, recipients: string[]): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
+    const route = await resolveMailRoute(options.dns, domain, options.maxHosts);
+    if (route.kind === 'none') {
+      return { results: forAll(recipients, false, route.permanent ? 550 : null, route.response), response: route.response };
+    }
+    let last: RelayResult | null = null;
+    for (const host of route.hosts) {
+      const pool = poolFor(host);
+      const result = await sendOnTransport(pool.transport, message, { from, to: recipients }, { tls: options.tls, tlsFailures: pool.tlsFailures });
+      last = result;
+      // A host that does not answer, or answers 4xx to the whole message, leaves the next one to try (RFC 5321 §5.1).
+      if (result.kind === 'unreachable' || (result.kind === 'message_refused' && !result.permanent)) continue;
+      if (result.kind === 'message_refused') return { results: forAll(recipients, false, result.code, `${host.name}: ${result.response}`), response: result.response };
+      return { results: result.recipients.map((r) => (r.accepted ? r : { ...r, response: `${host.name}: ${r.response ?? ''}` })), response: result.response };
+    }
+    const response = last?.kind === 'message_refused' ? last.response : last?.response ?? 'no host answered';
+    const code = last?.kind === 'message_refused' ? last.code : null;
+    return { results: forAll(recipients, false, code, `no mail host of ${domain} took the message: ${response}`), response };
+  }
+
+  return {
+    async send(message, envelope) {
+      const byDomain = new Map<string, string[]>();
+      for (const recipient of envelope.to) {
+        const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
+        byDomain.set(domain, [...(byDomain.get(domain) ?? []), recipient]);
+      }
+      const answers = await Promise.all([...byDomain.entries()].map(([domain, recipients]) => sendToDomain(message, envelope.from, domain, recipients)));
+      const results = answers.flatMap((answer) => answer.results);
+      const byEmail = new Map(results.map((r) => [r.email, r]));
+      return {
+        kind: 'recipients',
+        recipients: envelope.to.map((email) => byEmail.get(email.toLowerCase()) ?? { email: email.toLowerCase(), accepted: false, code: null, response: 'no answer' }),
+        response: answers.find((answer) => answer.response !== null)?.response ?? null,
+      };
+    },
+    close() {
+      for (const pool of pools.values()) pool.transport.close();
+      pools.clear();
+    },
+  };
+}

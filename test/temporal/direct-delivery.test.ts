@@ -1,0 +1,197 @@
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { simpleParser } from 'mailparser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../src/dev/processes.ts';
+import { freePort } from '../../src/dev/ports.ts';
+import { createLogger } from '../../src/logger.ts';
+import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
+import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
+import { addSendingDomain, setCredits } from '../support/sending.ts';
+
+interface Received {
+  server: string;
+  helo: string;
+  secure: boolean;
+  from: string;
+  to: string[];
+  messageId: string;
+  subject: string;
+}
+
+type EmailRecord = { _id: string; status: string; recipients: { email: string; status: string; attempts: number; last_response: string | null }[] };
+
+/**
+ * A remote MX on a 127.0.0.x address: records what it accepts (with the EHLO name and whether
+ * STARTTLS was used), refuses `nobody@` at RCPT with 550, and with `greylist` answers 451 to a
+ * recipient's first RCPT and 250 afterwards.
+ */
+async function startMx(host: string, port: number, options: { greylist?: boolean } = {}) {
+  const received: Received[] = [];
+  const seen = new Set<string>();
+  const server = new SMTPServer({
+    authOptional: true,
+    disableReverseLookup: true,
+    closeTimeout: 500,
+    onRcptTo(address, _session, callback) {
+      const rcpt = address.address.toLowerCase();
+      if (rcpt.startsWith('nobody@')) {
+        const error = Object.assign(new Error('5.1.1 no such user here'), { responseCode: 550 });
+        callback(error);
+        return;
+      }
+      if (options.greylist && !seen.has(rcpt)) {
+        seen.add(rcpt);
+        callback(Object.assign(new Error('4.7.1 greylisted, try again later'), { responseCode: 451 }));
+        return;
+      }
+      callback();
+    },
+    onData(stream, session: SMTPServerSession, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        void simpleParser(Buffer.concat(chunks)).then((parsed) => {
+          received.push({
+            server: host,
+            helo: session.hostNameAppearsAs,
+            secure: session.secure,
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
+            messageId: parsed.messageId ?? '',
+            subject: parsed.subject ?? '',
+          });
+          callback(null, 'queued as remote');
+        }, callback);
+      });
+    },
+  });
+  server.on('error', () => {});
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  return { received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/**
+ * SMTP_DELIVERY=direct end to end over loopback: a DNS server on 127.0.0.1 publishes MX and A
+ * records pointing at SMTP servers on 127.0.0.2–5; Herald's worker looks them up, delivers per
+ * recipient domain, and records each recipient's own outcome.
+ */
+describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)', () => {
+  let h: ApiHarness;
+  let worker: RunningWorker;
+  let dns: TestDnsServer;
+  let mx: Awaited<ReturnType<typeof startMx>>[];
+  let sendingDomain: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    mx = [await startMx('127.0.0.2', port), await startMx('127.0.0.3', port), await startMx('127.0.0.5', port, { greylist: true })];
+    dns = await startDnsServer({
+      'one.test': { MX: [{ exchange: 'mx1.one.test', priority: 10 }, { exchange: 'mx2.one.test', priority: 20 }] },
+      'mx1.one.test': { A: ['127.0.0.2'] },
+      'mx2.one.test': { A: ['127.0.0.3'] },
+      // No MX: the domain's own address receives its mail (RFC 5321 implicit MX).
+      'implicit.test': { A: ['127.0.0.3'] },
+      'nullmx.test': { MX: [{ exchange: '.', priority: 0 }] },
+      // The preferred host does not listen: the next one takes the message.
+      'failover.test': { MX: [{ exchange: 'down.failover.test', priority: 5 }, { exchange: 'up.failover.test', priority: 50 }] },
+      'down.failover.test': { A: ['127.0.0.4'] },
+      'up.failover.test': { A: ['127.0.0.2'] },
+      'grey.test': { MX: [{ exchange: 'mx.grey.test', priority: 10 }] },
+      'mx.grey.test': { A: ['127.0.0.5'] },
+      'dead.test': { MX: [{ exchange: 'mx.dead.test', priority: 10 }] },
+      'mx.dead.test': { A: ['127.0.0.6'] },
+    });
+    h = await startApiHarness({
+      SMTP_DELIVERY: 'direct',
+      SMTP_DIRECT_PORT: String(port),
+      SMTP_HELO_NAME: 'mta.herald.test',
+      DNS_SERVERS: dns.address,
+      EMAIL_RETRY_SCHEDULE: '0s,300ms',
+      EMAIL_RETRY_WINDOW: '4s',
+    });
+    installTemporalLogging(createLogger('silent'));
+    worker = await startWorker(h.stack.config, createLogger('silent'));
+    sendingDomain = (await addSendingDomain(h.stack.orm, h.workspace.org.id)).domain;
+    await setCredits(h.stack.orm, h.workspace.org.id, 100);
+  }, 120_000);
+
+  afterAll(async () => {
+    await worker?.shutdown();
+    await h?.close();
+    for (const server of mx ?? []) await server.close();
+    await dns?.close();
+  });
+
+  async function send(to: string[], subject: string): Promise<string> {
+    const response = await h.request('POST', '/api/v1/outbox/emails', {
+      body: { from: `app@${sendingDomain}`, to, subject, text: 'Hello over direct delivery' },
+      headers: idem(),
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(202);
+    return (response.body.data as EmailRecord)._id;
+  }
+
+  async function settled(id: string): Promise<EmailRecord> {
+    return waitFor(
+      `email ${id} to settle`,
+      async () => {
+        const email = (await h.request('GET', `/api/v1/outbox/emails/${id}`)).body.data as EmailRecord;
+        return ['sent', 'failed', 'bounced', 'delivered'].includes(email.status) && email.recipients.every((r) => !['queued', 'deferred'].includes(r.status)) ? email : undefined;
+      },
+      60_000,
+      100,
+    );
+  }
+
+  const received = () => mx.flatMap((server) => server.received);
+  const statusOf = (email: EmailRecord, address: string) => email.recipients.find((r) => r.email === address);
+
+  it('delivers each domain to its own MX, bounces only the recipients a server or DNS refuses', async () => {
+    const id = await send(['alice@one.test', 'nobody@one.test', 'bob@implicit.test', 'carol@nullmx.test', 'dave@nxdomain.test'], 'Per domain');
+    const email = await settled(id);
+    expect(statusOf(email, 'alice@one.test')?.status).toBe('delivered');
+    expect(statusOf(email, 'bob@implicit.test')?.status).toBe('delivered');
+    expect(statusOf(email, 'nobody@one.test')).toMatchObject({ status: 'bounced', last_response: expect.stringMatching(/mx1\.one\.test: 550 5\.1\.1 no such user/) });
+    expect(statusOf(email, 'carol@nullmx.test')).toMatchObject({ status: 'bounced', last_response: expect.stringMatching(/null MX/) });
+    expect(statusOf(email, 'dave@nxdomain.test')).toMatchObject({ status: 'bounced', last_response: expect.stringMatching(/no mail server/) });
+
+    const got = received().filter((message) => message.subject === 'Per domain');
+    // alice went to the preferred MX only; bob to implicit.test's own address.
+    expect(got.map((m) => [m.server, m.to])).toEqual(expect.arrayContaining([['127.0.0.2', ['alice@one.test']], ['127.0.0.3', ['bob@implicit.test']]]));
+    expect(got).toHaveLength(2);
+    for (const message of got) {
+      expect(message.helo).toBe('mta.herald.test');
+      // Opportunistic STARTTLS: the MX offered it, Herald used it.
+      expect(message.secure).toBe(true);
+      // The envelope sender is the email's own bounce address on the sending domain's bounce host.
+      expect(message.from).toMatch(new RegExp(`^bounce\\+${id}@bounces\\.${sendingDomain.replaceAll('.', '\\.')}$`));
+    }
+    expect(new Set(got.map((m) => m.messageId)).size).toBe(1);
+  }, 90_000);
+
+  it('falls over to the next MX when the preferred one does not answer', async () => {
+    const id = await send(['erin@failover.test'], 'Failover');
+    const email = await settled(id);
+    expect(statusOf(email, 'erin@failover.test')?.status).toBe('delivered');
+    expect(received().filter((m) => m.subject === 'Failover').map((m) => m.server)).toEqual(['127.0.0.2']);
+  }, 90_000);
+
+  it('retries a greylisting MX (451, then 250) and delivers the message once', async () => {
+    const id = await send(['gail@grey.test'], 'Greylisted');
+    const email = await settled(id);
+    expect(statusOf(email, 'gail@grey.test')).toMatchObject({ status: 'delivered' });
+    expect(statusOf(email, 'gail@grey.test')!.attempts).toBeGreaterThanOrEqual(2);
+    expect(received().filter((m) => m.subject === 'Greylisted')).toHaveLength(1);
+  }, 90_000);
+
+  it('defers a domain whose MX cannot be reached, retries it, then fails it when the window closes', async () => {
+    const id = await send(['dan@dead.test', 'alice@one.test'], 'Dead domain');
+    const email = await settled(id);
+    expect(statusOf(email, 'alice@one.test')?.status).toBe('delivered');
+    const dead = statusOf(email, 'dan@dead.test')!;
+    expect(dead.status).toBe('failed');
+    expect(dead.attempts).toBeGreaterThanOrEqual(2);
+    expect(dead.last_response).toMatch(/retries_exhausted: .*no mail host of dead\.test took the message/);
+  }, 90_000);
+});
