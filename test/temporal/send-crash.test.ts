@@ -1,10 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/dev/ports.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { Service } from '../../src/dev/processes.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
 import { idem } from '../support/api.ts';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
@@ -15,7 +17,7 @@ import { spawnWorkerProcess } from '../support/worker-process.ts';
  * A relay standing in for the provider: it holds its answer to the first RCPT of
  * `hang@example.com` until released, and counts the messages it accepted per Message-ID.
  */
-async function startHoldingRelay() {
+async function startHoldingRelay(host = '127.0.0.1', port = 0) {
   let release: () => void = () => {};
   const released = new Promise<void>((resolve) => (release = resolve));
   let held = false;
@@ -48,7 +50,7 @@ async function startHoldingRelay() {
   });
   // The killed worker's connection ends with ECONNRESET: expected here, not a failure.
   server.on('error', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
   return {
     port: (server.server.address() as AddressInfo).port,
     holding,
@@ -58,15 +60,32 @@ async function startHoldingRelay() {
   };
 }
 
-describe('a transactional send when the worker process is killed mid-send', () => {
+/**
+ * Through the relay, and with direct delivery (SMTP_DELIVERY=direct: example.com's MX, found
+ * through a DNS server on loopback, is the holding server on 127.0.0.2).
+ */
+describe.each(['relay', 'direct'] as const)('a transactional send when the worker process is killed mid-send (%s delivery)', (mode) => {
   let relay: Awaited<ReturnType<typeof startHoldingRelay>>;
+  let dns: TestDnsServer | null = null;
   let stack: TestStack;
   let api: RunningApi;
   let worker: Service | null = null;
 
   beforeAll(async () => {
-    relay = await startHoldingRelay();
-    stack = await createTestStack({ SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`, SEND_HANDOFF_WAIT_MS: '0' });
+    if (mode === 'relay') {
+      relay = await startHoldingRelay();
+      stack = await createTestStack({ SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`, SEND_HANDOFF_WAIT_MS: '0' });
+    } else {
+      relay = await startHoldingRelay('127.0.0.2', await freePort());
+      dns = await startDnsServer({ 'example.com': { MX: [{ exchange: 'mx.example.com', priority: 10 }] }, 'mx.example.com': { A: ['127.0.0.2'] } });
+      stack = await createTestStack({
+        SMTP_DELIVERY: 'direct',
+        SMTP_DIRECT_PORT: String(relay.port),
+        SMTP_HELO_NAME: 'mta.herald.test',
+        DNS_SERVERS: dns.address,
+        SEND_HANDOFF_WAIT_MS: '0',
+      });
+    }
     api = await startApi(stack.config, createLogger('silent'));
   });
 
@@ -75,6 +94,7 @@ describe('a transactional send when the worker process is killed mid-send', () =
     await api?.close();
     await stack?.close();
     await relay?.close();
+    await dns?.close();
   });
 
   it('loses nothing and hands the message to the relay exactly once', async () => {
