@@ -1,9 +1,12 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { Resolver } from 'node:dns/promises';
+import { authenticate } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/processes.ts';
 import { freePort } from '../../src/dev/ports.ts';
 import { createLogger } from '../../src/logger.ts';
+import { expectedRecords } from '../../src/modules/domains/deliverability.fns.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
@@ -11,6 +14,8 @@ import { addSendingDomain, setCredits } from '../support/sending.ts';
 
 interface Received {
   server: string;
+  raw: Buffer;
+  remoteAddress: string;
   helo: string;
   secure: boolean;
   from: string;
@@ -51,9 +56,12 @@ async function startMx(host: string, port: number, options: { greylist?: boolean
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
-        void simpleParser(Buffer.concat(chunks)).then((parsed) => {
+        const raw = Buffer.concat(chunks);
+        void simpleParser(raw).then((parsed) => {
           received.push({
             server: host,
+            raw,
+            remoteAddress: session.remoteAddress,
             helo: session.hostNameAppearsAs,
             secure: session.secure,
             from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
@@ -168,6 +176,40 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       expect(message.from).toMatch(new RegExp(`^bounce\\+${id}@bounces\\.${sendingDomain.replaceAll('.', '\\.')}$`));
     }
     expect(new Set(got.map((m) => m.messageId)).size).toBe(1);
+  }, 90_000);
+
+  it('sends mail that passes SPF, DKIM and DMARC, aligned, against the records Herald tells the domain to publish', async () => {
+    const domain = await addSendingDomain(h.stack.orm, h.workspace.org.id);
+    const expected = expectedRecords(domain, { spfInclude: h.stack.config.spfInclude, bounceDomain: h.stack.config.bounceDomain });
+    // The domain's records exactly as shown, and the operator's SPF for Herald's sending IPs (loopback here).
+    dns.set(expected.spf.name, { TXT: [expected.spf.value] });
+    dns.set(expected.dkim.name, { TXT: [expected.dkim.value] });
+    dns.set(expected.dmarc.name, { TXT: ['v=DMARC1; p=reject'] });
+    dns.set(expected.return_path.name, { CNAME: expected.return_path.value });
+    dns.set(h.stack.config.spfInclude, { TXT: ['v=spf1 ip4:127.0.0.0/8 -all'] });
+    dns.set(h.stack.config.bounceDomain, { TXT: ['v=spf1 ip4:127.0.0.0/8 -all'] });
+
+    const response = await h.request('POST', '/api/v1/outbox/emails', {
+      body: { from: `Billing <billing@${domain.domain}>`, to: ['alice@one.test'], subject: 'Authenticated', html: '<p>Your <b>invoice</b></p>' },
+      headers: idem(),
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(202);
+    await settled((response.body.data as EmailRecord)._id);
+    const message = received().find((m) => m.subject === 'Authenticated')!;
+    const resolver = new Resolver();
+    resolver.setServers([dns.address]);
+    const result = await authenticate(message.raw, {
+      ip: message.remoteAddress,
+      helo: message.helo,
+      sender: message.from,
+      mta: 'mx1.one.test',
+      resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT'),
+    });
+    expect(result.spf && result.spf.status.result, JSON.stringify(result.spf)).toBe('pass');
+    expect(result.spf && result.spf.domain).toBe(`bounces.${domain.domain}`);
+    expect(result.dkim.results.map((r) => [r.signingDomain, r.status.result])).toEqual([[domain.domain, 'pass']]);
+    expect(result.dmarc && result.dmarc.status.result, JSON.stringify(result.dmarc)).toBe('pass');
+    expect(result.dmarc && result.dmarc.alignment).toMatchObject({ spf: { result: `bounces.${domain.domain}` }, dkim: { result: domain.domain } });
   }, 90_000);
 
   it('falls over to the next MX when the preferred one does not answer', async () => {
