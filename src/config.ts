@@ -122,6 +122,12 @@ const EnvSchema = v.object({
   SMTP_DIRECT_RATE_PER_MINUTE: v.pipe(v.optional(v.string(), '0'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.maxValue(100_000)),
   /** TLS with remote MX hosts: opportunistic STARTTLS (the internet's default), verify (refuse hosts without a valid certificate), none. */
   SMTP_DIRECT_TLS: v.optional(v.picklist(SMTP_TLS_POLICIES, `must be one of ${SMTP_TLS_POLICIES.join(', ')}`), 'opportunistic'),
+  /** Honour destination domains' MTA-STS policies (RFC 8461): `enforce` (the default) or `off`. */
+  SMTP_MTA_STS: v.optional(v.picklist(['enforce', 'off'], 'must be enforce or off'), 'enforce'),
+  /** The HTTPS port of MTA-STS policy hosts (443; another only for tests). */
+  SMTP_MTA_STS_PORT: v.pipe(v.optional(v.string(), '443'), v.regex(/^\d{1,5}$/, 'must be a port number'), v.transform(Number), v.minValue(1), v.maxValue(65535)),
+  /** PEM file of extra certificate authorities trusted for MX hosts and MTA-STS policy hosts (private networks, tests). */
+  SMTP_DIRECT_CA_FILE: v.optional(v.string(), ''),
   BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
   SPF_INCLUDE: v.optional(
     v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/, 'must be a host name')),
@@ -210,7 +216,18 @@ export interface Config {
    */
   delivery:
     | { mode: 'relay' }
-    | { mode: 'direct'; heloName: string; port: number; poolSize: number; ratePerMinute: number; tls: RelayTlsSettings };
+    | {
+        mode: 'direct';
+        heloName: string;
+        port: number;
+        poolSize: number;
+        ratePerMinute: number;
+        tls: RelayTlsSettings;
+        /** MTA-STS: honoured (on its HTTPS `port`) or null (off). */
+        mtaSts: { port: number } | null;
+        /** SMTP_DIRECT_CA_FILE. */
+        caFile?: string;
+      };
   relayUrl: string;
   /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
   relayTls: RelayTlsSettings;
@@ -330,6 +347,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
             poolSize: env.SMTP_DIRECT_POOL_SIZE,
             ratePerMinute: env.SMTP_DIRECT_RATE_PER_MINUTE,
             tls: { policy: env.SMTP_DIRECT_TLS, source: 'host' },
+            mtaSts: env.SMTP_MTA_STS === 'enforce' ? { port: env.SMTP_MTA_STS_PORT } : null,
+            ...(env.SMTP_DIRECT_CA_FILE ? { caFile: env.SMTP_DIRECT_CA_FILE } : {}),
           }
         : { mode: 'relay' },
     relayUrl: env.SMTP_RELAY_URL,

@@ -13,6 +13,8 @@ import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
 import { createRelay, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
 import { createDirectRelay } from './modules/sends/direct-relay.ts';
+import { createMtaSts } from './modules/sends/mta-sts.ts';
+import { readTrustedCaFile } from './modules/sends/relay-tls.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/sends/reports.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
@@ -109,9 +111,22 @@ async function workflowBundle(config: Config, logger: Logger): Promise<NonNullab
  */
 function outboundDelivery(config: Config, logger: Logger): Relay {
   if (config.delivery.mode === 'direct') {
-    const { heloName, port, poolSize, ratePerMinute, tls } = config.delivery;
-    logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy });
-    return createDirectRelay({ dns: createDnsResolver(config), heloName, port, poolSize, ratePerMinute, tls, logger });
+    const { heloName, port, poolSize, ratePerMinute, tls, mtaSts, caFile } = config.delivery;
+    logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy, mtaSts: mtaSts ? 'enforce' : 'off' });
+    // Routes repeat in bursts (many messages to one domain): answers are reused for a minute.
+    const dns = createDnsResolver(config, { cache: { ttlMs: 60_000, maxEntries: 10_000 } });
+    const ca = caFile ? [readTrustedCaFile(caFile)] : [];
+    return createDirectRelay({
+      dns,
+      heloName,
+      port,
+      poolSize,
+      ratePerMinute,
+      tls,
+      ca,
+      mtaSts: mtaSts ? createMtaSts({ dns, logger, ca, port: mtaSts.port }) : null,
+      logger,
+    });
   }
   logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls) });
   return createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls, logger });

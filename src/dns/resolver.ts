@@ -1,4 +1,6 @@
+import type { MxRecord } from 'node:dns';
 import { Resolver } from 'node:dns/promises';
+import { cacheDnsAnswers, type DnsAnswerCacheOptions, type DnsQuery } from './answer-cache.ts';
 import type { Config } from '../config.ts';
 
 /** A DNS answer: records found, a definite "none" (NXDOMAIN or no data), or no answer at all. */
@@ -32,15 +34,22 @@ export function configuredResolver(config: { dns: Pick<Config['dns'], 'servers' 
  * timeout and one retry, telling "the domain has no such record" apart from "DNS did not
  * answer", so callers can decide what an outage means.
  */
-export function createDnsResolver(config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs'> }) {
+export function createDnsResolver(
+  config: { dns: Pick<Config['dns'], 'servers' | 'timeoutMs'> },
+  options: { cache?: Omit<DnsAnswerCacheOptions, 'now'> } = {},
+) {
   const resolver = configuredResolver(config);
+  const plain: DnsQuery<unknown> = (name, rrtype) => resolver.resolve(name, rrtype as 'A');
+  // With `cache`, answers (and definite absences) are reused for a while: bursts of lookups of one domain cost one query.
+  const query = options.cache ? cacheDnsAnswers(plain, options.cache) : plain;
+  const ask = <T>(name: string, rrtype: string) => query(name, rrtype) as Promise<T[]>;
   return {
-    mx: (name: string) => lookup(() => resolver.resolveMx(name)),
-    a: (name: string) => lookup(() => resolver.resolve4(name)),
-    aaaa: (name: string) => lookup(() => resolver.resolve6(name)),
+    mx: (name: string) => lookup(() => ask<MxRecord>(name, 'MX')),
+    a: (name: string) => lookup(() => ask<string>(name, 'A')),
+    aaaa: (name: string) => lookup(() => ask<string>(name, 'AAAA')),
     /** TXT records, each joined from its character strings. */
-    txt: (name: string) => lookup(async () => (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''))),
-    cname: (name: string) => lookup(() => resolver.resolveCname(name)),
+    txt: (name: string) => lookup(async () => (await ask<string[]>(name, 'TXT')).map((chunks) => chunks.join(''))),
+    cname: (name: string) => lookup(() => ask<string>(name, 'CNAME')),
 
     /**
      * Whether mail can be delivered to the domain: an MX, or else an A/AAAA (RFC 5321 implicit

@@ -1,5 +1,6 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import { Resolver } from 'node:dns/promises';
+import { createServer, type Server } from 'node:https';
 import { authenticate } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { installTemporalLogging, startWorker, type RunningWorker } from '../../s
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { createTestCertificates, type TestCertificate } from '../support/test-certificates.ts';
 
 interface Received {
   server: string;
@@ -31,13 +33,14 @@ type EmailRecord = { _id: string; status: string; recipients: { email: string; s
  * STARTTLS was used), refuses `nobody@` at RCPT with 550, and with `greylist` answers 451 to a
  * recipient's first RCPT and 250 afterwards.
  */
-async function startMx(host: string, port: number, options: { greylist?: boolean } = {}) {
+async function startMx(host: string, port: number, options: { greylist?: boolean; certificate?: TestCertificate } = {}) {
   const received: Received[] = [];
   const seen = new Set<string>();
   const server = new SMTPServer({
     authOptional: true,
     disableReverseLookup: true,
     closeTimeout: 500,
+    ...(options.certificate ? { key: options.certificate.key, cert: options.certificate.cert } : {}),
     onRcptTo(address, _session, callback) {
       const rcpt = address.address.toLowerCase();
       if (rcpt.startsWith('nobody@')) {
@@ -90,10 +93,33 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
   let dns: TestDnsServer;
   let mx: Awaited<ReturnType<typeof startMx>>[];
   let sendingDomain: string;
+  let certificates: ReturnType<typeof createTestCertificates>;
+  let policyServer: Server;
 
   beforeAll(async () => {
     const port = await freePort();
-    mx = [await startMx('127.0.0.2', port), await startMx('127.0.0.3', port), await startMx('127.0.0.5', port, { greylist: true })];
+    certificates = createTestCertificates();
+    const authority = certificates.authority('Herald test CA');
+    mx = [
+      await startMx('127.0.0.2', port),
+      await startMx('127.0.0.3', port),
+      await startMx('127.0.0.5', port, { greylist: true }),
+      // The one host sts.test's MTA-STS policy names, with a certificate for its name.
+      await startMx('127.0.0.7', port, { certificate: authority.issue(['DNS:mx-good.sts.test']) }),
+    ];
+    // The MTA-STS policy hosts of sts.test and sts-bad.test, over HTTPS with certificates of the test CA.
+    const policies: Record<string, string> = {
+      'mta-sts.sts.test': 'version: STSv1\r\nmode: enforce\r\nmx: mx-good.sts.test\r\nmax_age: 86400\r\n',
+      'mta-sts.sts-bad.test': 'version: STSv1\nmode: enforce\nmx: *.elsewhere.test\nmax_age: 86400\n',
+      'mta-sts.sts-self.test': 'version: STSv1\nmode: enforce\nmx: *.sts-self.test\nmax_age: 86400\n',
+    };
+    const policyCert = authority.issue(['DNS:mta-sts.sts.test', 'DNS:mta-sts.sts-bad.test', 'DNS:mta-sts.sts-self.test']);
+    policyServer = createServer({ key: policyCert.key, cert: policyCert.cert }, (req, res) => {
+      const policy = req.url === '/.well-known/mta-sts.txt' ? policies[(req.headers.host ?? '').toLowerCase()] : undefined;
+      res.writeHead(policy ? 200 : 404, { 'content-type': 'text/plain' }).end(policy ?? 'not found');
+    });
+    const policyPort = await freePort();
+    await new Promise<void>((resolve) => policyServer.listen(policyPort, '127.0.0.8', resolve));
     dns = await startDnsServer({
       'one.test': { MX: [{ exchange: 'mx1.one.test', priority: 10 }, { exchange: 'mx2.one.test', priority: 20 }] },
       'mx1.one.test': { A: ['127.0.0.2'] },
@@ -109,11 +135,28 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       'mx.grey.test': { A: ['127.0.0.5'] },
       'dead.test': { MX: [{ exchange: 'mx.dead.test', priority: 10 }] },
       'mx.dead.test': { A: ['127.0.0.6'] },
+      // MTA-STS: the preferred MX (127.0.0.2, a self-signed certificate) is not in the policy.
+      'sts.test': { MX: [{ exchange: 'mx.sts.test', priority: 10 }, { exchange: 'mx-good.sts.test', priority: 20 }] },
+      'mx.sts.test': { A: ['127.0.0.2'] },
+      'mx-good.sts.test': { A: ['127.0.0.7'] },
+      '_mta-sts.sts.test': { TXT: ['v=STSv1; id=20261125'] },
+      'mta-sts.sts.test': { A: ['127.0.0.8'] },
+      'sts-bad.test': { MX: [{ exchange: 'mx.sts-bad.test', priority: 10 }] },
+      'mx.sts-bad.test': { A: ['127.0.0.2'] },
+      '_mta-sts.sts-bad.test': { TXT: ['v=STSv1; id=1'] },
+      'mta-sts.sts-bad.test': { A: ['127.0.0.8'] },
+      // Named by its policy, but its certificate (smtp-server's own, self-signed) does not verify.
+      'sts-self.test': { MX: [{ exchange: 'mx.sts-self.test', priority: 10 }] },
+      'mx.sts-self.test': { A: ['127.0.0.2'] },
+      '_mta-sts.sts-self.test': { TXT: ['v=STSv1; id=7'] },
+      'mta-sts.sts-self.test': { A: ['127.0.0.8'] },
     });
     h = await startApiHarness({
       SMTP_DELIVERY: 'direct',
       SMTP_DIRECT_PORT: String(port),
       SMTP_HELO_NAME: 'mta.herald.test',
+      SMTP_MTA_STS_PORT: String(policyPort),
+      SMTP_DIRECT_CA_FILE: authority.certFile,
       DNS_SERVERS: dns.address,
       EMAIL_RETRY_SCHEDULE: '0s,300ms',
       EMAIL_RETRY_WINDOW: '4s',
@@ -129,6 +172,8 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     await h?.close();
     for (const server of mx ?? []) await server.close();
     await dns?.close();
+    await new Promise<void>((resolve) => (policyServer ? policyServer.close(() => resolve()) : resolve()));
+    certificates?.remove();
   });
 
   async function send(to: string[], subject: string): Promise<string> {
@@ -210,6 +255,22 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     expect(result.dkim.results.map((r) => [r.signingDomain, r.status.result])).toEqual([[domain.domain, 'pass']]);
     expect(result.dmarc && result.dmarc.status.result, JSON.stringify(result.dmarc)).toBe('pass');
     expect(result.dmarc && result.dmarc.alignment).toMatchObject({ spf: { result: `bounces.${domain.domain}` }, dkim: { result: domain.domain } });
+  }, 90_000);
+
+  it('honours an enforced MTA-STS policy: only the MX hosts it names, over verified TLS; none named means deferred', async () => {
+    const id = await send(['sam@sts.test', 'sue@sts-bad.test', 'sid@sts-self.test'], 'MTA-STS');
+    const email = await settled(id);
+    expect(statusOf(email, 'sam@sts.test')?.status).toBe('delivered');
+    const got = received().filter((m) => m.subject === 'MTA-STS');
+    // Not the preferred mx.sts.test (127.0.0.2): the policy names only mx-good.sts.test.
+    expect(got.map((m) => [m.server, m.secure])).toEqual([['127.0.0.7', true]]);
+    const refused = statusOf(email, 'sue@sts-bad.test')!;
+    expect(refused.status).toBe('failed');
+    expect(refused.last_response).toMatch(/MTA-STS: the enforced policy of sts-bad\.test names none of its MX hosts \(mx\.sts-bad\.test\)/);
+    // Listed, but its certificate does not verify: never sent in clear or to an unverified host.
+    const unverified = statusOf(email, 'sid@sts-self.test')!;
+    expect(unverified.status).toBe('failed');
+    expect(unverified.last_response).toMatch(/certificate/i);
   }, 90_000);
 
   it('falls over to the next MX when the preferred one does not answer', async () => {

@@ -1,3 +1,4 @@
+import { rootCertificates } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
@@ -5,6 +6,7 @@ import type { DnsResolver } from '../../dns/resolver.ts';
 import type { Logger } from '../../logger.ts';
 import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
 import { buildTransportTls, createTlsFailureLog, type TlsFailureLog } from './relay-tls.ts';
+import { mxMatches, type MtaSts } from './mta-sts.ts';
 import { sendOnTransport, type Relay, type RelayRecipientResult, type RelayResult } from './relay.ts';
 
 export interface DirectDeliveryOptions {
@@ -21,6 +23,10 @@ export interface DirectDeliveryOptions {
   logger: Logger;
   /** Destination hosts tried per domain, in preference order. */
   maxHosts?: number;
+  /** MTA-STS policies to honour (null: off). */
+  mtaSts?: MtaSts | null;
+  /** Extra trusted certificate authorities (PEM) for hosts whose certificate is verified. */
+  ca?: string[];
 }
 
 /** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
@@ -93,10 +99,23 @@ function forAll(recipients: readonly string[], accepted: boolean, code: number |
  * certificate checked against the MX host name under `verify`).
  */
 export function createDirectRelay(options: DirectDeliveryOptions): Relay {
-  const pools = new Map<string, { transport: Transporter; tlsFailures: TlsFailureLog }>();
+  const pools = new Map<string, { transport: Transporter; tls: RelayTlsSettings; tlsFailures: TlsFailureLog }>();
 
-  function poolFor(host: { name: string; address: string }) {
-    const key = `${host.address}|${host.name}`;
+  /** The TLS a host gets: verified against its name (SMTP_DIRECT_TLS=verify, or an enforced MTA-STS policy), else the configured policy. */
+  function tlsFor(host: { name: string }, verify: boolean) {
+    if (!verify) {
+      const options_ = buildTransportTls(options.tls, false);
+      return { settings: options.tls, transport: { ...options_, tls: { ...options_.tls, servername: host.name } } };
+    }
+    const ca = options.ca && options.ca.length > 0 ? { ca: [...rootCertificates, ...options.ca] } : {};
+    return {
+      settings: { policy: 'verify' as const, source: 'host' as const },
+      transport: { secure: false, requireTLS: true, tls: { rejectUnauthorized: true, minVersion: 'TLSv1.2' as const, servername: host.name, ...ca } },
+    };
+  }
+
+  function poolFor(host: { name: string; address: string }, verify: boolean) {
+    const key = `${host.address}|${host.name}|${verify ? 'verify' : options.tls.policy}`;
     const found = pools.get(key);
     if (found) {
       pools.delete(key);
@@ -108,14 +127,13 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
       pools.delete(oldest);
       pool.transport.close();
     }
-    const tlsOptions = buildTransportTls(options.tls, false);
+    const tls = tlsFor(host, verify);
     const transport = nodemailer.createTransport({
       pool: true,
       host: host.address,
       port: options.port,
       name: options.heloName,
-      ...tlsOptions,
-      tls: { ...tlsOptions.tls, servername: host.name },
+      ...tls.transport,
       maxConnections: options.poolSize,
       maxMessages: 100,
       ...(options.ratePerMinute > 0 ? { rateDelta: 60_000, rateLimit: options.ratePerMinute } : {}),
@@ -125,7 +143,7 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
       disableFileAccess: true,
       disableUrlAccess: true,
     } satisfies SMTPPool.Options);
-    const pool = { transport, tlsFailures: createTlsFailureLog(options.logger, { address: `${host.name} [${host.address}]:${options.port}`, settings: options.tls }) };
+    const pool = { transport, tls: tls.settings, tlsFailures: createTlsFailureLog(options.logger, { address: `${host.name} [${host.address}]:${options.port}`, settings: tls.settings }) };
     pools.set(key, pool);
     return pool;
   }
@@ -136,10 +154,28 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
     if (route.kind === 'none') {
       return { results: forAll(recipients, false, route.permanent ? 550 : null, route.response), response: route.response };
     }
+    let hosts = route.hosts;
+    let enforced = false;
+    if (options.mtaSts) {
+      const verdict = await options.mtaSts.policyFor(domain);
+      if (verdict.kind === 'policy' && verdict.policy.mode !== 'none') {
+        const listed = hosts.filter((host) => verdict.policy.mx.some((pattern) => mxMatches(pattern, host.name)));
+        if (verdict.policy.mode === 'enforce') {
+          if (listed.length === 0) {
+            const response = `MTA-STS: the enforced policy of ${domain} names none of its MX hosts (${[...new Set(hosts.map((h) => h.name))].join(', ')})`;
+            return { results: forAll(recipients, false, null, response), response };
+          }
+          hosts = listed;
+          enforced = true;
+        } else if (listed.length < hosts.length) {
+          options.logger.info('MTA-STS testing policy would refuse some MX hosts', { domain, refused: hosts.filter((h) => !listed.includes(h)).map((h) => h.name) });
+        }
+      }
+    }
     let last: RelayResult | null = null;
-    for (const host of route.hosts) {
-      const pool = poolFor(host);
-      const result = await sendOnTransport(pool.transport, message, { from, to: recipients }, { tls: options.tls, tlsFailures: pool.tlsFailures });
+    for (const host of hosts) {
+      const pool = poolFor(host, enforced || options.tls.policy === 'verify');
+      const result = await sendOnTransport(pool.transport, message, { from, to: recipients }, { tls: pool.tls, tlsFailures: pool.tlsFailures });
       last = result;
       // A host that does not answer, or answers 4xx to the whole message, leaves the next one to try (RFC 5321 §5.1).
       if (result.kind === 'unreachable' || (result.kind === 'message_refused' && !result.permanent)) continue;

@@ -27,15 +27,20 @@ const CERTIFICATE_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ALTNAME|HOSTN
  * Reads SMTP_RELAY_CA_FILE: the trusted authorities become the public roots plus the file's
  * certificates, so a private CA passes `verify` without distrusting the public ones.
  */
-export function readTrustedAuthorities(caFile: string): string[] {
+export function readTrustedAuthorities(caFile: string, setting = 'SMTP_RELAY_CA_FILE'): string[] {
   let pem: string;
   try {
     pem = readFileSync(caFile, 'utf8');
   } catch (error) {
-    throw new Error(`SMTP_RELAY_CA_FILE: cannot read ${caFile}: ${(error as Error).message}`);
+    throw new Error(`${setting}: cannot read ${caFile}: ${(error as Error).message}`);
   }
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`SMTP_RELAY_CA_FILE: ${caFile} holds no PEM certificate`);
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`${setting}: ${caFile} holds no PEM certificate`);
   return [...rootCertificates, pem];
+}
+
+/** The PEM certificates of a CA file (SMTP_DIRECT_CA_FILE), checked to hold at least one. */
+export function readTrustedCaFile(caFile: string): string {
+  return readTrustedAuthorities(caFile, 'SMTP_DIRECT_CA_FILE').at(-1)!;
 }
 
 /** nodemailer's TLS options for a policy; `implicitTls` for smtps:// (TLS from the first byte). */
