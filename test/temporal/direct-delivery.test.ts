@@ -12,6 +12,7 @@ import { installTemporalLogging, startWorker, type RunningWorker } from '../../s
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { messageProblems } from '../support/message-quality.ts';
 import { createTestCertificates, type TestCertificate } from '../support/test-certificates.ts';
 
 interface Received {
@@ -297,4 +298,11 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     expect(dead.attempts).toBeGreaterThanOrEqual(2);
     expect(dead.last_response).toMatch(/retries_exhausted: .*no mail host of dead\.test took the message/);
   }, 90_000);
+
+  it('handed every MX well-formed, DKIM-signed messages (checked on everything the MX hosts received)', async () => {
+    expect(received().length).toBeGreaterThan(5);
+    for (const message of received()) {
+      expect(await messageProblems(message.raw, { orm: h.stack.orm }), message.subject).toEqual([]);
+    }
+  });
 });

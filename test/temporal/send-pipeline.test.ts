@@ -14,6 +14,7 @@ import { installTemporalLogging, startWorker, type RunningWorker } from '../../s
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { expectError, type ApiResponse } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { messageProblems } from '../support/message-quality.ts';
 import type { Domain } from '../../db/entities/index.ts';
 
 type Recipient = { email: string; kind: string; status: string; attempts: number; bounce_type: string | null };
@@ -204,5 +205,12 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
     await new Promise((resolve) => setTimeout(resolve, 3500));
     expect(sink.messages().some((m) => m.messageId === email.message_id)).toBe(false);
     expect((await getEmail(email._id)).status).toBe('cancelled');
+  });
+
+  it('handed the relay only well-formed, DKIM-signed messages (checked on everything the sink received)', async () => {
+    expect(sink.messages().length).toBeGreaterThan(3);
+    for (const message of sink.messages()) {
+      expect(await messageProblems(message.raw, { orm: h.stack.orm }), message.subject ?? '').toEqual([]);
+    }
   });
 });
