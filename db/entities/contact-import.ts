@@ -27,7 +27,7 @@ export const ContactImportSchema = defineEntity({
   tableName: 'contact_imports',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     status: p.enum(CONTACT_IMPORT_STATUSES).default('awaiting_upload'),
     filename: p.string().length(255).nullable(),
     blobKey: p.string().length(200).nullable(),

@@ -16,7 +16,7 @@ export const ContactSchema = defineEntity({
   tableName: 'contacts',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     email: p.string().length(320),
     firstName: p.string().length(200).default(''),
     lastName: p.string().length(200).default(''),

@@ -51,7 +51,7 @@ export const SenderIdentitySchema = defineEntity({
   tableName: 'sender_identities',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     domainId: p.string().length(24).index(),
     email: p.string().length(320),
     name: p.string().length(200),

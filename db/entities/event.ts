@@ -15,7 +15,7 @@ export const EventSchema = defineEntity({
   tableName: 'events',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     type: p.string().length(100),
     apiVersion: p.string().length(16).default('1.0.0'),
     data: p.json<Record<string, unknown>>(),

@@ -13,7 +13,7 @@ export const IdempotencyRecordSchema = defineEntity({
   tableName: 'idempotency_records',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     apiKeyId: p.string().length(24),
     key: p.string().length(128),
     fingerprint: p.string().length(64),

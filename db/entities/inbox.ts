@@ -70,7 +70,7 @@ export const InboxThreadSchema = defineEntity({
   tableName: 'inbox_threads',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     subject: p.string().length(998).default(''),
     /** Subject without reply/forward prefixes, lower-cased, whitespace collapsed. */
     normalizedSubject: p.string().length(998).default(''),
@@ -124,7 +124,7 @@ export const InboxMessageSchema = defineEntity({
   tableName: 'inbox_messages',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     threadId: p.string().length(24),
     direction: p.enum(MESSAGE_DIRECTIONS),
     kind: p.enum(INBOX_MESSAGE_KINDS).default('message'),

@@ -53,7 +53,7 @@ export const TransactionalEmailSchema = defineEntity({
   tableName: 'transactional_emails',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     apiKeyId: p.string().length(24).nullable(),
     domainId: p.string().length(24),
     /** The sending domain name (denormalised for events and metrics). */
@@ -118,7 +118,7 @@ export const EmailRecipientSchema = defineEntity({
   tableName: 'email_recipients',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     emailId: p.string().length(24),
     kind: p.enum(RECIPIENT_KINDS),
     /** Lower-cased address; unique per email (duplicates across to/cc/bcc are merged). */
@@ -151,7 +151,7 @@ export const SuppressionSchema = defineEntity({
   tableName: 'suppressions',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     email: p.string().length(320),
     reason: p.enum(SUPPRESSION_REASONS),
     /** The email whose bounce or complaint caused it. */
@@ -177,7 +177,7 @@ export const SuppressionChangeSchema = defineEntity({
   tableName: 'suppression_changes',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     email: p.string().length(320),
     action: p.enum(SUPPRESSION_ACTIONS),
     reason: p.enum(SUPPRESSION_REASONS),

@@ -7,7 +7,7 @@ export const UserSchema = defineEntity({
   tableName: 'users',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     email: p.string().length(320),
     name: p.string().length(200),
     createdAt: createdAtColumn(),

@@ -52,7 +52,7 @@ export const WebhookDeliverySchema = defineEntity({
   tableName: 'webhook_deliveries',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     webhookId: p.string().length(24),
     eventId: p.string().length(24),
     eventType: p.string().length(100),
