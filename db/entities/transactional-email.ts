@@ -53,7 +53,7 @@ export const TransactionalEmailSchema = defineEntity({
   tableName: 'transactional_emails',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn({ indexed: false }),
+    orgId: orgIdColumn(),
     apiKeyId: p.string().length(24).nullable(),
     domainId: p.string().length(24),
     /** The sending domain name (denormalised for events and metrics). */
@@ -118,7 +118,7 @@ export const EmailRecipientSchema = defineEntity({
   tableName: 'email_recipients',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn({ indexed: false }),
+    orgId: orgIdColumn(),
     emailId: p.string().length(24),
     kind: p.enum(RECIPIENT_KINDS),
     /** Lower-cased address; unique per email (duplicates across to/cc/bcc are merged). */

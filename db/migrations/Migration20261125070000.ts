@@ -1,10 +1,13 @@
 import { Migration } from '@mikro-orm/migrations';
 
-/** Tables whose composite indexes start with org_id: their single-column org_id index is redundant. */
+/**
+ * Tables whose composite indexes start with org_id: their single-column org_id index is
+ * redundant. Not transactional_emails and email_recipients: without theirs the sending domain's
+ * drain cost PostgreSQL 0.9–1.4 ms per delivery instead of 0.7–0.8 (measured with bench sends).
+ */
 const COVERED = [
   'contact_imports',
   'contacts',
-  'email_recipients',
   'events',
   'idempotency_records',
   'inbox_messages',
@@ -12,7 +15,6 @@ const COVERED = [
   'sender_identities',
   'suppression_changes',
   'suppressions',
-  'transactional_emails',
   'users',
   'webhook_deliveries',
 ];
