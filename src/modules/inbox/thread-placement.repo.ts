@@ -25,6 +25,9 @@ const domainOf = (column: string) => `lower(substring(${column} from '[^@]*$'))`
 /**
  * The placement CTEs (without `with`), for the message `input` of workspace `orgId`:
  *   tp_reply    the first In-Reply-To / References candidate found in the workspace (and its thread);
+ *               nothing is read when there are none (a one-time filter: a prepared statement's
+ *               generic plan, made while the tables were small, must not scan the workspace's
+ *               messages for a send that replies to nothing);
  *   tp_subject  else the most recent of the last 20 threads with the normalised subject inside the
  *               window whose participants overlap: the outside ones (not on the workspace's own
  *               domains) when both sides have some, else all of them;
@@ -40,7 +43,7 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, option
     tp_reply as (
       select m.thread_id, m.id as parent_id
         from inbox_messages m join inbox_threads t on t.id = m.thread_id
-       where m.org_id = :tpOrg and m.rfc_message_id = any(:tpCandidates::text[])
+       where cardinality(:tpCandidates::text[]) > 0 and m.org_id = :tpOrg and m.rfc_message_id = any(:tpCandidates::text[])
        order by array_position(:tpCandidates::text[], m.rfc_message_id::text), m.created_at
        limit 1
     ),
