@@ -30,6 +30,8 @@ export const ContactImportSchema = defineEntity({
     orgId: orgIdColumn({ indexed: false }),
     status: p.enum(CONTACT_IMPORT_STATUSES).default('awaiting_upload'),
     filename: p.string().length(255).nullable(),
+    /** A static segment every imported contact is added to (null: none). */
+    segmentId: p.string().length(24).nullable(),
     blobKey: p.string().length(200).nullable(),
     sizeBytes: p.bigint('number').nullable(),
     sha256: p.string().length(64).nullable(),
@@ -42,6 +44,8 @@ export const ContactImportSchema = defineEntity({
     updated: p.integer().default(0),
     unchanged: p.integer().default(0),
     skipped: p.integer().default(0),
+    /** Contacts that joined `segmentId` through this import. */
+    addedToSegment: p.integer().default(0),
     /** The file offset after the last committed row, and the file lines before it. */
     byteOffset: p.bigint('number').default(0),
     linesDone: p.integer().default(0),

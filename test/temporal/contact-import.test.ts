@@ -12,6 +12,8 @@ import { IMPORT_LIMITS } from '../../src/modules/contacts/contact-import.fns.ts'
 import { startWorker, type RunningWorker } from '../../src/worker.ts';
 import { startApiHarness, idem, type ApiHarness } from '../support/api.ts';
 import { filesUnder } from '../support/uploads.ts';
+import { apiClient } from '../support/http.ts';
+import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 
 interface ImportView {
   _id: string;
@@ -219,6 +221,38 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     await contacts().nativeUpdate(ContactImport, { id: lapsing._id }, { uploadExpiresAt: new Date(Date.now() - 1000) });
     const shown = await h.request('GET', `/api/v1/contacts/imports/${lapsing._id}`);
     expect(shown.body.data).toMatchObject({ status: 'failed', failure: { reason: 'UPLOAD_EXPIRED' } });
+  }, 120_000);
+
+  it('adds every imported contact to a static segment given as segment_id, and checks that segment first', async () => {
+    const segment = await h.request('POST', '/api/v1/segments', { body: { name: 'Imported list', type: 'static' }, headers: idem() });
+    expect(segment.status, JSON.stringify(segment.body)).toBe(201);
+    const segmentId = (segment.body.data as { _id: string })._id;
+    const csv = 'email,first_name\nseg1@example.com,One\nseg2@example.com,Two\nnot-an-address,Bad\n';
+    const created = await h.request('POST', '/api/v1/contacts/imports', { body: { segment_id: segmentId }, headers: idem() });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const put = await upload(created.body.data as ImportView, csv);
+    expect(put.status).toBe(202);
+    const done = await settled((created.body.data as ImportView)._id);
+    expect(done).toMatchObject({ status: 'completed', created: 2, skipped: 1, segment_id: segmentId, added_to_segment: 2 });
+    const members = await h.request('GET', `/api/v1/segments/${segmentId}/contacts`);
+    expect((members.body.data as { email: string }[]).map((c) => c.email).sort()).toEqual(['seg1@example.com', 'seg2@example.com']);
+
+    // Again: the contacts are unchanged and already members.
+    const again = await h.request('POST', '/api/v1/contacts/imports', { body: { segment_id: segmentId }, headers: idem() });
+    expect((await upload(again.body.data as ImportView, csv)).status).toBe(202);
+    expect(await settled((again.body.data as ImportView)._id)).toMatchObject({ status: 'completed', unchanged: 2, added_to_segment: 0 });
+
+    const tagged = await h.request('POST', '/api/v1/segments', { body: { name: 'By tag', tags: ['vip'] }, headers: idem() });
+    const notStatic = await h.request('POST', '/api/v1/contacts/imports', { body: { segment_id: (tagged.body.data as { _id: string })._id }, headers: idem() });
+    expect(notStatic.status).toBe(409);
+    expect(notStatic.body.error?.details?.reason).toBe('SEGMENT_NOT_STATIC');
+    const unknown = await h.request('POST', '/api/v1/contacts/imports', { body: { segment_id: 'e'.repeat(24) }, headers: idem() });
+    expect(unknown.status).toBe(404);
+
+    const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId: h.workspace.org.id, scopes: ['contacts:write', 'contacts:read'], name: 'contacts only' });
+    const narrow = await apiClient(h.api.url, key)('POST', '/api/v1/contacts/imports', { body: { segment_id: segmentId }, headers: idem() });
+    expect(narrow.status).toBe(403);
+    expect(narrow.body.error).toMatchObject({ code: 'missing_scope', details: { required_scope: 'segments:write' } });
   }, 120_000);
 
   it('lists imports newest first and keeps them to their workspace', async () => {

@@ -60,7 +60,17 @@ export interface HeaderMapping {
 
 /** A whole-file problem: the import stops before writing anything. */
 export interface FileProblem {
-  reason: 'EMPTY_FILE' | 'MISSING_EMAIL_COLUMN' | 'DUPLICATE_COLUMN' | 'TOO_MANY_COLUMNS' | 'INVALID_ENCODING' | 'RECORD_TOO_LARGE' | 'MALFORMED_CSV' | 'TOO_MANY_ROWS';
+  reason:
+    | 'EMPTY_FILE'
+    | 'MISSING_EMAIL_COLUMN'
+    | 'DUPLICATE_COLUMN'
+    | 'TOO_MANY_COLUMNS'
+    | 'INVALID_ENCODING'
+    | 'RECORD_TOO_LARGE'
+    | 'MALFORMED_CSV'
+    | 'TOO_MANY_ROWS'
+    | 'SEGMENT_NOT_STATIC'
+    | 'SEGMENT_FULL';
   message: string;
   line: number | null;
 }

@@ -6,6 +6,7 @@ import { scopeToOrg } from '../../../db/orm.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
 import { IMPORT_LIMITS, mapHeader, mergeImported, readRow, type FileProblem, type HeaderMapping, type ImportedContact } from './contact-import.fns.ts';
+import { MEMBERSHIP_LIMITS } from '../segments/segments.fns.ts';
 import { writeImportBatch, type ImportCheckpoint, type SkippedRow } from './contact-imports.repo.ts';
 
 /** Rows (contacts and skipped ones) written per transaction. */
@@ -169,6 +170,25 @@ export function createContactImportRunner(deps: {
     return deps.blobs;
   }
 
+  /** Why the import's segment cannot take `rows` more contacts (gone, no longer static, or over the member cap), or null. */
+  async function segmentProblem(orgId: string, segmentId: string, rows: number): Promise<FileProblem | null> {
+    const [segment] = await orm.em.fork().getConnection().execute<{ type: string; members: number }[]>(
+      `select s.type, (select count(*) from segment_members m where m.segment_id = s.id)::int as members from segments s where s.org_id = ? and s.id = ?`,
+      [orgId, segmentId],
+    );
+    if (!segment || segment.type !== 'static') {
+      return { reason: 'SEGMENT_NOT_STATIC', message: `Segment ${segmentId} is gone or no longer a static segment: nothing was imported.`, line: null };
+    }
+    if (segment.members + rows > MEMBERSHIP_LIMITS.membersMax) {
+      return {
+        reason: 'SEGMENT_FULL',
+        message: `Segment ${segmentId} holds ${segment.members} contacts; with the file's ${rows} rows it could pass its cap of ${MEMBERSHIP_LIMITS.membersMax}.`,
+        line: null,
+      };
+    }
+    return null;
+  }
+
   /** Ends the import as failed (nothing more is imported) and drops its file. */
   async function fail(target: ImportTarget, failure: ContactImportFailure): Promise<ImportSummary> {
     const em = scopeToOrg(orm.em.fork(), target.orgId);
@@ -216,6 +236,7 @@ export function createContactImportRunner(deps: {
         if (problem === null) throw error;
       }
       if (problem === null && header === null) problem = { reason: 'EMPTY_FILE', message: 'The file is empty: it needs a header line with an "email" column.', line: null };
+      if (problem === null && row.segmentId) problem = await segmentProblem(target.orgId, row.segmentId, rows);
       if (problem !== null) return fail(target, problem);
 
       const em = scopeToOrg(orm.em.fork(), target.orgId);
@@ -240,7 +261,7 @@ export function createContactImportRunner(deps: {
         const contacts = [...batch.values()];
         const errors = skipped;
         const at = checkpoint;
-        await orm.em.fork().transactional((em) => writeImportBatch(em, target, contacts, errors, at));
+        await orm.em.fork().transactional((em) => writeImportBatch(em, { ...target, segmentId: row.segmentId ?? null }, contacts, errors, at));
         batch = new Map();
         skipped = [];
         pending = 0;

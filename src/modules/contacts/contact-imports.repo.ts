@@ -37,7 +37,7 @@ const MERGED = { first_name: keep('first_name'), last_name: keep('last_name'), c
  */
 export async function writeImportBatch(
   em: EntityManager,
-  target: { orgId: string; importId: string },
+  target: { orgId: string; importId: string; segmentId?: string | null },
   contacts: readonly ImportedContact[],
   skipped: readonly SkippedRow[],
   checkpoint: ImportCheckpoint,
@@ -73,6 +73,25 @@ export async function writeImportBatch(
   });
   const created = counts?.created ?? 0;
   const updated = counts?.updated ?? 0;
+  let added = 0;
+  if (target.segmentId && contacts.length > 0) {
+    // Every contact of the batch (new, updated or unchanged) joins the segment, while it is still a static segment of the workspace.
+    const rows = await executePrepared<{ n: number }>(em, {
+      sql: `with joined as (
+              insert into segment_members (segment_id, contact_id, org_id, created_at)
+              select :segmentId::text, c.id, :orgId::text, now() from contacts c
+               where c.org_id = :orgId::text and c.email = any(:emails::text[])
+                 and exists (select 1 from segments s where s.id = :segmentId::text and s.org_id = :orgId::text and s.type = 'static')
+              on conflict do nothing returning 1
+            ),
+            touched as (
+              update segments set updated_at = now() where id = :segmentId::text and org_id = :orgId::text and exists (select 1 from joined) returning 1
+            )
+            select (select count(*) from joined)::int as n`,
+      params: { segmentId: target.segmentId, orgId: target.orgId, emails: contacts.map((c) => c.email) },
+    });
+    added = rows[0]?.n ?? 0;
+  }
   if (skipped.length > 0) {
     await executePrepared(em, {
       sql: `insert into contact_import_errors (import_id, row, org_id, line, email, reason, message)
@@ -93,7 +112,8 @@ export async function writeImportBatch(
   await executePrepared(em, {
     sql: `update contact_imports set rows_done = :rowsDone::int, byte_offset = :byteOffset::bigint, lines_done = :linesDone::int,
                  created = created + :created::int, updated = updated + :updated::int,
-                 unchanged = unchanged + :unchanged::int, skipped = skipped + :skipped::int, updated_at = now()
+                 unchanged = unchanged + :unchanged::int, skipped = skipped + :skipped::int,
+                 added_to_segment = added_to_segment + :added::int, updated_at = now()
            where id = :importId and org_id = :orgId`,
     params: {
       importId: target.importId,
@@ -105,6 +125,7 @@ export async function writeImportBatch(
       updated,
       unchanged: contacts.length - created - updated,
       skipped: skipped.length,
+      added,
     },
   });
 }

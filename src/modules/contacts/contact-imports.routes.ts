@@ -3,7 +3,8 @@ import { CONTACT_IMPORT_STATUSES } from '../../../db/entities/index.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
-import { IdParams, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { IdParams, IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { AppError } from '../../errors.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
 import { IMPORT_REPORT_COLUMNS, type ContactImportsService } from './contact-imports.service.ts';
 import { serializeContactImport } from './contact-imports.serializer.ts';
@@ -21,6 +22,8 @@ const ContactImportResponse = v.object({
   updated: Count,
   unchanged: Count,
   skipped: v.pipe(Count, v.description('Rows skipped, each listed in the error report (errors_url).')),
+  segment_id: v.nullable(v.string()),
+  added_to_segment: v.pipe(Count, v.description('Contacts that joined segment_id through this import.')),
   failure: v.nullable(v.object({ reason: v.string(), message: v.string(), line: v.nullable(Count) })),
   errors_url: v.string(),
   upload_expires_at: Timestamp,
@@ -36,6 +39,7 @@ const CreatedImportResponse = v.object({
 });
 
 const CreateImportBody = v.strictObject({
+  segment_id: v.optional(v.pipe(IdSchema, v.description('A static segment every imported contact is added to (needs segments:write too).'))),
   filename: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters'))),
 });
 
@@ -56,15 +60,19 @@ export function createContactImportsRoutes(deps: { imports: ContactImportsServic
         'Records an import awaiting its file and answers with a signed `upload_url`: PUT the CSV there (UTF-8, a header line with an ' +
         `\`email\` column; at most ${IMPORT_LIMITS.maxRows} rows and ${IMPORT_LIMITS.maxBytes} bytes). The file is validated whole, then ` +
         'imported in the background: rows merge into existing contacts by email (a non-empty cell wins, tags and custom fields are ' +
-        'added, a status only moves away from active), bad rows are skipped and listed in the error report. Poll GET /contacts/imports/{id}.',
+        'added, a status only moves away from active), bad rows are skipped and listed in the error report. With `segment_id` (a static ' +
+        'segment; the key needs segments:write too) every imported contact is also added to that segment. Poll GET /contacts/imports/{id}.',
       tag: 'Contacts',
       scope: 'contacts:write',
       extension: true,
       body: CreateImportBody,
       response: { status: 201, description: 'The import, awaiting its file', schema: CreatedImportResponse },
-      errors: ['invalid_request', 'idempotency_conflict', 'service_unavailable'],
+      errors: ['invalid_request', 'not_found', 'conflict', 'idempotency_conflict', 'service_unavailable'],
       async handle({ caller, body }) {
-        const { contactImport, uploadUrl } = await deps.imports.createImport(caller.orgId, { filename: body.filename });
+        if (body.segment_id && !caller.scopes.includes('segments:write')) {
+          throw new AppError('missing_scope', 'Importing into a segment also requires the segments:write scope.', { required_scope: 'segments:write' });
+        }
+        const { contactImport, uploadUrl } = await deps.imports.createImport(caller.orgId, { filename: body.filename, segmentId: body.segment_id });
         return { status: 201, data: { ...serializeContactImport(contactImport), upload_url: uploadUrl } };
       },
     }),

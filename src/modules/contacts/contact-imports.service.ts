@@ -12,6 +12,7 @@ import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
 import { createUploadUrlSigner } from '../attachments/upload-url.ts';
+import { lockStaticSegment } from '../segments/membership.service.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
 
 /** How long the signed upload URL of a new import works. */
@@ -92,12 +93,18 @@ export function createContactImportsService(deps: {
   }
 
   return {
-    /** Records an import awaiting its file; its upload URL works for an hour. */
-    async createImport(orgId: string, input: { filename?: string | undefined }): Promise<{ contactImport: ContactImport; uploadUrl: string }> {
+    /**
+     * Records an import awaiting its file; its upload URL works for an hour. With `segmentId`,
+     * the segment must be a static segment of the workspace (404, 409 SEGMENT_NOT_STATIC).
+     */
+    async createImport(orgId: string, input: { filename?: string | undefined; segmentId?: string | undefined }): Promise<{ contactImport: ContactImport; uploadUrl: string }> {
       const { sign } = usable();
       const em = scopeToOrg(orm.em, orgId);
+      const segmentId = input.segmentId?.toLowerCase() ?? null;
+      if (segmentId) await lockStaticSegment(orm.em.fork(), orgId, segmentId);
       const contactImport = em.create(ContactImport, {
         orgId,
+        segmentId,
         filename: input.filename ?? null,
         uploadExpiresAt: new Date(now().getTime() + UPLOAD_URL_TTL_MS),
       });

@@ -25,7 +25,7 @@ export interface MembershipChange {
 }
 
 /** The segment locked for a membership change: 404 when absent, 409 SEGMENT_NOT_STATIC unless static. */
-async function lockStaticSegment(tx: EntityManager, orgId: string, id: string): Promise<void> {
+export async function lockStaticSegment(tx: EntityManager, orgId: string, id: string): Promise<void> {
   const [row] = await tx.execute<{ type: string }[]>('select type from segments where org_id = ? and id = ? for update', [orgId, id]);
   if (!row) throw segmentNotFound(id);
   if (row.type !== 'static') {
