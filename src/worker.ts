@@ -14,7 +14,7 @@ import { startInboundReconciler } from './modules/inbound/reconciler.ts';
 import { createRelay, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
 import { createDirectRelay } from './modules/sends/direct-relay.ts';
 import { createMtaSts } from './modules/sends/mta-sts.ts';
-import { readTrustedCaFile } from './modules/sends/relay-tls.ts';
+import { readTrustedAuthorities } from './modules/sends/relay-tls.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/sends/reports.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
@@ -115,7 +115,8 @@ function outboundDelivery(config: Config, logger: Logger): Relay {
     logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy, mtaSts: mtaSts ? 'enforce' : 'off' });
     // Routes repeat in bursts (many messages to one domain): answers are reused for a minute.
     const dns = createDnsResolver(config, { cache: { ttlMs: 60_000, maxEntries: 10_000 } });
-    const ca = caFile ? [readTrustedCaFile(caFile)] : [];
+    // The public roots plus SMTP_DIRECT_CA_FILE's authorities; Node's own roots when unset.
+    const ca = caFile ? readTrustedAuthorities(caFile, 'SMTP_DIRECT_CA_FILE') : undefined;
     return createDirectRelay({
       dns,
       heloName,
@@ -123,8 +124,8 @@ function outboundDelivery(config: Config, logger: Logger): Relay {
       poolSize,
       ratePerMinute,
       tls,
-      ca,
-      mtaSts: mtaSts ? createMtaSts({ dns, logger, ca, port: mtaSts.port }) : null,
+      ...(ca ? { ca } : {}),
+      mtaSts: mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port }) : null,
       logger,
     });
   }

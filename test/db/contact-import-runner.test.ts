@@ -6,6 +6,7 @@ import { Contact, ContactImport, ContactImportError } from '../../db/entities/in
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
 import { createLogger } from '../../src/logger.ts';
+import { IMPORT_LIMITS } from '../../src/modules/contacts/contact-import.fns.ts';
 import { createContactImportRunner } from '../../src/modules/contacts/contact-import.runner.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
@@ -91,5 +92,25 @@ describe('contact import runner (resume after a crash)', () => {
     const failed = await scopeToOrg(stack.orm.em.fork(), org.id).find(ContactImport, { status: 'failed' });
     expect(failed.map((row) => [row.failure?.reason, row.failure?.line])).toEqual([['TOO_MANY_ROWS', 7]]);
     expect(await scopeToOrg(stack.orm.em.fork(), org.id).count(Contact, { email: { $like: 'limit6-%' } })).toBe(0);
+  });
+
+  it('takes a row of exactly the record limit and refuses a file with one character more', async () => {
+    const { org } = await createOrg(stack.orm);
+    const runner = createContactImportRunner({ orm: stack.orm, blobs, logger: createLogger('silent') });
+    async function validate(rowChars: number) {
+      const email = `edge${rowChars}@example.com`;
+      const key = `contact-imports/${org.id}/record-${rowChars}.csv`;
+      // The row's fields hold `rowChars` characters in all.
+      await blobs.put(key, Buffer.from(`email,note\n${email},${'x'.repeat(rowChars - email.length)}\n`));
+      const em = scopeToOrg(stack.orm.em.fork(), org.id);
+      const row = em.create(ContactImport, { orgId: org.id, status: 'validating', blobKey: key, uploadExpiresAt: new Date(Date.now() + 60_000) });
+      await em.flush();
+      await runner.validate({ orgId: org.id, importId: row.id }, () => {});
+      return scopeToOrg(stack.orm.em.fork(), org.id).findOneOrFail(ContactImport, { id: row.id });
+    }
+    expect((await validate(IMPORT_LIMITS.maxRecordChars)).status).toBe('importing');
+    const over = await validate(IMPORT_LIMITS.maxRecordChars + 1);
+    expect(over.status).toBe('failed');
+    expect(over.failure).toMatchObject({ reason: 'RECORD_TOO_LARGE', line: 2 });
   });
 });

@@ -255,6 +255,13 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     expect(narrow.body.error).toMatchObject({ code: 'missing_scope', details: { required_scope: 'segments:write' } });
   }, 120_000);
 
+  it('takes a filename of 255 characters and refuses 256', async () => {
+    expect((await h.request('POST', '/api/v1/contacts/imports', { body: { filename: 'f'.repeat(255) }, headers: idem() })).status).toBe(201);
+    const long = await h.request('POST', '/api/v1/contacts/imports', { body: { filename: 'f'.repeat(256) }, headers: idem() });
+    expect(long.status).toBe(400);
+    expect(long.body.error?.details?.fields).toEqual([expect.objectContaining({ path: 'filename' })]);
+  });
+
   it('lists imports newest first and keeps them to their workspace', async () => {
     const created = await create('listed.csv');
     const list = await h.request('GET', '/api/v1/contacts/imports?limit=2');

@@ -17,7 +17,7 @@ import {
 } from './attachments.fns.ts';
 import { claimStaleUploads, deleteUploadRows } from './attachments.repo.ts';
 import type { CreateAttachmentUploadInput } from './attachments.schemas.ts';
-import { createUploadUrlSigner, type UploadUrlSigner } from './upload-url.ts';
+import { createUploadUrlSigner, invalidUploadSignature, isClientAbort, parseUploadExpiry, type UploadUrlSigner } from './upload-url.ts';
 
 /** What the PUT of the bytes brings: the URL's parts, the two signed headers and the body stream. */
 export interface IncomingUpload {
@@ -43,7 +43,6 @@ export interface AttachmentsServiceDeps {
 }
 
 /** Errors of a client whose connection ended before the declared bytes arrived. */
-const CLIENT_ABORT_CODES = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
 
 function storageUnavailable(): AppError {
   return new AppError('service_unavailable', 'Attachment storage is not configured on this server; retry later.', {
@@ -59,11 +58,7 @@ function signingUnavailable(): AppError {
   );
 }
 
-function badSignature(): AppError {
-  return new AppError('forbidden', 'The upload URL is not valid: use upload_url exactly as POST /api/v1/outbox/attachments returned it.', {
-    reason: 'INVALID_SIGNATURE',
-  });
-}
+const badSignature = () => invalidUploadSignature('POST /api/v1/outbox/attachments');
 
 function headerProblem(header: string, type: string, message: string, reason: string): AppError {
   return new AppError('invalid_request', `Invalid header ${header}: ${message}.`, {
@@ -145,7 +140,7 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
      */
     async receiveUpload(request: IncomingUpload): Promise<AttachmentUpload> {
       const { store, sign } = usable();
-      const expires = /^\d{1,12}$/.test(request.expires ?? '') ? Number(request.expires) : null;
+      const expires = parseUploadExpiry(request.expires);
       if (expires === null || !/^[0-9a-f]{24}$/.test(request.attachmentId)) throw badSignature();
       const found = await orm.em.fork().findOne(AttachmentUpload, { id: request.attachmentId }, ALL_TENANTS);
       const signed = (upload: AttachmentUpload) =>
@@ -174,8 +169,7 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
       try {
         stored = await store.put(key, request.body, { exactBytes: found.sizeBytes });
       } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (error instanceof BlobSizeError || (code !== undefined && CLIENT_ABORT_CODES.has(code))) {
+        if (error instanceof BlobSizeError || isClientAbort(error)) {
           throw new AppError('invalid_request', `The upload ended before its ${found.sizeBytes} bytes arrived; nothing was stored.`, {
             reason: 'UPLOAD_INCOMPLETE',
           });

@@ -1,4 +1,5 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../../errors.ts';
 
 /**
  * Herald's signed upload URLs: `<public url>/uploads/<attachment_id>?expires=<unix>&sig=<hex>`
@@ -56,4 +57,22 @@ export function createUploadUrlSigner(encryptionKey: Buffer, publicUrl: string, 
       return `${publicUrl}${path}/${claim.attachmentId}?${query.toString()}`;
     },
   };
+}
+
+/** The `expires` of an upload URL as unix seconds, or null when it is not a plain number. */
+export function parseUploadExpiry(value: string | undefined): number | null {
+  return /^\d{1,12}$/.test(value ?? '') ? Number(value) : null;
+}
+
+/** 403 INVALID_SIGNATURE: the URL was altered or names nothing; `createdBy` is the operation that hands out good ones. */
+export function invalidUploadSignature(createdBy: string): AppError {
+  return new AppError('forbidden', `The upload URL is not valid: use upload_url exactly as ${createdBy} returned it.`, { reason: 'INVALID_SIGNATURE' });
+}
+
+const CLIENT_ABORT_CODES = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+/** Whether storing an upload failed because the client went away mid-body. */
+export function isClientAbort(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code !== undefined && CLIENT_ABORT_CODES.has(code);
 }

@@ -99,7 +99,8 @@ function recordsOf(source: Readable, startOffset: number): { records: AsyncItera
     bom: startOffset === 0,
     skip_empty_lines: true,
     relax_column_count: true,
-    max_record_size: IMPORT_LIMITS.maxRecordChars,
+    // csv-parse refuses a record only once it holds more than max_record_size + 1 characters.
+    max_record_size: IMPORT_LIMITS.maxRecordChars - 1,
     info: true,
   });
   source.on('error', (error) => parser.destroy(error));

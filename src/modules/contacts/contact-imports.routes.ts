@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { CONTACT_IMPORT_STATUSES } from '../../../db/entities/index.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult } from '../../http/paging.ts';
+import { csvDownload } from '../../http/csv-download.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { AppError } from '../../errors.ts';
@@ -122,16 +123,7 @@ export function createContactImportsRoutes(deps: { imports: ContactImportsServic
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, params }) {
         const stream = await deps.imports.errorReport(caller.orgId, params.id);
-        return {
-          status: 200,
-          stream,
-          headers: {
-            'Content-Type': 'text/csv; charset=utf-8',
-            'Content-Disposition': `attachment; filename="contact-import-${params.id}-errors.csv"`,
-            'Cache-Control': 'private, no-store',
-            'X-Content-Type-Options': 'nosniff',
-          },
-        };
+        return csvDownload(stream, `contact-import-${params.id}-errors.csv`);
       },
     }),
   ];

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
-import { stringify } from 'csv-stringify';
 import { ContactImport, ContactImportError } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
@@ -10,14 +9,14 @@ import { CONTACT_IMPORT_KIND, CONTACT_IMPORT_WORKFLOW, contactImportWorkflowId, 
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
+import { csvStream } from './csv.ts';
 import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
-import { createUploadUrlSigner } from '../attachments/upload-url.ts';
+import { createUploadUrlSigner, invalidUploadSignature, isClientAbort, parseUploadExpiry } from '../attachments/upload-url.ts';
 import { lockStaticSegment } from '../segments/membership.service.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
 
 /** How long the signed upload URL of a new import works. */
 const UPLOAD_URL_TTL_MS = 60 * 60_000;
-const CLIENT_ABORT_CODES = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
 /** Error rows read per query while the report is streamed. */
 const REPORT_PAGE = 1_000;
 export const IMPORT_REPORT_COLUMNS = ['row', 'line', 'email', 'reason', 'message'] as const;
@@ -35,11 +34,7 @@ function notFound(id: string): AppError {
   return new AppError('not_found', `No contact import ${id} in this workspace.`);
 }
 
-function badSignature(): AppError {
-  return new AppError('forbidden', 'The upload URL is not valid: use upload_url exactly as POST /api/v1/contacts/imports returned it.', {
-    reason: 'INVALID_SIGNATURE',
-  });
-}
+const badSignature = () => invalidUploadSignature('POST /api/v1/contacts/imports');
 
 function unavailable(what: string): AppError {
   return new AppError('service_unavailable', `${what}; retry later.`, { reason: 'IMPORT_UNAVAILABLE' });
@@ -126,23 +121,17 @@ export function createContactImportsService(deps: {
      */
     async errorReport(orgId: string, id: string): Promise<Readable> {
       await find(orgId, id);
-      const csv = stringify({ header: true, columns: [...IMPORT_REPORT_COLUMNS] });
       const em = scopeToOrg(orm.em.fork(), orgId);
-      void (async () => {
-        let after = 0;
-        for (;;) {
+      async function* records() {
+        for (let after = 0; ; ) {
           const rows = await em.find(ContactImportError, { importId: id, row: { $gt: after } }, { orderBy: { row: 'asc' }, limit: REPORT_PAGE });
-          for (const row of rows) {
-            if (!csv.write([row.row, row.line, row.email, row.reason, row.message])) await new Promise((resolve) => csv.once('drain', resolve));
-            if (csv.destroyed) return;
-          }
-          if (rows.length < REPORT_PAGE) break;
+          for (const row of rows) yield [row.row, row.line, row.email, row.reason, row.message];
+          if (rows.length < REPORT_PAGE) return;
           after = rows.at(-1)!.row;
           em.clear();
         }
-        csv.end();
-      })().catch((error: unknown) => csv.destroy(error as Error));
-      return csv;
+      }
+      return csvStream(IMPORT_REPORT_COLUMNS, records());
     },
 
     /**
@@ -153,7 +142,7 @@ export function createContactImportsService(deps: {
      */
     async receiveUpload(request: IncomingImportUpload): Promise<ContactImport> {
       const { store, sign } = usable();
-      const expires = /^\d{1,12}$/.test(request.expires ?? '') ? Number(request.expires) : null;
+      const expires = parseUploadExpiry(request.expires);
       if (expires === null || !/^[0-9a-f]{24}$/.test(request.importId)) throw badSignature();
       const found = await orm.em.fork().findOne(ContactImport, { id: request.importId }, ALL_TENANTS);
       if (!found || !sign.verify(claimOf(found.id, new Date(expires * 1000)), request.sig ?? '') || expires !== claimOf(found.id, found.uploadExpiresAt).expires) {
@@ -184,8 +173,7 @@ export function createContactImportsService(deps: {
         stored = await store.put(key, request.body, { maxBytes: IMPORT_LIMITS.maxBytes });
       } catch (error) {
         if (error instanceof BlobSizeError) throw tooLarge();
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code !== undefined && CLIENT_ABORT_CODES.has(code)) {
+        if (isClientAbort(error)) {
           throw new AppError('invalid_request', 'The upload ended before the whole file arrived; nothing was stored.', { reason: 'UPLOAD_INCOMPLETE' });
         }
         throw error;

@@ -5,8 +5,8 @@
  * goes away stops the reads). The columns are the ones an import takes back: tags and
  * custom_fields as JSON (tags may hold any character, so a separator could not round-trip).
  */
-import { Readable } from 'node:stream';
-import { stringify } from 'csv-stringify';
+import type { Readable } from 'node:stream';
+import { csvStream } from './csv.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ContactStatus } from '../../../db/entities/index.ts';
 import { contactConditions, isoMs, type ContactFilters } from './contacts.repo.ts';
@@ -76,9 +76,5 @@ export function exportContactsCsv(em: EntityManager, orgId: string, filter: Expo
       for (const row of page) yield cellsOf(row);
     }
   }
-  const csv = stringify({ header: true, columns: [...EXPORT_COLUMNS], bom: false });
-  const source = Readable.from(records());
-  source.on('error', (error) => csv.destroy(error));
-  csv.on('close', () => source.destroy());
-  return source.pipe(csv);
+  return csvStream(EXPORT_COLUMNS, records());
 }

@@ -1,5 +1,6 @@
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listJsonResult } from '../../http/paging.ts';
+import { csvDownload } from '../../http/csv-download.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import type { ContactsService } from './contacts.service.ts';
@@ -70,16 +71,7 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, query }) {
         const stream = await deps.contacts.exportContacts(caller.orgId, { status: query.status, segmentId: query.segment_id });
-        return {
-          status: 200,
-          stream,
-          headers: {
-            'Content-Type': 'text/csv; charset=utf-8',
-            'Content-Disposition': `attachment; filename="contacts-${new Date().toISOString().slice(0, 10)}.csv"`,
-            'Cache-Control': 'private, no-store',
-            'X-Content-Type-Options': 'nosniff',
-          },
-        };
+        return csvDownload(stream, `contacts-${new Date().toISOString().slice(0, 10)}.csv`);
       },
     }),
     defineRoute({

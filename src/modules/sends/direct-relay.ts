@@ -1,4 +1,3 @@
-import { rootCertificates } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
@@ -25,7 +24,7 @@ export interface DirectDeliveryOptions {
   maxHosts?: number;
   /** MTA-STS policies to honour (null: off). */
   mtaSts?: MtaSts | null;
-  /** Extra trusted certificate authorities (PEM) for hosts whose certificate is verified. */
+  /** The trusted certificate authorities (PEM) for hosts whose certificate is verified; Node's public roots when absent. */
   ca?: string[];
 }
 
@@ -103,15 +102,10 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
 
   /** The TLS a host gets: verified against its name (SMTP_DIRECT_TLS=verify, or an enforced MTA-STS policy), else the configured policy. */
   function tlsFor(host: { name: string }, verify: boolean) {
-    if (!verify) {
-      const options_ = buildTransportTls(options.tls, false);
-      return { settings: options.tls, transport: { ...options_, tls: { ...options_.tls, servername: host.name } } };
-    }
-    const ca = options.ca && options.ca.length > 0 ? { ca: [...rootCertificates, ...options.ca] } : {};
-    return {
-      settings: { policy: 'verify' as const, source: 'host' as const },
-      transport: { secure: false, requireTLS: true, tls: { rejectUnauthorized: true, minVersion: 'TLSv1.2' as const, servername: host.name, ...ca } },
-    };
+    const settings: RelayTlsSettings = verify ? { policy: 'verify', source: 'host' } : options.tls;
+    const transport = buildTransportTls(settings, false);
+    const ca = verify && options.ca ? { ca: options.ca } : {};
+    return { settings, transport: { ...transport, tls: { ...transport.tls, servername: host.name, ...ca } } };
   }
 
   function poolFor(host: { name: string; address: string }, verify: boolean) {

@@ -1,6 +1,5 @@
 import { request } from 'node:https';
 import { isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import type { Logger } from '../../logger.ts';
 
@@ -59,7 +58,7 @@ export function mxMatches(pattern: string, host: string): boolean {
 export interface MtaStsOptions {
   dns: Pick<DnsResolver, 'txt' | 'a' | 'aaaa'>;
   logger: Logger;
-  /** Extra trusted certificate authorities (PEM), besides the public ones. */
+  /** The trusted certificate authorities (PEM); Node's public roots when absent. */
   ca?: string[];
   /** The HTTPS port of policy hosts (443; another only in tests). */
   port?: number;
@@ -74,7 +73,6 @@ export interface MtaStsOptions {
 export function createMtaSts(options: MtaStsOptions) {
   const now = options.now ?? Date.now;
   const cache = new Map<string, { id: string; policy: MtaStsPolicy; expiresAt: number }>();
-  const ca = [...rootCertificates, ...(options.ca ?? [])];
 
   /** The policy host's address, through Herald's resolver (the same DNS the MX lookups use). */
   async function addressOf(host: string): Promise<string | null> {
@@ -97,7 +95,7 @@ export function createMtaSts(options: MtaStsOptions) {
           path: '/.well-known/mta-sts.txt',
           method: 'GET',
           headers: { host, 'user-agent': 'Herald MTA-STS' },
-          ca,
+          ...(options.ca ? { ca: options.ca } : {}),
           rejectUnauthorized: true,
           timeout: FETCH_TIMEOUT_MS,
         },

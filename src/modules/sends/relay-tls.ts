@@ -38,11 +38,6 @@ export function readTrustedAuthorities(caFile: string, setting = 'SMTP_RELAY_CA_
   return [...rootCertificates, pem];
 }
 
-/** The PEM certificates of a CA file (SMTP_DIRECT_CA_FILE), checked to hold at least one. */
-export function readTrustedCaFile(caFile: string): string {
-  return readTrustedAuthorities(caFile, 'SMTP_DIRECT_CA_FILE').at(-1)!;
-}
-
 /** nodemailer's TLS options for a policy; `implicitTls` for smtps:// (TLS from the first byte). */
 export function buildTransportTls(settings: RelayTlsSettings, implicitTls: boolean): TransportTlsOptions {
   switch (settings.policy) {
