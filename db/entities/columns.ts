@@ -14,10 +14,16 @@ export const orgIdColumn = (options: { indexed?: boolean } = {}) => {
   return options.indexed === false ? column : column.index();
 };
 
-export const createdAtColumn = () => p.datetime().onCreate(() => new Date());
+/**
+ * A new row's created_at and updated_at are one instant: whichever hook runs first reads the
+ * clock and the other copies it (two reads of the clock could fall a millisecond apart).
+ */
+const creationInstant = (other: unknown): Date => (other instanceof Date ? other : new Date());
+
+export const createdAtColumn = () => p.datetime().onCreate((row: { updatedAt?: unknown }) => creationInstant(row.updatedAt));
 
 export const updatedAtColumn = () =>
   p
     .datetime()
-    .onCreate(() => new Date())
+    .onCreate((row: { createdAt?: unknown }) => creationInstant(row.createdAt))
     .onUpdate(() => new Date());
