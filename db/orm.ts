@@ -21,6 +21,7 @@ import {
   IdempotencyRecord,
   IdempotencyRecordSchema,
   OrganizationSchema,
+  CreditShardSchema,
   Segment,
   SegmentMember,
   SegmentMemberSchema,
@@ -105,6 +106,7 @@ export const TENANT_ENTITIES = [
 
 const ENTITY_SCHEMAS = [
   OrganizationSchema,
+  CreditShardSchema,
   UserSchema,
   ApiKeySchema,
   DomainSchema,

@@ -9,11 +9,8 @@ export const OrganizationSchema = defineEntity({
     id: idColumn(),
     name: p.string().length(200),
     slug: p.string().length(100).unique(),
-    /** Transactional credits left; one is consumed per recipient. */
-    creditBalance: p.integer().default(0),
+    /** Whether sends past the credit balance are taken and billed as overage (the balance itself is in credit_shards). */
     overageEnabled: p.boolean().default(false),
-    /** Recipients sent beyond the balance while overage was enabled (billed separately). */
-    overageUsed: p.integer().default(0),
     /** Workspace-wide rate-limit profile; null means the platform default. */
     rateLimitPerMinute: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),
@@ -24,3 +21,23 @@ export const OrganizationSchema = defineEntity({
 
 export class Organization extends OrganizationSchema.class {}
 OrganizationSchema.setClass(Organization);
+
+/**
+ * A workspace's transactional credits, split over a fixed number of shard rows (one consumed
+ * per recipient). An acceptance locks one shard, so concurrent sends of one workspace do not
+ * queue on a single row; the balance is the sum of the shards (see src/modules/sends/quota.repo.ts).
+ */
+export const CreditShardSchema = defineEntity({
+  name: 'CreditShard',
+  tableName: 'credit_shards',
+  properties: {
+    orgId: p.string().length(24).primary(),
+    shard: p.smallint().primary(),
+    balance: p.integer().default(0),
+    /** Recipients sent beyond the balance while overage was enabled (billed separately). */
+    overageUsed: p.integer().default(0),
+  },
+});
+
+export class CreditShard extends CreditShardSchema.class {}
+CreditShardSchema.setClass(CreditShard);

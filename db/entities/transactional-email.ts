@@ -82,6 +82,8 @@ export const TransactionalEmailSchema = defineEntity({
     quotaReleased: p.boolean().default(false),
     /** The UTC day whose warm-up counter this email counted against, `YYYY-MM-DD`. */
     quotaDay: p.string().length(10),
+    /** The credit shard charged and the warm-up counter shard counted (quota.repo.ts), where a release gives back. */
+    quotaShard: p.smallint().default(0),
     /** Bumped by each hand-off attempt that reached the relay. */
     handoffAttempts: p.integer().default(0),
     lastError: p.string().length(1024).nullable(),
@@ -195,7 +197,8 @@ SuppressionChangeSchema.setClass(SuppressionChange);
 
 /**
  * The warm-up counter: messages counted against one domain on one UTC day (recipients, like
- * credits). Incremented atomically at acceptance only while under the domain's daily cap.
+ * credits), in shard rows: an uncapped domain counts each send on the credit shard it charged,
+ * a capped one on shard 0 only, incremented atomically only while the day's sum stays under the cap.
  */
 export const DomainDailySendSchema = defineEntity({
   name: 'DomainDailySend',
@@ -203,6 +206,7 @@ export const DomainDailySendSchema = defineEntity({
   properties: {
     domainId: p.string().length(24).primary(),
     day: p.string().length(10).primary(),
+    shard: p.smallint().primary().default(0),
     orgId: p.string().length(24),
     count: p.integer().default(0),
   },

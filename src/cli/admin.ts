@@ -8,6 +8,7 @@ import { createAutomationsAdmin, describeAutomation } from '../modules/automatio
 import { createDomainsService, describeDomain, describeSender } from '../modules/domains/domains.service.ts';
 import { createDomainVerificationRunner, describeDomainCheck } from '../modules/domains/domain-verification.starter.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
+import type { CreditTotals } from '../modules/orgs/credits.repo.ts';
 import { createTemplatesAdmin, describeShare } from '../modules/templates/templates.admin.ts';
 import type { Organization } from '../../db/entities/index.ts';
 
@@ -54,12 +55,13 @@ function onOff(values: Values, name: string): boolean | undefined {
   throw new UsageError(`--${name} must be on or off`);
 }
 
-function describeOrg(org: Organization) {
+function describeOrg({ org, credits }: { org: Organization; credits: CreditTotals }) {
   return {
     id: org.id,
     name: org.name,
     slug: org.slug,
-    credits: org.creditBalance,
+    credits: credits.balance,
+    overage_used: credits.overageUsed,
     overage: org.overageEnabled,
     rate_limit_per_minute: org.rateLimitPerMinute,
     burst: org.rateLimitBurst,
@@ -99,14 +101,14 @@ function commands(svc: () => Services): Record<string, Command> {
       async run(values) {
         const slug = values.slug as string | undefined;
         const credits = integer(values, 'credits');
-        const { org, owner } = await svc().orgs.createOrganization({
+        const { org, owner, credits: balance } = await svc().orgs.createOrganization({
           name: required(values, 'name'),
           ...(slug !== undefined ? { slug } : {}),
           ...(credits !== undefined ? { credits } : {}),
           overage: values.overage === true,
         });
         return {
-          json: { ...describeOrg(org), owner_user_id: owner.id },
+          json: { ...describeOrg({ org, credits: balance }), owner_user_id: owner.id },
           text: `created workspace ${org.id} (${org.slug})`,
         };
       },
@@ -292,8 +294,8 @@ function commands(svc: () => Services): Record<string, Command> {
       async run(values) {
         const amount = integer(values, 'amount');
         if (amount === undefined) throw new UsageError('--amount is required');
-        const org = await svc().orgs.setCredits(required(values, 'org'), amount, onOff(values, 'overage'));
-        return { json: describeOrg(org), text: `workspace ${org.id}: ${org.creditBalance} credits, overage ${org.overageEnabled ? 'on' : 'off'}` };
+        const { org, credits: balance } = await svc().orgs.setCredits(required(values, 'org'), amount, onOff(values, 'overage'));
+        return { json: describeOrg({ org, credits: balance }), text: `workspace ${org.id}: ${balance.balance} credits, overage ${org.overageEnabled ? 'on' : 'off'}` };
       },
     },
   };

@@ -32,6 +32,7 @@ describe('migrations', () => {
       'contact_import_errors',
       'contact_imports',
       'contacts',
+      'credit_shards',
       'domain_daily_sends',
       'domains',
       'email_event_counts',
@@ -59,10 +60,11 @@ describe('migrations', () => {
     ]);
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
-    // contact_import_errors by (import, row).
+    // contact_import_errors by (import, row); credit_shards by (workspace, shard).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
       'contact_import_errors',
+      'credit_shards',
       'domain_daily_sends',
       'email_event_counts',
       'segment_members',

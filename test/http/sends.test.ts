@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttachmentUpload, Contact, EmailRecipient, InboxMessage, Organization, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
+import { AttachmentUpload, Contact, EmailRecipient, InboxMessage, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore } from '../../src/blob/blob-store.ts';
 import { SEND_REQUEST_BYTES_MAX } from '../../src/modules/sends/sends.schemas.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { unique } from '../support/factories.ts';
 import { expectError, type ApiResponse } from '../support/http.ts';
-import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 
 const MB = 1024 * 1024;
 type EmailRecord = { _id: string; message_id: string; status: string; scheduled_at: string | null; recipients: { email: string; kind: string; status: string }[]; credits_charged: number };
@@ -345,25 +345,53 @@ describe('POST /api/v1/outbox/emails', () => {
       expectError(await send(body({ to: ['a@example.com', 'b@example.com', 'c@example.com'] })), 402, 'payment_required');
       expect(await emailCount()).toBe(before);
       expectAccepted(await send(body({ to: ['a@example.com', 'b@example.com'] })));
-      const org = await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId });
-      expect(org.creditBalance).toBe(0);
+      expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(0);
       await setCredits(h.stack.orm, orgId, 1_000_000);
     });
     it('records overage past the balance when overage is on', async () => {
       await setCredits(h.stack.orm, orgId, 1, true);
       expectAccepted(await send(body({ to: ['a@example.com', 'b@example.com', 'c@example.com'] })));
-      const org = await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId });
-      expect([org.creditBalance, org.overageUsed]).toEqual([0, 2]);
+      const credits = await creditsOf(h.stack.orm, orgId);
+      expect([credits.balance, credits.overageUsed]).toEqual([0, 2]);
       await setCredits(h.stack.orm, orgId, 1_000_000, false);
     });
     it('never oversells credits to 20 concurrent sends', async () => {
       await setCredits(h.stack.orm, orgId, 10);
       const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => send(body({ to: `c${i}@example.com` }))));
-      expect(responses.filter((r) => r.status === 202)).toHaveLength(10);
-      expect(responses.filter((r) => r.status === 402)).toHaveLength(10);
-      const org = await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId });
-      expect(org.creditBalance).toBe(0);
+      expect(responses.filter((r) => r.status === 202), JSON.stringify(responses.filter((r) => r.status !== 202 && r.status !== 402).map((r) => r.body))).toHaveLength(10);
+      expect(responses.filter((r) => r.status === 402), JSON.stringify(responses.filter((r) => r.status !== 202 && r.status !== 402).map((r) => r.body))).toHaveLength(10);
+      expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(0);
       await setCredits(h.stack.orm, orgId, 1_000_000);
+    });
+    it('charges credits spread over shards exactly: 60 concurrent sends of 1 to 3 recipients against 100 credits', async () => {
+      await setCredits(h.stack.orm, orgId, 100);
+      const before = await scopeToOrg(h.stack.orm.em, orgId).find(TransactionalEmail, {}, { fields: ['id'] });
+      const sizes = Array.from({ length: 60 }, (_, i) => 1 + (i % 3));
+      const responses = await Promise.all(sizes.map((n, i) => send(body({ to: Array.from({ length: n }, (_, r) => `s${i}r${r}@example.com`) }))));
+      const odd = responses.filter((r) => r.status !== 202 && r.status !== 402);
+      expect(odd, JSON.stringify(odd.map((r) => r.body))).toEqual([]);
+      const taken = sizes.filter((_, i) => responses[i]!.status === 202).reduce((a, b) => a + b, 0);
+      const { balance } = await creditsOf(h.stack.orm, orgId);
+      // Nothing lost or oversold; a send was refused only when the whole balance could not pay it.
+      expect(taken + balance).toBe(100);
+      const refusedSmallest = Math.min(...sizes.filter((_, i) => responses[i]!.status === 402));
+      expect(balance).toBeLessThan(refusedSmallest);
+      const rows = await scopeToOrg(h.stack.orm.em, orgId).find(TransactionalEmail, { id: { $nin: before.map((e) => e.id) } });
+      expect(rows.reduce((sum, e) => sum + e.creditsCharged, 0)).toBe(taken);
+      expect(rows.every((e) => e.overageCharged === 0)).toBe(true);
+      await setCredits(h.stack.orm, orgId, 1_000_000);
+    });
+    it('takes overage only past the whole balance, with 30 concurrent sends against 5 credits', async () => {
+      await setCredits(h.stack.orm, orgId, 5, true);
+      const { overageUsed: overageBefore } = await creditsOf(h.stack.orm, orgId);
+      const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => send(body({ to: `o${i}@example.com` }))));
+      expect(responses.map((r) => r.status)).toEqual(Array.from({ length: 30 }, () => 202));
+      const credits = await creditsOf(h.stack.orm, orgId);
+      expect([credits.balance, credits.overageUsed - overageBefore]).toEqual([0, 25]);
+      const ids = responses.map((r) => (r.body.data as EmailRecord)._id);
+      const rows = await scopeToOrg(h.stack.orm.em, orgId).find(TransactionalEmail, { id: { $in: ids } });
+      expect([rows.reduce((sum, e) => sum + e.creditsCharged, 0), rows.reduce((sum, e) => sum + e.overageCharged, 0)]).toEqual([5, 25]);
+      await setCredits(h.stack.orm, orgId, 1_000_000, false);
     });
     it('counts recipients against the domain daily cap and answers 429 DAILY_CAP_REACHED past it', async () => {
       const capped = await addSendingDomain(h.stack.orm, orgId, { dailyCap: 3 });
@@ -373,6 +401,22 @@ describe('POST /api/v1/outbox/emails', () => {
       expectReason(over, 429, 'rate_limited', 'DAILY_CAP_REACHED');
       expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
       expectAccepted(await send(body({ from, to: 'c@example.com' })));
+    });
+    it('never oversells a daily cap to 20 concurrent sends', async () => {
+      const capped = await addSendingDomain(h.stack.orm, orgId, { dailyCap: 10 });
+      const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => send(body({ from: `o@${capped.domain}`, to: `k${i}@example.com` }))));
+      expect(responses.filter((r) => r.status === 202)).toHaveLength(10);
+      expect(responses.filter((r) => r.status === 429)).toHaveLength(10);
+    });
+    it('checks a cap set during the day against what was counted on every shard before it', async () => {
+      const domain = await addSendingDomain(h.stack.orm, orgId);
+      const from = `o@${domain.domain}`;
+      // Uncapped: five sends counted on random shards.
+      for (let i = 0; i < 5; i += 1) expectAccepted(await send(body({ from, to: `d${i}@example.com` })));
+      await h.stack.orm.em.fork().getConnection().execute('update domains set daily_cap = 7 where id = ?', [domain.id]);
+      expectReason(await send(body({ from, to: ['x@example.com', 'y@example.com', 'z@example.com'] })), 429, 'rate_limited', 'DAILY_CAP_REACHED');
+      expectAccepted(await send(body({ from, to: ['x@example.com', 'y@example.com'] })));
+      expectReason(await send(body({ from, to: 'w@example.com' })), 429, 'rate_limited', 'DAILY_CAP_REACHED');
     });
   });
 
@@ -384,8 +428,7 @@ describe('POST /api/v1/outbox/emails', () => {
       expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
       expect((cancelled.body.data as EmailRecord).status).toBe('cancelled');
       expect((cancelled.body.data as EmailRecord).recipients.every((r) => r.status === 'cancelled')).toBe(true);
-      const org = await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId });
-      expect(org.creditBalance).toBe(100);
+      expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(100);
       expectReason(await h.request('POST', `/api/v1/outbox/emails/${email._id}/cancel`, { headers: idem() }), 409, 'conflict', 'EMAIL_NOT_CANCELLABLE');
       const rows = await scopeToOrg(h.stack.orm.em, orgId).count(EmailRecipient, { emailId: email._id, status: 'cancelled' });
       expect(rows).toBe(2);

@@ -3,6 +3,7 @@ import { newId } from '../../db/ids.ts';
 import type { MikroORM } from '../../db/orm.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import type { CreditTotals } from '../../src/modules/orgs/credits.repo.ts';
 import { createOrgsService } from '../../src/modules/orgs/orgs.service.ts';
 import { unique } from './factories.ts';
 import { TEST_ENCRYPTION_KEY } from './stack.ts';
@@ -31,6 +32,11 @@ export async function addSendingDomain(
 
 export async function setCredits(orm: MikroORM, orgId: string, credits: number, overage = false): Promise<void> {
   await createOrgsService({ orm }).setCredits(orgId, credits, overage);
+}
+
+/** The workspace's credit balance and overage used (summed over its shards). */
+export async function creditsOf(orm: MikroORM, orgId: string): Promise<CreditTotals> {
+  return createOrgsService({ orm }).credits(orgId);
 }
 
 /** A scheduled transactional email row (no workflow), for routes that only need one to exist. */

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Organization } from '../../db/entities/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
-import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 
 type EmailRecord = { _id: string; status: string; recipients: { status: string; last_response: string | null }[] };
 
@@ -59,6 +58,6 @@ describe('a transactional send whose every attempt throws', () => {
     expect(email.recipients[0]).toMatchObject({ status: 'failed' });
     expect(email.recipients[0]?.last_response).toMatch(/^retries_exhausted: /);
     expect(relay.total()).toBe(0);
-    expect((await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId })).creditBalance).toBe(10);
+    expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(10);
   }, 120_000);
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact, EmailEvent, Event, Organization, Suppression } from '../../db/entities/index.ts';
+import { Contact, EmailEvent, Event, Suppression } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore } from '../../src/blob/blob-store.ts';
 import { startMailSink, type MailSink } from '../../src/dev/mail-sink.ts';
@@ -13,7 +13,7 @@ import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { expectError, type ApiResponse } from '../support/http.ts';
-import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 import { messageProblems } from '../support/message-quality.ts';
 import type { Domain } from '../../db/entities/index.ts';
 
@@ -176,13 +176,13 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
   });
 
   it('answers 502 when the provider rejects the message outright, and gives the credits back', async () => {
-    const before = (await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId })).creditBalance;
+    const before = (await creditsOf(h.stack.orm, orgId)).balance;
     const response = await send(base({ to: ['reject@simulator.herald.test', 'someone@example.com'] }));
     expectError(response, 502, 'bad_gateway');
     const details = response.body.error?.details as { reason: string; email_id: string; smtp_response: string };
     expect(details.reason).toBe('PROVIDER_REJECTED');
     expect(details.smtp_response).toContain('554');
-    const after = (await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId })).creditBalance;
+    const after = (await creditsOf(h.stack.orm, orgId)).balance;
     expect(after).toBe(before);
     expect((await getEmail(details.email_id)).status).toBe('failed');
   });

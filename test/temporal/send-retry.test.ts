@@ -5,7 +5,7 @@ import { freePort } from '../../src/dev/ports.ts';
 import { createLogger } from '../../src/logger.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
-import { addSendingDomain, setCredits } from '../support/sending.ts';
+import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 
 type EmailRecord = { _id: string; status: string; recipients: { status: string; attempts: number; last_response: string | null }[] };
 
@@ -56,6 +56,6 @@ describe('a transactional send whose relay stays unreachable', () => {
     expect(await em.count(Event, { type: 'email.failed', data: { email_id: id } })).toBe(2);
     expect(await em.count(Event, { type: 'email.deferred', data: { email_id: id } })).toBeGreaterThanOrEqual(4);
     expect(await em.count(EmailEvent, { emailId: id, type: 'failed' })).toBe(2);
-    expect((await h.stack.orm.em.fork().findOneOrFail(Organization, { id: orgId })).creditBalance).toBe(10);
+    expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(10);
   });
 });

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Organization, User } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
+import { readCredits, setCreditBalance, type CreditTotals } from './credits.repo.ts';
 
 export interface CreateOrganizationInput {
   name: string;
@@ -38,23 +39,22 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
       return orm.em.fork().transactional(async (em) => {
         const taken = await em.count(Organization, { slug });
         if (taken > 0) throw new AppError('conflict', `a workspace with slug "${slug}" exists`);
-        const org = em.create(Organization, {
-          name: input.name,
-          slug,
-          creditBalance: input.credits ?? 0,
-          overageEnabled: input.overage ?? false,
-        });
+        const org = em.create(Organization, { name: input.name, slug, overageEnabled: input.overage ?? false });
+        await setCreditBalance(em, org.id, input.credits ?? 0);
         const owner = em.create(User, {
           orgId: org.id,
           email: input.ownerEmail ?? `owner@${slug}.herald.invalid`,
           name: `${input.name} owner`,
         });
-        return { org, owner };
+        return { org, owner, credits: { balance: input.credits ?? 0, overageUsed: 0 } satisfies CreditTotals };
       });
     },
 
-    async listOrganizations() {
-      return orm.em.fork().find(Organization, {}, { orderBy: { id: 'asc' } });
+    /** Every workspace with its credits. */
+    async listOrganizations(): Promise<Array<{ org: Organization; credits: CreditTotals }>> {
+      const em = orm.em.fork();
+      const orgs = await em.find(Organization, {}, { orderBy: { id: 'asc' } });
+      return Promise.all(orgs.map(async (org) => ({ org, credits: await readCredits(em, org.id) })));
     },
 
     async getOrganization(id: string) {
@@ -67,18 +67,23 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
       return orm.em.fork().findOne(Organization, { slug });
     },
 
+    /** The workspace's credit balance and overage used. */
+    async credits(orgId: string): Promise<CreditTotals> {
+      return readCredits(orm.em.fork(), orgId);
+    },
+
     /** Sets the transactional credit balance (and optionally the overage flag). */
     async setCredits(orgId: string, amount: number, overage?: boolean) {
       if (!Number.isInteger(amount) || amount < 0) {
         throw new AppError('invalid_request', 'amount must be a non-negative integer');
       }
-      const em = orm.em.fork();
-      const org = await em.findOne(Organization, { id: orgId });
-      if (!org) throw new AppError('not_found', `workspace ${orgId} does not exist`);
-      org.creditBalance = amount;
-      if (overage !== undefined) org.overageEnabled = overage;
-      await em.flush();
-      return org;
+      return orm.em.fork().transactional(async (em) => {
+        const org = await em.findOne(Organization, { id: orgId });
+        if (!org) throw new AppError('not_found', `workspace ${orgId} does not exist`);
+        if (overage !== undefined) org.overageEnabled = overage;
+        await setCreditBalance(em, orgId, amount);
+        return { org, credits: await readCredits(em, orgId) };
+      });
     },
   };
 }

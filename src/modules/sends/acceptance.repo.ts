@@ -53,8 +53,8 @@ export interface Acceptance {
  * openAcceptance took the thread lock): the outbound inbox message placed in its thread, the
  * credit and warm-up reservation (locking the hot workspace and domain rows last), the email
  * with its charge, its recipients, and optionally the idempotent answer; a NOTIFY to the domain's
- * drain rides along for an immediate send. Throws the quota's refusals (402, 429): the caller's
- * transaction then rolls everything back.
+ * drain rides along for an immediate send. Throws the quota's refusals (402, 429) and ShardShort
+ * (redo with the `consolidate` credit mode): the caller's transaction then rolls everything back.
  */
 export async function writeAcceptance(em: EntityManager, acceptance: Acceptance): Promise<CreditCharge> {
   const { email, recipients, message } = acceptance;
@@ -65,11 +65,11 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     a_email as (
       insert into transactional_emails (id, org_id, api_key_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text,
                                         headers, attachments, template_id, template_version, tags, message_id, status, scheduled_at, next_attempt_at, size_bytes,
-                                        credits_charged, overage_charged, quota_day, created_at, updated_at)
+                                        credits_charged, overage_charged, quota_day, quota_shard, created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
              :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eTags::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
-             coalesce((select from_balance from q_charged), 0), :qCount - coalesce((select from_balance from q_charged), 0),
-             :eDay, :eAt::timestamptz, :eAt::timestamptz
+             coalesce((select from_balance from q_charge), 0), :qCount - coalesce((select from_balance from q_charge), 0),
+             :eDay, :qShard, :eAt::timestamptz, :eAt::timestamptz
       returning id
     ),
     a_recipients as (

@@ -3,12 +3,14 @@ import type { TransactionalEmail } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
 import { secondsUntilNextUtcDay } from './sends.fns.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
+import { pickCreditShard, releaseCredits, spreadBalanceSql } from '../orgs/credits.repo.ts';
 
 /**
  * Credits and the domain warm-up cap, reserved at acceptance and released on a 502, a
  * permanent failure before hand-off, or a cancel. The reservation runs inside the acceptance
- * transaction, so a refused send (402, 429) or a rollback leaves no reservation behind; the
- * row locks make concurrent sends queue on the same workspace/domain instead of overselling.
+ * transaction, so a refused send (402, 429) or a rollback leaves no reservation behind; row
+ * locks make concurrent sends queue instead of overselling, on one of the workspace's credit
+ * shards (src/modules/orgs/credits.repo.ts) and one warm-up counter shard rather than on one row.
  */
 
 export interface CreditCharge {
@@ -17,6 +19,13 @@ export interface CreditCharge {
   /** Whether the domain's drain lease is held (read in the same statement): a running drain needs no wake-up. */
   domainDraining: boolean;
 }
+
+/**
+ * How the reservation takes credits: `shard` charges the request's shard alone and gives up
+ * (ShardShort) when that shard cannot pay; `consolidate` locks every shard of the workspace,
+ * charges the total (overage past it when the workspace allows) and spreads the rest evenly.
+ */
+export type CreditMode = 'shard' | 'consolidate';
 
 export interface QuotaRequest {
   orgId: string;
@@ -30,53 +39,104 @@ export interface QuotaRequest {
   count: number;
   /** The domain's warm-up cap per UTC day; null for none. */
   cap: number | null;
+  /** The credit shard charged (overage included) and the warm-up counter shard counted: quotaShardFor. */
+  shard: number;
+  mode: CreditMode;
   now: Date;
 }
 
-/** The columns quotaCtes adds to its statement's result row. */
+/**
+ * The shard an acceptance charges and counts on: a random one, except on a capped domain, whose
+ * counter stays in shard 0 so the cap is checked under one row lock (a capped domain is a
+ * warming-up one, whose volume is small by definition).
+ */
+export function quotaShardFor(cap: number | null): number {
+  return cap === null ? pickCreditShard() : 0;
+}
+
+/** The charged shard could not pay: the acceptance is redone with `consolidate`. */
+export class ShardShort extends Error {
+  constructor() {
+    super('the credit shard picked for this send is short; consolidating');
+  }
+}
+
+/** The columns quotaCtes adds to its statement's result row (balance: the total, read by `consolidate` only). */
 export interface ReservationRow {
   draining: boolean;
   from_balance: number | null;
-  balance: number;
+  balance: number | null;
   day_count: number | null;
   used: number;
 }
 
+/** Credits taken from the request's shard alone (q_charge: one row with from_balance, or none). */
+function shardCharge(after: string): string {
+  return `
+    q_charge as (
+      update credit_shards s set balance = s.balance - :qCount
+        from ${after}
+       where s.org_id = :qOrg and s.shard = :qShard and s.balance >= :qCount
+      returning :qCount::int as from_balance
+    )`;
+}
+
+/**
+ * Credits taken from the workspace's total: every shard locked in shard order (after `after`),
+ * the charge and what is left spread over them in one update; q_charge has one row with
+ * from_balance when the total pays (or overage is on), none otherwise.
+ */
+function consolidatedCharge(after: string): string {
+  return `
+    q_locked as (
+      select s.shard, s.balance from credit_shards s, ${after} where s.org_id = :qOrg order by s.shard for update of s
+    ),
+    q_total as (select coalesce(sum(balance), 0)::int as total, count(*)::int as n from q_locked),
+    q_charge as (
+      select least(t.total, :qCount) as from_balance, t.total - least(t.total, :qCount) as rest, t.n
+        from q_total t
+       where t.n > 0 and (t.total >= :qCount or (select overage_enabled from organizations where id = :qOrg))
+    ),
+    q_spread as (
+      update credit_shards s
+         set balance = ${spreadBalanceSql('k.rest', 'k.n', 'l.pos')},
+             overage_used = s.overage_used + case when s.shard = :qShard then :qCount - k.from_balance else 0 end
+        from q_charge k, (select shard, row_number() over (order by shard) - 1 as pos from q_locked) l
+       where s.org_id = :qOrg and s.shard = l.shard
+      returning s.shard
+    )`;
+}
+
 /**
  * The reservation as CTEs of the acceptance statement (without `with`; named `q_*`) and the
- * select-list expressions (`quotaColumns`) that report it: takes `count` credits from the
- * workspace (from the balance, and past it as overage when overage is on) and counts `count`
- * messages against the domain's cap for the day. The workspace's credit row and the domain's
- * counter are the hot rows every send of a workspace writes; `after` names a CTE whose row
- * must exist first, so they are locked last in the statement (and in a fixed order after the
- * thread row the statement updates). The email row takes the charge from `q_charged`.
- * The row is judged by chargeOf, which throws the refusals (402, 429).
+ * select-list expressions (`columns`) that report it: takes `count` credits (per the request's
+ * mode) and counts `count` messages against the domain's cap for the day. The credit shards and
+ * the counter are the hot rows every send writes; `after` names a CTE whose row must exist
+ * first, so they are locked last in the statement (and in a fixed order after the thread row
+ * the statement updates). The email row takes the charge from `q_charge`.
+ * The row is judged by chargeOf, which throws the refusals (402, 429) and ShardShort.
  */
 export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & { columns: string } {
   const capped = request.cap !== null;
-  const sql = `
-    q_current as (
-      select o.id, o.credit_balance, o.overage_enabled from organizations o, ${after} where o.id = :qOrg for update of o
-    ),
-    q_charged as (
-      update organizations o
-         set credit_balance = o.credit_balance - least(c.credit_balance, :qCount),
-             overage_used = o.overage_used + (:qCount - least(c.credit_balance, :qCount))
-        from q_current c
-       where o.id = c.id and (c.credit_balance >= :qCount or c.overage_enabled)
-      returning least(c.credit_balance, :qCount) as from_balance
-    ),
+  // The counter is written from q_charge, so its row is locked after the credit shard(s) in
+  // every plan (PostgreSQL runs CTEs in no promised order; two sends taking the same two rows in
+  // opposite orders deadlock), and only once the credits are taken. A capped domain counts on
+  // shard 0 (quotaShardFor) and checks the day's sum over all shards: rows of other shards exist
+  // when the cap was set during the day.
+  const otherShards = 'coalesce((select sum(d.count) from domain_daily_sends d where d.domain_id = :qDomain and d.day = :qDay and d.shard <> :qShard), 0)';
+  const sql = `${request.mode === 'shard' ? shardCharge(after) : consolidatedCharge(after)},
     q_counted as (
-      insert into domain_daily_sends (domain_id, day, org_id, count)
-      select :qDomain, :qDay, :qOrg, :qCount where ${capped ? ':qCount <= :qCap' : 'true'}
-      on conflict (domain_id, day) do update set count = domain_daily_sends.count + excluded.count
-      ${capped ? 'where domain_daily_sends.count + excluded.count <= :qCap' : ''}
+      insert into domain_daily_sends (domain_id, day, shard, org_id, count)
+      select :qDomain::varchar, :qDay::varchar, :qShard::smallint, :qOrg::varchar, :qCount::int
+        from q_charge where ${capped ? `:qCount + ${otherShards} <= :qCap` : 'true'}
+      on conflict (domain_id, day, shard) do update set count = domain_daily_sends.count + excluded.count
+      ${capped ? `where domain_daily_sends.count + excluded.count + ${otherShards} <= :qCap` : ''}
       returning count
     )`;
-  const columns = `(select from_balance from q_charged) as from_balance,
-      (select credit_balance from q_current) as balance,
+  const columns = `(select from_balance from q_charge) as from_balance,
+      ${request.mode === 'consolidate' ? '(select total from q_total)' : 'null::int'} as balance,
       (select count from q_counted) as day_count,
-      coalesce((select count from domain_daily_sends where domain_id = :qDomain and day = :qDay), 0) as used,
+      ${capped ? 'coalesce((select sum(count) from domain_daily_sends where domain_id = :qDomain and day = :qDay), 0)::int' : '0'} as used,
       coalesce((select drain_lease_until > now() from domains where id = :qDomain), false) as draining
       ${request.notifyChannel ? ', pg_notify(:qChannel, :qDomain) is null as notified' : ''}`;
   return {
@@ -85,6 +145,7 @@ export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & {
     params: {
       qOrg: request.orgId,
       qCount: request.count,
+      qShard: request.shard,
       qDomain: request.domainId,
       qDay: request.day,
       ...(capped ? { qCap: request.cap } : {}),
@@ -97,6 +158,7 @@ export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & {
 export function chargeOf(row: ReservationRow | undefined, request: QuotaRequest): CreditCharge {
   const { count, cap } = request;
   if (!row || row.from_balance === null) {
+    if (request.mode === 'shard') throw new ShardShort();
     throw new AppError(
       'payment_required',
       `Not enough transactional credits: this send needs ${count} (one per recipient) and ${row?.balance ?? 0} are left.`,
@@ -114,18 +176,9 @@ export function chargeOf(row: ReservationRow | undefined, request: QuotaRequest)
   return { fromBalance: Number(row.from_balance), overage: count - Number(row.from_balance), domainDraining: row.draining };
 }
 
-/** Gives back what reserveQuota took from the workspace's credits. */
-async function releaseCredits(em: EntityManager, orgId: string, charge: Pick<CreditCharge, 'fromBalance' | 'overage'>): Promise<void> {
-  if (charge.fromBalance === 0 && charge.overage === 0) return;
-  await em.execute(
-    'update organizations set credit_balance = credit_balance + ?, overage_used = greatest(0, overage_used - ?) where id = ?',
-    [charge.fromBalance, charge.overage, orgId],
-  );
-}
-
-async function releaseDomainQuota(em: EntityManager, domainId: string, day: string, count: number): Promise<void> {
+async function releaseDomainQuota(em: EntityManager, domainId: string, day: string, shard: number, count: number): Promise<void> {
   if (count === 0) return;
-  await em.execute('update domain_daily_sends set count = greatest(0, count - ?) where domain_id = ? and day = ?', [count, domainId, day]);
+  await em.execute('update domain_daily_sends set count = greatest(0, count - ?) where domain_id = ? and day = ? and shard = ?', [count, domainId, day, shard]);
 }
 
 /**
@@ -134,10 +187,10 @@ async function releaseDomainQuota(em: EntityManager, domainId: string, day: stri
  */
 export async function releaseEmailQuota(
   em: EntityManager,
-  email: Pick<TransactionalEmail, 'orgId' | 'domainId' | 'quotaDay' | 'creditsCharged' | 'overageCharged' | 'quotaReleased'>,
+  email: Pick<TransactionalEmail, 'orgId' | 'domainId' | 'quotaDay' | 'quotaShard' | 'creditsCharged' | 'overageCharged' | 'quotaReleased'>,
 ): Promise<void> {
   if (email.quotaReleased) return;
-  await releaseCredits(em, email.orgId, { fromBalance: email.creditsCharged, overage: email.overageCharged });
-  await releaseDomainQuota(em, email.domainId, email.quotaDay, email.creditsCharged + email.overageCharged);
+  await releaseCredits(em, email.orgId, email.quotaShard, { fromBalance: email.creditsCharged, overage: email.overageCharged });
+  await releaseDomainQuota(em, email.domainId, email.quotaDay, email.quotaShard, email.creditsCharged + email.overageCharged);
   email.quotaReleased = true;
 }

@@ -17,7 +17,8 @@ import { writeAcceptance } from './acceptance.repo.ts';
 import { resolveSendContent } from './send-content.ts';
 import { findEmailEvents, findEmailPage, type EmailEventView } from './email-log.repo.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
-import { releaseEmailQuota, type CreditCharge } from './quota.repo.ts';
+import { quotaShardFor, releaseEmailQuota, ShardShort, type CreditCharge, type CreditMode } from './quota.repo.ts';
+import { ensureCreditShards } from '../orgs/credits.repo.ts';
 import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
 import { checkSendingDomain } from './send-checks.ts';
 import { resolveSchedule } from './schedule.fns.ts';
@@ -190,9 +191,9 @@ export function createSendsService(deps: SendsServiceDeps) {
         createdAt: at,
       });
       const blobKeys: string[] = [];
-      let accepted: AcceptedEmail & { charge: CreditCharge; domainId: string };
-      try {
-        accepted = await em.transactional(async (tx) => {
+      /** The acceptance transaction, charging credits in `creditMode` (QuotaRequest). */
+      const accept = (creditMode: CreditMode) =>
+        em.transactional(async (tx) => {
           // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
           const domain = await checkSendingDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread), options.answer?.claim);
           blobKeys.push(...(await writeInlineBlobs(orgId, emailId, prepared)));
@@ -231,12 +232,14 @@ export function createSendsService(deps: SendsServiceDeps) {
           };
           const answerIsFinal = Boolean(schedule.at) || config.sends.handoffWaitMs <= 0;
           const answer = answerIsFinal ? options.answer : undefined;
+          if (creditMode === 'consolidate') await ensureCreditShards(tx, orgId);
           const charge = await writeAcceptance(tx, {
             email,
             recipients: rows,
             message,
             quota: {
               orgId, domainId: domain.id, domain: domain.domain, day: email.quotaDay, count: recipients.length, cap: domain.dailyCap ?? null, now: at,
+              shard: quotaShardFor(domain.dailyCap ?? null), mode: creditMode,
               // A drain of the domain running in any worker sees an immediate email at commit.
               ...(schedule.at ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
             },
@@ -244,6 +247,13 @@ export function createSendsService(deps: SendsServiceDeps) {
           });
           answer?.stored();
           return { ...accepted, charge, domainId: domain.id };
+        });
+      let accepted: AcceptedEmail & { charge: CreditCharge; domainId: string };
+      try {
+        // One credit shard first; all of them (rolled back and redone) when that one is short.
+        accepted = await accept('shard').catch((error: unknown) => {
+          if (error instanceof ShardShort) return accept('consolidate');
+          throw error;
         });
         options.answer?.claim?.committed();
       } catch (error) {
