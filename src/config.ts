@@ -52,6 +52,20 @@ const durationString = (fallback: string) =>
     }),
   );
 
+/** A retry schedule (`0s,5s,30s,…`, see parseRetrySchedule), defaulting to `fallback`. */
+const retryScheduleString = (fallback: string) =>
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.rawCheck(({ dataset, addIssue }) => {
+      const parsed = dataset.typed ? parseRetrySchedule(dataset.value) : [];
+      if (typeof parsed === 'string') addIssue({ message: parsed });
+    }),
+  );
+
+/** A whole number of concurrent items, 1 to 64. */
+const concurrencyString = (fallback: string) =>
+  v.pipe(v.optional(v.string(), fallback), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(64));
+
 const booleanString = v.pipe(
   v.optional(v.picklist(['1', '0', 'true', 'false', 'on', 'off', 'yes', 'no', '']), ''),
   v.transform((value) => ['1', 'true', 'on', 'yes'].includes(value)),
@@ -135,26 +149,14 @@ const EnvSchema = v.object({
   ),
   BLOB_DIR: v.optional(v.string(), '.data/blobs'),
   HERALD_ENCRYPTION_KEY: encryptionKey,
-  WEBHOOK_RETRY_SCHEDULE: v.pipe(
-    v.optional(v.string(), DEFAULT_WEBHOOK_RETRY_SCHEDULE),
-    v.rawCheck(({ dataset, addIssue }) => {
-      const parsed = dataset.typed ? parseRetrySchedule(dataset.value) : [];
-      if (typeof parsed === 'string') addIssue({ message: parsed });
-    }),
-  ),
+  WEBHOOK_RETRY_SCHEDULE: retryScheduleString(DEFAULT_WEBHOOK_RETRY_SCHEDULE),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString,
-  WEBHOOK_ENDPOINT_CONCURRENCY: v.pipe(v.optional(v.string(), '8'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(64)),
+  WEBHOOK_ENDPOINT_CONCURRENCY: concurrencyString('8'),
   QUEUE_DRAIN_LINGER_MS: v.pipe(v.optional(v.string(), '2000'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.maxValue(60_000)),
-  EMAIL_RETRY_SCHEDULE: v.pipe(
-    v.optional(v.string(), DEFAULT_EMAIL_RETRY_SCHEDULE),
-    v.rawCheck(({ dataset, addIssue }) => {
-      const parsed = dataset.typed ? parseRetrySchedule(dataset.value) : [];
-      if (typeof parsed === 'string') addIssue({ message: parsed });
-    }),
-  ),
+  EMAIL_RETRY_SCHEDULE: retryScheduleString(DEFAULT_EMAIL_RETRY_SCHEDULE),
   EMAIL_RETRY_WINDOW: durationString('72h'),
   SMTP_RELAY_FINAL_HOP: booleanString,
-  INBOUND_DRAIN_CONCURRENCY: v.pipe(v.optional(v.string(), '4'), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1), v.maxValue(64)),
+  INBOUND_DRAIN_CONCURRENCY: concurrencyString('4'),
   SMTP_RELAY_POOL_SIZE: v.pipe(v.optional(v.string(), '5'), v.regex(/^\d+$/), v.transform(Number), v.minValue(1), v.maxValue(100)),
   SEND_HANDOFF_WAIT_MS: v.pipe(v.optional(v.string(), '0'), v.regex(/^\d+$/), v.transform(Number), v.maxValue(30_000)),
   DNS_SERVERS: v.optional(

@@ -25,25 +25,31 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 
 export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 
-/** The one application error: services throw it, the error middleware renders it. */
+/**
+ * The one application error: services throw it, the error middleware renders it. It carries
+ * data, not protocol: `retryAfterSeconds` (when a retry can succeed) and `allow` (the methods a
+ * 405 path takes) become the HTTP `Retry-After` and `Allow` headers in src/http/.
+ */
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly details: Record<string, unknown> | undefined;
-  readonly headers: Record<string, string> | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly allow: readonly string[] | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
     details?: Record<string, unknown>,
-    headers?: Record<string, string>,
+    options: { retryAfterSeconds?: number; allow?: readonly string[] } = {},
   ) {
     super(message);
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.details = details;
-    this.headers = headers;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.allow = options.allow;
   }
 }
 

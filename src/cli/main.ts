@@ -72,15 +72,8 @@ async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void
   if (clusterRole === 'worker') {
     (await import('../metrics/metrics.ts')).serveMetricsToClusterPrimary();
   } else if (config.metrics.port > 0) {
-    // Auxiliary: a port already taken is reported, never fatal.
-    const { startMetricsServer } = await import('../metrics/metrics.ts');
-    try {
-      const metrics = await startMetricsServer(config.metrics);
-      logger.info('metrics listening', { url: metrics.url });
-      stops.unshift(() => metrics.close());
-    } catch (error) {
-      logger.warn('metrics not served', { port: config.metrics.port, error: error instanceof Error ? error.message : String(error) });
-    }
+    const stop = await (await import('../metrics/metrics.ts')).serveMetricsOrWarn(config.metrics, logger);
+    if (stop) stops.unshift(stop);
   }
   // Stops the listeners first (no new work), then the worker.
   onShutdown(logger, async () => {

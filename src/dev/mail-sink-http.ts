@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger.ts';
 import type { SinkMessage } from './mail-sink.ts';
 import type { SinkStore } from './mail-sink-store.ts';
+import { escapeHtml } from '../html-escape.ts';
 
 export interface SinkViewer {
   port: number;
@@ -13,10 +14,6 @@ export interface SinkViewer {
 export function messageSummary(message: SinkMessage): Omit<SinkMessage, 'raw'> & { rawUrl: string } {
   const { raw: _raw, ...rest } = message;
   return { ...rest, rawUrl: `/messages/${message.id}.eml` };
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
 function formatSize(bytes: number): string {

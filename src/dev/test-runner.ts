@@ -22,7 +22,7 @@ function run(label: string, script: string, args: string[], env: NodeJS.ProcessE
 
 /**
  * `herald test` (npm test): makes sure the Temporal CLI exists (building it once per
- * machine), then typecheck, lint and the vitest suite. The suite's global setup starts its own
+ * machine), then typecheck, lint, the architecture and duplication checks and the vitest suite. The suite's global setup starts its own
  * Temporal dev server and uses its own databases, so dev data is never touched.
  */
 export async function runTests(vitestArgs: string[]): Promise<number> {
@@ -35,6 +35,9 @@ export async function runTests(vitestArgs: string[]): Promise<number> {
   const steps: [string, string, string[]][] = [
     ['typecheck', 'node_modules/typescript/bin/tsc', ['--noEmit', '-p', 'tsconfig.json']],
     ['lint', 'node_modules/eslint/bin/eslint.js', ['--max-warnings', '0', '.']],
+    // The layers' import rules (.dependency-cruiser.cjs) and no copied code (.jscpd.json): CONTRIBUTING.md.
+    ['architecture', 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs', ['src', 'db', 'workflows', 'activities', '--config', '.dependency-cruiser.cjs']],
+    ['duplication', 'node_modules/jscpd/bin/jscpd', ['--config', '.jscpd.json']],
     ['tests', 'node_modules/vitest/vitest.mjs', ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...vitestArgs]],
   ];
   let failed = 0;

@@ -45,14 +45,9 @@ export async function runApiCluster(config: Config, logger: Logger): Promise<voi
 
   const stops: (() => Promise<void>)[] = [];
   if (config.metrics.port > 0) {
-    const { startMetricsServer, clusterMetricsSource } = await import('../metrics/metrics.ts');
-    try {
-      const metrics = await startMetricsServer(config.metrics, clusterMetricsSource());
-      logger.info('metrics listening', { url: metrics.url, of: `${count} api processes` });
-      stops.push(() => metrics.close());
-    } catch (error) {
-      logger.warn('metrics not served', { port: config.metrics.port, error: error instanceof Error ? error.message : String(error) });
-    }
+    const { serveMetricsOrWarn, clusterMetricsSource } = await import('../metrics/metrics.ts');
+    const stop = await serveMetricsOrWarn(config.metrics, logger, clusterMetricsSource(), { of: `${count} api processes` });
+    if (stop) stops.push(stop);
   }
 
   onShutdown(logger, async () => {

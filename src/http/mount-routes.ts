@@ -7,9 +7,10 @@ import { respond, successEnvelope } from './envelope.ts';
 import { IDEMPOTENCY_HEADER, idempotency } from './middleware/idempotency.ts';
 import { readBody } from './middleware/read-body.ts';
 import { requireScope } from './middleware/require-scope.ts';
-import { isWrite, type AnyRoute, type IdempotentAnswer } from './route.ts';
+import type { IdempotentAnswer } from '../modules/idempotency/idempotency.types.ts';
+import { isWrite, type AnyRoute } from './route.ts';
 import { callerOf, type HeraldState } from './state.ts';
-import { parseInput } from './validation.ts';
+import { parseInput } from '../validation.ts';
 
 function queryObject(querystring: string): Record<string, string> {
   return Object.fromEntries(new URLSearchParams(querystring));

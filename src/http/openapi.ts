@@ -2,7 +2,7 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import type { GenericSchema } from 'valibot';
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts';
 import { SCOPE_CATALOG } from '../modules/auth/scopes.ts';
-import { EVENT_CATALOG, eventEnvelopeSchema } from '../modules/events/event-catalog.ts';
+import { EVENT_CATALOG, eventEnvelopeSchema } from '../modules/events/events.schemas.ts';
 import { bodyLimitOf, formatBytes } from './body-limits.ts';
 import { API_PREFIX } from './constants.ts';
 import { JSON_SCHEMA_OVERRIDES } from './schemas.ts';

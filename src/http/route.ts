@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
-import type { SqlFragment } from '../../db/sql-fragment.ts';
 import type * as v from 'valibot';
 import type { ErrorCode } from '../errors.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { Pagination } from './envelope.ts';
-import type { FieldProblem } from './validation.ts';
+import type { FieldProblem } from '../validation.ts';
+import type { IdempotentAnswer, StoredResponse } from '../modules/idempotency/idempotency.types.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 export type Schema = v.GenericSchema | v.GenericSchemaAsync;
@@ -24,25 +24,6 @@ export interface RouteInput<P, Q, B> {
   idempotentAnswer?: IdempotentAnswer;
   /** The request's Idempotency-Key, when it claimed one (for a handler that keeps per-item answers under it). */
   idempotencyKey?: string;
-}
-
-/** The Idempotency-Key claim a `claimInTransaction` handler runs in its transaction's first statement. */
-export interface IdempotencyClaim {
-  /** The claim as a CTE (`idem_claim`: one row with the record id, or none when another request holds the key). */
-  cte(): SqlFragment;
-  /** An error to throw (rolling the transaction back) when `idem_claim` was empty: the middleware answers for the key's holder. */
-  taken(): Error;
-  /** Tells the middleware that the transaction holding the claim committed. */
-  committed(): void;
-}
-
-export interface IdempotentAnswer {
-  /** Present on a `claimInTransaction` route: the claim, which the handler must run. */
-  claim?: IdempotencyClaim;
-  /** The CTE (`idem_answer`) that stores `data` with `status` as the answer, for a statement of the handler's transaction. */
-  cte(status: number, data: unknown): SqlFragment;
-  /** Tells the middleware that the statement with the CTE ran (its transaction commits or the request fails). */
-  stored(): void;
 }
 
 /** A JSON answer, sent inside the success envelope `{ok: true, data, meta}`. */
@@ -76,15 +57,6 @@ export type RouteResponse =
       schema?: undefined;
       list?: undefined;
     };
-
-/**
- * How a response that holds a one-time secret is kept for Idempotency-Key replays: `seal`
- * runs on the response body before it is stored, `unseal` on a stored body before it is sent.
- */
-export interface StoredResponse {
-  seal(body: unknown): unknown;
-  unseal(body: unknown): unknown;
-}
 
 /**
  * One operation of the public API: its contract (method, path, scope, schemas, errors) and

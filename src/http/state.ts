@@ -1,4 +1,4 @@
-import type { IdempotencyClaim } from './route.ts';
+import type { IdempotencyClaim } from '../modules/idempotency/idempotency.types.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { RateLimitMeta } from './middleware/rate-limit.ts';
 

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Logger } from '../logger.ts';
 
 /**
  * Herald's Prometheus metrics (prom-client), one registry per process, served at
@@ -77,27 +78,22 @@ function readQueues(): Promise<QueueRow[]> {
   return reading;
 }
 
-const queueDepth = new Gauge({
-  name: 'herald_queue_depth',
-  help: 'Open items per pipeline queue (webhook deliveries, emails, inbound messages not yet ingested).',
-  labelNames: ['pipeline'] as const,
-  registers: [metricsRegistry],
-  async collect() {
-    this.reset();
-    for (const row of await readQueues()) this.set({ pipeline: row.pipeline }, row.depth);
-  },
-});
+/** A gauge per pipeline whose value is one column of the scrape's queue read. */
+function queueGauge(name: string, help: string, column: 'depth' | 'oldest_due_s') {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ['pipeline'] as const,
+    registers: [metricsRegistry],
+    async collect() {
+      this.reset();
+      for (const row of await readQueues()) this.set({ pipeline: row.pipeline }, row[column]);
+    },
+  });
+}
 
-const oldestDue = new Gauge({
-  name: 'herald_queue_oldest_due_age_seconds',
-  help: 'How long the oldest due item of each pipeline has waited (0 when none is due).',
-  labelNames: ['pipeline'] as const,
-  registers: [metricsRegistry],
-  async collect() {
-    this.reset();
-    for (const row of await readQueues()) this.set({ pipeline: row.pipeline }, row.oldest_due_s);
-  },
-});
+const queueDepth = queueGauge('herald_queue_depth', 'Open items per pipeline queue (webhook deliveries, emails, inbound messages not yet ingested).', 'depth');
+const oldestDue = queueGauge('herald_queue_oldest_due_age_seconds', 'How long the oldest due item of each pipeline has waited (0 when none is due).', 'oldest_due_s');
 void queueDepth;
 void oldestDue;
 
@@ -155,4 +151,24 @@ export async function startMetricsServer(options: { port: number; host: string }
     url: `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}/metrics`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * Starts the metrics server of a process where metrics are auxiliary: a port already taken is
+ * logged as a warning, never fatal. Returns its stop, or null when it did not start.
+ */
+export async function serveMetricsOrWarn(
+  options: { port: number; host: string },
+  logger: Logger,
+  source: MetricsSource = processMetrics,
+  fields: Record<string, unknown> = {},
+): Promise<(() => Promise<void>) | null> {
+  try {
+    const metrics = await startMetricsServer(options, source);
+    logger.info('metrics listening', { url: metrics.url, ...fields });
+    return () => metrics.close();
+  } catch (error) {
+    logger.warn('metrics not served', { port: options.port, error: error instanceof Error ? error.message : String(error) });
+    return null;
+  }
 }

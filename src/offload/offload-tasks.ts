@@ -1,6 +1,6 @@
 import { AppError, type ErrorCode } from '../errors.ts';
 import { JSON_BOUNDS } from '../http/body-limits.ts';
-import { requestFingerprint } from '../http/canonical-json.ts';
+import { requestFingerprint } from '../canonical-json.ts';
 import { parseJsonBody } from '../http/json-body.ts';
 import { decodeBase64 } from '../modules/sends/sends.fns.ts';
 

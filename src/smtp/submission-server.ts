@@ -4,7 +4,7 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
-import { parseInput } from '../http/validation.ts';
+import { parseInput } from '../validation.ts';
 import type { Logger } from '../logger.ts';
 import type { Authenticator } from '../modules/auth/authenticator.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';

@@ -7,7 +7,7 @@ import { decryptSecret } from '../../src/crypto/secret-box.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi } from '../../src/main-api.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
-import { EVENT_CATALOG, EVENT_TYPES } from '../../src/modules/events/event-catalog.ts';
+import { EVENT_CATALOG, EVENT_TYPES } from '../../src/modules/events/events.schemas.ts';
 import { createDeliveriesService } from '../../src/modules/webhooks/deliveries.service.ts';
 import { WEBHOOK_ENDPOINT_WORKFLOW, webhookEndpointWorkflowId } from '../../workflows/webhook-endpoint.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';

@@ -50,7 +50,7 @@ export function expectError(response: ApiResponse, status: number, code: string)
   expect(response.body.meta?.request_id).toEqual(expect.any(String));
 }
 
-/** One entry of `error.details.fields` (see src/http/validation.ts). */
+/** One entry of `error.details.fields` (see src/validation.ts). */
 export type FieldProblem = { path: string; type: string; location: string; message: string };
 
 /** The per-field problems of a 400 answer. */

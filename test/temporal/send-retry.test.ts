@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmailEvent, Event, Organization } from '../../db/entities/index.ts';
+import { EmailEvent, Event } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { freePort } from '../../src/dev/ports.ts';
 import { createLogger } from '../../src/logger.ts';

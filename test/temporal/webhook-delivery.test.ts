@@ -9,7 +9,7 @@ import { encryptSecret } from '../../src/crypto/secret-box.ts';
 import { freePort } from '../../src/dev/ports.ts';
 import { waitFor, type Service } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
-import type { EventType } from '../../src/modules/events/event-catalog.ts';
+import type { EventType } from '../../src/modules/events/events.schemas.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { wakeEndpointActors } from '../../src/modules/webhooks/endpoint-actor.ts';
 import { startOutboxRelay } from '../../src/modules/webhooks/outbox-relay.ts';

@@ -8,7 +8,7 @@ import {
   EVENT_CATALOG,
   EVENT_TYPES,
   isEventType,
-} from '../../src/modules/events/event-catalog.ts';
+} from '../../src/modules/events/events.schemas.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildArfReport, headerBlock } from '../../src/dev/mail-sink-arf.ts';
-import { escapeHtml } from '../../src/dev/mail-sink-http.ts';
+import { escapeHtml } from '../../src/html-escape.ts';
 import { rcptReply, simulatedMailbox, softBounceKey } from '../../src/dev/mail-sink-simulator.ts';
 
 const SIM = 'simulator.herald.test';

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.ts';
 import { JSON_BOUNDS } from '../../src/http/body-limits.ts';
-import { requestFingerprint } from '../../src/http/canonical-json.ts';
+import { requestFingerprint } from '../../src/canonical-json.ts';
 import { parseJsonBody } from '../../src/http/json-body.ts';
 import { decodeBase64 } from '../../src/modules/sends/sends.fns.ts';
 import { createOffloadPool } from '../../src/offload/offload-pool.ts';

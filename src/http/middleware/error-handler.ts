@@ -97,6 +97,7 @@ export function renderError(
   error: AppError,
 ): void {
   ctx.status = error.status;
-  for (const [name, value] of Object.entries(error.headers ?? {})) ctx.set(name, value);
+  if (error.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.max(0, Math.ceil(error.retryAfterSeconds))));
+  if (error.allow) ctx.set('Allow', error.allow.join(', '));
   ctx.body = errorEnvelope(ctx.state.requestId, publicUrl, error);
 }

@@ -3,9 +3,9 @@ import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { BeginResult, IdempotencyScope, IdempotencyStore } from '../../modules/idempotency/idempotency.store.ts';
 import { newId } from '../../../db/ids.ts';
-import { requestFingerprint } from '../canonical-json.ts';
+import { requestFingerprint } from '../../canonical-json.ts';
 import { errorEnvelope, toAppError } from './error-handler.ts';
-import type { StoredResponse } from '../route.ts';
+import type { StoredResponse } from '../../modules/idempotency/idempotency.types.ts';
 import type { HeraldState } from '../state.ts';
 import { callerOf } from '../state.ts';
 
@@ -21,9 +21,7 @@ class KeyTaken extends Error {
 }
 
 function inProgress(): AppError {
-  return new AppError('conflict', `A request with this ${IDEMPOTENCY_HEADER} is still being processed; retry shortly.`, undefined, {
-    'Retry-After': '1',
-  });
+  return new AppError('conflict', `A request with this ${IDEMPOTENCY_HEADER} is still being processed; retry shortly.`, undefined, { retryAfterSeconds: 1 });
 }
 
 function badKey(message: string, type: string): AppError {

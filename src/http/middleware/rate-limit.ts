@@ -44,7 +44,7 @@ export function rateLimit(bucket: TokenBucket, logger: Logger): Middleware<Heral
         'rate_limited',
         `Rate limit exceeded: ${profile.requests_per_minute} requests per minute with a burst of ${profile.burst}. Retry after ${retryAfter} s.`,
         { retry_after_seconds: retryAfter, requests_per_minute: profile.requests_per_minute, burst: profile.burst },
-        { 'Retry-After': String(retryAfter) },
+        { retryAfterSeconds: retryAfter },
       );
     }
     await next();

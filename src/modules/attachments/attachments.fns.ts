@@ -1,4 +1,4 @@
-import type { FieldProblem } from '../../http/validation.ts';
+import type { FieldProblem } from '../../validation.ts';
 
 /** The per-file limit of the spec (Limits: one attachment 12 MB), in bytes. */
 export const MAX_ATTACHMENT_BYTES = 12 * 1024 * 1024;

@@ -3,7 +3,7 @@ import { Broadcast, Domain, Segment } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
-import type { FieldProblem } from '../../http/validation.ts';
+import type { FieldProblem } from '../../validation.ts';
 import { normalizeEmail } from '../contacts/contacts.fns.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { distinct, domainOf, scheduleProblem, ZERO_METRICS } from './broadcasts.fns.ts';

@@ -6,7 +6,7 @@ import type { KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import { AppError } from '../../errors.ts';
-import type { EventType } from '../events/event-catalog.ts';
+import type { EventType } from '../events/events.schemas.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { normalizeEmail } from './contacts.fns.ts';
 import type { CreateContactInput, UpdateContactInput } from './contacts.schemas.ts';

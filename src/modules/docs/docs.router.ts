@@ -6,9 +6,8 @@ import { AppError, ERROR_CODES, ERROR_STATUS, isErrorCode } from '../../errors.t
 import type { HeraldState } from '../../http/state.ts';
 import { ERROR_DOCS } from './error-catalog.ts';
 import { eventsPageBody } from './events-page.ts';
+import { escapeHtml as escape } from '../../html-escape.ts';
 
-const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function page(title: string, body: string): string {
   return `<!doctype html>

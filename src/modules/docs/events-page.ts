@@ -1,6 +1,7 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type { GenericSchema } from 'valibot';
-import { ALL_EVENTS, EVENT_CATALOG, EVENT_CATEGORIES } from '../events/event-catalog.ts';
+import { ALL_EVENTS, EVENT_CATALOG, EVENT_CATEGORIES } from '../events/events.schemas.ts';
+import { escapeHtml as escape } from '../../html-escape.ts';
 
 type JsonSchema = {
   type?: string | string[];
@@ -13,8 +14,6 @@ type JsonSchema = {
   items?: JsonSchema;
 };
 
-const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Escaped text with `code` spans. */
 const prose = (text: string) => escape(text).replace(/`([^`]+)`/g, '<code>$1</code>');

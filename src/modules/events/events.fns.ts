@@ -1,13 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../../../db/entities/index.ts';
-import type { EventType } from './event-catalog.ts';
+import type { EventType } from './events.schemas.ts';
 
 export const API_VERSION = '1.0.0';
 
 /**
  * Adds a subscriber-facing event to the unit of work of `em`, so it commits in the same
  * transaction as the change that caused it (the outbox the webhook fan-out reads). `type` must
- * be in the event catalog (src/modules/events/event-catalog.ts), which documents its `data`.
+ * be in the event catalog (src/modules/events/events.schemas.ts), which documents its `data`.
  */
 export function recordEvent(em: EntityManager, orgId: string, type: EventType, data: Record<string, unknown>): Event {
   return em.create(Event, { orgId, type, apiVersion: API_VERSION, data });

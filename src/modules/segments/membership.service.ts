@@ -57,13 +57,24 @@ async function memberCount(tx: EntityManager, segmentId: string): Promise<number
 }
 
 export function createMembershipService({ orm }: { orm: MikroORM }) {
+  /** Runs `change` in a transaction holding the static segment's lock, with the request's contacts resolved. */
+  function inLockedSegment<T>(
+    orgId: string,
+    segmentId: string,
+    input: MembershipInput,
+    change: (tx: EntityManager, id: string, contacts: Awaited<ReturnType<typeof resolveContacts>>) => Promise<T>,
+  ): Promise<T> {
+    const id = segmentId.toLowerCase();
+    return orm.em.fork().transactional(async (tx) => {
+      await lockStaticSegment(tx, orgId, id);
+      return change(tx, id, await resolveContacts(tx, orgId, input));
+    });
+  }
+
   return {
     /** Adds contacts to a static segment; ones already in it are counted as unchanged. 409 SEGMENT_FULL past the cap. */
     async addMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
-      const id = segmentId.toLowerCase();
-      return orm.em.fork().transactional(async (tx) => {
-        await lockStaticSegment(tx, orgId, id);
-        const { contactIds, notFound } = await resolveContacts(tx, orgId, input);
+      return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
         const added = await tx.execute<{ contact_id: string }[]>(
           `insert into segment_members (segment_id, contact_id, org_id, created_at)
            select ?, c, ?, now() from unnest(?::text[]) as c
@@ -85,10 +96,7 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
 
     /** Removes contacts from a static segment; contacts that were not members are counted as unchanged. */
     async removeMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
-      const id = segmentId.toLowerCase();
-      return orm.em.fork().transactional(async (tx) => {
-        await lockStaticSegment(tx, orgId, id);
-        const { contactIds, notFound } = await resolveContacts(tx, orgId, input);
+      return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
         const removed = await tx.execute<{ contact_id: string }[]>(
           'delete from segment_members where segment_id = ? and contact_id = any(?::text[]) returning contact_id',
           [id, arrayLiteral(contactIds)],

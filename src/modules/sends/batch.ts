@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../../errors.ts';
-import { requestFingerprint } from '../../http/canonical-json.ts';
-import { parseInput } from '../../http/validation.ts';
+import { requestFingerprint } from '../../canonical-json.ts';
+import { parseInput } from '../../validation.ts';
 import type { IdempotencyStore } from '../idempotency/idempotency.store.ts';
 import { SendEmailBody, sendBodyErrorReason } from './sends.schemas.ts';
 import { serializeEmail } from './sends.serializer.ts';

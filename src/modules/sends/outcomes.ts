@@ -10,7 +10,7 @@ import {
 } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { serializeContact } from '../contacts/contacts.serializer.ts';
-import type { EventType } from '../events/event-catalog.ts';
+import type { EventType } from '../events/events.schemas.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import type { EmailEventInput } from '../metrics/email-events.ts';
 

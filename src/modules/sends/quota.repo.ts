@@ -170,7 +170,7 @@ export function chargeOf(row: ReservationRow | undefined, request: QuotaRequest)
       'rate_limited',
       `The daily warm-up cap of ${request.domain} (${cap} messages per UTC day) is reached for ${request.day}; ${row.used} counted so far.`,
       { reason: 'DAILY_CAP_REACHED', domain: request.domain, day: request.day, cap, used: Number(row.used), requested: count },
-      { 'Retry-After': String(secondsUntilNextUtcDay(request.now)) },
+      { retryAfterSeconds: secondsUntilNextUtcDay(request.now) },
     );
   }
   return { fromBalance: Number(row.from_balance), overage: count - Number(row.from_balance), domainDraining: row.draining };

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentUpload, type EmailAttachmentRecord } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
-import type { FieldProblem } from '../../http/validation.ts';
+import type { FieldProblem } from '../../validation.ts';
 import { contentTypeProblem, filenameProblem } from '../attachments/attachments.fns.ts';
 import { base64DecodedLength } from './sends.fns.ts';
 import { SEND_LIMITS, type InlineAttachmentInput, type StoredAttachmentInput } from './sends.schemas.ts';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../errors.ts';
-import type { IdempotencyClaim } from '../../http/route.ts';
+import type { IdempotencyClaim } from '../idempotency/idempotency.types.ts';
 import type { EnvelopeRecipient } from './sends.fns.ts';
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
 

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { Timestamp } from '../../http/schemas.ts';
-import type { FieldProblem } from '../../http/validation.ts';
+import type { FieldProblem } from '../../validation.ts';
 import { EMAIL_EVENT_TYPES, EMAIL_STATUSES, RECIPIENT_KINDS, RECIPIENT_STATUSES } from '../../../db/entities/index.ts';
 import { IdSchema, PageQuery } from '../../http/schemas.ts';
 import { DateTime } from '../inbox/inbox.schemas.ts';
@@ -52,18 +52,21 @@ const TAG = new RegExp(`^[A-Za-z0-9_.:-]{1,${SEND_LIMITS.tagMax}}$`);
 /** RFC 5322 field name: printable ASCII except colon. */
 const HEADER_NAME = /^[!-9;-~]{1,76}$/;
 
+const AttachmentContentType = v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')));
+const AttachmentContentId = v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.contentIdMax), v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets')));
+
 const InlineAttachment = v.strictObject({
   filename: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')),
   content: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
-  content_type: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
-  content_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.contentIdMax), v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets'))),
+  content_type: AttachmentContentType,
+  content_id: AttachmentContentId,
 });
 
 const StoredAttachment = v.strictObject({
   attachment_id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(64)),
   filename: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
-  content_type: v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
-  content_id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.contentIdMax), v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets'))),
+  content_type: AttachmentContentType,
+  content_id: AttachmentContentId,
 });
 
 export const SendEmailBody = v.pipe(

@@ -8,7 +8,7 @@ import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
-import type { IdempotencyClaim } from '../../http/route.ts';
+import type { IdempotencyClaim } from '../idempotency/idempotency.types.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { outboundMessage } from '../inbox/outbound.ts';
 import { threadLockKey } from '../inbox/threading.ts';

@@ -5,7 +5,7 @@ import { EVENTS_NOTIFY_CHANNEL } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { endpointReceives } from '../events/event-catalog.ts';
+import { endpointReceives } from '../events/events.schemas.ts';
 import { wakeEndpointActors } from './endpoint-actor.ts';
 import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
 

@@ -1,7 +1,8 @@
 import { KIB } from '../../http/body-limits.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult, type PageRequest } from '../../http/paging.ts';
-import { defineRoute, type StoredResponse } from '../../http/route.ts';
+import { defineRoute } from '../../http/route.ts';
+import type { StoredResponse } from '../idempotency/idempotency.types.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import type { DeliveriesService } from './deliveries.service.ts';
 import {

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../../db/entities/index.ts';
 import { IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
-import { ALL_EVENTS, EVENT_TYPES } from '../events/event-catalog.ts';
+import { ALL_EVENTS, EVENT_TYPES } from '../events/events.schemas.ts';
 
 export const WEBHOOK_LIMITS = { name: 200, url: 2048, description: 500, events: 100 } as const;
 

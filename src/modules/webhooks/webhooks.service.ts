@@ -7,8 +7,8 @@ import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { decryptSecret, encryptSecret } from '../../crypto/secret-box.ts';
 import { AppError } from '../../errors.ts';
-import type { StoredResponse } from '../../http/route.ts';
-import { ALL_EVENTS } from '../events/event-catalog.ts';
+import type { StoredResponse } from '../idempotency/idempotency.types.ts';
+import { ALL_EVENTS } from '../events/events.schemas.ts';
 import { forbiddenRangeOf } from './address-policy.ts';
 import type { CreateWebhookInput, UpdateWebhookInput } from './webhooks.schemas.ts';
 

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { AppError } from '../errors.ts';
+import { AppError } from './errors.ts';
 
 export type InputLocation = 'body' | 'query' | 'path' | 'header';
 
