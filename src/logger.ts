@@ -1,10 +1,13 @@
+import { pino, type Logger as PinoLogger } from 'pino';
+
 /**
- * A small structured logger: one JSON object per line on stderr. Fields named like secrets
- * are redacted so a key or signing secret never reaches a log line by accident.
+ * Structured logging through pino: one JSON object per line (`time`, `level`, `msg`, fields) on
+ * stderr. Fields named like secrets are redacted (whatever their nesting in the call, at the top
+ * level of the line) so a key or signing secret never reaches a log line by accident, and Error
+ * values keep their name, message and stack under any field name.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
-const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 const SECRET_FIELD = /(authorization|api_?key|secret|password|token|private_?key)/i;
 
 export interface Logger {
@@ -15,9 +18,9 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
 }
 
-function redact(fields: Record<string, unknown>): Record<string, unknown> {
+function redact(fields: Record<string, unknown> | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(fields)) {
+  for (const [key, value] of Object.entries(fields ?? {})) {
     if (SECRET_FIELD.test(key)) out[key] = '[redacted]';
     else if (value instanceof Error) out[key] = { name: value.name, message: value.message, stack: value.stack };
     else out[key] = value;
@@ -25,28 +28,35 @@ function redact(fields: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+function wrap(instance: PinoLogger): Logger {
+  return {
+    debug: (message, fields) => instance.debug(fields ?? {}, message),
+    info: (message, fields) => instance.info(fields ?? {}, message),
+    warn: (message, fields) => instance.warn(fields ?? {}, message),
+    error: (message, fields) => instance.error(fields ?? {}, message),
+    child: (bindings) => wrap(instance.child(redact(bindings))),
+  };
+}
+
+/** A logger at `level` with `bindings` on every line; `write` receives each line without its newline (stderr by default). */
 export function createLogger(
   level: LogLevel,
   bindings: Record<string, unknown> = {},
   write: (line: string) => void = (line) => process.stderr.write(line + '\n'),
 ): Logger {
-  const threshold = ORDER[level];
-  const emit = (lvl: Exclude<LogLevel, 'silent'>, message: string, fields?: Record<string, unknown>) => {
-    if (ORDER[lvl] < threshold) return;
-    write(
-      JSON.stringify({
-        time: new Date().toISOString(),
-        level: lvl,
-        msg: message,
-        ...redact({ ...bindings, ...fields }),
-      }),
-    );
-  };
-  return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-    child: (more) => createLogger(level, { ...bindings, ...more }, write),
-  };
+  const instance = pino(
+    {
+      level,
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        level: (label: string) => ({ level: label }),
+        log: (values: Record<string, unknown>) => redact(values),
+      },
+      // Errors are made plain by `redact` under any key; pino's own `err` serializer is not wanted.
+      serializers: {},
+    },
+    { write: (chunk: string) => write(chunk.endsWith('\n') ? chunk.slice(0, -1) : chunk) },
+  );
+  return wrap(Object.keys(bindings).length > 0 ? instance.child(redact(bindings)) : instance);
 }

@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /**
  * A small in-process cache in front of a DNS query function, for lookups that repeat in bursts
  * (the SPF, DKIM and DMARC records of a sender that mails many messages in a row). It keeps
@@ -11,7 +13,7 @@
 const DEFINITE_ABSENCE = new Set(['ENOTFOUND', 'ENODATA', 'NXDOMAIN']);
 
 export interface DnsAnswerCacheOptions {
-  /** How long an answer or a definite absence is reused; 0 turns the cache off. */
+  /** How long an answer or a definite absence is reused (while at most this old); 0 turns the cache off. */
   ttlMs: number;
   /** Entries kept; the least recently used go first. */
   maxEntries: number;
@@ -19,11 +21,6 @@ export interface DnsAnswerCacheOptions {
 }
 
 type Settled<T> = { ok: true; value: T } | { ok: false; code: string; message: string };
-
-interface Entry<T> {
-  settled: Settled<T>;
-  expiresAt: number;
-}
 
 export type DnsQuery<T> = (name: string, rrtype: string) => Promise<T>;
 
@@ -34,27 +31,24 @@ function absence(settled: { code: string; message: string }): Error {
 
 export function cacheDnsAnswers<T>(query: DnsQuery<T>, options: DnsAnswerCacheOptions): DnsQuery<T> {
   if (options.ttlMs <= 0) return query;
-  const now = options.now ?? Date.now;
-  const entries = new Map<string, Entry<T>>();
+  const entries = new LRUCache<string, Settled<T>>({
+    max: options.maxEntries,
+    ttl: options.ttlMs,
+    // Read the clock on every check (no timer-cached time): an answer is reused while at most ttlMs old.
+    ttlResolution: 0,
+    ...(options.now ? { perf: { now: options.now } } : {}),
+  });
   const inFlight = new Map<string, Promise<T>>();
-
-  function remember(key: string, settled: Settled<T>): void {
-    entries.delete(key);
-    entries.set(key, { settled, expiresAt: now() + options.ttlMs });
-    while (entries.size > options.maxEntries) entries.delete(entries.keys().next().value as string);
-  }
+  const remember = (key: string, settled: Settled<T>) => entries.set(key, settled);
 
   return async (name, rrtype) => {
     const key = `${rrtype.toUpperCase()} ${name.toLowerCase().replace(/\.$/, '')}`;
-    const entry = entries.get(key);
-    if (entry && entry.expiresAt > now()) {
-      // Most recently used goes last.
-      entries.delete(key);
-      entries.set(key, entry);
-      if (entry.settled.ok) return entry.settled.value;
-      throw absence(entry.settled);
+    // A live entry (an expired one reads as absent); reading it makes it the most recently used.
+    const settled = entries.get(key);
+    if (settled) {
+      if (settled.ok) return settled.value;
+      throw absence(settled);
     }
-    if (entry) entries.delete(key);
     const pending = inFlight.get(key);
     if (pending) return pending;
     const lookup = query(name, rrtype).then(

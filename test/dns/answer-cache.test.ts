@@ -70,7 +70,7 @@ describe('DNS answer cache (inbound authentication)', () => {
     const resolve = cacheDnsAnswers(realQuery(dns), { ttlMs: 60_000, maxEntries: 100, now: () => now });
     expect(await resolve('ttl.cache.test', 'TXT')).toEqual([['first']]);
     dns.set('ttl.cache.test', { TXT: ['second'] });
-    now += 59_999;
+    now += 60_000;
     expect(await resolve('ttl.cache.test', 'TXT')).toEqual([['first']]);
     now += 1;
     expect(await resolve('ttl.cache.test', 'TXT')).toEqual([['second']]);

@@ -3,6 +3,7 @@ import { ApiKey, Organization } from '../../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../../db/orm.ts';
 import { apiKeyMatches, parseApiKey } from './api-key.fns.ts';
 import type { KeyContext, RateLimitProfile } from './key-context.ts';
+import { LRUCache } from 'lru-cache';
 
 export interface RateLimitDefaults {
   requestsPerMinute: number;
@@ -20,8 +21,6 @@ export interface AuthenticatorOptions {
 }
 
 interface CachedKey {
-  /** When this cache entry is read again from the database. */
-  expiresAt: number;
   secretHash: string;
   context: KeyContext | null;
   /** When the key itself expires (epoch ms); null when it does not. */
@@ -61,19 +60,19 @@ export function createAuthenticator(options: AuthenticatorOptions) {
   const ttl = options.cacheTtlMs ?? 5_000;
   const defaults = options.rateLimitDefaults ?? DEFAULT_RATE_LIMIT;
   const now = options.now ?? Date.now;
-  const cache = new Map<string, CachedKey>();
+  // A revocation is honoured within `ttl`: an entry is reused while at most that old.
+  const cache = new LRUCache<string, CachedKey>({ max: MAX_CACHED_KEYS, ttl, ttlResolution: 0, perf: { now } });
   const lastUsedWrites = new Map<string, number>();
 
   async function load(prefix: string): Promise<CachedKey> {
     const em = options.orm.em.fork();
     const key = await em.findOne(ApiKey, { prefix }, ALL_TENANTS);
     if (!key || key.revokedAt || key.audience !== 'public_api') {
-      return { expiresAt: now() + ttl, secretHash: key?.secretHash ?? '', context: null, keyExpiresAt: null };
+      return { secretHash: key?.secretHash ?? '', context: null, keyExpiresAt: null };
     }
     const org = await em.findOne(Organization, { id: key.orgId });
-    if (!org) return { expiresAt: now() + ttl, secretHash: key.secretHash, context: null, keyExpiresAt: null };
+    if (!org) return { secretHash: key.secretHash, context: null, keyExpiresAt: null };
     return {
-      expiresAt: now() + ttl,
       keyExpiresAt: key.expiresAt?.getTime() ?? null,
       secretHash: key.secretHash,
       context: {
@@ -105,13 +104,8 @@ export function createAuthenticator(options: AuthenticatorOptions) {
       const parsed = parseApiKey(presented);
       if (!parsed) return null;
       let entry = cache.get(parsed.prefix);
-      if (!entry || entry.expiresAt <= now()) {
+      if (!entry) {
         entry = await load(parsed.prefix);
-        cache.delete(parsed.prefix);
-        if (cache.size >= MAX_CACHED_KEYS) {
-          const oldest = cache.keys().next().value;
-          if (oldest !== undefined) cache.delete(oldest);
-        }
         cache.set(parsed.prefix, entry);
       }
       if (!entry.context || !apiKeyMatches(presented, entry.secretHash)) return null;

@@ -2,6 +2,7 @@ import { request } from 'node:https';
 import { isIP } from 'node:net';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import type { Logger } from '../../logger.ts';
+import { LRUCache } from 'lru-cache';
 
 /**
  * MTA-STS (RFC 8461) for direct delivery: a domain that publishes `_mta-sts.<domain>` TXT
@@ -72,7 +73,8 @@ export interface MtaStsOptions {
  */
 export function createMtaSts(options: MtaStsOptions) {
   const now = options.now ?? Date.now;
-  const cache = new Map<string, { id: string; policy: MtaStsPolicy; expiresAt: number }>();
+  // Each policy lives for its own max_age (a per-entry TTL); the least recently used go past CACHE_MAX.
+  const cache = new LRUCache<string, { id: string; policy: MtaStsPolicy }>({ max: CACHE_MAX, ttlResolution: 0, perf: { now } });
 
   /** The policy host's address, through Herald's resolver (the same DNS the MX lookups use). */
   async function addressOf(host: string): Promise<string | null> {
@@ -129,8 +131,7 @@ export function createMtaSts(options: MtaStsOptions) {
   return {
     async policyFor(domain: string): Promise<MtaStsVerdict> {
       if (isIP(domain)) return { kind: 'none' };
-      const cached = cache.get(domain);
-      const fresh = cached && cached.expiresAt > now() ? cached : undefined;
+      const fresh = cache.get(domain);
       const txt = await options.dns.txt(`_mta-sts.${domain}`);
       const record = txt.status === 'found' ? txt.records.find((value) => /^v=STSv1\s*;/i.test(value.trim())) : undefined;
       const id = record ? /(?:^|;)\s*id=([A-Za-z0-9]{1,32})\s*(?:;|$)/.exec(record)?.[1] : undefined;
@@ -147,9 +148,7 @@ export function createMtaSts(options: MtaStsOptions) {
         options.logger.warn('MTA-STS policy is not valid; the cached one (or none) applies', { domain, problem: parsed });
         return fresh ? { kind: 'policy', policy: fresh.policy } : { kind: 'none' };
       }
-      cache.delete(domain);
-      cache.set(domain, { id, policy: parsed, expiresAt: now() + parsed.maxAgeSeconds * 1000 });
-      while (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value!);
+      cache.set(domain, { id, policy: parsed }, { ttl: parsed.maxAgeSeconds * 1000 });
       return { kind: 'policy', policy: parsed };
     },
   };
