@@ -2,15 +2,13 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
-import { describeApiKey } from '../modules/auth/api-keys.serializer.ts';
 import { createApiKeysService } from '../modules/auth/api-keys.service.ts';
-import { createAutomationsAdmin, describeAutomation } from '../modules/automations/automations.admin.ts';
-import { createDomainsService, describeDomain, describeSender } from '../modules/domains/domains.service.ts';
-import { createDomainVerificationRunner, describeDomainCheck } from '../modules/domains/domain-verification.starter.ts';
+import { createAutomationsAdmin } from '../modules/automations/automations.admin.ts';
+import { createDomainsService } from '../modules/domains/domains.service.ts';
+import { createDomainVerificationRunner } from '../modules/domains/domain-verification.starter.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
-import type { CreditTotals } from '../modules/orgs/credits.repo.ts';
-import { createTemplatesAdmin, describeShare } from '../modules/templates/templates.admin.ts';
-import type { Organization } from '../../db/entities/index.ts';
+import { createTemplatesAdmin } from '../modules/templates/templates.admin.ts';
+import { describeApiKey, describeAutomation, describeDomain, describeDomainCheck, describeOrg, describeSender, describeShare } from './describe.ts';
 
 /** A usage mistake: reported on stderr with exit code 2. */
 export class UsageError extends Error {}
@@ -55,19 +53,6 @@ function onOff(values: Values, name: string): boolean | undefined {
   throw new UsageError(`--${name} must be on or off`);
 }
 
-function describeOrg({ org, credits }: { org: Organization; credits: CreditTotals }) {
-  return {
-    id: org.id,
-    name: org.name,
-    slug: org.slug,
-    credits: credits.balance,
-    overage_used: credits.overageUsed,
-    overage: org.overageEnabled,
-    rate_limit_per_minute: org.rateLimitPerMinute,
-    burst: org.rateLimitBurst,
-    created_at: org.createdAt.toISOString(),
-  };
-}
 
 type Cell = string | number | boolean | string[] | null | undefined;
 

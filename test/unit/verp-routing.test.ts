@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emailIdFromVerp } from '../../src/modules/inbound/reports.ts';
+import { emailIdFromVerp } from '../../src/modules/inbound/report-classifier.ts';
 import { bounceHostMatches, verpEmailId } from '../../src/modules/inbound/routing.ts';
 
 const ID = '0123456789abcdef01234567';

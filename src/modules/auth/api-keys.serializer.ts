@@ -15,8 +15,3 @@ export function serializeApiKey(key: ApiKey) {
   };
 }
 
-/** Operator view of a key (herald admin): the API's view with its workspace and rate limits. */
-export function describeApiKey(key: ApiKey) {
-  const { _id, ...shown } = serializeApiKey(key);
-  return { id: _id, org_id: key.orgId, ...shown, rate_limit_per_minute: key.rateLimitPerMinute, burst: key.rateLimitBurst };
-}

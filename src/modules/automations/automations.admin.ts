@@ -36,14 +36,3 @@ export function createAutomationsAdmin({ orm }: { orm: MikroORM }) {
   };
 }
 
-export function describeAutomation(automation: Automation) {
-  return {
-    id: automation.id,
-    org_id: automation.orgId,
-    name: automation.name,
-    status: automation.status,
-    trigger_type: automation.triggerType,
-    version: automation.version,
-    created_at: automation.createdAt.toISOString(),
-  };
-}

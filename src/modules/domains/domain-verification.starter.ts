@@ -71,16 +71,3 @@ export function createDomainVerificationRunner(deps: { orm: MikroORM; config: Pi
   };
 }
 
-/** The operator's view of a check (admin --json). */
-export function describeDomainCheck(outcome: DomainCheckOutcome) {
-  return {
-    id: outcome.domainId,
-    org_id: outcome.orgId,
-    domain: outcome.domain,
-    status: outcome.status,
-    previous_status: outcome.previousStatus,
-    verified: outcome.status === 'verified',
-    checked_at: outcome.checkedAt,
-    records: outcome.records,
-  };
-}

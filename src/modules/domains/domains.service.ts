@@ -140,30 +140,4 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
 
 export type DomainsService = ReturnType<typeof createDomainsService>;
 
-export function describeDomain(domain: Domain) {
-  return {
-    id: domain.id,
-    org_id: domain.orgId,
-    domain: domain.domain,
-    status: domain.status,
-    verified: domain.status === 'verified',
-    is_default: domain.isDefault,
-    source: domain.source,
-    dkim_selector: domain.dkimSelector,
-    daily_cap: domain.dailyCap,
-    reputation_state: domain.reputationState,
-    created_at: domain.createdAt.toISOString(),
-  };
-}
 
-export function describeSender(sender: SenderIdentity) {
-  return {
-    id: sender.id,
-    org_id: sender.orgId,
-    domain_id: sender.domainId,
-    email: sender.email,
-    name: sender.name,
-    is_default: sender.isDefault,
-    created_at: sender.createdAt.toISOString(),
-  };
-}

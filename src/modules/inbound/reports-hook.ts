@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { InboxMessageKind } from '../../../db/entities/index.ts';
 
-/** What the bounce/complaint classifier (src/modules/inbound/reports.ts) says a message is. */
+/** What the bounce/complaint classifier (src/modules/inbound/report-classifier.ts) says a message is. */
 export interface InboundReportLike {
   kind: InboxMessageKind;
   /** The transactional email the report is about, when known (routes an otherwise unroutable report). */

@@ -36,12 +36,3 @@ export function createTemplatesAdmin({ orm }: { orm: MikroORM }) {
   };
 }
 
-export function describeShare(share: TemplateShare) {
-  return {
-    id: share.id,
-    template_id: share.templateId,
-    org_id: share.orgId,
-    hidden: share.hiddenAt != null,
-    created_at: share.createdAt.toISOString(),
-  };
-}

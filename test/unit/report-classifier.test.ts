@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { classifyInbound, emailIdFromMessageId, type InboundReport } from '../../src/modules/inbound/reports.ts';
+import { classifyInbound, emailIdFromMessageId, type InboundReport } from '../../src/modules/inbound/report-classifier.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'mail');
 const BOUNCE_DOMAIN = 'bounces.herald.test';

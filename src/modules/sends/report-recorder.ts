@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { EmailRecipient, TransactionalEmail } from '../../../db/entities/index.ts';
 import { recordEvent } from '../events/events.fns.ts';
-import { emailIdFromMessageId, type InboundReport } from '../inbound/reports.ts';
+import { emailIdFromMessageId, type InboundReport } from '../inbound/report-classifier.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome, emailEventData } from './outcomes.ts';
 
