@@ -6,9 +6,9 @@ import tseslint from 'typescript-eslint';
 const WORKFLOW_FENCE = {
   patterns: [
     {
-      regex: '^(?!@temporalio/workflow$|\\.{1,2}/).*',
+      regex: '^(?!@temporalio/(workflow|common)$|\\.{1,2}/).*',
       message:
-        'workflows/ may import only @temporalio/workflow, its own files and (type-only) activities/.',
+        'workflows/ may import only @temporalio/workflow, @temporalio/common (deterministic: search-attribute keys, failures), its own files and (type-only) activities/.',
     },
     {
       group: ['../src/*', '../db/*', '../../*'],

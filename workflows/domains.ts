@@ -1,5 +1,6 @@
 import { continueAsNew, executeChild, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { HeraldKind, HeraldOrgId } from './search-attributes.ts';
 
 const { checkDomainDns } = proxyActivities<Activities>({
   // Four lookups in parallel, each bounded by DNS_TIMEOUT_MS and one retry.
@@ -45,8 +46,8 @@ const CONCURRENCY = 5;
 /** Mirrors src/temporal/search-attributes.ts (workflow code may not import src/). */
 function verifySearchAttributes(orgId: string) {
   return [
-    { key: { name: 'HeraldOrgId', type: 'KEYWORD' as const }, value: orgId },
-    { key: { name: 'HeraldKind', type: 'KEYWORD' as const }, value: 'domain-verify' },
+    { key: HeraldOrgId, value: orgId },
+    { key: HeraldKind, value: 'domain-verify' },
   ];
 }
 

@@ -1,6 +1,7 @@
 import { log, proxyActivities, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { deleteInBatches } from './batches.ts';
+import { HeraldOrgId } from './search-attributes.ts';
 
 /** Attempts of each ingestion step before the raw message is marked failed. */
 const MAX_ATTEMPTS = 6;
@@ -60,7 +61,7 @@ export async function ingestInbound(input: IngestInboundInput): Promise<IngestIn
     }
     // Started as `platform`; a message that reached one workspace is filed under it.
     if (recorded.orgIds.length === 1) {
-      upsertSearchAttributes([{ key: { name: 'HeraldOrgId', type: 'KEYWORD' }, value: recorded.orgIds[0]! }]);
+      upsertSearchAttributes([{ key: HeraldOrgId, value: recorded.orgIds[0]! }]);
     }
     // Steps that mark the raw message ingested themselves say so (`ingested`); results recorded
     // in histories from before they did lack it, and those runs go on to finishInbound as then.

@@ -1,4 +1,5 @@
 import { condition, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo, type SignalDefinition } from '@temporalio/workflow';
+import { HeraldDeliveryStatus } from './search-attributes.ts';
 
 /**
  * The loop every queue actor runs (a webhook endpoint's, a sending domain's): its items are
@@ -48,7 +49,7 @@ export async function runQueueActor(options: {
     setCurrentDetails(`open ${last.open}; last drain: ${last.delivered} delivered, ${last.failed} failed, ${last.exhausted} ended; next due ${nextDue}`);
     if (last.state !== shownState) {
       shownState = last.state;
-      upsertSearchAttributes([{ key: { name: 'HeraldDeliveryStatus', type: 'KEYWORD' }, value: last.state }]);
+      upsertSearchAttributes([{ key: HeraldDeliveryStatus, value: last.state }]);
       upsertMemo({ queue: { state: last.state, open: last.open, lastOutcome: last.lastOutcome } });
     }
     if (woken) continue;

@@ -9,6 +9,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { HeraldDeliveryStatus } from './search-attributes.ts';
 
 /**
  * Legacy: the per-email workflow of the design before sending-domain actors
@@ -79,7 +80,7 @@ export async function sendEmail(input: SendEmailInput): Promise<{ status: EmailS
     cancelled = true;
   });
   const show = (status: EmailStatus) =>
-    upsertSearchAttributes([{ key: { name: 'HeraldDeliveryStatus', type: 'KEYWORD' }, value: status }]);
+    upsertSearchAttributes([{ key: HeraldDeliveryStatus, value: status }]);
 
   if (input.scheduledAt !== null) {
     const wait = Date.parse(input.scheduledAt) - Date.now();

@@ -1,5 +1,6 @@
 import { continueAsNew, proxyLocalActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { HeraldDeliveryStatus } from './search-attributes.ts';
 
 /**
  * Legacy: the per-delivery workflow of the design before endpoint actors
@@ -81,7 +82,7 @@ export async function deliverWebhook(input: DeliverWebhookInput): Promise<Delive
   const show = (status: DeliveryStatus | null) => {
     if (status === null || status === 'delivering' || status === shown) return;
     shown = status;
-    upsertSearchAttributes([{ key: { name: 'HeraldDeliveryStatus', type: 'KEYWORD' }, value: status }]);
+    upsertSearchAttributes([{ key: HeraldDeliveryStatus, value: status }]);
   };
   for (;;) {
     if (workflowInfo().historyLength > HISTORY_LIMIT) {

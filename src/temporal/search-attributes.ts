@@ -1,24 +1,8 @@
-import {
-  defineSearchAttributeKey,
-  SearchAttributeType,
-  type SearchAttributePair,
-} from '@temporalio/common';
+import type { SearchAttributePair } from '@temporalio/common';
+import { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, HeraldRecipientDomain } from '../../workflows/search-attributes.ts';
 
-/**
- * Herald's custom search attributes. Every workflow carries HeraldOrgId so an operator can
- * filter a workspace's work in the Temporal UI (`HeraldOrgId = "<org id>"`). Platform-wide
- * maintenance runs under the reserved value PLATFORM_ORG_ID.
- */
-export const HeraldOrgId = defineSearchAttributeKey('HeraldOrgId', SearchAttributeType.KEYWORD);
-export const HeraldKind = defineSearchAttributeKey('HeraldKind', SearchAttributeType.KEYWORD);
-export const HeraldRecipientDomain = defineSearchAttributeKey(
-  'HeraldRecipientDomain',
-  SearchAttributeType.KEYWORD,
-);
-export const HeraldDeliveryStatus = defineSearchAttributeKey(
-  'HeraldDeliveryStatus',
-  SearchAttributeType.KEYWORD,
-);
+/** The keys are defined once in workflows/search-attributes.ts; platform-wide maintenance runs under PLATFORM_ORG_ID. */
+export { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, HeraldRecipientDomain };
 
 export const HERALD_SEARCH_ATTRIBUTES = [
   HeraldOrgId,
