@@ -140,6 +140,11 @@ const ENTITY_SCHEMAS = [
   ContactImportErrorSchema,
 ];
 
+/** Tables whose rows belong to one workspace (an `org_id` column): what raw SQL must scope (test/unit/sql-review.test.ts). */
+export function tenantTableNames(): string[] {
+  return ENTITY_SCHEMAS.filter((schema) => 'orgId' in schema.meta.properties).map((schema) => schema.meta.tableName ?? schema.meta.collection);
+}
+
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));
 
 export interface OrmOptions {

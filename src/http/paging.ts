@@ -9,7 +9,7 @@ export interface PageRequest {
   after: KeysetPosition | undefined;
 }
 
-/** Turns `?limit&cursor` into a keyset request for one list of the caller's workspace. */
+/** Turns `?limit&cursor` into a keyset request for one list of the workspace of the caller. */
 export function pageRequest(
   codec: CursorCodec,
   list: string,

@@ -48,6 +48,7 @@ export const httpRequestDuration = new Histogram({
 
 /** One statement per scrape: open rows and the oldest due age of each pipeline's queue. */
 const QUEUE_SQL = `
+  /* all workspaces: queue depth and oldest due age for Prometheus */
   select 'webhooks' as pipeline, count(*)::int as depth,
          coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 as oldest_due_s
     from webhook_deliveries where status in ('queued', 'failed', 'delivering')

@@ -41,5 +41,5 @@ export async function claimStaleUploads(em: EntityManager, cutoff: Date, limit: 
 /** Deletes upload rows by id (platform code: ids come from claimStaleUploads). */
 export async function deleteUploadRows(em: EntityManager, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await em.execute(`delete from attachment_uploads where id in (?)`, [[...ids]], 'run');
+  await em.execute(`/* all workspaces: ids from claimStaleUploads */ delete from attachment_uploads where id in (?)`, [[...ids]], 'run');
 }

@@ -37,7 +37,8 @@ async function* contactPages(em: EntityManager, orgId: string, filter: ExportFil
   let after: { at: string; id: string } | null = null;
   for (;;) {
     const rows: ExportRow[] = await em.execute<ExportRow[]>(
-      `select id, email, first_name, last_name, company, tags, status, custom_fields,
+      `/* workspace: contactConditions puts the workspace first */
+       select id, email, first_name, last_name, company, tags, status, custom_fields,
               ${isoMs('created_at')} as created_at, ${isoMs('updated_at')} as updated_at, created_at::text as position
          from contacts
         where ${[...conditions, ...(after ? ['(created_at, id) > (:afterAt::timestamptz, :afterId)'] : [])].join(' and ')}

@@ -80,7 +80,8 @@ export async function listContactPage(
   const { conditions, params } = contactConditions(orgId, filters);
   if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
   const [row] = await em.execute<{ items: string; count: number; last_id: string | null; last_ms: number | null }[]>(
-    `with page as (
+    `/* workspace: contactConditions puts the workspace first */
+     with page as (
        select * from contacts where ${conditions.join(' and ')} order by created_at desc, id desc limit :limit + 1
      ), items as (
        select * from page order by created_at desc, id desc limit :limit

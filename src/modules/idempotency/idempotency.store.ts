@@ -3,7 +3,7 @@ import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { newId } from '../../../db/ids.ts';
 import { executePrepared } from '../../../db/prepared.ts';
 
-const COMPLETE_SQL = `update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`;
+const COMPLETE_SQL = `/* workspace: by the id of a record claimed under the workspace of the caller */ update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`;
 
 export interface IdempotencyScope {
   orgId: string;
@@ -115,6 +115,7 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
     answerCte(recordId: string, status: number, body: unknown): SqlFragment {
       return {
         sql: `idem_answer as (
+          /* workspace: by the id of a record claimed under the workspace of the caller */
           update idempotency_records set state = 'completed', response_status = :idemStatus, response_body = :idemBody::jsonb
            where id = :idemRecord returning id)`,
         params: { idemStatus: status, idemBody: JSON.stringify(body ?? null), idemRecord: recordId },
@@ -123,13 +124,13 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
 
     /** Whether the record holds a stored answer. */
     async isCompleted(recordId: string): Promise<boolean> {
-      const rows = await connection().execute<{ id: string }[]>(`select id from idempotency_records where id = ? and state = 'completed'`, [recordId]);
+      const rows = await connection().execute<{ id: string }[]>(`/* workspace: by the id of a record claimed under the workspace of the caller */ select id from idempotency_records where id = ? and state = 'completed'`, [recordId]);
       return rows.length > 0;
     },
 
     /** Forgets a claim whose response must not be stored (5xx, 429), so a retry can succeed. */
     async abandon(recordId: string): Promise<void> {
-      await connection().execute(`delete from idempotency_records where id = ? and state = 'running'`, [recordId]);
+      await connection().execute(`/* workspace: by the id of a record claimed under the workspace of the caller */ delete from idempotency_records where id = ? and state = 'running'`, [recordId]);
     },
   };
 }

@@ -86,8 +86,7 @@ export async function findMessagePage(
     }
     if (filter.mine.keyId !== null) {
       mine.push(
-        'm.thread_id in (select s.thread_id from inbox_messages s join transactional_emails e on e.id = s.email_id ' +
-          'where s.org_id = ? and e.org_id = ? and e.api_key_id = ?)',
+        'm.thread_id in (select s.thread_id from inbox_messages s join transactional_emails e on e.id = s.email_id where s.org_id = ? and e.org_id = ? and e.api_key_id = ?)',
       );
       params.push(orgId, orgId, filter.mine.keyId);
     }
@@ -95,7 +94,8 @@ export async function findMessagePage(
   }
   params.push(page.limit + 1);
   const rows = await em.execute<Record<string, unknown>[]>(
-    `select m.*, ${sortKeyOf('m.updated_at')} from inbox_messages m
+    `/* workspace: the first clause is the workspace of the messages */
+     select m.*, ${sortKeyOf('m.updated_at')} from inbox_messages m
      where ${clauses.join(' and ')}
      order by m.updated_at asc, m.id asc
      limit ?`,
@@ -130,7 +130,7 @@ export async function findThreadPage(
   if (filter.starred !== undefined) bound('and t.starred = ?', filter.starred);
   if (filter.tag !== undefined) bound('and ? = any(t.tags)', filter.tag);
   if (filter.unread !== undefined) {
-    where.push(`and ${filter.unread ? '' : 'not '}exists (select 1 from inbox_messages m where m.thread_id = t.id and m.read_at is null)`);
+    where.push(`and ${filter.unread ? '' : 'not '}exists (/* workspace: the messages of a thread t of the workspace */ select 1 from inbox_messages m where m.thread_id = t.id and m.read_at is null)`);
   }
   let after = '';
   if (page.after !== undefined) {

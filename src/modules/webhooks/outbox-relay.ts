@@ -120,7 +120,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   async function fanOutBatch(): Promise<{ claimed: number; endpoints: EndpointRef[] }> {
     return orm.em.fork().transactional(async (em) => {
       const events = await em.execute<{ id: string }[]>(
-        `select id from events
+        `/* all workspaces: the outbox relay fans out every workspace's events */ select id from events
           where fanned_out_at is null
           order by created_at, id
           limit ? for update skip locked`,
@@ -152,7 +152,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         const ids = [...endpoints.keys()];
         await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', id) from (values ${ids.map(() => '(?)').join(', ')}) as t (id)`, ids);
       }
-      await em.execute(`update events set fanned_out_at = now() where id in (?)`, [eventIds], 'run');
+      await em.execute(`/* all workspaces: the outbox relay fans out every workspace's events */ update events set fanned_out_at = now() where id in (?)`, [eventIds], 'run');
       return { claimed: events.length, endpoints: [...endpoints.values()] };
     });
   }
@@ -161,7 +161,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   async function asleep(endpoints: readonly EndpointRef[]): Promise<EndpointRef[]> {
     if (endpoints.length === 0) return [];
     const awake = await connection().execute<{ id: string }[]>(
-      `select id from webhook_endpoints where id in (?) and drain_lease_until > now()`,
+      `/* all workspaces: the outbox relay fans out every workspace's events */ select id from webhook_endpoints where id in (?) and drain_lease_until > now()`,
       [endpoints.map((e) => e.id)],
     );
     const running = new Set(awake.map((row) => row.id));
