@@ -12,7 +12,7 @@ import { AppError } from '../../errors.ts';
 import { csvStream } from './csv.ts';
 import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
 import { createUploadUrlSigner, invalidUploadSignature, isClientAbort, parseUploadExpiry } from '../attachments/upload-url.ts';
-import { lockStaticSegment } from '../segments/membership.service.ts';
+import { lockStaticSegment } from '../segments/membership.repo.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
 
 /** How long the signed upload URL of a new import works. */

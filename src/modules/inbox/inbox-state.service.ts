@@ -3,12 +3,12 @@
  * change locks its row, moves `updated_at` only when something changed (so GET /inbox/messages
  * pollers see exactly the messages whose state changed), and answers the new state.
  */
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
 import type { InboxThread } from '../../../db/entities/index.ts';
-import { arrayLiteral } from '../../../db/prepared.ts';
 import { AppError } from '../../errors.ts';
 import { nextTags, type TagChange } from './inbox.fns.ts';
 import type { ThreadSummaries } from './inbox.repo.ts';
+import { lockRow, markLatestUnread, markThreadRead, writeMessageState, writeThreadState } from './inbox-state.repo.ts';
 import { INBOX_LIMITS, type UpdateMessageInput, type UpdateThreadInput } from './inbox.schemas.ts';
 import { messageNotFound, threadNotFound, type InboxService, type MessageDetail } from './inbox.service.ts';
 
@@ -28,12 +28,6 @@ function tagsAfter(current: readonly string[], change: TagChange): string[] {
 
 const sameTags = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((tag, i) => tag === b[i]);
 
-/** The row's state, locked for the change; null when the workspace has no such row. */
-async function lockRow<T>(tx: EntityManager, table: 'inbox_threads' | 'inbox_messages', columns: string, orgId: string, id: string): Promise<T | null> {
-  const [row] = await tx.execute<T[]>(`select ${columns} from ${table} where org_id = ? and id = ? for update`, [orgId, id]);
-  return row ?? null;
-}
-
 export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: Pick<InboxService, 'getMessage' | 'getThread'> }) {
   return {
     /** Marks a message read or unread, stars it, changes its tags; 404 when absent. */
@@ -46,11 +40,7 @@ export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: 
         const read = input.read ?? row.read_at !== null;
         const starred = input.starred ?? row.starred;
         if (read === (row.read_at !== null) && starred === row.starred && sameTags(tags, row.tags)) return;
-        await tx.execute(
-          `update inbox_messages set read_at = case when ? then coalesce(read_at, now()) end, starred = ?, tags = ?::text[], updated_at = now()
-            where org_id = ? and id = ?`,
-          [read, starred, arrayLiteral(tags), orgId, id],
-        );
+        await writeMessageState(tx, orgId, id, { read, starred, tags });
       });
       return inbox.getMessage(orgId, id);
     },
@@ -67,29 +57,14 @@ export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: 
         const tags = tagsAfter(row.tags, input);
         let messagesChanged = 0;
         if (input.read === true) {
-          messagesChanged = await tx.execute(
-            `update inbox_messages set read_at = now(), updated_at = now() where org_id = ? and thread_id = ? and read_at is null returning id`,
-            [orgId, id],
-          ).then((rows) => rows.length);
+          messagesChanged = await markThreadRead(tx, orgId, id);
         } else if (input.read === false) {
-          messagesChanged = await tx.execute(
-            `update inbox_messages set read_at = null, updated_at = now()
-              where id = (select id from inbox_messages where org_id = ? and thread_id = ?
-                           order by direction = 'inbound' desc, created_at desc, id desc limit 1)
-                and read_at is not null returning id`,
-            [orgId, id],
-          ).then((rows) => rows.length);
+          messagesChanged = await markLatestUnread(tx, orgId, id);
         }
         const starred = input.starred ?? row.starred;
         const archived = input.archived ?? row.archived;
         if (messagesChanged === 0 && starred === row.starred && archived === row.archived && sameTags(tags, row.tags)) return;
-        await tx.execute(`update inbox_threads set starred = ?, archived = ?, tags = ?::text[], updated_at = now() where org_id = ? and id = ?`, [
-          starred,
-          archived,
-          arrayLiteral(tags),
-          orgId,
-          id,
-        ]);
+        await writeThreadState(tx, orgId, id, { starred, archived, tags });
       });
       return inbox.getThread(orgId, id);
     },

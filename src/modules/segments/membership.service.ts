@@ -5,13 +5,13 @@
  * the member cap holds). Listing works for every segment type: the contacts it holds now.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { arrayLiteral } from '../../../db/prepared.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { AppError } from '../../errors.ts';
 import { normalizeEmail } from '../contacts/contacts.fns.ts';
 import { listContactPage, type ContactJsonPage } from '../contacts/contacts.repo.ts';
 import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
-import { findSegmentRule, segmentNotFound } from './segments.repo.ts';
+import { findSegmentRule } from './segments.repo.ts';
+import { countMembers, deleteMembers, findContactsByIdOrEmail, insertMembers, lockStaticSegment, touchSegment } from './membership.repo.ts';
 import type { MembershipInput } from './segments.schemas.ts';
 
 export interface MembershipChange {
@@ -24,36 +24,17 @@ export interface MembershipChange {
   contactCount: number;
 }
 
-/** The segment locked for a membership change: 404 when absent, 409 SEGMENT_NOT_STATIC unless static. */
-export async function lockStaticSegment(tx: EntityManager, orgId: string, id: string): Promise<void> {
-  const [row] = await tx.execute<{ type: string }[]>('select type from segments where org_id = ? and id = ? for update', [orgId, id]);
-  if (!row) throw segmentNotFound(id);
-  if (row.type !== 'static') {
-    throw new AppError('conflict', `Segment ${id} is a ${row.type} segment: its members follow from ${row.type === 'all' ? 'the workspace' : 'its tags'}. Only static segments have members added or removed.`, {
-      reason: 'SEGMENT_NOT_STATIC',
-    });
-  }
-}
-
 /** The workspace's contacts named by `input`, and the ids and addresses that name none. */
 async function resolveContacts(tx: EntityManager, orgId: string, input: MembershipInput) {
   const ids = [...new Set(input.contact_ids.map((id) => id.toLowerCase()))];
   const emails = [...new Set(input.emails.map(normalizeEmail))];
-  const rows = await tx.execute<{ id: string; email: string }[]>(
-    'select id, email from contacts where org_id = ? and (id = any(?::text[]) or email = any(?::text[]))',
-    [orgId, arrayLiteral(ids), arrayLiteral(emails)],
-  );
+  const rows = await findContactsByIdOrEmail(tx, orgId, ids, emails);
   const foundIds = new Set(rows.map((r) => r.id));
   const foundEmails = new Set(rows.map((r) => r.email));
   return {
     contactIds: [...foundIds],
     notFound: { contactIds: ids.filter((id) => !foundIds.has(id)), emails: emails.filter((e) => !foundEmails.has(e)) },
   };
-}
-
-async function memberCount(tx: EntityManager, segmentId: string): Promise<number> {
-  const [row] = await tx.execute<{ n: string | number }[]>('/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ select count(*) as n from segment_members where segment_id = ?', [segmentId]);
-  return Number(row?.n ?? 0);
 }
 
 export function createMembershipService({ orm }: { orm: MikroORM }) {
@@ -75,13 +56,8 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
     /** Adds contacts to a static segment; ones already in it are counted as unchanged. 409 SEGMENT_FULL past the cap. */
     async addMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
       return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
-        const added = await tx.execute<{ contact_id: string }[]>(
-          `insert into segment_members (segment_id, contact_id, org_id, created_at)
-           select ?, c, ?, now() from unnest(?::text[]) as c
-           on conflict do nothing returning contact_id`,
-          [id, orgId, arrayLiteral(contactIds)],
-        );
-        const contactCount = await memberCount(tx, id);
+        const added = await insertMembers(tx, orgId, id, contactIds);
+        const contactCount = await countMembers(tx, orgId, id);
         if (contactCount > MEMBERSHIP_LIMITS.membersMax) {
           throw new AppError('conflict', `Segment ${id} would hold ${contactCount} contacts; a static segment holds at most ${MEMBERSHIP_LIMITS.membersMax}.`, {
             reason: 'SEGMENT_FULL',
@@ -89,7 +65,7 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
             members: contactCount - added.length,
           });
         }
-        if (added.length > 0) await tx.execute('/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ update segments set updated_at = now() where id = ?', [id]);
+        if (added.length > 0) await touchSegment(tx, orgId, id);
         return { segmentId: id, changed: added.length, unchanged: contactIds.length - added.length, notFound, contactCount };
       });
     },
@@ -97,12 +73,9 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
     /** Removes contacts from a static segment; contacts that were not members are counted as unchanged. */
     async removeMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
       return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
-        const removed = await tx.execute<{ contact_id: string }[]>(
-          '/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ delete from segment_members where segment_id = ? and contact_id = any(?::text[]) returning contact_id',
-          [id, arrayLiteral(contactIds)],
-        );
-        if (removed.length > 0) await tx.execute('/* workspace: the segment was found under the workspace of the caller (lockStaticSegment) */ update segments set updated_at = now() where id = ?', [id]);
-        return { segmentId: id, changed: removed.length, unchanged: contactIds.length - removed.length, notFound, contactCount: await memberCount(tx, id) };
+        const removed = await deleteMembers(tx, orgId, id, contactIds);
+        if (removed.length > 0) await touchSegment(tx, orgId, id);
+        return { segmentId: id, changed: removed.length, unchanged: contactIds.length - removed.length, notFound, contactCount: await countMembers(tx, orgId, id) };
       });
     },
 
