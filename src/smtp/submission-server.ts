@@ -5,6 +5,7 @@ import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { parseInput } from '../validation.ts';
+import { requestFingerprint } from '../canonical-json.ts';
 import type { Logger } from '../logger.ts';
 import type { Authenticator } from '../modules/auth/authenticator.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
@@ -64,7 +65,15 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
     const input = await parseInput(SendEmailBody, request, 'body', sendBodyErrorReason);
     if (!parsed.messageId) return (await deps.sends.sendEmail(caller.orgId, caller.keyId, input)).email.id;
 
-    const scope = { orgId: caller.orgId, apiKeyId: caller.keyId ?? '', key: `\nsmtp:${createHash('sha256').update(parsed.messageId).digest('hex')}`, fingerprint: createHash('sha256').update(raw).digest('hex') };
+    // Same Message-ID, same content: the send the message asks for, not its bytes, so a client
+    // that rebuilds the message to resubmit it (a new Date header, new MIME boundaries) is
+    // recognised; other content under the same Message-ID is refused.
+    const scope = {
+      orgId: caller.orgId,
+      apiKeyId: caller.keyId ?? '',
+      key: `\nsmtp:${createHash('sha256').update(parsed.messageId).digest('hex')}`,
+      fingerprint: requestFingerprint('SMTP', 'submission', request),
+    };
     const begun = await deps.idempotency.begin(scope);
     if (begun.kind === 'replay') return (begun.body as { email_id: string }).email_id;
     if (begun.kind === 'mismatch') throw smtpReply(550, '5.7.1 This Message-ID was already submitted with different content; give the message a new Message-ID');

@@ -75,12 +75,20 @@ describe('SMTP submission (API key as the password)', () => {
     expect(await scopeToOrg(stack.orm.em, orgId).count(InboxMessage, { emailId: emailId! })).toBe(1);
   });
 
-  it('sends a resubmitted message (same Message-ID and content) once', async () => {
+  it('sends a resubmitted message (same Message-ID and content) once, even rebuilt with another Date', async () => {
     const message = { from: `shop@${domain}`, to: 'ada@example.com', subject: 'Once', text: 'x', messageId: '<resubmit-1@app.example>' };
-    const first = await transport(key).sendMail(message);
-    const second = await transport(key).sendMail(message);
+    const first = await transport(key).sendMail({ ...message, date: new Date('2026-11-25T10:00:00Z') });
+    // What a client retrying after a lost reply sends: the message built again, with a new Date header.
+    const second = await transport(key).sendMail({ ...message, date: new Date('2026-11-25T10:00:07Z') });
     expect(second.response).toBe(first.response);
     expect((await emails()).filter((e) => e.subject === 'Once')).toHaveLength(1);
+  });
+
+  it('refuses other content under a Message-ID already submitted (550), and sends nothing more', async () => {
+    const message = { from: `shop@${domain}`, to: 'ada@example.com', subject: 'Twice', text: 'first body', messageId: '<resubmit-2@app.example>' };
+    await transport(key).sendMail(message);
+    await expect(transport(key).sendMail({ ...message, text: 'another body' })).rejects.toMatchObject({ responseCode: 550 });
+    expect((await emails()).filter((e) => e.subject === 'Twice')).toHaveLength(1);
   });
 
   it('answers 535 for a wrong key and for a key without outbox.transactional:send', async () => {
