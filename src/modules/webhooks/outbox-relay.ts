@@ -2,12 +2,11 @@ import pg from 'pg';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { EVENTS_NOTIFY_CHANNEL } from '../../../db/entities/index.ts';
-import { newId } from '../../../db/ids.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { endpointReceives } from '../events/events.schemas.ts';
 import { wakeEndpointActors } from './endpoint-actor.ts';
-import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
+import { claimUnfannedEvents, drainingEndpoints, findCandidates, findStrandedEndpoints, insertDeliveries, markFannedOut, type EndpointRef } from './outbox.repo.ts';
 
 /**
  * The webhook outbox relay (runs in every worker process). Events are written to `events` in
@@ -60,20 +59,6 @@ export interface OutboxRelay {
   stop(): Promise<void>;
 }
 
-/** An endpoint of the event's workspace that existed and was enabled when the event was written. */
-interface Candidate {
-  event_id: string;
-  org_id: string;
-  type: string;
-  webhook_id: string;
-  events: string[];
-}
-
-interface EndpointRef {
-  id: string;
-  org_id: string;
-}
-
 const LISTEN_RETRY_MS = [1_000, 2_000, 5_000, 10_000];
 const FAILURE_LOG_EVERY_MS = 30_000;
 
@@ -86,7 +71,6 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const reconcileAfterMs = options.reconcileAfterMs ?? 10_000;
   const reconcileBatchSize = options.reconcileBatchSize ?? 500;
   const wakeDeadlineMs = options.wakeDeadlineMs ?? 10_000;
-  const connection = () => orm.em.getConnection();
 
   let stopped = false;
   let running: Promise<number> | null = null;
@@ -119,52 +103,21 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   /** One batch (steps 1–4); resolves with the events claimed and the endpoints that got rows. */
   async function fanOutBatch(): Promise<{ claimed: number; endpoints: EndpointRef[] }> {
     return orm.em.fork().transactional(async (em) => {
-      const events = await em.execute<{ id: string }[]>(
-        `/* all workspaces: the outbox relay fans out every workspace's events */ select id from events
-          where fanned_out_at is null
-          order by created_at, id
-          limit ? for update skip locked`,
-        [batchSize],
-      );
-      if (events.length === 0) return { claimed: 0, endpoints: [] };
-      const eventIds = events.map((event) => event.id);
-      const candidates = await em.execute<Candidate[]>(
-        `select e.id as event_id, e.org_id, e.type, w.id as webhook_id, w.events
-           from events e
-           join webhook_endpoints w on w.org_id = e.org_id and w.enabled and w.created_at <= e.created_at
-          where e.id in (?)
-          order by e.created_at, e.id, w.id`,
-        [eventIds],
-      );
-      const receiving = candidates.filter((candidate) => endpointReceives(candidate.events, candidate.type));
+      const eventIds = await claimUnfannedEvents(em, batchSize);
+      if (eventIds.length === 0) return { claimed: 0, endpoints: [] };
+      const receiving = (await findCandidates(em, eventIds)).filter((candidate) => endpointReceives(candidate.events, candidate.type));
       const endpoints = new Map<string, EndpointRef>();
       for (const candidate of receiving) endpoints.set(candidate.webhook_id, { id: candidate.webhook_id, org_id: candidate.org_id });
-      if (receiving.length > 0) {
-        const rows = receiving.map((candidate) => [newId(), candidate.org_id, candidate.webhook_id, candidate.event_id, candidate.type]);
-        await em.execute(
-          `insert into webhook_deliveries
-             (id, org_id, webhook_id, event_id, event_type, status, attempt_count, replay_count, next_attempt_at, created_at, updated_at)
-           values ${rows.map(() => `(?, ?, ?, ?, ?, 'queued', 0, 0, now(), now(), now())`).join(', ')}
-           on conflict (webhook_id, event_id) do nothing`,
-          rows.flat(),
-          'run',
-        );
-        const ids = [...endpoints.keys()];
-        await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', id) from (values ${ids.map(() => '(?)').join(', ')}) as t (id)`, ids);
-      }
-      await em.execute(`/* all workspaces: the outbox relay fans out every workspace's events */ update events set fanned_out_at = now() where id in (?)`, [eventIds], 'run');
-      return { claimed: events.length, endpoints: [...endpoints.values()] };
+      await insertDeliveries(em, receiving, [...endpoints.keys()]);
+      await markFannedOut(em, eventIds);
+      return { claimed: eventIds.length, endpoints: [...endpoints.values()] };
     });
   }
 
   /** The endpoints among `endpoints` whose drain is not running: they need a signal. */
   async function asleep(endpoints: readonly EndpointRef[]): Promise<EndpointRef[]> {
     if (endpoints.length === 0) return [];
-    const awake = await connection().execute<{ id: string }[]>(
-      `/* all workspaces: the outbox relay fans out every workspace's events */ select id from webhook_endpoints where id in (?) and drain_lease_until > now()`,
-      [endpoints.map((e) => e.id)],
-    );
-    const running = new Set(awake.map((row) => row.id));
+    const running = await drainingEndpoints(orm.em.fork(), endpoints.map((e) => e.id));
     return endpoints.filter((e) => !running.has(e.id));
   }
 
@@ -205,17 +158,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   /** Endpoints with rows due for longer than `marginMs` (or attempts whose lease lapsed) and no drain running. */
   function findStranded(marginMs: number): Promise<EndpointRef[]> {
-    return connection().execute<EndpointRef[]>(
-      `select s.webhook_id as id, s.org_id
-         from (select distinct d.webhook_id, d.org_id from webhook_deliveries d
-                where (d.status in ('queued', 'failed') and d.next_attempt_at < now() - make_interval(secs => ?))
-                   or (d.status = 'delivering' and coalesce(d.lease_until, d.updated_at + interval '75 seconds') < now() - make_interval(secs => ?))) s
-         left join webhook_endpoints w on w.id = s.webhook_id and w.org_id = s.org_id
-        where w.drain_lease_until is null or w.drain_lease_until < now()
-        order by s.webhook_id
-        limit ?`,
-      [marginMs / 1000, marginMs / 1000, reconcileBatchSize],
-    );
+    return findStrandedEndpoints(orm.em.fork(), marginMs, reconcileBatchSize);
   }
 
   async function reconcile(marginMs: number = reconcileAfterMs): Promise<number> {
