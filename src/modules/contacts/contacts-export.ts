@@ -8,44 +8,18 @@
 import type { Readable } from 'node:stream';
 import { csvStream } from './csv.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ContactStatus } from '../../../db/entities/index.ts';
-import { contactConditions, isoMs, type ContactFilters } from './contacts.repo.ts';
+import { findExportPage, type ContactFilters, type ExportRow } from './contacts.repo.ts';
 
 export const EXPORT_COLUMNS = ['id', 'email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields', 'created_at', 'updated_at'] as const;
 const EXPORT_PAGE = 1_000;
-
-interface ExportRow {
-  id: string;
-  email: string;
-  first_name: string;
-  last_name: string;
-  company: string;
-  tags: string[];
-  status: ContactStatus;
-  custom_fields: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-  /** created_at as PostgreSQL prints it (microseconds): the keyset position. */
-  position: string;
-}
 
 export type ExportFilter = Pick<ContactFilters, 'status' | 'segment'>;
 
 /** The contacts of `filter`, page by page, oldest first. */
 async function* contactPages(em: EntityManager, orgId: string, filter: ExportFilter): AsyncGenerator<ExportRow[]> {
-  const { conditions, params } = contactConditions(orgId, filter);
   let after: { at: string; id: string } | null = null;
   for (;;) {
-    const rows: ExportRow[] = await em.execute<ExportRow[]>(
-      `/* workspace: contactConditions puts the workspace first */
-       select id, email, first_name, last_name, company, tags, status, custom_fields,
-              ${isoMs('created_at')} as created_at, ${isoMs('updated_at')} as updated_at, created_at::text as position
-         from contacts
-        where ${[...conditions, ...(after ? ['(created_at, id) > (:afterAt::timestamptz, :afterId)'] : [])].join(' and ')}
-        order by created_at, id
-        limit :limit`,
-      { ...params, limit: EXPORT_PAGE, ...(after ? { afterAt: after.at, afterId: after.id } : {}) },
-    );
+    const rows = await findExportPage(em, orgId, filter, after, EXPORT_PAGE);
     if (rows.length === 0) return;
     yield rows;
     if (rows.length < EXPORT_PAGE) return;

@@ -106,3 +106,40 @@ export async function listContactPage(
     last: row?.last_id && row.last_ms !== null ? { id: row.last_id, sortValue: new Date(row.last_ms) } : null,
   };
 }
+
+export interface ExportRow {
+  id: string;
+  email: string;
+  first_name: string;
+  last_name: string;
+  company: string;
+  tags: string[];
+  status: ContactStatus;
+  custom_fields: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+  /** created_at as PostgreSQL prints it (microseconds): the keyset position. */
+  position: string;
+}
+
+/** A keyset page of the workspace's contacts matching `filter`, oldest first, after `after` (the export's read). */
+export async function findExportPage(
+  em: EntityManager,
+  orgId: string,
+  filter: Pick<ContactFilters, 'status' | 'segment'>,
+  after: { at: string; id: string } | null,
+  limit: number,
+): Promise<ExportRow[]> {
+  const { conditions, params } = contactConditions(orgId, filter);
+  if (after) conditions.push('(created_at, id) > (:afterAt::timestamptz, :afterId)');
+  return em.execute<ExportRow[]>(
+    `/* workspace: contactConditions puts the workspace first */
+     select id, email, first_name, last_name, company, tags, status, custom_fields,
+            ${isoMs('created_at')} as created_at, ${isoMs('updated_at')} as updated_at, created_at::text as position
+       from contacts
+      where ${conditions.join(' and ')}
+      order by created_at, id
+      limit :limit`,
+    { ...params, limit, ...(after ? { afterAt: after.at, afterId: after.id } : {}) },
+  );
+}

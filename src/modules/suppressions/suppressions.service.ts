@@ -1,6 +1,5 @@
 import type { FilterQuery, MikroORM } from '@mikro-orm/postgresql';
 import { Contact, Suppression, SuppressionChange } from '../../../db/entities/index.ts';
-import { newId } from '../../../db/ids.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
@@ -8,6 +7,7 @@ import type { ContactsService } from '../contacts/contacts.service.ts';
 import { suppressAddress } from '../sends/outcomes.ts';
 import { apiReason, storedReason } from './suppressions.serializer.ts';
 import type { AddSuppressionInput, SuppressionApiReason } from './suppressions.schemas.ts';
+import { deleteSuppression } from './suppressions.repo.ts';
 
 /** Contact statuses that also keep sends away from an address (the send's suppression check reads them). */
 const BLOCKING_STATUSES = ['bounced', 'complained', 'suppressed'] as const;
@@ -53,14 +53,7 @@ export function createSuppressionsService(deps: { orm: MikroORM; contacts: Pick<
      */
     async removeSuppression(orgId: string, apiKeyId: string | null, email: string): Promise<{ contactReactivated: boolean }> {
       const em = scopeToOrg(orm.em, orgId);
-      const removed = await em.execute<{ id: string }[]>(
-        `with gone as (delete from suppressions where org_id = :org and email = :email returning org_id, email, reason, email_id, detail)
-         insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
-         select :changeId, org_id, email, 'removed', reason, :apiKeyId, email_id, detail, now() from gone
-         returning id`,
-        { org: orgId, email, changeId: newId(), apiKeyId },
-      );
-      if (removed.length === 0) throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
+      if (!(await deleteSuppression(em, orgId, email, apiKeyId))) throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
       const contact = await em.findOne(Contact, { email, status: { $in: [...BLOCKING_STATUSES] } });
       if (!contact) return { contactReactivated: false };
       await deps.contacts.updateContact(orgId, contact.id, { status: 'active' });
