@@ -20,7 +20,7 @@ const STATEMENT = /\b(select\s[\s\S]*\bfrom|insert\s+into|update\s+"?\w+"?\s[\s\
 const TABLE_REFERENCE = /\b(?:from|join|into|update)\s+"?([a-z_]+)"?/gi;
 const MARKER = /\/\*\s*(workspace|all workspaces):\s*\S[^*]*\*\//i;
 
-export interface SqlFinding {
+interface SqlFinding {
   file: string;
   line: number;
   tables: string[];
@@ -28,7 +28,7 @@ export interface SqlFinding {
 }
 
 /** The SQL texts of one source file that touch `tenantTables` without org_id or a marker. */
-export function reviewSql(file: string, source: string, tenantTables: ReadonlySet<string>): SqlFinding[] {
+function reviewSql(file: string, source: string, tenantTables: ReadonlySet<string>): SqlFinding[] {
   const tree = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true);
   const findings: SqlFinding[] = [];
   const visit = (node: ts.Node): void => {

@@ -54,11 +54,17 @@ export async function setCreditBalance(em: EntityManager, orgId: string, amount:
 
 /** The workspace's balance and overage used (sums over its shards). */
 export async function readCredits(em: EntityManager, orgId: string): Promise<CreditTotals> {
-  const [row] = await em.execute<{ balance: number; overage_used: number }[]>(
-    'select coalesce(sum(balance), 0)::int as balance, coalesce(sum(overage_used), 0)::int as overage_used from credit_shards where org_id = ?',
-    [orgId],
+  return (await readCreditsOf(em, [orgId])).get(orgId) ?? { balance: 0, overageUsed: 0 };
+}
+
+/** Balance and overage used of each of `orgIds` that has shards, in one statement. */
+export async function readCreditsOf(em: EntityManager, orgIds: readonly string[]): Promise<Map<string, CreditTotals>> {
+  if (orgIds.length === 0) return new Map();
+  const rows = await em.execute<{ org_id: string; balance: number; overage_used: number }[]>(
+    'select org_id, sum(balance)::int as balance, sum(overage_used)::int as overage_used from credit_shards where org_id in (?) group by org_id',
+    [[...orgIds]],
   );
-  return { balance: row?.balance ?? 0, overageUsed: row?.overage_used ?? 0 };
+  return new Map(rows.map((row) => [row.org_id, { balance: row.balance, overageUsed: row.overage_used }]));
 }
 
 /** Gives credits back to one shard: `fromBalance` to its balance, `overage` off its overage used. */

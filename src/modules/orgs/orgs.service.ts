@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Organization, User } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
-import { readCredits, setCreditBalance, type CreditTotals } from './credits.repo.ts';
+import { readCredits, readCreditsOf, setCreditBalance, type CreditTotals } from './credits.repo.ts';
 
 export interface CreateOrganizationInput {
   name: string;
@@ -54,7 +54,8 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
     async listOrganizations(): Promise<Array<{ org: Organization; credits: CreditTotals }>> {
       const em = orm.em.fork();
       const orgs = await em.find(Organization, {}, { orderBy: { id: 'asc' } });
-      return Promise.all(orgs.map(async (org) => ({ org, credits: await readCredits(em, org.id) })));
+      const credits = await readCreditsOf(em, orgs.map((org) => org.id));
+      return orgs.map((org) => ({ org, credits: credits.get(org.id) ?? { balance: 0, overageUsed: 0 } }));
     },
 
     async getOrganization(id: string) {
