@@ -29,14 +29,15 @@ export const LIST_PATH = `/api/v1/contacts?limit=${LIMIT}`;
 
 /**
  * The statement the api ran last for the contacts list (MikroORM inlines the values), from
- * pg_stat_activity; with `containing`, only one that contains that text.
+ * pg_stat_activity (a leading SQL comment, such as the workspace marker, allowed); with
+ * `containing`, only one that contains that text.
  */
 export async function capturedListQuery(databaseUrl: string, containing = ''): Promise<string> {
   const found = await withClient(databaseUrl, (client) =>
     client.query<{ query: string }>(
       `select query from pg_stat_activity
         where datname = current_database() and pid <> pg_backend_pid()
-          and (query like 'select %' or query like 'with %') and query like '%from contacts%limit%'
+          and query ~* '^\\s*(/\\*.*?\\*/\\s*)?(select|with)\\s' and query like '%from contacts%limit%'
           and strpos(query, $1) > 0
         limit 1`,
       [containing],

@@ -23,9 +23,12 @@ export interface ContactFilters {
   segment?: { id: string; type: string; tags: readonly string[] } | undefined;
 }
 
-/** The conditions (on `contacts`, joined with `and`) and named parameters that select the contacts of `filters` in a workspace. */
+/**
+ * The conditions (on `contacts`, joined with `and` after the statement's own `org_id = :org`)
+ * and named parameters (`org` included) that select the contacts of `filters` in a workspace.
+ */
 export function contactConditions(orgId: string, filters: ContactFilters): { conditions: string[]; params: Record<string, unknown> } {
-  const conditions = ['org_id = :org'];
+  const conditions: string[] = [];
   if (filters.email !== undefined) conditions.push('email = :email');
   if (filters.status !== undefined) conditions.push('status = :status');
   const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
@@ -80,9 +83,8 @@ export async function listContactPage(
   const { conditions, params } = contactConditions(orgId, filters);
   if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
   const [row] = await em.execute<{ items: string; count: number; last_id: string | null; last_ms: number | null }[]>(
-    `/* workspace: contactConditions puts the workspace first */
-     with page as (
-       select * from contacts where ${conditions.join(' and ')} order by created_at desc, id desc limit :limit + 1
+    `with page as (
+       select * from contacts where ${['org_id = :org', ...conditions].join(' and ')} order by created_at desc, id desc limit :limit + 1
      ), items as (
        select * from page order by created_at desc, id desc limit :limit
      )
@@ -133,11 +135,10 @@ export async function findExportPage(
   const { conditions, params } = contactConditions(orgId, filter);
   if (after) conditions.push('(created_at, id) > (:afterAt::timestamptz, :afterId)');
   return em.execute<ExportRow[]>(
-    `/* workspace: contactConditions puts the workspace first */
-     select id, email, first_name, last_name, company, tags, status, custom_fields,
+    `select id, email, first_name, last_name, company, tags, status, custom_fields,
             ${isoMs('created_at')} as created_at, ${isoMs('updated_at')} as updated_at, created_at::text as position
        from contacts
-      where ${conditions.join(' and ')}
+      where ${['org_id = :org', ...conditions].join(' and ')}
       order by created_at, id
       limit :limit`,
     { ...params, limit, ...(after ? { afterAt: after.at, afterId: after.id } : {}) },
