@@ -1,3 +1,4 @@
+import { createBroadcastActivities, type BroadcastActivityDeps } from './broadcasts.ts';
 import { createContactImportActivities, type ContactImportActivityDeps } from './contact-imports.ts';
 import { createDomainActivities, type DomainActivityDeps } from './domains.ts';
 import { createInboundActivities, type InboundActivityDeps } from './inbound.ts';
@@ -6,7 +7,7 @@ import { createSendActivities, type SendActivityDeps } from './sends.ts';
 import { createUploadActivities, type UploadActivityDeps } from './uploads.ts';
 import { createWebhookActivities, type WebhookActivityDeps } from './webhooks.ts';
 
-export type ActivityDeps = MaintenanceDeps & ContactImportActivityDeps & DomainActivityDeps & WebhookActivityDeps & UploadActivityDeps & InboundActivityDeps & SendActivityDeps;
+export type ActivityDeps = MaintenanceDeps & ContactImportActivityDeps & DomainActivityDeps & WebhookActivityDeps & UploadActivityDeps & InboundActivityDeps & SendActivityDeps & BroadcastActivityDeps;
 
 /** Builds every activity the worker registers, from the process's shared dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -18,6 +19,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createUploadActivities(deps),
     ...createSendActivities(deps),
     ...createContactImportActivities(deps),
+    ...createBroadcastActivities(deps),
   };
 }
 

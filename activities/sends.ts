@@ -15,7 +15,7 @@ import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
 export interface SendActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls'>;
+  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls' | 'http'>;
   logger: Logger;
   queueWakes: QueueWakes;
   /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */

@@ -10,6 +10,8 @@ import { createRoutes } from './http/routes.ts';
 import type { Logger } from './logger.ts';
 import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
 import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
+import { createUnsubscribeRouter } from './modules/broadcasts/unsubscribe.router.ts';
+import { createUnsubscribeService } from './modules/broadcasts/unsubscribe.service.ts';
 import { createContactImportsService } from './modules/contacts/contact-imports.service.ts';
 import { createBlobStore } from './blob/blob-store.ts';
 import { createAuthenticator } from './modules/auth/authenticator.ts';
@@ -52,6 +54,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       attachments: createAttachmentsServiceFromConfig(orm, config),
       contactImports: createContactImportsService({ orm, blobs: createBlobStore(config), temporal: temporal.client, config }),
     }),
+    unsubscribe: createUnsubscribeRouter({ unsubscribe: createUnsubscribeService({ orm, config }) }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.http.port, config.http.host, () => resolve(listening));

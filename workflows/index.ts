@@ -8,3 +8,4 @@ export { inboundIntakeActor } from './inbound-intake.ts';
 export { sendEmail } from './sends.ts';
 export { sendDomainActor } from './send-domain.ts';
 export { contactImport } from './contact-imports.ts';
+export { broadcastSend } from './broadcasts.ts';

@@ -1,7 +1,16 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
 
-/** A broadcast to segments; created as a draft over the API. */
+/**
+ * draft: created, editable · scheduled: launched for `scheduled_at` · sending: the audience is
+ * being written to the domain's queue and drained · sent: every message settled · cancelled:
+ * stopped by the caller (messages not yet handed off are not sent) · failed: stopped by Herald
+ * (`failure_reason`; messages already queued still go).
+ */
+export const BROADCAST_STATUSES = ['draft', 'scheduled', 'sending', 'sent', 'cancelled', 'failed'] as const;
+export type BroadcastStatus = (typeof BROADCAST_STATUSES)[number];
+
+/** A broadcast to segments; created as a draft over the API, launched and cancelled with outbox.broadcasts:send. */
 export const BroadcastSchema = defineEntity({
   name: 'Broadcast',
   tableName: 'broadcasts',
@@ -20,6 +29,21 @@ export const BroadcastSchema = defineEntity({
     status: p.string().length(32).default('draft'),
     scheduledAt: p.datetime().nullable(),
     metrics: p.json<Record<string, number>>().defaultRaw(`'{}'`),
+    /** The sending domain, fixed at launch. */
+    domainId: p.string().length(24).nullable(),
+    launchedAt: p.datetime().nullable(),
+    /** When writing the audience began (the send time): contacts created after it are not included. */
+    sendingAt: p.datetime().nullable(),
+    /** The audience checkpoint: the last contact written, on the contacts' (created_at, id) order. */
+    audienceAfterAt: p.datetime().nullable(),
+    audienceAfterId: p.string().length(24).nullable(),
+    /** Set once the whole audience is on the queue. */
+    audienceWrittenAt: p.datetime().nullable(),
+    /** Messages written to the queue (eligible contacts at their turn in the audience). */
+    recipientCount: p.integer().default(0),
+    completedAt: p.datetime().nullable(),
+    cancelledAt: p.datetime().nullable(),
+    failureReason: p.string().length(1024).nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

@@ -14,6 +14,8 @@ export const OrganizationSchema = defineEntity({
     /** Workspace-wide rate-limit profile; null means the platform default. */
     rateLimitPerMinute: p.integer().nullable(),
     rateLimitBurst: p.integer().nullable(),
+    /** The sender's postal address, printed in every broadcast's footer (CAN-SPAM, and what inbox providers expect). */
+    postalAddress: p.string().length(500).nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

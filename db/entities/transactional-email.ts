@@ -69,6 +69,9 @@ export const TransactionalEmailSchema = defineEntity({
     /** The stored template the message was rendered from (template_id on the send), and its version then. */
     templateId: p.string().length(24).nullable(),
     templateVersion: p.integer().nullable(),
+    /** Set on a broadcast's message (one per contact): the broadcast and the contact it goes to. */
+    broadcastId: p.string().length(24).nullable(),
+    contactId: p.string().length(24).nullable(),
     /** The sender's labels (tags on the send), for finding emails in GET /outbox/emails. */
     tags: p.array().default([]),
     messageId: p.string().length(400).unique(),
@@ -103,11 +106,16 @@ export const TransactionalEmailSchema = defineEntity({
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
+  uniques: [{ name: 'transactional_emails_broadcast_contact_unique', properties: ['broadcastId', 'contactId'], where: { broadcastId: { $ne: null } } }],
   indexes: [
-    { properties: ['orgId', 'createdAt'] },
+    // The email log (transactional emails only: a broadcast's messages are read through the broadcast).
+    { name: 'transactional_emails_log_index', properties: ['orgId', 'createdAt', 'id'], where: { broadcastId: null } },
     { properties: ['tags'], type: 'gin' },
-    // The domain actor's claim and next due time, and the reconciler's look for stranded emails.
-    { name: 'transactional_emails_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] } } },
+    // The domain actor's claims and next due times, transactional emails and broadcast messages
+    // apart (transactional first, and a broadcast's backlog never sits in front of them), and the
+    // reconciler's look for stranded emails.
+    { name: 'transactional_emails_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null } },
+    { name: 'transactional_emails_broadcast_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: { $ne: null } } },
   ],
 });
 

@@ -73,7 +73,7 @@ export function createRoutes(deps: {
     ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), membership: createMembershipService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
     ...createTemplatesRoutes({ templates, cursors: deps.cursors }),
-    ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm }), cursors: deps.cursors }),
+    ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }), cursors: deps.cursors }),
     ...createSendsRoutes({ sends, batch: createBatchSender({ sends, idempotency: deps.idempotency }), cursors: deps.cursors }),
     ...createAttachmentsRoutes({
       attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),

@@ -6,7 +6,7 @@ import { createOrgWithKey, unique } from '../support/factories.ts';
 import { apiClient, expectError, type ApiResponse } from '../support/http.ts';
 
 const DAY = 24 * 3600 * 1000;
-const ZERO_METRICS = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
+const ZERO_METRICS = { recipients: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
 
 async function createSegment(orm: MikroORM, orgId: string): Promise<string> {
   const em = scopeToOrg(orm.em, orgId);

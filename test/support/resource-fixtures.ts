@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { Contact, ContactImport } from '../../db/entities/index.ts';
+import { Broadcast, Contact, ContactImport } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
 import { createBlobStore } from '../../src/blob/blob-store.ts';
@@ -9,7 +9,7 @@ import { CreateTemplateBody } from '../../src/modules/templates/templates.schema
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
 import { createSegmentsService } from '../../src/modules/segments/segments.service.ts';
-import { insertScheduledEmail } from './sending.ts';
+import { addSendingDomain, insertScheduledEmail } from './sending.ts';
 import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { insertAttachment, insertMessage, insertThread } from './inbox-rows.ts';
@@ -24,6 +24,30 @@ export interface ResourceFixture {
   /** `config` is the running api's (e.g. its BLOB_DIR, for a resource with bytes). */
   create(orm: MikroORM, orgId: string, context: { config: Config }): Promise<string>;
   validBody?: Record<string, unknown>;
+}
+
+/** A broadcast that can be launched (a verified domain, a segment, a body), in `status`. */
+function broadcast(status: 'draft' | 'scheduled' = 'draft'): ResourceFixture {
+  return {
+    async create(orm, orgId) {
+      const domain = await addSendingDomain(orm, orgId);
+      const segment = await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [] });
+      const em = scopeToOrg(orm.em.fork(), orgId);
+      const row = em.create(Broadcast, {
+        orgId,
+        name: unique('broadcast'),
+        subject: 'Suite',
+        fromName: 'Suite',
+        fromEmail: `suite@${domain.domain}`,
+        segmentIds: [segment.segment.id],
+        html: '<p>Suite</p>',
+        status,
+        ...(status === 'scheduled' ? { scheduledAt: new Date(Date.now() + 3_600_000), domainId: domain.id, launchedAt: new Date() } : {}),
+      });
+      await em.flush();
+      return row.id;
+    },
+  };
 }
 
 const contact: ResourceFixture = {
@@ -79,6 +103,9 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getAutomation: automation(),
   updateAutomation: automation({ name: 'Renamed by the route suite' }),
   deleteAutomation: automation(),
+  getBroadcast: broadcast(),
+  sendBroadcast: { ...broadcast(), validBody: {} },
+  cancelBroadcast: broadcast('scheduled'),
   getContact: contact,
   updateContact: { ...contact, validBody: { first_name: 'Grace' } },
   deleteContact: contact,

@@ -31,7 +31,7 @@ describe('event catalog', () => {
     expect([...EVENT_TYPES].sort()).toEqual(
       [
         'contact.created', 'contact.updated', 'contact.deleted', 'contact.unsubscribed', 'contact.suppressed',
-        'contact.bounced', 'contact.complained', 'broadcast.created', 'domain.verified', 'domain.attention',
+        'contact.bounced', 'contact.complained', 'broadcast.created', 'broadcast.scheduled', 'broadcast.sending', 'broadcast.sent', 'broadcast.cancelled', 'broadcast.failed', 'domain.verified', 'domain.attention',
         'email.sent', 'email.delivered', 'email.deferred', 'email.bounced', 'email.complained', 'email.failed',
         'email.received',
       ].sort(),

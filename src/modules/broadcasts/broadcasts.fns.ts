@@ -4,12 +4,13 @@ import { EMAIL_EVENT_TYPES, type EmailEventType } from '../../../db/entities/ind
 const BROADCAST_COUNTERS = EMAIL_EVENT_TYPES.filter((type) => type !== 'deferred' && type !== 'failed');
 type BroadcastCounter = Exclude<EmailEventType, 'deferred' | 'failed'>;
 
-/** The counters of a broadcast's `metrics` object, zero for a draft. */
-export type BroadcastMetrics = Record<BroadcastCounter, number>;
+/** The counters of a broadcast's `metrics` object: messages queued (`recipients`) and one per event type; zero for a draft. */
+export type BroadcastMetrics = Record<BroadcastCounter | 'recipients', number>;
 
-export const ZERO_METRICS: Readonly<BroadcastMetrics> = Object.freeze(
-  Object.fromEntries(BROADCAST_COUNTERS.map((type) => [type, 0])) as BroadcastMetrics,
-);
+export const ZERO_METRICS: Readonly<BroadcastMetrics> = Object.freeze({
+  recipients: 0,
+  ...(Object.fromEntries(BROADCAST_COUNTERS.map((type) => [type, 0])) as Record<BroadcastCounter, number>),
+});
 
 /** A broadcast may be scheduled at most this far ahead (the spec's scheduling limit). */
 export const MAX_SCHEDULE_AHEAD_MS = 30 * 24 * 3600 * 1000;
@@ -48,12 +49,16 @@ export function distinct(values: readonly string[]): string[] {
   return [...new Set(values)];
 }
 
-/** A broadcast's stored counters with every key present (missing ones are zero). */
-export function completeMetrics(stored: Record<string, number> | null | undefined): BroadcastMetrics {
-  const metrics = { ...ZERO_METRICS };
+/** A broadcast's counters with every key present (missing ones are zero): its messages queued and its event counts. */
+export function completeMetrics(recipients: number, counts: Record<string, number> | null | undefined): BroadcastMetrics {
+  const metrics = { ...ZERO_METRICS, recipients };
   for (const type of BROADCAST_COUNTERS as BroadcastCounter[]) {
-    const value = stored?.[type];
+    const value = counts?.[type];
     if (typeof value === 'number' && Number.isFinite(value)) metrics[type] = value;
   }
   return metrics;
 }
+
+/** Where a broadcast may go from each status by the caller's launch and cancel. */
+export const LAUNCHABLE_STATUSES: readonly string[] = ['draft'];
+export const CANCELLABLE_STATUSES: readonly string[] = ['scheduled', 'sending'];

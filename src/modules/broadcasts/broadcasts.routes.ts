@@ -1,12 +1,19 @@
 import type { CursorCodec } from '../../http/cursor.ts';
 import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
-import { PageQuery } from '../../http/schemas.ts';
-import type { BroadcastsService } from './broadcasts.service.ts';
-import { BroadcastResponse, CreateBroadcastBody } from './broadcasts.schemas.ts';
+import { IdParams, PageQuery } from '../../http/schemas.ts';
+import type { BroadcastsService, BroadcastView } from './broadcasts.service.ts';
+import { BroadcastResponse, CreateBroadcastBody, LaunchBroadcastBody } from './broadcasts.schemas.ts';
 import { serializeBroadcast } from './broadcasts.serializer.ts';
 
 const LIST = 'broadcasts';
+
+const view = ({ broadcast, counts }: BroadcastView) => serializeBroadcast(broadcast, counts);
+
+const STATES =
+  'States: draft → scheduled (launched for a later time) → sending (the audience, the segments\' active and unsuppressed contacts as of the send time, ' +
+  'is queued on the sending domain) → sent (every message left the queue); or cancelled (by the caller; messages not yet handed off are not sent) ' +
+  'or failed (by Herald; the broadcast.failed event says why). `metrics` counts the messages queued (`recipients`) and their events.';
 
 /**
  * GET/POST /outbox/broadcasts. A broadcast is created as a draft (status `draft`, zero
@@ -28,8 +35,57 @@ export function createBroadcastsRoutes(deps: { broadcasts: BroadcastsService; cu
         listResult(
           { cursors: deps.cursors, list: LIST, caller, query },
           (page) => deps.broadcasts.listBroadcasts(caller.orgId, page),
-          serializeBroadcast,
+          (broadcast, page) => serializeBroadcast(broadcast, page.counts.get(broadcast.id)),
         ),
+    }),
+    defineRoute({
+      operationId: 'getBroadcast',
+      method: 'GET',
+      path: '/outbox/broadcasts/:id',
+      summary: 'Get a broadcast with its send status and live metrics',
+      description: STATES,
+      tag: 'Outbox',
+      scope: 'outbox.broadcasts:read',
+      params: IdParams,
+      response: { status: 200, description: 'The broadcast', schema: BroadcastResponse },
+      errors: ['not_found'],
+      async handle({ caller, params }) {
+        return { status: 200, data: view(await deps.broadcasts.getBroadcast(caller.orgId, params.id)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'sendBroadcast',
+      method: 'POST',
+      path: '/outbox/broadcasts/:id/send',
+      summary: 'Launch a broadcast draft, now or at scheduled_at',
+      description:
+        `${STATES} The body's scheduled_at (else the draft's) must lie in the next 30 days; null sends now. ` +
+        '400 details.reason EMPTY_BODY, TEMPLATE_INVALID, UNKNOWN_SEGMENT, SCHEDULE_OUT_OF_RANGE; 403 DOMAIN_NOT_FOUND, DOMAIN_NOT_READY, ' +
+        'DOMAIN_ATTENTION, DOMAIN_REPUTATION_RECOVERY; 409 BROADCAST_NOT_DRAFT; 503 ENCRYPTION_KEY_MISSING.',
+      tag: 'Outbox',
+      scope: 'outbox.broadcasts:send',
+      params: IdParams,
+      body: LaunchBroadcastBody,
+      response: { status: 202, description: 'The broadcast, scheduled or sending', schema: BroadcastResponse },
+      errors: ['invalid_request', 'forbidden', 'not_found', 'conflict', 'idempotency_conflict', 'service_unavailable'],
+      async handle({ caller, params, body }) {
+        return { status: 202, data: view(await deps.broadcasts.launchBroadcast(caller.orgId, params.id, body)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'cancelBroadcast',
+      method: 'POST',
+      path: '/outbox/broadcasts/:id/cancel',
+      summary: 'Cancel a scheduled or sending broadcast',
+      description: `${STATES} Messages already handed to the relay are not recalled. 409 BROADCAST_NOT_CANCELLABLE for a draft or a finished broadcast.`,
+      tag: 'Outbox',
+      scope: 'outbox.broadcasts:send',
+      params: IdParams,
+      response: { status: 200, description: 'The cancelled broadcast', schema: BroadcastResponse },
+      errors: ['not_found', 'conflict', 'idempotency_conflict'],
+      async handle({ caller, params }) {
+        return { status: 200, data: view(await deps.broadcasts.cancelBroadcast(caller.orgId, params.id)) };
+      },
     }),
     defineRoute({
       operationId: 'createBroadcast',

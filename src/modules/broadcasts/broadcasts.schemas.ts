@@ -51,7 +51,14 @@ export const CreateBroadcastBody = v.strictObject({
 
 export type CreateBroadcastInput = v.InferOutput<typeof CreateBroadcastBody>;
 
-export const BroadcastMetricsResponse = v.object(EventCounts);
+export const BroadcastMetricsResponse = v.object({ recipients: v.pipe(v.number(), v.integer(), v.minValue(0)), ...EventCounts });
+
+/** POST /outbox/broadcasts/{id}/send: send now, at the draft's scheduled_at, or at the time given here (null: now). */
+export const LaunchBroadcastBody = v.strictObject({
+  scheduled_at: v.optional(v.nullable(DateTime)),
+});
+
+export type LaunchBroadcastInput = v.InferOutput<typeof LaunchBroadcastBody>;
 
 export const BroadcastResponse = v.object({
   _id: v.string(),

@@ -1,8 +1,13 @@
 import type { Broadcast } from '../../../db/entities/index.ts';
 import { completeMetrics } from './broadcasts.fns.ts';
 
-/** The spec's Broadcast (camelCase); `groupIds` are the segment ids it targets. */
-export function serializeBroadcast(broadcast: Broadcast) {
+
+/**
+ * The spec's Broadcast (camelCase); `groupIds` are the segment ids it targets, `metrics` the
+ * messages queued and their event counts (`counts`, from the daily rollup; zeros when not given).
+ * Exactly the spec's fields (why a broadcast failed is in its broadcast.failed event).
+ */
+export function serializeBroadcast(broadcast: Broadcast, counts?: Record<string, number>) {
   return {
     _id: broadcast.id,
     name: broadcast.name,
@@ -13,7 +18,7 @@ export function serializeBroadcast(broadcast: Broadcast) {
     groupIds: broadcast.segmentIds,
     status: broadcast.status,
     scheduledAt: broadcast.scheduledAt ? broadcast.scheduledAt.toISOString() : null,
-    metrics: completeMetrics(broadcast.metrics),
+    metrics: completeMetrics(broadcast.recipientCount ?? 0, counts),
     createdAt: broadcast.createdAt.toISOString(),
   };
 }

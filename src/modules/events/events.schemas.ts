@@ -21,6 +21,11 @@ export const EVENT_TYPES = [
   'contact.bounced',
   'contact.complained',
   'broadcast.created',
+  'broadcast.scheduled',
+  'broadcast.sending',
+  'broadcast.sent',
+  'broadcast.cancelled',
+  'broadcast.failed',
   'domain.verified',
   'domain.attention',
   'email.sent',
@@ -114,6 +119,31 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     category: 'broadcast',
     description: 'A broadcast draft was created.',
     data: v.object({ broadcast: BroadcastResponse }),
+  },
+  'broadcast.scheduled': {
+    category: 'broadcast',
+    description: 'A broadcast was launched for its scheduled_at.',
+    data: v.object({ broadcast: BroadcastResponse }),
+  },
+  'broadcast.sending': {
+    category: 'broadcast',
+    description: 'A broadcast started sending: its audience (the segments\' contacts as of now) is being queued.',
+    data: v.object({ broadcast: BroadcastResponse }),
+  },
+  'broadcast.sent': {
+    category: 'broadcast',
+    description: 'Every message of a broadcast left the queue (delivered, bounced, failed or skipped).',
+    data: v.object({ broadcast: BroadcastResponse }),
+  },
+  'broadcast.cancelled': {
+    category: 'broadcast',
+    description: 'A broadcast was cancelled; messages not yet handed off are not sent.',
+    data: v.object({ broadcast: BroadcastResponse }),
+  },
+  'broadcast.failed': {
+    category: 'broadcast',
+    description: 'Herald stopped a broadcast (`reason` says why); messages already queued still go.',
+    data: v.object({ broadcast: BroadcastResponse, reason: v.string() }),
   },
   'domain.verified': {
     category: 'domain',

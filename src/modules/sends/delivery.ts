@@ -58,6 +58,8 @@ export interface SendRecipient {
 export interface ClaimedSend extends MessageSource {
   orgId: string;
   domain: string;
+  /** Set for a broadcast's message (its events count for the broadcast). */
+  broadcastId: string | null;
   /** This attempt's number. */
   handoffAttempts: number;
   recipients: SendRecipient[];
@@ -182,7 +184,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   /** Builds, sends to the pending recipients and records the answers. */
-  async function attempt(orgId: string, email: MessageSource & { domain: string }, recipients: readonly SendRecipient[], nextDelayMs: number | null): Promise<DeliverResult> {
+  async function attempt(orgId: string, email: MessageSource & { domain: string; broadcastId?: string | null }, recipients: readonly SendRecipient[], nextDelayMs: number | null): Promise<DeliverResult> {
     const pending = recipients.filter((r) => isPending(r.status));
     let message: Mail.Options;
     try {
@@ -202,7 +204,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       const byEmail = new Map(result.recipients.map((answer) => [answer.email, answer.response]));
       await deps.recorder.record({
         orgId,
-        email: { id: email.id, messageId: email.messageId, fromEmail: email.fromEmail, subject: email.subject, domain: email.domain },
+        email: { id: email.id, messageId: email.messageId, fromEmail: email.fromEmail, subject: email.subject, domain: email.domain, broadcastId: email.broadcastId ?? null },
         recipients: pending.map((r) => ({ id: r.id, email: r.email, response: byEmail.get(r.email) ?? null })),
         at: new Date(),
       });
@@ -255,6 +257,31 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       }
       return attempt(email.orgId, email, email.recipients, nextDelayMs);
     },
+    /**
+     * A broadcast message not sent at its turn (its contact unsubscribed, bounced, complained,
+     * was suppressed or deleted; the broadcast was cancelled): its pending recipient is
+     * cancelled with the reason, the message leaves the queue, and what it took is given back.
+     */
+    async skip(input: { orgId: string; emailId: string }, reason: string): Promise<void> {
+      const now = new Date();
+      await scopeToOrg(orm.em, input.orgId).transactional(async (tx) => {
+        const row = await tx.findOneOrFail(TransactionalEmail, { id: input.emailId });
+        if (row.status !== 'queued' && row.status !== 'sending' && row.status !== 'scheduled') return;
+        const rows = await tx.find(EmailRecipient, { emailId: input.emailId });
+        for (const recipient of rows) {
+          if (!isPending(recipient.status)) continue;
+          recipient.status = 'cancelled';
+          recipient.lastResponse = `skipped: ${reason}`;
+        }
+        if (!rows.some((r) => HANDED_OFF.has(r.status))) await releaseEmailQuota(tx, row);
+        row.status = 'cancelled';
+        row.lastError = `skipped: ${reason}`;
+        row.cancelledAt = now;
+        row.settledAt = now;
+        row.nextAttemptAt = null;
+      });
+    },
+
     /** The retry window closed: every recipient still deferred fails (email.failed); the email settles. */
     async expire(input: { orgId: string; emailId: string }): Promise<{ status: EmailStatus }> {
       const em = scopeToOrg(orm.em, input.orgId);

@@ -6,6 +6,8 @@ import type { Logger } from '../../logger.ts';
 import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
 import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
+import { renderBroadcastMessage, skipReason } from '../broadcasts/broadcast-message.ts';
+import { createUnsubscribeLinks } from '../broadcasts/unsubscribe-link.ts';
 import type { EmailDelivery } from './delivery.ts';
 import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
 
@@ -26,7 +28,7 @@ import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
 
 export interface DomainDrainDeps {
   orm: MikroORM;
-  config: Pick<Config, 'sends' | 'queues'>;
+  config: Pick<Config, 'sends' | 'queues' | 'encryptionKey' | 'http'>;
   delivery: EmailDelivery;
   wakes: QueueWakes;
   logger: Logger;
@@ -52,6 +54,29 @@ export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, f
 export function createDomainDrainer(deps: DomainDrainDeps) {
   const { orm, config, delivery, wakes, logger } = deps;
   const queue = createDomainQueue(orm);
+  const unsubscribeLinks = config.encryptionKey ? createUnsubscribeLinks(config.encryptionKey, config.http.publicUrl) : null;
+
+  /**
+   * A broadcast message at its turn: skipped (null) when its contact may no longer be mailed or
+   * the broadcast was cancelled, otherwise rendered for the contact as it is now.
+   */
+  async function broadcastMessage(email: ClaimedEmail): Promise<ClaimedEmail | null> {
+    const content = email.broadcast;
+    if (!content) return email;
+    const reason = skipReason(content);
+    if (reason) {
+      await delivery.skip({ orgId: email.orgId, emailId: email.id }, reason);
+      return null;
+    }
+    // Launch refuses without the key; a key removed since then stops the broadcast's messages here.
+    if (!unsubscribeLinks) throw new Error('HERALD_ENCRYPTION_KEY is not set: unsubscribe links cannot be signed');
+    const rendered = renderBroadcastMessage(content, {
+      unsubscribe: unsubscribeLinks.url(email.id),
+      listId: `<${content.broadcastId}.${email.domain}>`,
+      feedbackId: `${content.broadcastId}:${email.orgId}:herald`,
+    });
+    return { ...email, subject: rendered.subject, html: rendered.html, text: rendered.text, headers: { ...email.headers, ...rendered.headers } };
+  }
 
   return {
     /** Drains the domain's due emails. Throws only for infrastructure failures (database). */
@@ -77,7 +102,13 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
         inFlight.add(email.id);
         const nextDelayMs = nextRetryDelay(config, email.handoffAttempts, email.firstAttemptMs, Date.now());
         try {
-          let { status } = await delivery.deliverClaimed(email, nextDelayMs);
+          const message = await broadcastMessage(email);
+          if (!message) {
+            summary.lastOutcome = 'skipped';
+            deliveriesTotal.inc({ pipeline: 'sends', outcome: 'skipped' });
+            return;
+          }
+          let { status } = await delivery.deliverClaimed(message, nextDelayMs);
           if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId, emailId: email.id })).status;
           // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
           if (status === 'sending') await queue.reschedule(orgId, email.id, nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs));

@@ -1,15 +1,53 @@
 /**
- * The transactional send queue: transactional_emails rows of one sending domain, due at
+ * The send queue of a domain: transactional_emails rows of one sending domain, due at
  * `next_attempt_at` (acceptance, `scheduled_at`, a deferral's retry time, or the lapse of an
  * attempt's lease), claimed by the domain actor's drain with `FOR UPDATE SKIP LOCKED`; and the
- * domain's drain lease. Raw SQL is outside the tenant filter, so every statement names the
- * workspace itself.
+ * domain's drain lease. A broadcast's messages are rows of the same queue (`broadcast_id` set)
+ * on an index of their own: a claim takes due transactional emails first and fills the rest
+ * of its room with broadcast messages, as far as the domain's warm-up cap for the day allows
+ * (a broadcast message counts against the cap when first claimed) and not while the domain is
+ * paused (DNS attention, reputation recovery). Raw SQL is outside the tenant filter, so every
+ * statement names the workspace itself.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { EmailAttachmentRecord } from '../../../db/entities/index.ts';
+import type { BroadcastContent } from '../broadcasts/broadcast-message.ts';
 import type { ClaimedSend, SendRecipient } from './delivery.ts';
+import { utcDay } from './sends.fns.ts';
 
 const OPEN = `status in ('scheduled', 'queued', 'sending')`;
+/** The two halves of the queue, each on its own partial index (transactional_emails_due_index, _broadcast_due_index). */
+const TRANSACTIONAL = `${OPEN} and broadcast_id is null`;
+const BROADCAST = `${OPEN} and broadcast_id is not null`;
+
+/** How often a paused domain's broadcast messages are looked at again. */
+const PAUSED_RECHECK_SECONDS = 60;
+
+/**
+ * How many broadcast messages the domain may hand off now (CTE `room`, column n): none while
+ * it is paused, otherwise what its warm-up cap leaves of the day (all of :limit when uncapped).
+ * `paused` and `capped_out` say why there is none, for the next-due time.
+ */
+const ROOM_CTE = `
+    room as (
+      select case when d.status = 'attention' or d.reputation_state = 'recovery' then 0
+                  when d.daily_cap is null then :limit::int
+                  else greatest(0, d.daily_cap - coalesce((select sum(c.count) from domain_daily_sends c
+                                                            where c.domain_id = d.id and c.day = :day), 0))::int end as n,
+             (d.status = 'attention' or d.reputation_state = 'recovery') as paused
+        from domains d where d.id = :domain and d.org_id = :org
+    )`;
+
+/**
+ * When the domain's earliest broadcast message can next be taken: its due time, but not before
+ * the next UTC day when the cap is used up, nor before a minute from now while paused.
+ */
+const BROADCAST_NEXT_DUE = `
+    (select case when r.paused then greatest(m.at, now() + make_interval(secs => ${PAUSED_RECHECK_SECONDS}))
+                 when r.n <= 0 then greatest(m.at, (:day::date + 1)::timestamp at time zone 'UTC')
+                 else m.at end
+       from (select min(next_attempt_at) as at from transactional_emails
+              where domain_id = :domain and org_id = :org and ${BROADCAST}) m, room r)`;
 
 /** A claimed email: the attempt's input (status sending, this attempt counted) and its place on the queue. */
 export interface ClaimedEmail extends ClaimedSend {
@@ -17,6 +55,8 @@ export interface ClaimedEmail extends ClaimedSend {
   firstAttemptMs: number;
   /** When it fell due (acceptance, scheduled_at, a retry time), epoch ms. */
   dueMs: number;
+  /** A broadcast's message: what it is rendered from (the broadcast, the contact as it is now). */
+  broadcast: BroadcastContent | null;
 }
 
 interface ClaimedRow {
@@ -39,6 +79,8 @@ interface ClaimedRow {
   first_attempt_ms: number;
   due_ms: number;
   recipients: SendRecipient[];
+  broadcast_id: string | null;
+  broadcast: BroadcastContent | null;
 }
 
 function toClaimed(row: ClaimedRow): ClaimedEmail {
@@ -62,6 +104,8 @@ function toClaimed(row: ClaimedRow): ClaimedEmail {
     recipients: row.recipients,
     firstAttemptMs: row.first_attempt_ms,
     dueMs: row.due_ms,
+    broadcastId: row.broadcast_id,
+    broadcast: row.broadcast,
   };
 }
 
@@ -83,30 +127,67 @@ export function createDomainQueue(orm: MikroORM) {
     },
 
     /**
-     * Claims up to `limit` due emails (oldest due first) and starts an attempt on each (status
-     * sending, the attempt counted), returning what the attempt needs, recipients included, in
-     * one statement. Each becomes due again at the end of its lease unless the attempt records
-     * a new time, so a dead worker's email is taken again.
+     * Claims up to `limit` due emails (transactional ones first, then broadcast messages within
+     * the domain's room; oldest due first within each) and starts an attempt on each (status
+     * sending, the attempt counted), returning what the attempt needs, recipients included (and
+     * for a broadcast message its content and contact), in one statement. A broadcast message's
+     * first claim counts it against the day's warm-up counter (shard 0) and records the day, so
+     * a release gives it back there. Each becomes due again at the end of its lease unless the
+     * attempt records a new time, so a dead worker's email is taken again.
      */
     async claim(orgId: string, domainId: string, limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
       const rows = await db().execute<ClaimedRow[]>(
-        `update transactional_emails e
-            set next_attempt_at = now() + make_interval(secs => ?), first_attempt_at = coalesce(e.first_attempt_at, now()),
-                status = 'sending', handoff_attempts = e.handoff_attempts + 1, updated_at = now()
-           from (select id, next_attempt_at as due_at from transactional_emails
-                  where domain_id = ? and org_id = ? and ${OPEN} and next_attempt_at <= now()
-                  order by next_attempt_at, id
-                  limit ? for update skip locked) due
-          where e.id = due.id
-         returning e.id, e.org_id, e.domain_id, e.domain, e.from_email, e.from_name, e.reply_to, e.subject, e.html, e.text,
-                   e.headers, e.attachments, e.message_id, e.handoff_attempts,
-                   (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
-                   (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
-                   (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
-                   (extract(epoch from due.due_at) * 1000)::float8 as due_ms,
-                   (select json_agg(json_build_object('id', r.id, 'email', r.email, 'kind', r.kind, 'status', r.status) order by r.id)
-                      from email_recipients r where r.email_id = e.id and r.org_id = e.org_id) as recipients`,
-        [leaseSeconds, domainId, orgId, limit],
+        `with t as (
+           select id, next_attempt_at as due_at from transactional_emails
+            where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and next_attempt_at <= now()
+            order by next_attempt_at, id
+            limit :limit for update skip locked
+         ),${ROOM_CTE},
+         b as (
+           select id, next_attempt_at as due_at from transactional_emails
+            where domain_id = :domain and org_id = :org and ${BROADCAST} and next_attempt_at <= now()
+            order by next_attempt_at, id
+            limit greatest(0, least(:limit - (select count(*) from t), (select n from room)))
+            for update skip locked
+         ),
+         due as (select id, due_at from t union all select id, due_at from b),
+         claimed as (
+           update transactional_emails e
+              set next_attempt_at = now() + make_interval(secs => :lease), first_attempt_at = coalesce(e.first_attempt_at, now()),
+                  status = 'sending', handoff_attempts = e.handoff_attempts + 1, updated_at = now(),
+                  quota_day = case when e.broadcast_id is not null and e.handoff_attempts = 0 then :day else e.quota_day end
+             from due
+            where e.id = due.id
+           returning e.*, due.due_at
+         ),
+         counted as (
+           insert into domain_daily_sends (domain_id, day, shard, org_id, count)
+           select :domain, :day, 0, :org, count(*) from claimed where broadcast_id is not null and handoff_attempts = 1 having count(*) > 0
+           on conflict (domain_id, day, shard) do update set count = domain_daily_sends.count + excluded.count
+           returning count
+         )
+         select e.id, e.org_id, e.domain_id, e.domain, e.from_email, e.from_name, e.reply_to, e.subject, e.html, e.text,
+                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id,
+                (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
+                (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
+                (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
+                (extract(epoch from e.due_at) * 1000)::float8 as due_ms,
+                (select json_agg(json_build_object('id', r.id, 'email', r.email, 'kind', r.kind, 'status', r.status) order by r.id)
+                   from email_recipients r where r.email_id = e.id and r.org_id = e.org_id) as recipients,
+                case when e.broadcast_id is null then null else (
+                  select json_build_object(
+                           'broadcastId', bc.id, 'status', bc.status, 'subject', bc.subject, 'html', bc.html, 'plainText', bc.plain_text,
+                           'previewText', bc.preview_text, 'postalAddress', o.postal_address,
+                           'contact', (select json_build_object('id', c.id, 'email', c.email, 'firstName', c.first_name, 'lastName', c.last_name,
+                                                                'company', c.company, 'customFields', c.custom_fields, 'status', c.status,
+                                                                'suppressed', exists (select 1 from suppressions x where x.org_id = c.org_id and x.email = c.email))
+                                         from contacts c where c.id = e.contact_id and c.org_id = e.org_id))
+                    from broadcasts bc join organizations o on o.id = bc.org_id
+                   where bc.id = e.broadcast_id and bc.org_id = e.org_id) end as broadcast,
+                (select count(*) from counted)::int as counted
+           from claimed e
+          order by e.broadcast_id nulls first, e.due_at, e.id`,
+        { lease: leaseSeconds, domain: domainId, org: orgId, limit, day: utcDay(new Date()) },
       );
       return rows.map(toClaimed);
     },
@@ -136,22 +217,28 @@ export function createDomainQueue(orm: MikroORM) {
       );
     },
 
-    /** Epoch ms when the domain's next open email falls due, or null. */
+    /** Epoch ms when the domain's next email falls due (a broadcast message no earlier than it may be taken), or null. */
     async nextDue(orgId: string, domainId: string): Promise<number | null> {
       const [row] = await db().execute<{ next_due_ms: number | null }[]>(
-        `select (extract(epoch from min(next_attempt_at)) * 1000)::float8 as next_due_ms
-           from transactional_emails where domain_id = ? and org_id = ? and ${OPEN}`,
-        [domainId, orgId],
+        `with ${ROOM_CTE}
+         select (extract(epoch from least(
+                   (select min(next_attempt_at) from transactional_emails where domain_id = :domain and org_id = :org and ${TRANSACTIONAL}),
+                   ${BROADCAST_NEXT_DUE})) * 1000)::float8 as next_due_ms`,
+        { domain: domainId, org: orgId, limit: 1, day: utcDay(new Date()) },
       );
       return row?.next_due_ms ?? null;
     },
 
-    /** The domain's open emails and when the next one falls due. */
+    /** The domain's open emails (broadcast messages included) and when the next one falls due. */
     async state(orgId: string, domainId: string): Promise<{ next_due_ms: number | null; open: number }> {
       const [row] = await db().execute<{ next_due_ms: number | null; open: number }[]>(
-        `select (extract(epoch from min(next_attempt_at)) * 1000)::float8 as next_due_ms, count(*)::int as open
-           from transactional_emails where domain_id = ? and org_id = ? and ${OPEN}`,
-        [domainId, orgId],
+        `with ${ROOM_CTE}
+         select (extract(epoch from least(
+                   (select min(next_attempt_at) from transactional_emails where domain_id = :domain and org_id = :org and ${TRANSACTIONAL}),
+                   ${BROADCAST_NEXT_DUE})) * 1000)::float8 as next_due_ms,
+                ((select count(*) from transactional_emails where domain_id = :domain and org_id = :org and ${TRANSACTIONAL})
+                 + (select count(*) from transactional_emails where domain_id = :domain and org_id = :org and ${BROADCAST}))::int as open`,
+        { domain: domainId, org: orgId, limit: 1, day: utcDay(new Date()) },
       );
       return row ?? { next_due_ms: null, open: 0 };
     },
@@ -160,13 +247,16 @@ export function createDomainQueue(orm: MikroORM) {
     async findStranded(marginMs: number, limit: number): Promise<{ id: string; org_id: string }[]> {
       return db().execute<{ id: string; org_id: string }[]>(
         `select s.domain_id as id, s.org_id
-           from (select distinct domain_id, org_id from transactional_emails
-                  where ${OPEN} and next_attempt_at < now() - make_interval(secs => ?)) s
+           from (select domain_id, org_id from transactional_emails
+                  where ${TRANSACTIONAL} and next_attempt_at < now() - make_interval(secs => ?)
+                 union
+                 select domain_id, org_id from transactional_emails
+                  where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => ?)) s
            join domains d on d.id = s.domain_id and d.org_id = s.org_id
           where d.drain_lease_until is null or d.drain_lease_until < now()
           order by s.domain_id
           limit ?`,
-        [marginMs / 1000, limit],
+        [marginMs / 1000, marginMs / 1000, limit],
       );
     },
   };

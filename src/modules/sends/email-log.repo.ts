@@ -4,7 +4,7 @@ import { findKeysetPage, type KeysetPage, type KeysetPosition } from '../../../d
 import type { ListEmailsFilters } from './sends.schemas.ts';
 
 /**
- * The email log (GET /outbox/emails): a workspace's transactional emails, newest first on
+ * The email log (GET /outbox/emails): a workspace's transactional emails (not broadcast messages), newest first on
  * (created_at, id), each with its recipients, filtered by status, recipient, sender address or
  * domain, tag, template and creation time. `em` is scoped to the workspace.
  */
@@ -13,7 +13,8 @@ export async function findEmailPage(
   page: { limit: number; after?: KeysetPosition | undefined },
   filters: Omit<ListEmailsFilters, 'limit' | 'cursor'>,
 ): Promise<KeysetPage<TransactionalEmail> & { recipients: Map<string, EmailRecipient[]> }> {
-  const where: FilterQuery<TransactionalEmail>[] = [];
+  // A broadcast's messages are read through the broadcast (and the log's index leaves them out).
+  const where: FilterQuery<TransactionalEmail>[] = [{ broadcastId: null }];
   if (filters.status) where.push({ status: filters.status });
   if (filters.from) where.push(filters.from.includes('@') ? { fromEmail: filters.from } : { domain: filters.from });
   if (filters.tag) where.push({ tags: { $contains: [filters.tag] } });

@@ -34,11 +34,11 @@ const CONTACT_STATUS_AFTER: Partial<Record<RecipientOutcome['type'], { status: C
 };
 
 /** What every email.* event of a transactional email says about one recipient. */
-export function emailEventData(email: Pick<TransactionalEmail, 'id' | 'messageId' | 'fromEmail' | 'subject'>, recipient: string, at: Date) {
+export function emailEventData(email: Pick<TransactionalEmail, 'id' | 'messageId' | 'fromEmail' | 'subject'> & { broadcastId?: string | null }, recipient: string, at: Date) {
   return {
     email_id: email.id,
     message_id: email.messageId,
-    broadcast_id: null,
+    broadcast_id: email.broadcastId ?? null,
     from: email.fromEmail,
     recipient,
     subject: email.subject,
@@ -73,7 +73,7 @@ export async function suppressAddress(
 }
 
 /** Moves the workspace's contact with this address (if any) to `status`, emitting its events; a contact already there is left alone. */
-async function moveContact(em: EntityManager, orgId: string, email: string, status: ContactStatus, event: EventType): Promise<void> {
+export async function moveContact(em: EntityManager, orgId: string, email: string, status: ContactStatus, event: EventType): Promise<void> {
   const contact = await em.findOne(Contact, { email });
   if (!contact || contact.status === status) return;
   // A complaint outranks a bounce; a bounce does not overwrite a complaint or an unsubscribe.
@@ -105,7 +105,7 @@ export async function applyRecipientOutcome(
 ): Promise<void> {
   const data = emailEventData(email, recipient.email, at);
   const metric = (type: EmailEventType) =>
-    metrics.push({ orgId: email.orgId, type, recipient: recipient.email, domain: email.domain, emailId: email.id, occurredAt: at });
+    metrics.push({ orgId: email.orgId, type, recipient: recipient.email, domain: email.domain, emailId: email.id, broadcastId: email.broadcastId, occurredAt: at });
   switch (outcome.type) {
     case 'sent':
       recipient.status = outcome.delivered ? 'delivered' : 'sent';

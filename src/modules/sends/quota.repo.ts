@@ -188,10 +188,12 @@ async function releaseDomainQuota(em: EntityManager, domainId: string, day: stri
  */
 export async function releaseEmailQuota(
   em: EntityManager,
-  email: Pick<TransactionalEmail, 'orgId' | 'domainId' | 'quotaDay' | 'quotaShard' | 'creditsCharged' | 'overageCharged' | 'quotaReleased'>,
+  email: Pick<TransactionalEmail, 'orgId' | 'domainId' | 'quotaDay' | 'quotaShard' | 'creditsCharged' | 'overageCharged' | 'quotaReleased' | 'broadcastId'>,
 ): Promise<void> {
   if (email.quotaReleased) return;
   await releaseCredits(em, email.orgId, email.quotaShard, { fromBalance: email.creditsCharged, overage: email.overageCharged });
-  await releaseDomainQuota(em, email.domainId, email.quotaDay, email.quotaShard, email.creditsCharged + email.overageCharged);
+  // A broadcast message takes no credits and counts one message when first claimed (quotaDay set then).
+  const counted = email.broadcastId ? (email.quotaDay ? 1 : 0) : email.creditsCharged + email.overageCharged;
+  await releaseDomainQuota(em, email.domainId, email.quotaDay, email.quotaShard, counted);
   email.quotaReleased = true;
 }

@@ -61,7 +61,7 @@ export async function applyInboundReport(em: EntityManager, orgId: string, repor
     if (!row) continue;
     const diagnostic = entry?.diagnostic ?? entry?.status ?? null;
     if (report.kind === 'delay' || entry?.action === 'delayed') {
-      metrics.push({ orgId, type: 'deferred', recipient: row.email, domain: email.domain, emailId: email.id, occurredAt: now });
+      metrics.push({ orgId, type: 'deferred', recipient: row.email, domain: email.domain, emailId: email.id, broadcastId: email.broadcastId, occurredAt: now });
       recordEvent(em, orgId, 'email.deferred', {
         ...emailEventData(email, row.email, now),
         reason: diagnostic ?? 'delivery delayed (DSN)',

@@ -8,7 +8,7 @@ import { emailEventData } from './outcomes.ts';
 /** An attempt the relay accepted for every recipient it was for: the common case, recorded in groups. */
 export interface AcceptedAttempt {
   orgId: string;
-  email: { id: string; messageId: string; fromEmail: string; subject: string; domain: string };
+  email: { id: string; messageId: string; fromEmail: string; subject: string; domain: string; broadcastId: string | null };
   /** The recipients of this attempt (queued or deferred before it) with the relay's answer. */
   recipients: { id: string; email: string; response: string | null }[];
   at: Date;
@@ -60,7 +60,7 @@ export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, '
         for (const recipient of attempt.recipients) {
           if (!recorded.has(recipient.id)) continue;
           const data = emailEventData(attempt.email, recipient.email, attempt.at);
-          const metric = { orgId: attempt.orgId, recipient: recipient.email, domain: attempt.email.domain, emailId: attempt.email.id, occurredAt: attempt.at };
+          const metric = { orgId: attempt.orgId, recipient: recipient.email, domain: attempt.email.domain, emailId: attempt.email.id, broadcastId: attempt.email.broadcastId, occurredAt: attempt.at };
           recordEvent(tx, attempt.orgId, 'email.sent', data);
           metrics.push({ ...metric, type: 'sent' });
           if (!delivered) continue;

@@ -1,0 +1,143 @@
+import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
+import type { BroadcastSendInput } from '../../../workflows/broadcasts.ts';
+import type { SendDomainInput } from '../../../workflows/send-domain.ts';
+import { Broadcast, Domain } from '../../../db/entities/index.ts';
+import { scopeToOrg } from '../../../db/orm.ts';
+import type { Logger } from '../../logger.ts';
+import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
+import { recordEvent } from '../events/events.fns.ts';
+import { cancelQueuedMessages, hasOpenMessages, notifyDomainDrain, readAudiencePage, writeAudiencePage } from './broadcast-send.repo.ts';
+import { serializeBroadcast } from './broadcasts.serializer.ts';
+
+/** Contacts read and messages written per statement while the audience is written. */
+export const AUDIENCE_PAGE_SIZE = 2_000;
+/** Queued messages of a cancelled broadcast cancelled per statement. */
+const CANCEL_PAGE_SIZE = 5_000;
+
+export interface BroadcastState {
+  status: string;
+  /** Epoch ms of `scheduled_at` for a scheduled broadcast. */
+  scheduledAtMs: number | null;
+  audienceWritten: boolean;
+}
+
+/**
+ * The steps of a broadcast's send, as its workflow (`broadcast:<id>`) runs them as activities.
+ * Every step reads the broadcast's committed state and is idempotent, so a retried or replayed
+ * step redoes nothing: the audience is written from its checkpoint, a page written twice adds
+ * nothing, a finished broadcast stays finished.
+ */
+export function createBroadcastSender(deps: {
+  orm: MikroORM;
+  logger: Logger;
+  /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */
+  wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
+  pageSize?: number;
+}) {
+  const pageSize = deps.pageSize ?? AUDIENCE_PAGE_SIZE;
+  const em = (orgId: string) => scopeToOrg(deps.orm.em.fork(), orgId);
+
+  async function load(input: BroadcastSendInput): Promise<Broadcast | null> {
+    return em(input.orgId).findOne(Broadcast, { id: input.broadcastId }, { refresh: true });
+  }
+
+  /** Moves the broadcast from one status to the next (only from `from`), with its event; false when it was not in `from`. */
+  async function move(input: BroadcastSendInput, from: string, to: 'sending' | 'sent' | 'failed', changes: Partial<Broadcast> = {}): Promise<boolean> {
+    return em(input.orgId).transactional(async (tx) => {
+      const broadcast = await tx.findOne(Broadcast, { id: input.broadcastId, status: from }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!broadcast) return false;
+      Object.assign(broadcast, changes, { status: to });
+      await tx.flush();
+      recordEvent(tx, input.orgId, `broadcast.${to}`, { broadcast: serializeBroadcast(broadcast), ...(to === 'failed' ? { reason: broadcast.failureReason ?? 'unknown' } : {}) });
+      return true;
+    });
+  }
+
+  async function wakeDomain(orgId: string, domainId: string): Promise<void> {
+    const draining = await notifyDomainDrain(deps.orm.em.fork(), orgId, domainId, SEND_WAKE_CHANNEL);
+    if (!draining) await deps.wakeDomainActors([{ orgId, domainId }]);
+  }
+
+  return {
+    async state(input: BroadcastSendInput): Promise<BroadcastState> {
+      const broadcast = await load(input);
+      if (!broadcast) return { status: 'deleted', scheduledAtMs: null, audienceWritten: false };
+      return { status: broadcast.status, scheduledAtMs: broadcast.scheduledAt?.getTime() ?? null, audienceWritten: broadcast.audienceWrittenAt !== null };
+    },
+
+    /** A scheduled broadcast whose time has come starts sending (its audience is the contacts as of now). */
+    async begin(input: BroadcastSendInput): Promise<BroadcastState> {
+      await move(input, 'scheduled', 'sending', { sendingAt: new Date() });
+      const broadcast = await load(input);
+      return { status: broadcast?.status ?? 'deleted', scheduledAtMs: null, audienceWritten: broadcast?.audienceWrittenAt != null };
+    },
+
+    /**
+     * Writes the audience to the sending domain's queue a page at a time from the checkpoint,
+     * waking the domain's drain after each page, until the audience is all written (or the
+     * broadcast stopped sending). `heartbeat` is called after every page.
+     */
+    async writeAudience(input: BroadcastSendInput, heartbeat: () => void): Promise<{ status: string; written: number }> {
+      let written = 0;
+      for (;;) {
+        const broadcast = await load(input);
+        if (!broadcast || broadcast.status !== 'sending') return { status: broadcast?.status ?? 'deleted', written };
+        if (broadcast.audienceWrittenAt) return { status: broadcast.status, written };
+        if (!broadcast.sendingAt || !broadcast.domainId) throw new Error(`broadcast ${broadcast.id} is sending without a send time or domain`);
+        const domain = await em(input.orgId).findOneOrFail(Domain, { id: broadcast.domainId });
+        const tx = deps.orm.em.fork();
+        const members = await readAudiencePage(tx, input.orgId, broadcast.segmentIds, {
+          sendingAt: broadcast.sendingAt,
+          afterAt: broadcast.audienceAfterAt ?? null,
+          afterId: broadcast.audienceAfterId ?? null,
+        }, pageSize);
+        if (members.length > 0) {
+          const count = await writeAudiencePage(tx, {
+            orgId: input.orgId,
+            broadcastId: broadcast.id,
+            domainId: domain.id,
+            domain: domain.domain,
+            fromEmail: broadcast.fromEmail,
+            fromName: broadcast.fromName,
+            replyTo: broadcast.replyTo ?? null,
+            subject: broadcast.subject,
+          }, members);
+          if (count === null) continue;
+          written += count;
+          await wakeDomain(input.orgId, domain.id);
+        }
+        if (members.length < pageSize) {
+          await em(input.orgId).nativeUpdate(Broadcast, { id: broadcast.id, status: 'sending' }, { audienceWrittenAt: new Date() });
+          if (written === 0 && broadcast.recipientCount === 0) deps.logger.info('broadcast audience is empty', { broadcastId: broadcast.id });
+        }
+        heartbeat();
+      }
+    },
+
+    /**
+     * Where the send stands: a sending broadcast whose audience is written and whose messages
+     * have all left the queue is sent; a cancelled one has its queued messages cancelled (in
+     * pages). Returns the status after it.
+     */
+    async refresh(input: BroadcastSendInput): Promise<BroadcastState> {
+      const broadcast = await load(input);
+      if (!broadcast) return { status: 'deleted', scheduledAtMs: null, audienceWritten: false };
+      if (broadcast.status === 'cancelled') {
+        while ((await cancelQueuedMessages(deps.orm.em.fork(), input.orgId, broadcast.id, CANCEL_PAGE_SIZE)) > 0);
+      } else if (broadcast.status === 'sending' && broadcast.audienceWrittenAt && !(await hasOpenMessages(deps.orm.em.fork(), input.orgId, broadcast.id))) {
+        await move(input, 'sending', 'sent', { completedAt: new Date() });
+      }
+      const after = await load(input);
+      return { status: after?.status ?? 'deleted', scheduledAtMs: null, audienceWritten: after?.audienceWrittenAt != null };
+    },
+
+    /** The send cannot go on (its steps kept failing): the broadcast fails; messages already queued still go. */
+    async fail(input: BroadcastSendInput, reason: string): Promise<void> {
+      for (const from of ['scheduled', 'sending']) {
+        if (await move(input, from, 'failed', { failureReason: reason.slice(0, 1024), completedAt: new Date() })) return;
+      }
+    },
+  };
+}
+
+export type BroadcastSender = ReturnType<typeof createBroadcastSender>;

@@ -1,0 +1,90 @@
+import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+
+/** The contract of a broadcast's send workflow, written once: src/ imports these. */
+export const BROADCAST_SEND_WORKFLOW = 'broadcastSend';
+export const BROADCAST_SEND_KIND = 'broadcast';
+
+export interface BroadcastSendInput {
+  orgId: string;
+  broadcastId: string;
+}
+
+export function broadcastSendWorkflowId(broadcastId: string): string {
+  return `broadcast:${broadcastId}`;
+}
+
+/** "The broadcast's status changed" (cancelled): the workflow stops waiting and looks. */
+export const broadcastChangedSignal = defineSignal('changed');
+
+/** Writing the audience heartbeats after every page; a lost worker's pass resumes from the checkpoint. */
+const audience = proxyActivities<Activities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 20 },
+});
+
+const steps = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 30 },
+});
+
+/** How often a sending broadcast looks whether all its messages have left the queue. */
+const PROGRESS_EVERY_MS = 5_000;
+/** Progress looks per run before continuing as new. */
+const LOOKS_PER_RUN = 1_000;
+
+/** How long a run started by a launch that never committed waits for the row before it ends. */
+const DRAFT_WAITS = 30;
+const DRAFT_WAIT_MS = 2_000;
+
+const FINAL = new Set(['sent', 'cancelled', 'failed', 'deleted', 'draft']);
+
+/**
+ * broadcastSend — id `broadcast:<broadcastId>`, HeraldOrgId = its workspace, HeraldKind =
+ * broadcast. Started by the launch (POST /outbox/broadcasts/{id}/send). The broadcast's state is
+ * its row; this workflow only moves it: waits for `scheduled_at` (a durable timer; a cancel
+ * signal ends the wait), starts sending, writes the audience to the sending domain's queue
+ * (whose actor delivers it, transactional mail first), then looks every few seconds until every
+ * message has left the queue (sent) or, once cancelled, cancels what is still queued. Every step
+ * reads the row, so a run continued as new, retried or replayed resumes where the row says.
+ */
+export async function broadcastSend(input: BroadcastSendInput): Promise<string> {
+  let changed = false;
+  setHandler(broadcastChangedSignal, () => {
+    changed = true;
+  });
+  try {
+    let state = await steps.broadcastState(input);
+    // The launch starts this workflow inside its transaction: until the commit, the row is a draft.
+    for (let waits = 0; state.status === 'draft' && waits < DRAFT_WAITS; waits += 1) {
+      await sleep(DRAFT_WAIT_MS);
+      state = await steps.broadcastState(input);
+    }
+    while (state.status === 'scheduled') {
+      const at = state.scheduledAtMs ?? Date.now();
+      setCurrentDetails(`scheduled for ${new Date(at).toISOString()}`);
+      changed = false;
+      const woken = await condition(() => changed, Math.max(1, at - Date.now()));
+      state = woken ? await steps.broadcastState(input) : await steps.beginBroadcast(input);
+    }
+    if (state.status === 'sending' && !state.audienceWritten) {
+      setCurrentDetails('writing the audience to the queue');
+      state = { ...state, status: (await audience.writeBroadcastAudience(input)).status };
+    }
+    for (let looks = 0; !FINAL.has(state.status) || state.status === 'cancelled'; looks += 1) {
+      state = await steps.refreshBroadcast(input);
+      if (FINAL.has(state.status)) break;
+      if (looks >= LOOKS_PER_RUN || workflowInfo().continueAsNewSuggested) return await continueAsNew<typeof broadcastSend>(input);
+      setCurrentDetails('sending: waiting for the queue to drain');
+      changed = false;
+      await condition(() => changed, PROGRESS_EVERY_MS);
+    }
+    setCurrentDetails(state.status);
+    return state.status;
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    await steps.failBroadcast({ ...input, reason: error.cause?.message ?? error.message });
+    return 'failed';
+  }
+}
