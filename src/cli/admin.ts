@@ -273,6 +273,16 @@ function commands(svc: () => Services): Record<string, Command> {
         return { json: { data: rows }, text: table(rows, ['id', 'org_id', 'hidden']) };
       },
     },
+    'org postal-address': {
+      usage: 'org postal-address --org ID (--address "Street, City" | --clear)',
+      options: { ...json, org: { type: 'string' }, address: { type: 'string' }, clear: { type: 'boolean' } },
+      async run(values) {
+        if (values.clear !== true && typeof values.address !== 'string') throw new UsageError('--address or --clear is required');
+        const address = values.clear === true ? null : String(values.address).replace(/\\n/g, '\n');
+        const { org, credits } = await svc().orgs.setPostalAddress(required(values, 'org'), address);
+        return { json: describeOrg({ org, credits }), text: `workspace ${org.id}: postal address ${org.postalAddress ? JSON.stringify(org.postalAddress) : 'none'}` };
+      },
+    },
     'credits set': {
       usage: 'credits set --org ID --amount N [--overage on|off]',
       options: { ...json, org: { type: 'string' }, amount: { type: 'string' }, overage: { type: 'string' } },

@@ -15,6 +15,7 @@ export function describeOrg({ org, credits }: { org: Organization; credits: Cred
     overage: org.overageEnabled,
     rate_limit_per_minute: org.rateLimitPerMinute,
     burst: org.rateLimitBurst,
+    postal_address: org.postalAddress ?? null,
     created_at: org.createdAt.toISOString(),
   };
 }

@@ -65,6 +65,20 @@ describe('herald admin', () => {
     expect(credits.json).toMatchObject({ credits: 42, overage: false });
   });
 
+  it('sets and clears the postal address of broadcast footers, within 500 characters', async () => {
+    const org = await admin('org', 'create', '--name', 'Footer Co', '--json');
+    const orgId = org.json!.id as string;
+    const set = await admin('org', 'postal-address', '--org', orgId, '--address', 'Footer Co\\n1 Main Street, Springfield', '--json');
+    expect(set.exitCode, set.stderr).toBe(0);
+    expect(set.json).toMatchObject({ id: orgId, postal_address: 'Footer Co\n1 Main Street, Springfield' });
+    expect((await admin('org', 'postal-address', '--org', orgId, '--address', 'x'.repeat(500), '--json')).exitCode).toBe(0);
+    const tooLong = await admin('org', 'postal-address', '--org', orgId, '--address', 'x'.repeat(501));
+    expect(tooLong.exitCode).not.toBe(0);
+    const cleared = await admin('org', 'postal-address', '--org', orgId, '--clear', '--json');
+    expect(cleared.json).toMatchObject({ postal_address: null });
+    expect((await admin('org', 'postal-address', '--org', orgId)).exitCode).toBe(2);
+  });
+
   it('shares a template with another workspace, idempotently', async () => {
     const owner = (await admin('org', 'create', '--name', 'Owner Co', '--json')).json!.id as string;
     const grantee = (await admin('org', 'create', '--name', 'Grantee Co', '--json')).json!.id as string;

@@ -86,6 +86,22 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
         return { org, credits: await readCredits(em, orgId) };
       });
     },
+
+    /**
+     * Sets the postal address printed in the footer of every broadcast message of the workspace
+     * (CAN-SPAM asks for one; mailbox providers expect it); null removes it. At most 500
+     * characters, line breaks kept.
+     */
+    async setPostalAddress(orgId: string, address: string | null) {
+      const value = address?.trim() || null;
+      if (value !== null && value.length > 500) throw new AppError('invalid_request', 'the postal address must be at most 500 characters');
+      return orm.em.fork().transactional(async (em) => {
+        const org = await em.findOne(Organization, { id: orgId });
+        if (!org) throw new AppError('not_found', `workspace ${orgId} does not exist`);
+        org.postalAddress = value;
+        return { org, credits: await readCredits(em, orgId) };
+      });
+    },
   };
 }
 

@@ -1,0 +1,185 @@
+/**
+ * 10. Broadcasts: a 100,000-recipient broadcast through real `herald api` and `herald worker`
+ * processes, the Temporal dev server and the dev mail sink (in this process) as the relay.
+ *
+ * Setup seeds 106,250 contacts (1 in 17 unsubscribed: 100,000 eligible; `--quick`: a tenth) and
+ * one `all` segment. Each run:
+ * 1. drafts and launches a broadcast over the API (subject and HTML personalised per contact);
+ *    from the launch's 202 to the last of its messages at the relay: messages/s; meanwhile
+ * 2. transactional sends at 10/s over the API, each timed from its 202 to its message at the
+ *    relay (the domain's actor serves them first), and the RSS of the api and worker sampled;
+ * 3. baseline: plain pooled nodemailer (same pool size as the worker), each message DKIM-signed
+ *    with an RSA-2048 key as Herald signs them, 20,000 messages (2,000 with `--quick`) to the
+ *    same relay, 50 in flight.
+ */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import nodemailer from 'nodemailer';
+import type { BenchContext } from './lib/context.ts';
+import { cpuAccount, peakRss, postgresOf } from './lib/proc.ts';
+import { seedContacts, withClient } from './lib/seed.ts';
+import { sendingWorkspace } from './lib/sending.ts';
+import { fmt, med, quantile } from './lib/stats.ts';
+import type { Benchmark } from './lib/types.ts';
+
+const POOL = 5;
+const TRANSACTIONAL_RATE = 10;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const benchmark: Benchmark = {
+  name: 'broadcast',
+  description:
+    'A 100,000-recipient broadcast: launch to last message at the relay, messages/s against plain pooled DKIM-signing nodemailer; peak RSS of the api and worker; 202-to-relay p99 of transactional sends (10/s) meanwhile.',
+  needsTemporal: true,
+
+  async setup(context: BenchContext) {
+    const eligible = context.options.quick ? 10_000 : 100_000;
+    const baselineCount = context.options.quick ? 2_000 : 20_000;
+    const { sink, databaseUrl, workspace, domain } = await sendingWorkspace(context);
+    await seedContacts(databaseUrl, workspace.orgId, Math.ceil((eligible * 17) / 16));
+    const [{ active }] = await withClient(databaseUrl, async (client) =>
+      (await client.query<{ active: number }>(`select count(*)::int as active from contacts where org_id = $1 and status = 'active'`, [workspace.orgId])).rows as [{ active: number }],
+    );
+
+    const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`, SMTP_RELAY_FINAL_HOP: 'true', SMTP_RELAY_POOL_SIZE: String(POOL), BLOB_DIR: '' };
+    const worker = await context.start('worker', await context.env(databaseUrl, relayEnv));
+    const api = await context.start('api', await context.env(databaseUrl, relayEnv));
+    const temporal = await context.temporal();
+    const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const headers = { Authorization: `Bearer ${workspace.key}`, 'Content-Type': 'application/json' };
+
+    async function call(method: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+      const response = await fetch(`${api.url}${path}`, { method, headers: { ...headers, 'Idempotency-Key': `bench-${randomBytes(8).toString('hex')}` }, body: JSON.stringify(body) });
+      const json = (await response.json()) as { data?: Record<string, unknown> };
+      if (response.status >= 300 || !json.data) throw new Error(`${method} ${path} answered ${response.status}: ${JSON.stringify(json)}`);
+      return json.data;
+    }
+
+    const segment = await call('POST', '/api/v1/segments', { name: 'Everyone', tags: [] });
+    const fromBounces = `@bounces.${domain}`;
+    const broadcastMessages = () => sink.messages().filter((m) => m.mailFrom.endsWith(fromBounces) && m.rcptTo[0]?.startsWith('contact'));
+
+    async function broadcastOnce(label: string) {
+      sink.clear();
+      const draft = await call('POST', '/api/v1/outbox/broadcasts', {
+        name: `Bench ${label}`,
+        subject: 'News for {{first_name}}',
+        preview_text: 'The benchmark newsletter',
+        from_name: 'Bench',
+        from_email: `news@${domain}`,
+        segment_ids: [segment._id],
+        html: '<html><body><h1>Hello {{first_name}} {{last_name}}</h1><p>Your plan: {{plan}}. News of the week from {{company}}.</p></body></html>',
+        plain_text: 'Hello {{first_name}}, your plan: {{plan}}.',
+      });
+      const cpu = cpuAccount({ api: api.pid, worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
+      const launchedAt = Date.now();
+      await call('POST', `/api/v1/outbox/broadcasts/${String(draft._id)}/send`, {});
+
+      // Transactional sends meanwhile, at a steady rate until the broadcast is done.
+      const answeredAt = new Map<string, number>();
+      let done = false;
+      const transactional = (async () => {
+        for (let i = 0; !done; i += 1) {
+          const started = Date.now();
+          const sent = await call('POST', '/api/v1/outbox/emails', { from: `Shop <shop@${domain}>`, to: `tx-${label}-${i}@simulator.herald.test`, subject: 'Receipt', text: 'Thanks.' });
+          answeredAt.set(String(sent.message_id), Date.now());
+          await sleep(Math.max(0, 1000 / TRANSACTIONAL_RATE - (Date.now() - started)));
+        }
+      })();
+      const finished = (async () => {
+        const deadline = launchedAt + 1_800_000;
+        while (broadcastMessages().length < active && Date.now() < deadline) await sleep(200);
+        done = true;
+        await transactional;
+      })();
+      const rss = await peakRss({ api: api.pid, worker: worker.pid }, finished);
+      const arrived = broadcastMessages();
+      const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
+      const seconds = (last - launchedAt) / 1000;
+      const latencies = sink
+        .messages()
+        .filter((m) => m.messageId !== null && answeredAt.has(m.messageId))
+        .map((m) => Date.parse(m.receivedAt) - answeredAt.get(m.messageId as string)!)
+        .sort((a, b) => a - b);
+      return { arrived: arrived.length, seconds, rate: arrived.length / seconds, rss, latencies, transactionalSent: answeredAt.size, cpu: cpu.perUnit(arrived.length) };
+    }
+
+    async function plainNodemailer(count: number): Promise<number> {
+      const transport = nodemailer.createTransport({
+        pool: true,
+        host: '127.0.0.1',
+        port: sink.smtpPort,
+        maxConnections: POOL,
+        maxMessages: 1000,
+        dkim: { domainName: domain, keySelector: 'herald', privateKey: dkimKey },
+      });
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          while (next < count) {
+            next += 1;
+            await transport.sendMail({ from: `news@${domain}`, to: `plain-${next}@example.com`, subject: 'News for First', html: '<html><body><h1>Hello First Last</h1><p>Your plan: pro.</p></body></html>', text: 'Hello First, your plan: pro.' });
+          }
+        }),
+      );
+      transport.close();
+      sink.clear();
+      return count / ((performance.now() - started) / 1000);
+    }
+
+    return {
+      async warmup() {
+        await plainNodemailer(200);
+      },
+      async run(index) {
+        const sent = await broadcastOnce(`run${index}`);
+        const plain = await plainNodemailer(baselineCount);
+        return {
+          recipients: active,
+          arrived: sent.arrived,
+          launch_to_last_s: sent.seconds,
+          broadcast_per_s: sent.rate,
+          plain_nodemailer_per_s: plain,
+          ratio_of_plain: sent.rate / plain,
+          rss_api_mb: sent.rss.api!,
+          rss_worker_mb: sent.rss.worker!,
+          rss_total_mb: sent.rss.api! + sent.rss.worker!,
+          transactional_sent: sent.transactionalSent,
+          transactional_p50_ms: quantile(sent.latencies, 0.5),
+          transactional_p99_ms: quantile(sent.latencies, 0.99),
+          transactional_max_ms: sent.latencies.at(-1) ?? Number.NaN,
+          ...Object.fromEntries(Object.entries(sent.cpu).map(([name, ms]) => [`cpu_ms_per_message_${name}`, ms])),
+        };
+      },
+      close: () => Promise.resolve(),
+    };
+  },
+
+  summarize(stats) {
+    const p99 = med(stats, 'transactional_p99_ms');
+    const rss = med(stats, 'rss_total_mb');
+    return [
+      {
+        name: 'broadcast',
+        figure: `${fmt(med(stats, 'recipients'))} recipients in ${fmt(med(stats, 'launch_to_last_s'))} s from launch to the last at the relay, ${fmt(med(stats, 'broadcast_per_s'))} messages/s`,
+        ratio: med(stats, 'ratio_of_plain'),
+        baseline: `plain pooled nodemailer, DKIM-signed (RSA-2048), ${fmt(med(stats, 'plain_nodemailer_per_s'))}/s`,
+        target: { text: '≥ 50 %', met: med(stats, 'ratio_of_plain') >= 0.5 },
+      },
+      {
+        name: 'broadcast-footprint',
+        figure: `peak RSS api ${fmt(med(stats, 'rss_api_mb'))} MB + worker ${fmt(med(stats, 'rss_worker_mb'))} MB during the broadcast`,
+        ratio: rss / 600,
+        baseline: 'the 600 MB target',
+        target: { text: '< 600 MB', met: rss < 600 },
+      },
+      {
+        name: 'broadcast-transactional',
+        figure: `transactional sends during the broadcast: 202 to relay p50 ${fmt(med(stats, 'transactional_p50_ms'))} ms, p99 ${fmt(p99)} ms (${fmt(med(stats, 'transactional_sent'))} sent)`,
+        ratio: p99 / 1000,
+        baseline: 'the 1 s p99 target',
+        target: { text: 'p99 < 1 s', met: p99 < 1000 },
+      },
+    ];
+  },
+};
