@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOrm } from '../../db/orm.ts';
-import { MAIN_ENTRY } from '../../src/dev/paths.ts';
+import { MAIN_ENTRY, nodeFlagsFor } from '../../src/dev/paths.ts';
 import { freePort } from '../../src/dev/ports.ts';
 import { createDatabaseFromTemplate, dropDatabase, withDatabase } from '../../src/dev/postgres.ts';
 import { spawnService, waitFor, type Service } from '../../src/dev/processes.ts';
@@ -183,7 +183,7 @@ export class BenchContext {
    */
   async start(kind: ProcessKind, env: Record<string, string>, options: { profile?: boolean; onLine?: (line: string) => void } = {}): Promise<HeraldProcess> {
     const port = await freePort();
-    const nodeFlags: string[] = [];
+    const nodeFlags: string[] = nodeFlagsFor(kind, env);
     if (options.profile && this.options.profileDir) {
       const dir = join(this.options.profileDir, `${this.name}-${kind}`);
       mkdirSync(dir, { recursive: true });

@@ -62,7 +62,10 @@ if (node === null) {
 } else {
   // The child gets its own process group, so a terminal's Ctrl-C reaches it exactly once:
   // through this launcher, which passes every signal on and waits for the child to exit.
-  const child = spawn(node, [main, ...process.argv.slice(2)], { stdio: 'inherit', detached: true });
+  // The worker's heap limit (src/dev/paths.ts nodeFlagsFor: WORKER_HEAP_MB, HERALD_WORKER_HEAP_MB).
+  const heapMb = Number(process.env.HERALD_WORKER_HEAP_MB ?? 512);
+  const flags = (process.argv[2] === 'worker' || process.argv[2] === 'all') && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  const child = spawn(node, [...flags, main, ...process.argv.slice(2)], { stdio: 'inherit', detached: true });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => {
       if (child.exitCode === null) child.kill(signal);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { loadDevEnv } from '../config.ts';
 import { ensureDevEncryptionKey, updateEnvFile } from './dev-env-file.ts';
-import { cacheDir, dataDir, MAIN_ENTRY } from './paths.ts';
+import { cacheDir, dataDir, MAIN_ENTRY, nodeFlagsFor } from './paths.ts';
 import { ensureDatabase, resolvePostgres, withDatabase } from './postgres.ts';
 import { spawnService, waitFor, type Service } from './processes.ts';
 import { freePort, isListening } from './ports.ts';
@@ -141,7 +141,7 @@ export async function runDev(): Promise<void> {
       const service = spawnService({
         name,
         command: process.execPath,
-        args: [MAIN_ENTRY, name],
+        args: [...nodeFlagsFor(name, childEnv), MAIN_ENTRY, name],
         // Split, each process serves its metrics on a port of its own (worker, then api, then smtp).
         env: { ...childEnv, METRICS_PORT: String(env.METRICS_PORT + Math.max(0, ['worker', 'api', 'smtp'].indexOf(name))) },
         onLine: (line) => {

@@ -6,6 +6,21 @@ import type { DevEnv } from '../config.ts';
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const MAIN_ENTRY = join(REPO_ROOT, 'src/cli/main.ts');
 
+/** The worker's V8 old-space limit by default, MB (HERALD_WORKER_HEAP_MB overrides; src/cli/herald.mjs applies the same). */
+export const WORKER_HEAP_MB = 512;
+
+/**
+ * Node flags for a Herald process of `kind`. The worker gets a heap limit: with Node's default
+ * (a quarter of the machine's memory) V8 lets the heap grow to several times the live data
+ * under a steady allocation rate (measured: 740 MB RSS during a broadcast, live heap under
+ * 200 MB); with 512 MB it collects earlier and stays near 460 MB at the same throughput.
+ */
+export function nodeFlagsFor(kind: string, env: Record<string, string | undefined> = process.env): string[] {
+  if (kind !== 'worker' && kind !== 'all') return [];
+  const mb = Number(env.HERALD_WORKER_HEAP_MB ?? WORKER_HEAP_MB);
+  return Number.isInteger(mb) && mb > 0 ? [`--max-old-space-size=${mb}`] : [];
+}
+
 export function dataDir(env: DevEnv): string {
   return env.HERALD_DATA_DIR ?? join(REPO_ROOT, '.data');
 }

@@ -1,4 +1,4 @@
-import { MAIN_ENTRY } from '../../src/dev/paths.ts';
+import { MAIN_ENTRY, nodeFlagsFor } from '../../src/dev/paths.ts';
 import { spawnService, waitFor, type Service } from '../../src/dev/processes.ts';
 import type { TestStack } from './stack.ts';
 
@@ -8,7 +8,7 @@ export function spawnWorkerProcess(stack: Pick<TestStack, 'env'>): Promise<Servi
   const service = spawnService({
     name: 'worker',
     command: process.execPath,
-    args: [MAIN_ENTRY, 'worker'],
+    args: [...nodeFlagsFor('worker', { ...process.env, ...stack.env }), MAIN_ENTRY, 'worker'],
     env: { ...process.env, ...stack.env, LOG_LEVEL: 'info' },
     onLine: (line) => {
       if (line.includes('"msg":"worker polling"')) polling = true;
