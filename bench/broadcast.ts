@@ -41,7 +41,7 @@ export const benchmark: Benchmark = {
     );
 
     const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`, SMTP_RELAY_FINAL_HOP: 'true', SMTP_RELAY_POOL_SIZE: String(POOL), BLOB_DIR: '' };
-    const worker = await context.start('worker', await context.env(databaseUrl, relayEnv), { profile: true });
+    const worker = await context.start('worker', await context.env(databaseUrl, relayEnv));
     const api = await context.start('api', await context.env(databaseUrl, relayEnv));
     const temporal = await context.temporal();
     const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();

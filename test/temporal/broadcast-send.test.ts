@@ -1,6 +1,6 @@
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact, Domain, Event, Organization, Segment, SegmentMember, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
+import { Contact, Domain, EmailEvent, Event, Organization, Segment, SegmentMember, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink, type SinkMessage } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -170,6 +170,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
       const signature = String(parsed.headers.get('dkim-signature') && (parsed.headerLines.find((l) => l.key === 'dkim-signature')?.line ?? ''));
       expect(signature.toLowerCase().replace(/\s+/g, '')).toMatch(/h=[^;]*list-unsubscribe:list-unsubscribe-post/);
     }
+
+    // No endpoint subscribes in this workspace: the per-message email.sent / email.delivered
+    // events are not written (nobody would receive them); the facts behind the metrics are.
+    expect(await em().count(Event, { type: { $in: ['email.sent', 'email.delivered'] } })).toBe(0);
+    expect(await em().count(EmailEvent, { broadcastId: id, type: 'delivered' })).toBe(4);
 
     // The email log lists transactional emails only.
     const log = await h.request('GET', '/api/v1/outbox/emails?limit=100');

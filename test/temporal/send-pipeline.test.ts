@@ -15,6 +15,7 @@ import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { expectError, type ApiResponse } from '../support/http.ts';
 import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 import { messageProblems } from '../support/message-quality.ts';
+import { insertEndpoint } from '../support/webhook-rows.ts';
 import type { Domain } from '../../db/entities/index.ts';
 
 type Recipient = { email: string; kind: string; status: string; attempts: number; bounce_type: string | null };
@@ -64,6 +65,8 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
     orgId = h.workspace.org.id;
     domain = await addSendingDomain(h.stack.orm, orgId);
     await setCredits(h.stack.orm, orgId, 1000);
+    // A subscriber, so the email.* events are written (they are left out when nobody would receive them).
+    await insertEndpoint(h.stack.orm, orgId, { url: 'http://127.0.0.1:9/hook', events: ['email.sent', 'email.delivered', 'email.deferred', 'email.bounced', 'email.failed'] });
   }, 120_000);
 
   afterAll(async () => {

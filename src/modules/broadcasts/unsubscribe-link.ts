@@ -37,7 +37,9 @@ export function createUnsubscribeLinks(encryptionKey: Buffer, publicUrl: string)
       const emailId = match[1]!;
       const expires = Number.parseInt(match[2]!, 36);
       const given = Buffer.from(match[3]!, 'base64url');
-      if (given.length !== 16 || !timingSafeEqual(given, mac(emailId, expires))) return { ok: false, reason: 'invalid' };
+      // The 22nd character carries 2 bits and 4 unused ones: only the canonical spelling is the signature.
+      if (given.length !== 16 || given.toString('base64url') !== match[3]) return { ok: false, reason: 'invalid' };
+      if (!timingSafeEqual(given, mac(emailId, expires))) return { ok: false, reason: 'invalid' };
       if (expires * 1000 < now.getTime()) return { ok: false, reason: 'expired' };
       return { ok: true, claim: { emailId, expires } };
     },

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../../config.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
-import { recordEvent } from '../events/events.fns.ts';
+import { isSubscribed, recordEvent, subscribedEventTypes } from '../events/events.fns.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { emailEventData } from './outcomes.ts';
 
@@ -19,9 +19,10 @@ const GROUP_MAX = 64;
 const GROUP_DELAY_MS = 2;
 
 /**
- * Records accepted attempts in group commits: per group one transaction of five statements
- * (the recipient rows, the email rows settling as sent, the email.sent/email.delivered events
- * for webhooks, the email_events rows and their daily rollup) instead of a transaction per
+ * Records accepted attempts in group commits: per group one transaction of six statements
+ * (the recipient rows, the email rows settling as sent, the workspaces' webhook subscriptions,
+ * the email.sent/email.delivered events for the subscribed types, the email_events rows and
+ * their daily rollup) instead of a transaction per
  * email. Each caller's promise resolves once its attempt is committed, so a drain puts
  * nothing off the queue that is not recorded; a crash before the commit leaves the email
  * claimed until its lease lapses, and the next attempt finds its recipients still pending (the
@@ -55,16 +56,19 @@ export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, '
         'run',
       );
       const recorded = new Set(changed.map((row) => row.id));
+      // email.sent / email.delivered only where an endpoint will receive them (most of the
+      // rows a broadcast writes otherwise: two events per message that nobody reads).
+      const subscribed = await subscribedEventTypes(tx, attempts.map((a) => a.orgId));
       const metrics: EmailEventInput[] = [];
       for (const attempt of attempts) {
         for (const recipient of attempt.recipients) {
           if (!recorded.has(recipient.id)) continue;
           const data = emailEventData(attempt.email, recipient.email, attempt.at);
           const metric = { orgId: attempt.orgId, recipient: recipient.email, domain: attempt.email.domain, emailId: attempt.email.id, broadcastId: attempt.email.broadcastId, occurredAt: attempt.at };
-          recordEvent(tx, attempt.orgId, 'email.sent', data);
+          if (isSubscribed(subscribed, attempt.orgId, 'email.sent')) recordEvent(tx, attempt.orgId, 'email.sent', data);
           metrics.push({ ...metric, type: 'sent' });
           if (!delivered) continue;
-          recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
+          if (isSubscribed(subscribed, attempt.orgId, 'email.delivered')) recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
           metrics.push({ ...metric, type: 'delivered' });
         }
       }
