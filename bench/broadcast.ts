@@ -1,6 +1,6 @@
 /**
  * 10. Broadcasts: a 100,000-recipient broadcast through real `herald api` and `herald worker`
- * processes, the Temporal dev server and the dev mail sink (in this process) as the relay.
+ * processes, the Temporal dev server and a counting relay (bench/lib/counting-relay.ts, in this process).
  *
  * Setup seeds 106,250 contacts (1 in 17 unsubscribed: 100,000 eligible; `--quick`: a tenth) and
  * one `all` segment. Each run:
@@ -15,6 +15,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import type { BenchContext } from './lib/context.ts';
+import { startCountingRelay } from './lib/counting-relay.ts';
 import { cpuAccount, peakRss, postgresOf } from './lib/proc.ts';
 import { seedContacts, withClient } from './lib/seed.ts';
 import { sendingWorkspace } from './lib/sending.ts';
@@ -34,13 +35,15 @@ export const benchmark: Benchmark = {
   async setup(context: BenchContext) {
     const eligible = context.options.quick ? 10_000 : 100_000;
     const baselineCount = context.options.quick ? 2_000 : 20_000;
-    const { sink, databaseUrl, workspace, domain } = await sendingWorkspace(context);
+    const { databaseUrl, workspace, domain } = await sendingWorkspace(context);
+    const sink = await startCountingRelay();
+    context.defer(() => sink.close());
     await seedContacts(databaseUrl, workspace.orgId, Math.ceil((eligible * 17) / 16));
     const [{ active }] = await withClient(databaseUrl, async (client) =>
       (await client.query<{ active: number }>(`select count(*)::int as active from contacts where org_id = $1 and status = 'active'`, [workspace.orgId])).rows as [{ active: number }],
     );
 
-    const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`, SMTP_RELAY_FINAL_HOP: 'true', SMTP_RELAY_POOL_SIZE: String(POOL), BLOB_DIR: '' };
+    const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_RELAY_FINAL_HOP: 'true', SMTP_RELAY_POOL_SIZE: String(POOL), BLOB_DIR: '' };
     const worker = await context.start('worker', await context.env(databaseUrl, relayEnv));
     const api = await context.start('api', await context.env(databaseUrl, relayEnv));
     const temporal = await context.temporal();
@@ -56,10 +59,20 @@ export const benchmark: Benchmark = {
 
     const segment = await call('POST', '/api/v1/segments', { name: 'Everyone', tags: [] });
     const fromBounces = `@bounces.${domain}`;
-    const broadcastMessages = () => sink.messages().filter((m) => m.mailFrom.endsWith(fromBounces) && m.rcptTo[0]?.startsWith('contact'));
+    const isBroadcastMessage = (m: { mailFrom: string; rcptTo: string[] }) => m.mailFrom.endsWith(fromBounces) && (m.rcptTo[0]?.startsWith('contact') ?? false);
+    /** Broadcast messages at the relay since the last clear, counted incrementally (the list only grows). */
+    let counted = 0;
+    let seen = 0;
+    const broadcastCount = () => {
+      const all = sink.arrivals();
+      for (; seen < all.length; seen += 1) if (isBroadcastMessage(all[seen]!)) counted += 1;
+      return counted;
+    };
 
     async function broadcastOnce(label: string) {
       sink.clear();
+      counted = 0;
+      seen = 0;
       const draft = await call('POST', '/api/v1/outbox/broadcasts', {
         name: `Bench ${label}`,
         subject: 'News for {{first_name}}',
@@ -87,18 +100,18 @@ export const benchmark: Benchmark = {
       })();
       const finished = (async () => {
         const deadline = launchedAt + 1_800_000;
-        while (broadcastMessages().length < active && Date.now() < deadline) await sleep(200);
+        while (broadcastCount() < active && Date.now() < deadline) await sleep(500);
         done = true;
         await transactional;
       })();
       const rss = await peakRss({ api: api.pid, worker: worker.pid }, finished);
-      const arrived = broadcastMessages();
-      const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
+      const arrivals = sink.arrivals();
+      const arrived = arrivals.filter(isBroadcastMessage);
+      const last = arrived.reduce((latest, m) => Math.max(latest, m.receivedAt), 0);
       const seconds = (last - launchedAt) / 1000;
-      const latencies = sink
-        .messages()
+      const latencies = arrivals
         .filter((m) => m.messageId !== null && answeredAt.has(m.messageId))
-        .map((m) => Date.parse(m.receivedAt) - answeredAt.get(m.messageId as string)!)
+        .map((m) => m.receivedAt - answeredAt.get(m.messageId as string)!)
         .sort((a, b) => a - b);
       return { arrived: arrived.length, seconds, rate: arrived.length / seconds, rss, latencies, transactionalSent: answeredAt.size, cpu: cpu.perUnit(arrived.length) };
     }
@@ -107,7 +120,7 @@ export const benchmark: Benchmark = {
       const transport = nodemailer.createTransport({
         pool: true,
         host: '127.0.0.1',
-        port: sink.smtpPort,
+        port: sink.port,
         maxConnections: POOL,
         maxMessages: 1000,
         dkim: { domainName: domain, keySelector: 'herald', privateKey: dkimKey },

@@ -51,6 +51,8 @@ import {
   SuppressionChangeSchema,
   TransactionalEmail,
   TransactionalEmailSchema,
+  TrackingHit,
+  TrackingHitSchema,
   InboundMessageSchema,
   ActorLeaseSchema,
   InboxAttachment,
@@ -102,6 +104,7 @@ export const TENANT_ENTITIES = [
   InboxAttachment,
   ContactImport,
   ContactImportError,
+  TrackingHit,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -138,6 +141,7 @@ const ENTITY_SCHEMAS = [
   InboxAttachmentSchema,
   ContactImportSchema,
   ContactImportErrorSchema,
+  TrackingHitSchema,
 ];
 
 /** Tables whose rows belong to one workspace (an `org_id` column): what raw SQL must scope (test/unit/sql-review.test.ts). */

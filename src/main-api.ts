@@ -10,7 +10,8 @@ import { createRoutes } from './http/routes.ts';
 import type { Logger } from './logger.ts';
 import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
 import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
-import { createUnsubscribeRouter } from './modules/broadcasts/unsubscribe.router.ts';
+import { createRecipientLinksRouter } from './modules/broadcasts/recipient-links.router.ts';
+import { createTrackingService } from './modules/broadcasts/tracking.service.ts';
 import { createUnsubscribeService } from './modules/broadcasts/unsubscribe.service.ts';
 import { createContactImportsService } from './modules/contacts/contact-imports.service.ts';
 import { createBlobStore } from './blob/blob-store.ts';
@@ -54,7 +55,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       attachments: createAttachmentsServiceFromConfig(orm, config),
       contactImports: createContactImportsService({ orm, blobs: createBlobStore(config), temporal: temporal.client, config }),
     }),
-    unsubscribe: createUnsubscribeRouter({ unsubscribe: createUnsubscribeService({ orm, config }) }),
+    recipientLinks: createRecipientLinksRouter({ unsubscribe: createUnsubscribeService({ orm, config }), tracking: createTrackingService({ orm, config }) }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.http.port, config.http.host, () => resolve(listening));

@@ -18,6 +18,7 @@ import { readTrustedAuthorities } from './modules/sends/relay-tls.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/sends/report-recorder.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
+import { startTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
 import { wakeEndpointActors } from './modules/webhooks/endpoint-actor.ts';
 import { wakeDomainActors } from './modules/sends/domain-actor.ts';
@@ -189,7 +190,9 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const inboundReconciler = startInboundReconciler({ orm, temporal: client, config, logger });
   // Wakes the actors of sending domains whose due emails got no wake-up.
   const sendReconciler = startSendReconciler({ orm, temporal: client, config, logger });
-  const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop()]);
+  // Judges broadcast open and click hits (bursts flagged, first open and click counted).
+  const trackingCounter = startTrackingCounter({ orm, logger });
+  const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop(), trackingCounter.stop()]);
 
   const done = running.finally(stopLoops).then(async () => {
     reportQueuesFrom(null);

@@ -16,3 +16,4 @@ export * from './transactional-email.ts';
 export * from './attachment-upload.ts';
 export * from './inbox.ts';
 export * from './contact-import.ts';
+export * from './tracking-hit.ts';

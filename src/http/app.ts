@@ -34,8 +34,8 @@ export interface AppDeps {
   offload?: OffloadPool;
   /** PUT /uploads/:id (signed attachment uploads): raw request streams, mounted before the API routes. */
   uploads: Router<HeraldState>;
-  /** GET/POST /unsubscribe/:token (broadcast unsubscribe links): public HTML pages, no API key. */
-  unsubscribe?: Router<HeraldState>;
+  /** The links in broadcast messages (unsubscribe pages, open pixel, tracked links): public, no API key. */
+  recipientLinks?: Router<HeraldState>;
 }
 
 /**
@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   app.use(accessLog(deps.logger));
   app.use(errorHandler(publicUrl, deps.logger));
   app.use(deps.uploads.routes());
-  if (deps.unsubscribe) app.use(deps.unsubscribe.routes());
+  if (deps.recipientLinks) app.use(deps.recipientLinks.routes());
 
   // Bodiless 404/405/501 statuses come from Koa (nothing matched) and from allowedMethods (a
   // known path, another method; it also sets Allow): render them in the error envelope.

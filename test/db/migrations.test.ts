@@ -52,6 +52,7 @@ describe('migrations', () => {
       'suppressions',
       'template_shares',
       'templates',
+      'tracking_hits',
       'transactional_emails',
       'users',
       'webhook_attempts',

@@ -1,10 +1,10 @@
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact, Domain, EmailEvent, Event, Organization, Segment, SegmentMember, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
+import { Contact, Domain, EmailEvent, Event, Organization, Segment, SegmentMember, Suppression, TrackingHit, TransactionalEmail } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink, type SinkMessage } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createUnsubscribeLinks } from '../../src/modules/broadcasts/unsubscribe-link.ts';
+import { createRecipientLinks } from '../../src/modules/broadcasts/recipient-links.ts';
 import { wakeDomainActors } from '../../src/modules/sends/domain-actor.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
@@ -207,6 +207,80 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expect((await em().findOneOrFail(Contact, { id: bob.id }, { refresh: true })).status).toBe('active');
   });
 
+  it('tracks opens and clicks once per recipient, flags a burst, never redirects anywhere it did not sign; tracking can be off', async () => {
+    const domain = await addSendingDomain(h.stack.orm, orgId);
+    const tag = unique('track');
+    const segment = await addSegment({ tags: [tag] });
+    const reader = await addContact(`reader-${tag}@example.com`, { tags: [tag] });
+    const scanner = await addContact(`scanner-${tag}@example.com`, { tags: [tag] });
+    const clicker = await addContact(`clicker-${tag}@example.com`, { tags: [tag] });
+    const html = '<html><body><p><a href="https://shop.example/a?x=1&amp;y=2">A</a> <a class="b" href=\'https://shop.example/b\'>B</a> '
+      + '<a href="mailto:help@shop.example">mail</a> <a href="{{unsubscribe_url}}">leave</a></p></body></html>';
+    const id = await draft(domain, [segment], { html });
+    expect((await launch(id)).status).toBe(202);
+    await until('the broadcast to be sent', () => getBroadcast(id), (b) => b.status === 'sent');
+    const htmlFor = async (contact: Contact) => (await simpleParser(messagesFrom(domain).find((m) => m.rcptTo.includes(contact.email))!.raw)).html as string;
+    const linksOf = (body: string) => ({
+      clicks: [...body.matchAll(/href=(["'])([^"']*\/t\/c\/[^"']*)\1/g)].map((m) => m[2]!.replace(/&amp;/g, '&')),
+      pixel: /<img src="([^"]*\/t\/o\/[^"]*\.gif)"/.exec(body)?.[1] ?? '',
+    });
+    const readerHtml = await htmlFor(reader);
+    const readerLinks = linksOf(readerHtml);
+    expect(readerLinks.clicks).toHaveLength(2);
+    expect(readerHtml).toContain('href="mailto:help@shop.example"');
+    // {{unsubscribe_url}} (escaped by Mustache: `/` as `&#x2F;`) is left as it is, not tracked.
+    expect(readerHtml.replace(/&#x2F;/g, '/')).toMatch(/<a href="[^"]*\/unsubscribe\/[^"]+">leave<\/a>/);
+    expect(readerLinks.pixel).not.toBe('');
+    const get = (url: string, init: RequestInit = {}) => fetch(onApi(url) + (new URL(url).search ?? ''), { redirect: 'manual', ...init });
+
+    // The reader opens, then clicks A (twice, seconds apart).
+    const pixel = await get(readerLinks.pixel);
+    expect(pixel.status).toBe(200);
+    expect(pixel.headers.get('content-type')).toBe('image/gif');
+    const click = await get(readerLinks.clicks[0]!);
+    expect(click.status).toBe(302);
+    expect(click.headers.get('location')).toBe('https://shop.example/a?x=1&y=2');
+    // The scanner fetches the pixel and every link at once: flagged, not counted.
+    const scannerLinks = linksOf(await htmlFor(scanner));
+    await Promise.all([get(scannerLinks.pixel), ...scannerLinks.clicks.map((url) => get(url))]);
+    // The clicker clicks B with images off: a click, and an open.
+    const clickerLinks = linksOf(await htmlFor(clicker));
+    expect((await get(clickerLinks.clicks[1]!)).headers.get('location')).toBe('https://shop.example/b');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await get(readerLinks.clicks[0]!)).status).toBe(302);
+
+    const counted = await until('opens and clicks to be counted', () => getBroadcast(id), (b) => b.metrics.opened >= 2 && b.metrics.clicked >= 2, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect((await getBroadcast(id)).metrics).toMatchObject({ recipients: 3, opened: 2, clicked: 2 });
+    expect(counted.metrics.opened).toBe(2);
+    const hits = await em().find(TrackingHit, { broadcastId: id }, { orderBy: { at: 'asc' } });
+    expect(hits.filter((hit) => hit.emailId === hits.find((x) => x.state === 'flagged')?.emailId).every((hit) => hit.state === 'flagged')).toBe(true);
+    expect(hits.filter((hit) => hit.state === 'repeat')).toHaveLength(1);
+    const metrics = await h.request('GET', '/api/v1/metrics?period=7d');
+    expect((metrics.body.data as { summary: { opened: number; clicked: number } }).summary).toMatchObject({ opened: 2, clicked: 2 });
+
+    // Not an open redirect: another target, another message's token, or no http(s) target is a 404 page.
+    const [path, query] = readerLinks.clicks[0]!.split('?') as [string, string];
+    const elsewhere = `${onApi(path)}?u=${encodeURIComponent('https://evil.example/')}`;
+    expect((await fetch(elsewhere, { redirect: 'manual' })).status).toBe(404);
+    const clickerPath = clickerLinks.clicks[0]!.split('?')[0]!;
+    expect((await fetch(`${onApi(clickerPath)}?${query.replace('shop.example%2Fa', 'shop.example%2Fb')}`, { redirect: 'manual' })).status).toBe(404);
+    expect((await fetch(`${onApi(path)}?u=${encodeURIComponent('javascript:alert(1)')}`, { redirect: 'manual' })).status).toBe(404);
+    expect((await fetch(`${onApi(path)}`, { redirect: 'manual' })).status).toBe(404);
+    // A made-up pixel is still a GIF, and records nothing.
+    const before = await em().count(TrackingHit, {});
+    expect((await fetch(`${h.api.url}/t/o/${'0'.repeat(24)}.AAAAAAAAAAAAAAAAAAAAAA.gif`)).status).toBe(200);
+    expect(await em().count(TrackingHit, {})).toBe(before);
+
+    // Tracking off: no pixel, links untouched.
+    const plain = await draft(domain, [segment], { html });
+    expect((await launch(plain, { tracking: false })).status).toBe(202);
+    await until('the untracked broadcast to be sent', () => getBroadcast(plain), (b) => b.status === 'sent');
+    const untracked = (await Promise.all(messagesFrom(domain).map((m) => simpleParser(m.raw)))).filter((m) => m.subject !== undefined && (m.html as string).includes('https://shop.example/a?x=1&amp;y=2'));
+    expect(untracked).toHaveLength(3);
+    for (const message of untracked) expect(message.html).not.toMatch(/\/t\/[oc]\//);
+  });
+
   it('refuses forged, altered and expired unsubscribe links without changing anything', async () => {
     const domain = await addSendingDomain(h.stack.orm, orgId);
     const tag = unique('forge');
@@ -220,8 +294,8 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
 
     const flipped = `${signature!.slice(0, -1)}${signature!.endsWith('A') ? 'B' : 'A'}`;
     const later = (Number.parseInt(expires!, 36) + 3600).toString(36);
-    const otherKey = createUnsubscribeLinks(Buffer.alloc(32, 7), h.stack.config.http.publicUrl).url(emailId!);
-    const expired = createUnsubscribeLinks(Buffer.from(TEST_ENCRYPTION_KEY, 'base64'), h.stack.config.http.publicUrl).url(emailId!, new Date(Date.now() - 61 * DAY));
+    const otherKey = createRecipientLinks(Buffer.alloc(32, 7), h.stack.config.http.publicUrl).url(emailId!);
+    const expired = createRecipientLinks(Buffer.from(TEST_ENCRYPTION_KEY, 'base64'), h.stack.config.http.publicUrl).url(emailId!, new Date(Date.now() - 61 * DAY));
     for (const [bad, status] of [
       [`${h.api.url}/unsubscribe/${emailId}.${expires}.${flipped}`, 404],
       [`${h.api.url}/unsubscribe/${emailId}.${later}.${signature}`, 404],

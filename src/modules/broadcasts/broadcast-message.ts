@@ -18,6 +18,8 @@ export interface BroadcastContent {
   plainText: string;
   previewText: string;
   postalAddress: string | null;
+  /** Open pixel and tracked links. */
+  tracking: boolean;
   /** Null when the contact was deleted since launch. */
   contact: {
     id: string;
@@ -98,24 +100,54 @@ function withHtmlFooter(html: string, postalAddress: string | null, unsubscribeU
   return end === -1 ? `${html}${footer}` : `${html.slice(0, end)}${footer}${html.slice(end)}`;
 }
 
+/** An anchor's http(s) href, literal or as Mustache's escaping writes it (`/` as `&#x2F;`). */
+const TRACKABLE_HREF = /(<a\b[^>]*?\shref\s*=\s*)(["'])(https?:(?:\/\/|&#x2F;&#x2F;)[^"']+)\2/gi;
+
+const ENTITIES: Record<string, string> = { amp: '&', quot: '"', '#39': "'", lt: '<', gt: '>', '#x2F': '/', '#x60': '`', '#x3D': '=' };
+
+/** Entities a URL in an attribute may carry, decoded to the URL itself. */
+function decodeAttribute(value: string): string {
+  return value.replace(/&(amp|quot|#39|lt|gt|#x2F|#x60|#x3D);/g, (_, name: string) => ENTITIES[name] ?? '');
+}
+
+/** Every http(s) link of the HTML through its signed click URL (`skip`: links left as they are). */
+function withTrackedLinks(html: string, click: (target: string) => string, skip: (target: string) => boolean): string {
+  return html.replace(TRACKABLE_HREF, (whole, start: string, quote: string, href: string) => {
+    const target = decodeAttribute(href);
+    return skip(target) ? whole : `${start}${quote}${escapeHtml(click(target))}${quote}`;
+  });
+}
+
+/** The open pixel, before `</body>` when there is one. */
+function withOpenPixel(html: string, src: string): string {
+  const pixel = `<img src="${escapeHtml(src)}" width="1" height="1" alt="" style="display:block;border:0;width:1px;height:1px">`;
+  const end = html.search(/<\/body>/i);
+  return end === -1 ? `${html}${pixel}` : `${html.slice(0, end)}${pixel}${html.slice(end)}`;
+}
+
 function withTextFooter(text: string, postalAddress: string | null, unsubscribeUrl: string): string {
   return `${text}\n\n--\n${postalAddress ? `${postalAddress}\n` : ''}Unsubscribe: ${unsubscribeUrl}\n`;
 }
 
 /**
  * Renders a broadcast for one contact: subject and text plain, HTML with every `{{value}}`
- * escaped (`{{{value}}}` is the sender's explicit raw output), then the preheader, the footer and
- * the list headers. `links.unsubscribe` is the signed one-click URL (also the page a person opens).
+ * escaped (`{{{value}}}` is the sender's explicit raw output), then the preheader, with tracking
+ * its http(s) links through signed click URLs (not the unsubscribe link), the footer, the open
+ * pixel, and the list headers. `links.unsubscribe` is the signed one-click URL (also the page a
+ * person opens). The text body is never rewritten.
  */
 export function renderBroadcastMessage(
   content: BroadcastContent,
-  links: { unsubscribe: string; listId: string; feedbackId: string },
+  links: { unsubscribe: string; listId: string; feedbackId: string; open?: string; click?: (target: string) => string },
 ): RenderedBroadcastMessage {
   const contact = content.contact;
   if (!contact) throw new Error('a broadcast message without its contact is skipped, not rendered');
   const variables = broadcastVariables(contact, links.unsubscribe);
   const subject = Mustache.render(content.subject, variables, {}, PLAIN).replace(/[\r\n]+/g, ' ').trim();
-  const html = content.html ? withHtmlFooter(withPreview(Mustache.render(content.html, variables), content.previewText), content.postalAddress, links.unsubscribe) : null;
+  let html = content.html ? withPreview(Mustache.render(content.html, variables), content.previewText) : null;
+  if (html !== null && content.tracking && links.click) html = withTrackedLinks(html, links.click, (target) => target === links.unsubscribe);
+  if (html !== null) html = withHtmlFooter(html, content.postalAddress, links.unsubscribe);
+  if (html !== null && content.tracking && links.open) html = withOpenPixel(html, links.open);
   const text = content.plainText ? withTextFooter(Mustache.render(content.plainText, variables, {}, PLAIN), content.postalAddress, links.unsubscribe) : null;
   return {
     subject,

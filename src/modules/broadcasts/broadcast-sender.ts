@@ -124,7 +124,12 @@ export function createBroadcastSender(deps: {
       if (!broadcast) return { status: 'deleted', scheduledAtMs: null, audienceWritten: false };
       if (broadcast.status === 'cancelled') {
         while ((await cancelQueuedMessages(deps.orm.em.fork(), input.orgId, broadcast.id, CANCEL_PAGE_SIZE)) > 0);
-      } else if (broadcast.status === 'sending' && broadcast.audienceWrittenAt && !(await hasOpenMessages(deps.orm.em.fork(), input.orgId, broadcast.id))) {
+      } else if (
+        broadcast.status === 'sending' &&
+        broadcast.audienceWrittenAt &&
+        broadcast.domainId &&
+        !(await hasOpenMessages(deps.orm.em.fork(), input.orgId, broadcast.id, broadcast.domainId))
+      ) {
         await move(input, 'sending', 'sent', { completedAt: new Date() });
       }
       const after = await load(input);

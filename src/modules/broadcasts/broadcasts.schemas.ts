@@ -53,9 +53,13 @@ export type CreateBroadcastInput = v.InferOutput<typeof CreateBroadcastBody>;
 
 export const BroadcastMetricsResponse = v.object({ recipients: v.pipe(v.number(), v.integer(), v.minValue(0)), ...EventCounts });
 
-/** POST /outbox/broadcasts/{id}/send: send now, at the draft's scheduled_at, or at the time given here (null: now). */
+/**
+ * POST /outbox/broadcasts/{id}/send: send now, at the draft's scheduled_at, or at the time given
+ * here (null: now); `tracking: false` leaves out the open pixel and tracked links.
+ */
 export const LaunchBroadcastBody = v.strictObject({
   scheduled_at: v.optional(v.nullable(DateTime)),
+  tracking: v.optional(v.boolean(), true),
 });
 
 export type LaunchBroadcastInput = v.InferOutput<typeof LaunchBroadcastBody>;

@@ -136,7 +136,7 @@ export function createBroadcastsService({
           const message = schedule === 'in_past' ? 'must be in the future (send with "scheduled_at": null to send now)' : 'must be at most 30 days ahead';
           throw invalid('scheduled_at', schedule, message, 'SCHEDULE_OUT_OF_RANGE');
         }
-        Object.assign(row, { domainId: domain.id, launchedAt: now, scheduledAt: at, status: at ? 'scheduled' : 'sending', sendingAt: at ? null : now });
+        Object.assign(row, { domainId: domain.id, launchedAt: now, scheduledAt: at, status: at ? 'scheduled' : 'sending', sendingAt: at ? null : now, tracking: input.tracking });
         await em.flush();
         recordEvent(em, orgId, at ? 'broadcast.scheduled' : 'broadcast.sending', { broadcast: serializeBroadcast(row) });
         const workflowInput: BroadcastSendInput = { orgId, broadcastId: row.id };

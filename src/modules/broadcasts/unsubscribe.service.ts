@@ -4,7 +4,7 @@ import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import type { Config } from '../../config.ts';
 import { recordEmailEvent } from '../metrics/email-events.ts';
 import { moveContact, suppressAddress } from '../sends/outcomes.ts';
-import { createUnsubscribeLinks } from './unsubscribe-link.ts';
+import { createRecipientLinks } from './recipient-links.ts';
 
 export type UnsubscribeResult =
   | { outcome: 'unsubscribed'; email: string; sender: string }
@@ -20,7 +20,7 @@ export type UnsubscribeResult =
  * link scanners fetch every link, so a GET never unsubscribes).
  */
 export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Config, 'encryptionKey' | 'http'> }) {
-  const links = deps.config.encryptionKey ? createUnsubscribeLinks(deps.config.encryptionKey, deps.config.http.publicUrl) : null;
+  const links = deps.config.encryptionKey ? createRecipientLinks(deps.config.encryptionKey, deps.config.http.publicUrl) : null;
 
   async function messageOf(token: string) {
     if (!links) return { outcome: 'unavailable' as const };

@@ -7,7 +7,7 @@ import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
 import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { renderBroadcastMessage, skipReason } from '../broadcasts/broadcast-message.ts';
-import { createUnsubscribeLinks } from '../broadcasts/unsubscribe-link.ts';
+import { createRecipientLinks } from '../broadcasts/recipient-links.ts';
 import type { EmailDelivery } from './delivery.ts';
 import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
 
@@ -54,7 +54,7 @@ export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, f
 export function createDomainDrainer(deps: DomainDrainDeps) {
   const { orm, config, delivery, wakes, logger } = deps;
   const queue = createDomainQueue(orm);
-  const unsubscribeLinks = config.encryptionKey ? createUnsubscribeLinks(config.encryptionKey, config.http.publicUrl) : null;
+  const recipientLinks = config.encryptionKey ? createRecipientLinks(config.encryptionKey, config.http.publicUrl) : null;
 
   /**
    * A broadcast message at its turn: skipped (null) when its contact may no longer be mailed or
@@ -69,9 +69,11 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
       return null;
     }
     // Launch refuses without the key; a key removed since then stops the broadcast's messages here.
-    if (!unsubscribeLinks) throw new Error('HERALD_ENCRYPTION_KEY is not set: unsubscribe links cannot be signed');
+    if (!recipientLinks) throw new Error('HERALD_ENCRYPTION_KEY is not set: unsubscribe links cannot be signed');
     const rendered = renderBroadcastMessage(content, {
-      unsubscribe: unsubscribeLinks.url(email.id),
+      unsubscribe: recipientLinks.url(email.id),
+      open: recipientLinks.openUrl(email.id),
+      click: (target) => recipientLinks.clickUrl(email.id, target),
       listId: `<${content.broadcastId}.${email.domain}>`,
       feedbackId: `${content.broadcastId}:${email.orgId}:herald`,
     });

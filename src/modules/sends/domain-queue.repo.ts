@@ -177,7 +177,7 @@ export function createDomainQueue(orm: MikroORM) {
                 case when e.broadcast_id is null then null else (
                   select json_build_object(
                            'broadcastId', bc.id, 'status', bc.status, 'subject', bc.subject, 'html', bc.html, 'plainText', bc.plain_text,
-                           'previewText', bc.preview_text, 'postalAddress', o.postal_address,
+                           'previewText', bc.preview_text, 'postalAddress', o.postal_address, 'tracking', bc.tracking,
                            'contact', (select json_build_object('id', c.id, 'email', c.email, 'firstName', c.first_name, 'lastName', c.last_name,
                                                                 'company', c.company, 'customFields', c.custom_fields, 'status', c.status,
                                                                 'suppressed', exists (select 1 from suppressions x where x.org_id = c.org_id and x.email = c.email))

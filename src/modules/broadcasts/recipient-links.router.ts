@@ -2,7 +2,11 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { escapeHtml } from '../../html-escape.ts';
 import type { HeraldState } from '../../http/state.ts';
+import type { TrackingService } from './tracking.service.ts';
 import type { UnsubscribeResult, UnsubscribeService } from './unsubscribe.service.ts';
+
+/** A transparent 1×1 GIF. */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 /**
  * The public unsubscribe link of a broadcast message, `/unsubscribe/<token>` (no API key: the
@@ -47,9 +51,32 @@ function render(ctx: Context, result: UnsubscribeResult): void {
   }
 }
 
-export function createUnsubscribeRouter(deps: { unsubscribe: UnsubscribeService }): Router<HeraldState> {
+/**
+ * The public links of broadcast messages: unsubscribe (above), the open pixel `GET /t/o/<token>.gif`
+ * (always the GIF, uncached; a valid token records an open) and tracked links `GET /t/c/<token>?u=`
+ * (302 to exactly the target the token signed, with the click recorded; anything else a 404 page).
+ */
+export function createRecipientLinksRouter(deps: { unsubscribe: UnsubscribeService; tracking: TrackingService }): Router<HeraldState> {
   const router = new Router<HeraldState>();
   router.get('/unsubscribe/:token', async (ctx) => render(ctx, await deps.unsubscribe.preview(ctx.params.token ?? '')));
   router.post('/unsubscribe/:token', async (ctx) => render(ctx, await deps.unsubscribe.unsubscribe(ctx.params.token ?? '')));
+  router.get('/t/o/:file', async (ctx) => {
+    const file = ctx.params.file ?? '';
+    if (file.endsWith('.gif')) await deps.tracking.open(file.slice(0, -'.gif'.length), ctx.get('user-agent') || undefined);
+    ctx.set('Cache-Control', 'no-store, max-age=0');
+    ctx.type = 'image/gif';
+    ctx.body = PIXEL;
+  });
+  router.get('/t/c/:token', async (ctx) => {
+    const target = new URLSearchParams(ctx.querystring).get('u') ?? undefined;
+    const to = await deps.tracking.click(ctx.params.token ?? '', target, ctx.get('user-agent') || undefined);
+    if (!to) {
+      render(ctx, { outcome: 'invalid' });
+      return;
+    }
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.redirect(to);
+  });
   return router;
 }

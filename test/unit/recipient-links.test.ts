@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createUnsubscribeLinks, UNSUBSCRIBE_LINK_TTL_SECONDS } from '../../src/modules/broadcasts/unsubscribe-link.ts';
+import { createRecipientLinks, UNSUBSCRIBE_LINK_TTL_SECONDS } from '../../src/modules/broadcasts/recipient-links.ts';
 
 const key = Buffer.alloc(32, 3);
-const links = createUnsubscribeLinks(key, 'https://herald.example');
+const links = createRecipientLinks(key, 'https://herald.example');
 const emailId = '6b06cc969013e435fbbd93c8';
 const tokenOf = (url: string) => url.slice('https://herald.example/unsubscribe/'.length);
 
@@ -29,9 +29,27 @@ describe('unsubscribe links', () => {
     }
     expect(links.check(`${'0'.repeat(24)}.${expires}.${signature}`)).toEqual({ ok: false, reason: 'invalid' });
     expect(links.check(`${id}.${(Number.parseInt(expires, 36) + 1).toString(36)}.${signature}`)).toEqual({ ok: false, reason: 'invalid' });
-    expect(createUnsubscribeLinks(Buffer.alloc(32, 4), 'https://herald.example').check(token)).toEqual({ ok: false, reason: 'invalid' });
+    expect(createRecipientLinks(Buffer.alloc(32, 4), 'https://herald.example').check(token)).toEqual({ ok: false, reason: 'invalid' });
     for (const malformed of ['', 'x', `${id}.${expires}`, `${id.toUpperCase()}.${expires}.${signature}`, `${id}.${expires}.${signature}=`, `${id}..${signature}`]) {
       expect(links.check(malformed)).toEqual({ ok: false, reason: 'invalid' });
     }
+  });
+});
+
+describe('tracking links', () => {
+  it('binds a click token to its message and exact target, and an open token to its message', () => {
+    const target = 'https://shop.example/a?x=1&y=2';
+    const click = new URL(links.clickUrl(emailId, target));
+    expect(click.searchParams.get('u')).toBe(target);
+    const token = click.pathname.split('/').at(-1)!;
+    expect(links.checkClick(token, target)).toBe(emailId);
+    for (const other of ['https://shop.example/a?x=1&y=3', 'https://evil.example/', `${target}#`, 'https://shop.example/a?x=1&y=2 ']) {
+      expect(links.checkClick(token, other), other).toBeNull();
+    }
+    const open = links.openUrl(emailId).split('/').at(-1)!.replace(/\.gif$/, '');
+    expect(links.checkOpen(open)).toBe(emailId);
+    // A token of one kind is not valid as another.
+    expect(links.checkOpen(token)).toBeNull();
+    expect(links.checkClick(open, target)).toBeNull();
   });
 });

@@ -1,0 +1,76 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { TrackingHitState } from '../../../db/entities/index.ts';
+import type { Logger } from '../../logger.ts';
+import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
+import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
+import { claimPendingHits, engagementOf, hitsOfMessages, setHitStates, type HitRow } from './tracking.repo.ts';
+
+/** A hit is judged once it is this old, so a burst it belongs to has arrived whole. */
+export const TRACKING_SETTLE_MS = 1_000;
+/** Clicks of different links of one message this close together are a scanner or a prefetcher. */
+export const BURST_WINDOW_MS = 1_000;
+const PASS_LIMIT = 1_000;
+
+/**
+ * Whether `hit` belongs to a burst among `neighbours` (the hits of its message): a click with a
+ * click on another link within BURST_WINDOW_MS; an open with clicks on two different links
+ * within that window (the pixel fetched along with every link).
+ */
+export function inBurst(hit: Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>, neighbours: readonly Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>[]): boolean {
+  const near = neighbours.filter((other) => other.id !== hit.id && other.kind === 'click' && Math.abs(other.at_ms - hit.at_ms) <= BURST_WINDOW_MS);
+  if (hit.kind === 'click') return near.some((other) => other.url !== hit.url);
+  return new Set(near.map((other) => other.url)).size >= 2;
+}
+
+/**
+ * Judges pending open and click hits: a hit in a burst is flagged; otherwise the recipient's
+ * first open and first click each become one `opened` / `clicked` email event (feeding the
+ * broadcast's metrics and GET /metrics), later ones are repeats. A counted click also counts an
+ * open when none was counted (images are often blocked; the click proves the message was
+ * opened). One transaction per pass; hits stay pending if it fails.
+ */
+export function createTrackingCounter(deps: { orm: MikroORM }) {
+  return {
+    async pass(): Promise<number> {
+      return deps.orm.em.fork().transactional(async (tx) => {
+        const pending = await claimPendingHits(tx, TRACKING_SETTLE_MS, PASS_LIMIT);
+        if (pending.length === 0) return 0;
+        const messages = [...new Map(pending.map((hit) => [hit.email_id, { org_id: hit.org_id, email_id: hit.email_id }])).values()];
+        const neighbours = await hitsOfMessages(tx, messages);
+        const engagement = new Map((await engagementOf(tx, messages)).map((row) => [row.email_id, row]));
+        const states = new Map<string, TrackingHitState>();
+        const events: EmailEventInput[] = [];
+        for (const hit of pending) {
+          const message = engagement.get(hit.email_id);
+          const around = neighbours.filter((other) => other.email_id === hit.email_id);
+          if (!message || inBurst(hit, around)) {
+            states.set(hit.id, 'flagged');
+            continue;
+          }
+          const event = (type: 'opened' | 'clicked') =>
+            events.push({ orgId: hit.org_id, type, recipient: message.recipient, domain: message.domain, emailId: hit.email_id, broadcastId: hit.broadcast_id, occurredAt: new Date(hit.at_ms) });
+          const first = hit.kind === 'open' ? !message.opened : !message.clicked;
+          states.set(hit.id, first ? 'counted' : 'repeat');
+          if (!first) continue;
+          if (hit.kind === 'click') {
+            event('clicked');
+            message.clicked = true;
+          }
+          if (!message.opened) {
+            event('opened');
+            message.opened = true;
+          }
+        }
+        await setHitStates(tx, states);
+        if (events.length > 0) await recordEmailEvents(tx, events);
+        return pending.length;
+      });
+    },
+  };
+}
+
+/** The worker's loop that judges tracking hits every `intervalMs`. */
+export function startTrackingCounter(options: { orm: MikroORM; logger: Logger; intervalMs?: number }): ReconcileLoop {
+  const counter = createTrackingCounter(options);
+  return startReconcileLoop({ name: 'tracking counter', intervalMs: options.intervalMs ?? 2_000, logger: options.logger, pass: () => counter.pass() });
+}
