@@ -9,7 +9,7 @@ import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { renderBroadcastMessage, skipReason } from '../broadcasts/broadcast-message.ts';
 import { createRecipientLinks } from '../broadcasts/recipient-links.ts';
 import type { EmailDelivery } from './delivery.ts';
-import { createDomainQueue, type ClaimedEmail } from './domain-queue.repo.ts';
+import { createDomainQueue, type ClaimedEmail, type QueueCursor } from './domain-queue.repo.ts';
 
 /**
  * One drain of a sending domain's queue, as the domain actor's activity runs it: take the
@@ -89,6 +89,7 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
         return { nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: 0, state: 'idle', lastOutcome: 'domain deleted' };
       }
       const inFlight = new Set<string>();
+      let broadcastCursor: QueueCursor | null = null;
 
       async function expireAfterFailure(emailId: string): Promise<void> {
         try {
@@ -141,7 +142,9 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
         signal: context.signal,
         subscribe: (onWake) => wakes.subscribe(SEND_WAKE_CHANNEL, domainId, onWake),
         async claim(limit) {
-          const items = await queue.claim(orgId, domainId, limit, EMAIL_LEASE_SECONDS);
+          const items = await queue.claim(orgId, domainId, limit, EMAIL_LEASE_SECONDS, broadcastCursor);
+          // Claimed in queue order (transactional first): the last broadcast message is where the next claim starts.
+          broadcastCursor = items.findLast((item) => item.broadcast !== null)?.cursor ?? broadcastCursor;
           return { claimed: items.length, items };
         },
         run: attempt,

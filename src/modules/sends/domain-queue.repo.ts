@@ -57,6 +57,8 @@ export interface ClaimedEmail extends ClaimedSend {
   dueMs: number;
   /** A broadcast's message: what it is rendered from (the broadcast, the contact as it is now). */
   broadcast: BroadcastContent | null;
+  /** Its place on the queue's order, for the next claim's cursor. */
+  cursor: QueueCursor;
 }
 
 interface ClaimedRow {
@@ -81,6 +83,21 @@ interface ClaimedRow {
   recipients: SendRecipient[];
   broadcast_id: string | null;
   broadcast: BroadcastContent | null;
+  due_at_text: string;
+}
+
+/**
+ * Where a drain's last claim of broadcast messages ended, on the due index's order: the next
+ * claim starts after it instead of walking again over the index entries that the rows already
+ * claimed left behind (dead until vacuum; at 50,000 claimed, a 20-row claim took 120 ms). Safe
+ * within a drain because a row's `next_attempt_at` only ever moves forward (a lease, a retry
+ * time), so nothing due can fall behind the cursor; a row skipped while locked is found by the
+ * next drain, which starts without a cursor.
+ */
+export interface QueueCursor {
+  /** The due time as PostgreSQL wrote it (microseconds kept). */
+  dueAt: string;
+  id: string;
 }
 
 function toClaimed(row: ClaimedRow): ClaimedEmail {
@@ -106,6 +123,7 @@ function toClaimed(row: ClaimedRow): ClaimedEmail {
     dueMs: row.due_ms,
     broadcastId: row.broadcast_id,
     broadcast: row.broadcast,
+    cursor: { dueAt: row.due_at_text, id: row.id },
   };
 }
 
@@ -134,10 +152,16 @@ export function createDomainQueue(orm: MikroORM) {
      * first claim counts it against the day's warm-up counter (shard 0) and records the day, so
      * a release gives it back there. Each becomes due again at the end of its lease unless the
      * attempt records a new time, so a dead worker's email is taken again.
+     *
+     * The claim commits without waiting for its WAL flush (synchronous_commit off for this
+     * statement's transaction): a claim lost in a database crash only puts its emails back on the
+     * queue as they were, and the record of an attempt (a synchronous commit, later in the WAL)
+     * can never survive without the claim before it.
      */
-    async claim(orgId: string, domainId: string, limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
+    async claim(orgId: string, domainId: string, limit: number, leaseSeconds: number, cursor: QueueCursor | null = null): Promise<ClaimedEmail[]> {
       const rows = await db().execute<ClaimedRow[]>(
-        `with t as (
+        `with no_fsync as (select set_config('synchronous_commit', 'off', true) as setting),
+         t as (
            select id, next_attempt_at as due_at from transactional_emails
             where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and next_attempt_at <= now()
             order by next_attempt_at, id
@@ -146,6 +170,7 @@ export function createDomainQueue(orm: MikroORM) {
          b as (
            select id, next_attempt_at as due_at from transactional_emails
             where domain_id = :domain and org_id = :org and ${BROADCAST} and next_attempt_at <= now()
+              and (next_attempt_at, id) > (:afterAt::timestamptz, :afterId::varchar)
             order by next_attempt_at, id
             limit greatest(0, least(:limit - (select count(*) from t), (select n from room)))
             for update skip locked
@@ -171,7 +196,7 @@ export function createDomainQueue(orm: MikroORM) {
                 (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
                 (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
                 (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
-                (extract(epoch from e.due_at) * 1000)::float8 as due_ms,
+                (extract(epoch from e.due_at) * 1000)::float8 as due_ms, e.due_at::text as due_at_text,
                 (select json_agg(json_build_object('id', r.id, 'email', r.email, 'kind', r.kind, 'status', r.status) order by r.id)
                    from email_recipients r where r.email_id = e.id and r.org_id = e.org_id) as recipients,
                 case when e.broadcast_id is null then null else (
@@ -185,9 +210,9 @@ export function createDomainQueue(orm: MikroORM) {
                     from broadcasts bc join organizations o on o.id = bc.org_id
                    where bc.id = e.broadcast_id and bc.org_id = e.org_id) end as broadcast,
                 (select count(*) from counted)::int as counted
-           from claimed e
+           from claimed e, no_fsync
           order by e.broadcast_id nulls first, e.due_at, e.id`,
-        { lease: leaseSeconds, domain: domainId, org: orgId, limit, day: utcDay(new Date()) },
+        { lease: leaseSeconds, domain: domainId, org: orgId, limit, day: utcDay(new Date()), afterAt: cursor?.dueAt ?? '-infinity', afterId: cursor?.id ?? '' },
       );
       return rows.map(toClaimed);
     },
