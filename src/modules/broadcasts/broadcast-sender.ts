@@ -79,12 +79,13 @@ export function createBroadcastSender(deps: {
      */
     async writeAudience(input: BroadcastSendInput, heartbeat: () => void): Promise<{ status: string; written: number }> {
       let written = 0;
+      let domain: Domain | null = null;
       for (;;) {
         const broadcast = await load(input);
         if (!broadcast || broadcast.status !== 'sending') return { status: broadcast?.status ?? 'deleted', written };
         if (broadcast.audienceWrittenAt) return { status: broadcast.status, written };
         if (!broadcast.sendingAt || !broadcast.domainId) throw new Error(`broadcast ${broadcast.id} is sending without a send time or domain`);
-        const domain = await em(input.orgId).findOneOrFail(Domain, { id: broadcast.domainId });
+        domain ??= await em(input.orgId).findOneOrFail(Domain, { id: broadcast.domainId });
         const tx = deps.orm.em.fork();
         const members = await readAudiencePage(tx, input.orgId, broadcast.segmentIds, {
           sendingAt: broadcast.sendingAt,

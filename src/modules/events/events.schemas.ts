@@ -77,6 +77,9 @@ const emailData = <T extends v.ObjectEntries>(extra: T) =>
     ...extra,
   });
 
+/** A broadcast status change: the broadcast as it is after it. */
+const broadcastEvent = (description: string): Omit<EventDefinition, 'type'> => ({ category: 'broadcast', description, data: v.object({ broadcast: BroadcastResponse }) });
+
 const Address = v.object({ email: v.string(), name: v.string() });
 
 const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
@@ -120,26 +123,10 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     description: 'A broadcast draft was created.',
     data: v.object({ broadcast: BroadcastResponse }),
   },
-  'broadcast.scheduled': {
-    category: 'broadcast',
-    description: 'A broadcast was launched for its scheduled_at.',
-    data: v.object({ broadcast: BroadcastResponse }),
-  },
-  'broadcast.sending': {
-    category: 'broadcast',
-    description: 'A broadcast started sending: its audience (the segments\' contacts as of now) is being queued.',
-    data: v.object({ broadcast: BroadcastResponse }),
-  },
-  'broadcast.sent': {
-    category: 'broadcast',
-    description: 'Every message of a broadcast left the queue (delivered, bounced, failed or skipped).',
-    data: v.object({ broadcast: BroadcastResponse }),
-  },
-  'broadcast.cancelled': {
-    category: 'broadcast',
-    description: 'A broadcast was cancelled; messages not yet handed off are not sent.',
-    data: v.object({ broadcast: BroadcastResponse }),
-  },
+  'broadcast.scheduled': broadcastEvent('A broadcast was launched for its scheduled_at.'),
+  'broadcast.sending': broadcastEvent('A broadcast started sending: its audience (the segments\' contacts as of now) is being queued.'),
+  'broadcast.sent': broadcastEvent('Every message of a broadcast left the queue (delivered, bounced, failed or skipped).'),
+  'broadcast.cancelled': broadcastEvent('A broadcast was cancelled; messages not yet handed off are not sent.'),
   'broadcast.failed': {
     category: 'broadcast',
     description: 'Herald stopped a broadcast (`reason` says why); messages already queued still go.',
