@@ -24,6 +24,18 @@ import type { Benchmark } from './lib/types.ts';
 
 const POOL = 5;
 const TRANSACTIONAL_RATE = 10;
+const TIMELINE_STEP_S = 30;
+
+/** Arrivals per step as `from–to s: count (rate/s)` lines: whether the rate holds or falls as the queue drains. */
+function timeline(offsetsMs: number[]): string {
+  const counts: number[] = [];
+  for (const offset of offsetsMs) {
+    const step = Math.floor(offset / 1000 / TIMELINE_STEP_S);
+    counts[step] = (counts[step] ?? 0) + 1;
+  }
+  return Array.from(counts, (count = 0, step) => `${step * TIMELINE_STEP_S}–${(step + 1) * TIMELINE_STEP_S} s: ${count} (${fmt(count / TIMELINE_STEP_S)}/s)`).join('\n');
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const benchmark: Benchmark = {
@@ -44,7 +56,19 @@ export const benchmark: Benchmark = {
     );
 
     const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_RELAY_FINAL_HOP: 'true', SMTP_RELAY_POOL_SIZE: String(POOL), BLOB_DIR: '' };
-    const worker = await context.start('worker', await context.env(databaseUrl, relayEnv));
+    const metricsPort = await context.freePort();
+    const worker = await context.start('worker', await context.env(databaseUrl, { ...relayEnv, METRICS_PORT: String(metricsPort) }), { profile: true });
+    /** The worker's send-step histograms: seconds spent and count per step (claim, build, relay, record). */
+    async function sendSteps(): Promise<Map<string, { sum: number; count: number }>> {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const steps = new Map<string, { sum: number; count: number }>();
+      for (const [, kind, step, value] of text.matchAll(/^herald_send_step_seconds_(sum|count)\{step="(\w+)"\} (\S+)$/gm)) {
+        const entry = steps.get(step!) ?? { sum: 0, count: 0 };
+        entry[kind as 'sum' | 'count'] = Number(value);
+        steps.set(step!, entry);
+      }
+      return steps;
+    }
     const api = await context.start('api', await context.env(databaseUrl, relayEnv));
     const temporal = await context.temporal();
     const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -84,6 +108,7 @@ export const benchmark: Benchmark = {
         plain_text: 'Hello {{first_name}}, your plan: {{plan}}.',
       });
       const cpu = cpuAccount({ api: api.pid, worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
+      const stepsBefore = await sendSteps();
       const launchedAt = Date.now();
       await call('POST', `/api/v1/outbox/broadcasts/${String(draft._id)}/send`, {});
 
@@ -109,11 +134,29 @@ export const benchmark: Benchmark = {
       const arrived = arrivals.filter(isBroadcastMessage);
       const last = arrived.reduce((latest, m) => Math.max(latest, m.receivedAt), 0);
       const seconds = (last - launchedAt) / 1000;
+      const [written] = await withClient(databaseUrl, async (client) =>
+        (await client.query<{ audience_s: number | null }>(
+          `select extract(epoch from audience_written_at - sending_at)::float8 as audience_s from broadcasts where id = $1 and org_id = $2`,
+          [draft._id, workspace.orgId],
+        )).rows,
+      );
+      const stepsAfter = await sendSteps();
+      context.note(
+        `broadcast ${label}: the worker's send steps (herald_send_step_seconds)`,
+        [...stepsAfter]
+          .map(([step, after]) => {
+            const before = stepsBefore.get(step) ?? { sum: 0, count: 0 };
+            const count = after.count - before.count;
+            return `${step}: ${count} times, mean ${fmt(((after.sum - before.sum) / Math.max(1, count)) * 1000)} ms, total ${fmt(after.sum - before.sum)} s`;
+          })
+          .join('\n'),
+      );
+      context.note(`broadcast ${label}: messages at the relay per ${TIMELINE_STEP_S} s from the launch`, timeline(arrived.map((m) => m.receivedAt - launchedAt)));
       const latencies = arrivals
         .filter((m) => m.messageId !== null && answeredAt.has(m.messageId))
         .map((m) => m.receivedAt - answeredAt.get(m.messageId as string)!)
         .sort((a, b) => a - b);
-      return { arrived: arrived.length, seconds, rate: arrived.length / seconds, rss, latencies, transactionalSent: answeredAt.size, cpu: cpu.perUnit(arrived.length) };
+      return { arrived: arrived.length, seconds, rate: arrived.length / seconds, audienceSeconds: written?.audience_s ?? Number.NaN, rss, latencies, transactionalSent: answeredAt.size, cpu: cpu.perUnit(arrived.length) };
     }
 
     async function plainNodemailer(count: number): Promise<number> {
@@ -151,6 +194,7 @@ export const benchmark: Benchmark = {
           recipients: active,
           arrived: sent.arrived,
           launch_to_last_s: sent.seconds,
+          audience_written_s: sent.audienceSeconds,
           broadcast_per_s: sent.rate,
           plain_nodemailer_per_s: plain,
           ratio_of_plain: sent.rate / plain,

@@ -59,7 +59,8 @@ export function cpuMsOfDatabase(database: string): number {
     try {
       if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
       const line = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      if (line.includes(` ${database} `) || PG_BACKGROUND.test(line)) total += cpuMs(Number(entry));
+      // A backend's line names the database mid-line; an autovacuum worker's ends with it.
+      if (line.includes(` ${database} `) || line.endsWith(` ${database}`) || PG_BACKGROUND.test(line)) total += cpuMs(Number(entry));
     } catch {
       // The process ended between the listing and the read.
     }

@@ -128,7 +128,7 @@ export const EmailRecipientSchema = defineEntity({
   tableName: 'email_recipients',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     emailId: p.string().length(24),
     kind: p.enum(RECIPIENT_KINDS),
     /** Lower-cased address; unique per email (duplicates across to/cc/bcc are merged). */

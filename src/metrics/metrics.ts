@@ -15,6 +15,7 @@ import type { Logger } from '../logger.ts';
  *   failed, exhausted; sends: sent, deferred, failed, cancelled);
  * - `herald_delivery_latency_seconds{pipeline}`: from an item falling due (a delivery's creation
  *   or retry time, an email's acceptance) to its attempt's outcome;
+ * - `herald_send_step_seconds{step}`: where a send attempt's time goes (claim, build, relay, record);
  * - `herald_http_request_duration_seconds{method,route,status}`: the api's answers by route;
  * - Node's process metrics (`herald_process_*`, `herald_nodejs_*`).
  */
@@ -35,6 +36,14 @@ export const deliveryLatency = new Histogram({
   help: 'From an item falling due (created, retry time, acceptance) to the outcome of its attempt.',
   labelNames: ['pipeline'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [metricsRegistry],
+});
+
+export const sendStepDuration = new Histogram({
+  name: 'herald_send_step_seconds',
+  help: "The steps of the domain drains' send attempts: claim (one statement per batch), build (render and DKIM-sign), relay (the SMTP transaction), record (the answer committed).",
+  labelNames: ['step'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
   registers: [metricsRegistry],
 });
 

@@ -12,6 +12,7 @@ import {
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
+import { sendStepDuration } from '../../metrics/metrics.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome, type RecipientOutcome } from './outcomes.ts';
 import { releaseEmailQuota } from './quota.repo.ts';
@@ -187,19 +188,41 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   async function attempt(orgId: string, email: MessageSource & { domain: string; broadcastId?: string | null }, recipients: readonly SendRecipient[], nextDelayMs: number | null): Promise<DeliverResult> {
     const pending = recipients.filter((r) => isPending(r.status));
     let message: Mail.Options;
+    const built = sendStepDuration.startTimer({ step: 'build' });
     try {
       message = await builder.build(email, recipients);
     } catch (error) {
       if (!(error instanceof BuildFailure)) throw error;
       return failBuild(orgId, email, recipients, error);
+    } finally {
+      built();
     }
     const beat = deps.heartbeat ? setInterval(deps.heartbeat, 2_000) : null;
+    const relayed = sendStepDuration.startTimer({ step: 'relay' });
     let result: RelayResult;
     try {
       result = await deps.relay.send(message, { from: verpAddress(email.id, bounceHostOf(email.domain)), to: pending.map((r) => r.email) });
     } finally {
+      relayed();
       if (beat) clearInterval(beat);
     }
+    const recorded = sendStepDuration.startTimer({ step: 'record' });
+    try {
+      return await record(orgId, email, recipients, pending, result, nextDelayMs);
+    } finally {
+      recorded();
+    }
+  }
+
+  /** Records the relay's answer: the group-commit recorder for an attempt accepted whole, else one transaction. */
+  async function record(
+    orgId: string,
+    email: MessageSource & { domain: string; broadcastId?: string | null },
+    recipients: readonly SendRecipient[],
+    pending: readonly SendRecipient[],
+    result: RelayResult,
+    nextDelayMs: number | null,
+  ): Promise<DeliverResult> {
     if (deps.recorder && acceptedByAll(result, pending)) {
       const byEmail = new Map(result.recipients.map((answer) => [answer.email, answer.response]));
       await deps.recorder.record({

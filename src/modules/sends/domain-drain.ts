@@ -3,7 +3,7 @@ import type { DrainSummary } from '../../../workflows/queue-actor.ts';
 import type { SendDomainInput } from '../../../workflows/send-domain.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
+import { deliveriesTotal, deliveryLatency, sendStepDuration } from '../../metrics/metrics.ts';
 import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { renderBroadcastMessage, skipReason } from '../broadcasts/broadcast-message.ts';
@@ -142,7 +142,8 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
         signal: context.signal,
         subscribe: (onWake) => wakes.subscribe(SEND_WAKE_CHANNEL, domainId, onWake),
         async claim(limit) {
-          const items = await queue.claim(orgId, domainId, limit, EMAIL_LEASE_SECONDS, broadcastCursor);
+          const claimed = sendStepDuration.startTimer({ step: 'claim' });
+          const items = await queue.claim(orgId, domainId, limit, EMAIL_LEASE_SECONDS, broadcastCursor).finally(claimed);
           // Claimed in queue order (transactional first): the last broadcast message is where the next claim starts.
           broadcastCursor = items.findLast((item) => item.broadcast !== null)?.cursor ?? broadcastCursor;
           return { claimed: items.length, items };

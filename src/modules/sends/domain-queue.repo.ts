@@ -20,6 +20,15 @@ const OPEN = `status in ('scheduled', 'queued', 'sending')`;
 const TRANSACTIONAL = `${OPEN} and broadcast_id is null`;
 const BROADCAST = `${OPEN} and broadcast_id is not null`;
 
+/**
+ * Why a claimed email's recipients are looked up by its id alone: the email row is the
+ * workspace's, and so are its recipients. With the workspace's condition as well, PostgreSQL
+ * without fresh statistics (right after an audience of 100,000 was written, before autovacuum
+ * analyzed it) combined the unique (email_id, email) index with a scan of every recipient row
+ * of the workspace: 6 ms per claimed email at 100,000.
+ */
+export const BY_EMAIL_ID = 'recipients reached through their email, whose workspace the statement names';
+
 /** How often a paused domain's broadcast messages are looked at again. */
 const PAUSED_RECHECK_SECONDS = 60;
 
@@ -198,7 +207,7 @@ export function createDomainQueue(orm: MikroORM) {
                 (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
                 (extract(epoch from e.due_at) * 1000)::float8 as due_ms, e.due_at::text as due_at_text,
                 (select json_agg(json_build_object('id', r.id, 'email', r.email, 'kind', r.kind, 'status', r.status) order by r.id)
-                   from email_recipients r where r.email_id = e.id and r.org_id = e.org_id) as recipients,
+                   from email_recipients r where r.email_id = e.id /* workspace: ${BY_EMAIL_ID} */) as recipients,
                 case when e.broadcast_id is null then null else (
                   select json_build_object(
                            'broadcastId', bc.id, 'status', bc.status, 'subject', bc.subject, 'html', bc.html, 'plainText', bc.plain_text,

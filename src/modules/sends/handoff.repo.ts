@@ -16,9 +16,9 @@ export type { HandoffResult } from '../../../workflows/sends.ts';
 export async function readHandoff(em: EntityManager, orgId: string, emailId: string): Promise<HandoffResult | null> {
   const [row] = await em.getConnection().execute<{ status: string; quota_released: boolean; last_error: string | null; handed: boolean; deferred: boolean }[]>(
     `select e.status, e.quota_released, e.last_error,
-            exists (select 1 from email_recipients r where r.email_id = e.id and r.org_id = e.org_id
+            exists (select 1 from email_recipients r where r.email_id = e.id /* workspace: recipients reached through their email, whose workspace the statement names */
                      and r.status in ('sent', 'delivered', 'bounced', 'complained')) as handed,
-            exists (select 1 from email_recipients r where r.email_id = e.id and r.org_id = e.org_id and r.status = 'deferred') as deferred
+            exists (select 1 from email_recipients r where r.email_id = e.id and r.status = 'deferred') as deferred
        from transactional_emails e where e.id = ? and e.org_id = ?`,
     [emailId, orgId],
   );

@@ -3,6 +3,7 @@ import type { Config } from '../../config.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
 import { isSubscribed, recordEvent, subscribedEventTypes } from '../events/events.fns.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
+import { BY_EMAIL_ID } from './domain-queue.repo.ts';
 import { emailEventData } from './outcomes.ts';
 
 /** An attempt the relay accepted for every recipient it was for: the common case, recorded in groups. */
@@ -51,7 +52,7 @@ export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, '
            from (values ${attempts.map(() => '(?, ?, ?)').join(', ')}) v (id, org_id, at)
           where e.id = v.id and e.org_id = v.org_id and e.status = 'sending'
             and not exists (select 1 from email_recipients r
-                             where r.email_id = e.id and r.org_id = e.org_id and r.status in ('queued', 'deferred'))`,
+                             where r.email_id = e.id /* workspace: ${BY_EMAIL_ID} */ and r.status in ('queued', 'deferred'))`,
         attempts.flatMap((a) => [a.email.id, a.orgId, a.at.toISOString()]),
         'run',
       );
