@@ -1,4 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import { type ResourceLimits, Worker } from 'node:worker_threads';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Envelope } from '../modules/sends/message-composer.ts';
 import { AppError } from '../errors.ts';
 import type { OffloadResult, OffloadTask } from './offload-tasks.ts';
 import { transferableOf } from './offload-tasks.ts';
@@ -11,12 +13,14 @@ export interface ParsedBody {
   fingerprint: string;
 }
 
-/** CPU-heavy request work run on another thread (one per api process, tasks in order). */
+/** CPU-heavy work run on another thread (one per api or worker process, tasks started in order). */
 export interface OffloadPool {
   /** `parseJsonBody` plus the request's idempotency fingerprint; rejects with the same AppErrors. */
   parseJson(bytes: Buffer, method: string, path: string): Promise<ParsedBody>;
   /** `decodeBase64`: the bytes, or null when the text is not base64. */
   decodeBase64(text: string): Promise<Buffer | null>;
+  /** `composeMessage`: the message as it goes on the wire, DKIM-signed when it says so. */
+  composeMessage(message: Mail.Options, envelope: Envelope): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -26,7 +30,7 @@ type Pending = { worker: Worker; resolve: (result: OffloadResult) => void; rejec
  * One worker thread, started on first use and again after a crash (the tasks in flight then
  * reject). It does not keep the process alive.
  */
-export function createOffloadPool(): OffloadPool {
+export function createOffloadPool(options: { resourceLimits?: ResourceLimits } = {}): OffloadPool {
   let worker: Worker | null = null;
   let nextId = 0;
   const pending = new Map<number, Pending>();
@@ -43,7 +47,7 @@ export function createOffloadPool(): OffloadPool {
 
   function started(): Worker {
     if (worker) return worker;
-    const created = new Worker(WORKER_URL);
+    const created = new Worker(WORKER_URL, options.resourceLimits ? { resourceLimits: options.resourceLimits } : {});
     created.unref();
     created.on('message', ({ id, result, crash }: { id: number; result?: OffloadResult; crash?: string }) => {
       const entry = pending.get(id);
@@ -80,6 +84,10 @@ export function createOffloadPool(): OffloadPool {
     async decodeBase64(text) {
       const { bytes } = unwrap(await run({ kind: 'decodeBase64', text }, []), 'decodedBase64');
       return bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
+    async composeMessage(message, envelope) {
+      const { bytes } = unwrap(await run({ kind: 'composeMessage', message, envelope }, []), 'composedMessage');
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     },
     async close() {
       const current = worker;

@@ -2,21 +2,26 @@ import { AppError, type ErrorCode } from '../errors.ts';
 import { JSON_BOUNDS } from '../http/body-limits.ts';
 import { requestFingerprint } from '../canonical-json.ts';
 import { parseJsonBody } from '../http/json-body.ts';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import { composeMessage, type Envelope } from '../modules/sends/message-composer.ts';
 import { decodeBase64 } from '../modules/sends/sends.fns.ts';
 
-/** The work a request can hand to the offload thread: pure functions of their input. */
+/** The work a process can hand to its offload thread: pure functions of their input. */
 export type OffloadTask =
   | { kind: 'parseJson'; bytes: Uint8Array; method: string; path: string }
-  | { kind: 'decodeBase64'; text: string };
+  | { kind: 'decodeBase64'; text: string }
+  | { kind: 'composeMessage'; message: Mail.Options; envelope: Envelope };
 
 export type OffloadResult =
   | { kind: 'parsedJson'; value: unknown; fingerprint: string }
   | { kind: 'decodedBase64'; bytes: Uint8Array | null }
+  | { kind: 'composedMessage'; bytes: Uint8Array }
   | { kind: 'appError'; code: ErrorCode; message: string; details: Record<string, unknown> | undefined };
 
 /** Runs one task; an AppError (a refused body) is a result, anything else a crash. */
-export function runOffloadTask(task: OffloadTask): OffloadResult {
+export async function runOffloadTask(task: OffloadTask): Promise<OffloadResult> {
   try {
+    if (task.kind === 'composeMessage') return { kind: 'composedMessage', bytes: await composeMessage(task.message, task.envelope) };
     if (task.kind === 'decodeBase64') return { kind: 'decodedBase64', bytes: decodeBase64(task.text) };
     const value = parseJsonBody(task.bytes, JSON_BOUNDS);
     return { kind: 'parsedJson', value, fingerprint: requestFingerprint(task.method, task.path, value) };

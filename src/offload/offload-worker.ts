@@ -1,8 +1,8 @@
 /**
- * The offload thread of the api process: runs CPU-heavy, pure request work (parsing a large
- * JSON body with its idempotency fingerprint, decoding base64 attachments) so the event loop
- * keeps serving other requests meanwhile. Messages are `{ id, task }` in, `{ id, result }` or
- * `{ id, crash }` out.
+ * The offload thread of a process: runs CPU-heavy, pure work so the event loop keeps serving
+ * meanwhile: in the api, parsing a large JSON body with its idempotency fingerprint and decoding
+ * base64 attachments; in the worker, composing and DKIM-signing outgoing messages. Messages are
+ * `{ id, task }` in, `{ id, result }` or `{ id, crash }` out.
  */
 import { parentPort } from 'node:worker_threads';
 import { runOffloadTask, transferableOf, type OffloadTask } from './offload-tasks.ts';
@@ -11,10 +11,8 @@ const port = parentPort;
 if (!port) throw new Error('offload-worker.ts runs as a worker thread');
 
 port.on('message', ({ id, task }: { id: number; task: OffloadTask }) => {
-  try {
-    const result = runOffloadTask(task);
-    port.postMessage({ id, result }, result.kind === 'decodedBase64' ? transferableOf(result.bytes) : []);
-  } catch (error) {
-    port.postMessage({ id, crash: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-  }
+  runOffloadTask(task).then(
+    (result) => port.postMessage({ id, result }, result.kind === 'decodedBase64' || result.kind === 'composedMessage' ? transferableOf(result.bytes) : []),
+    (error: unknown) => port.postMessage({ id, crash: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+  );
 });

@@ -3,6 +3,7 @@ import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Logger } from '../../logger.ts';
 import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
+import { composableElsewhere, type Envelope } from './message-composer.ts';
 import { buildTransportTls, createTlsFailureLog, describeTlsFailure, type TlsFailureLog, type TransportError } from './relay-tls.ts';
 
 /** One recipient's answer from the relay. */
@@ -95,6 +96,30 @@ export async function sendOnTransport(
     }
     return { kind: 'unreachable', response: `${error.code ?? 'ERROR'}: ${error.message}` };
   }
+}
+
+/**
+ * `relay` with its messages composed and DKIM-signed by `compose` (the worker's offload thread,
+ * message-composer.ts) and handed to it as bytes: the RSA signature and the MIME composition,
+ * most of a message's CPU, leave the event loop that drives the queue and the connections. A
+ * message with attachments (streams from blob storage) is composed by the relay itself, and so
+ * is one the thread failed to compose (the relay then answers as it would have).
+ */
+export function composedElsewhere(relay: Relay, compose: (message: Mail.Options, envelope: Envelope) => Promise<Buffer>, logger: Logger): Relay {
+  return {
+    async send(message, envelope) {
+      if (!composableElsewhere(message)) return relay.send(message, envelope);
+      let raw: Buffer;
+      try {
+        raw = await compose(message, envelope);
+      } catch (error) {
+        logger.warn('message not composed on the offload thread; composed in the event loop instead', { error });
+        return relay.send(message, envelope);
+      }
+      return relay.send({ raw }, envelope);
+    },
+    close: () => relay.close(),
+  };
 }
 
 /**
