@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TransactionalEmail } from '../../db/entities/index.ts';
-import { scopeToOrg } from '../../db/orm.ts';
+import { Domain, TransactionalEmail } from '../../db/entities/index.ts';
+import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
+import { utcDay } from '../../src/modules/sends/sends.fns.ts';
 import { createDomainQueue } from '../../src/modules/sends/domain-queue.repo.ts';
 import { createOrg } from '../support/factories.ts';
-import { insertScheduledEmail } from '../support/sending.ts';
+import { addSendingDomain, insertScheduledEmail } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
 /**
@@ -50,3 +51,56 @@ describe('send leases', () => {
     expect(Math.abs(freeAfter! - (Date.now() + 30_000))).toBeLessThan(10_000);
   });
 });
+
+/**
+ * The send reconciler's look: a domain whose due emails have no drain running is stranded,
+ * except where only broadcast messages are due and the domain may not take them now (paused,
+ * or its warm-up cap for the day used up): its actor sleeps until then on purpose.
+ */
+describe('stranded sending domains', () => {
+  let stack: TestStack;
+  let orgId: string;
+
+  beforeAll(async () => {
+    stack = await createTestStack();
+    orgId = (await createOrg(stack.orm)).org.id;
+  });
+  afterAll(() => stack?.close());
+
+  /** A queued email on `domainId`, due a minute ago; a broadcast's message when `broadcast`. */
+  async function dueEmail(domainId: string, broadcast: boolean): Promise<void> {
+    const id = await insertScheduledEmail(stack.orm, orgId);
+    await stack.orm.em.fork().getConnection().execute(
+      `update transactional_emails set domain_id = ?, status = 'queued', scheduled_at = null, next_attempt_at = now() - interval '1 minute',
+              broadcast_id = ?, contact_id = ? where id = ? and org_id = ?`,
+      [domainId, broadcast ? 'b'.repeat(24) : null, broadcast ? id : null, id, orgId],
+    );
+  }
+  const stranded = async () => (await createDomainQueue(stack.orm).findStranded(5_000, 1_000)).map((d) => d.id);
+
+  it('leaves out a domain whose due broadcast messages wait for its warm-up cap or a pause, not one with transactional mail due', async () => {
+    const capped = await addSendingDomain(stack.orm, orgId, { dailyCap: 10 });
+    const paused = await addSendingDomain(stack.orm, orgId, { reputation: 'recovery' });
+    const open = await addSendingDomain(stack.orm, orgId, { dailyCap: 10 });
+    const cappedWithReceipt = await addSendingDomain(stack.orm, orgId, { dailyCap: 10 });
+    for (const domain of [capped, paused, open, cappedWithReceipt]) await dueEmail(domain.id, true);
+    await dueEmail(cappedWithReceipt.id, false);
+    for (const domain of [capped, cappedWithReceipt]) {
+      await stack.orm.em.fork().getConnection().execute(
+        `insert into domain_daily_sends (domain_id, day, shard, org_id, count) values (?, ?, 0, ?, 10)`,
+        [domain.id, utcDay(new Date()), orgId],
+      );
+    }
+    const found = await stranded();
+    expect(found).toContain(open.id);
+    expect(found).toContain(cappedWithReceipt.id);
+    expect(found).not.toContain(capped.id);
+    expect(found).not.toContain(paused.id);
+
+    // A cap raised, or a pause lifted, makes them stranded again.
+    await stack.orm.em.fork().nativeUpdate(Domain, { id: capped.id }, { dailyCap: 11 }, ALL_TENANTS);
+    await stack.orm.em.fork().nativeUpdate(Domain, { id: paused.id }, { reputationState: 'healthy' }, ALL_TENANTS);
+    expect(await stranded()).toEqual(expect.arrayContaining([capped.id, paused.id]));
+  });
+});
+

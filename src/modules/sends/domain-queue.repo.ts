@@ -277,20 +277,30 @@ export function createDomainQueue(orm: MikroORM) {
       return row ?? { next_due_ms: null, open: 0 };
     },
 
-    /** Domains with emails due for longer than `marginMs` and no drain running (the reconciler's look). */
+    /**
+     * Domains with emails due for longer than `marginMs` and no drain running (the reconciler's
+     * look). Broadcast messages count only where the domain may take them now: a paused domain,
+     * or one whose warm-up cap for the day is used up, has its actor asleep until then on purpose.
+     */
     async findStranded(marginMs: number, limit: number): Promise<{ id: string; org_id: string }[]> {
       return db().execute<{ id: string; org_id: string }[]>(
-        `select s.domain_id as id, s.org_id
+        `/* all workspaces: the send reconciler's look for stranded domains */
+         select s.domain_id as id, s.org_id
            from (select domain_id, org_id from transactional_emails
                   where ${TRANSACTIONAL} and next_attempt_at < now() - make_interval(secs => ?)
                  union
                  select domain_id, org_id from transactional_emails
-                  where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => ?)) s
+                  where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => ?)
+                    and domain_id in (select r.id from domains r
+                                       where r.status <> 'attention' and r.reputation_state <> 'recovery'
+                                         and (r.daily_cap is null
+                                              or r.daily_cap > coalesce((select sum(c.count) from domain_daily_sends c
+                                                                          where c.domain_id = r.id and c.day = ?), 0)))) s
            join domains d on d.id = s.domain_id and d.org_id = s.org_id
           where d.drain_lease_until is null or d.drain_lease_until < now()
           order by s.domain_id
           limit ?`,
-        [marginMs / 1000, marginMs / 1000, limit],
+        [marginMs / 1000, marginMs / 1000, utcDay(new Date()), limit],
       );
     },
   };
