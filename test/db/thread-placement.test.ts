@@ -3,8 +3,8 @@ import { InboxMessage, InboxThread } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
-import { placeInThread } from '../../src/modules/inbox/thread-placement.repo.ts';
-import { lockWorkspaceThreads, SUBJECT_THREAD_WINDOW_MS, type ThreadingInput } from '../../src/modules/inbox/threading.ts';
+import { lockWorkspaceThreads, placeInThread } from '../../src/modules/inbox/thread-placement.repo.ts';
+import { SUBJECT_THREAD_WINDOW_MS, type ThreadingInput } from '../../src/modules/inbox/threading.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 

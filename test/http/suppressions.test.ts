@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Contact } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
+import { suppressAddress } from '../../src/modules/sends/suppression.repo.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient, expectError } from '../support/http.ts';

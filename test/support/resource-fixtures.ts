@@ -10,7 +10,7 @@ import { createTemplatesService } from '../../src/modules/templates/templates.se
 import { unique } from './factories.ts';
 import { createSegmentsService } from '../../src/modules/segments/segments.service.ts';
 import { addSendingDomain, insertScheduledEmail } from './sending.ts';
-import { suppressAddress } from '../../src/modules/sends/outcomes.ts';
+import { suppressAddress } from '../../src/modules/sends/suppression.repo.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { insertAttachment, insertMessage, insertThread } from './inbox-rows.ts';
 import { insertDelivery, insertEndpoint } from './webhook-rows.ts';

@@ -7,7 +7,7 @@ import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
 import { IMPORT_LIMITS, mapHeader, mergeImported, readRow, type FileProblem, type HeaderMapping, type ImportedContact } from './contact-import.fns.ts';
 import { MEMBERSHIP_LIMITS } from '../segments/segments.fns.ts';
-import { writeImportBatch, type ImportCheckpoint, type SkippedRow } from './contact-imports.repo.ts';
+import { findSegmentSize, writeImportBatch, type ImportCheckpoint, type SkippedRow } from './contact-imports.repo.ts';
 
 /** Rows (contacts and skipped ones) written per transaction. */
 const BATCH_ROWS = 1_000;
@@ -173,10 +173,7 @@ export function createContactImportRunner(deps: {
 
   /** Why the import's segment cannot take `rows` more contacts (gone, no longer static, or over the member cap), or null. */
   async function segmentProblem(orgId: string, segmentId: string, rows: number): Promise<FileProblem | null> {
-    const [segment] = await orm.em.fork().getConnection().execute<{ type: string; members: number }[]>(
-      `select s.type, (select count(*) from segment_members m where m.segment_id = s.id)::int as members from segments s where s.org_id = ? and s.id = ?`,
-      [orgId, segmentId],
-    );
+    const segment = await findSegmentSize(orm.em.fork(), orgId, segmentId);
     if (!segment || segment.type !== 'static') {
       return { reason: 'SEGMENT_NOT_STATIC', message: `Segment ${segmentId} is gone or no longer a static segment: nothing was imported.`, line: null };
     }

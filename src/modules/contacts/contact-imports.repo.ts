@@ -129,3 +129,12 @@ export async function writeImportBatch(
     },
   });
 }
+
+/** Reads a workspace's segment's type and member count, or undefined when it has no such segment. */
+export async function findSegmentSize(em: EntityManager, orgId: string, segmentId: string): Promise<{ type: string; members: number } | undefined> {
+  const [segment] = await em.getConnection().execute<{ type: string; members: number }[]>(
+    `select s.type, (select count(*) from segment_members m where m.segment_id = s.id)::int as members from segments s where s.org_id = ? and s.id = ?`,
+    [orgId, segmentId],
+  );
+  return segment;
+}

@@ -13,28 +13,7 @@ export function recordEvent(em: EntityManager, orgId: string, type: EventType, d
   return em.create(Event, { orgId, type, apiVersion: API_VERSION, data });
 }
 
-/**
- * The event types each of `orgIds` has an enabled webhook endpoint for, read in the caller's
- * transaction (`*` stands for every type). A hot path that writes many events (the group commit
- * of accepted sends) leaves out the types nobody subscribes to: an endpoint receives only
- * events written after it existed, so such an event would never be delivered to anyone.
- */
-export async function subscribedEventTypes(em: EntityManager, orgIds: readonly string[]): Promise<Map<string, Set<string>>> {
-  const subscribed = new Map<string, Set<string>>();
-  if (orgIds.length === 0) return subscribed;
-  const rows = await em.execute<{ org_id: string; events: string[] }[]>(
-    'select org_id, events from webhook_endpoints where org_id in (?) and enabled',
-    [[...new Set(orgIds)]],
-  );
-  for (const row of rows) {
-    const types = subscribed.get(row.org_id) ?? new Set<string>();
-    for (const type of row.events) types.add(type);
-    subscribed.set(row.org_id, types);
-  }
-  return subscribed;
-}
-
-/** Whether an event of `type` has a subscriber in `subscribed` (from subscribedEventTypes). */
+/** Whether an event of `type` has a subscriber in `subscribed` (from findSubscribedEventTypes, webhook-subscriptions.repo.ts). */
 export function isSubscribed(subscribed: ReadonlyMap<string, ReadonlySet<string>>, orgId: string, type: EventType): boolean {
   const types = subscribed.get(orgId);
   return types !== undefined && (types.has(ALL_EVENTS) || types.has(type));

@@ -2,8 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { newId } from '../../../db/ids.ts';
 import { executePrepared } from '../../../db/prepared.ts';
-
-const COMPLETE_SQL = `/* workspace: by the id of a record claimed under the workspace of the caller */ update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`;
+import { completeRecord, deleteRunningRecord, findRecord, isRecordCompleted } from './idempotency.repo.ts';
 
 export interface IdempotencyScope {
   orgId: string;
@@ -64,7 +63,6 @@ export interface IdempotencyStoreOptions {
 export function createIdempotencyStore(options: IdempotencyStoreOptions) {
   const ttl = options.ttlSeconds ?? 24 * 3600;
   const lockTimeout = options.lockTimeoutSeconds ?? 300;
-  const connection = () => options.orm.em.getConnection();
 
   return {
     async begin(scope: IdempotencyScope): Promise<BeginResult> {
@@ -80,13 +78,7 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
      * different request (mismatch) or one still running; null when no record holds the key.
      */
     async taken(scope: IdempotencyScope): Promise<Exclude<BeginResult, { kind: 'started' }> | null> {
-      const [existing] = await connection().execute<
-        { fingerprint: string; state: string; response_status: number | null; response_body: unknown }[]
-      >(
-        `select fingerprint, state, response_status, response_body from idempotency_records
-          where org_id = ? and api_key_id = ? and key = ?`,
-        [scope.orgId, scope.apiKeyId, scope.key],
-      );
+      const existing = await findRecord(options.orm.em, scope.orgId, scope.apiKeyId, scope.key);
       if (!existing) return null;
       if (existing.fingerprint !== scope.fingerprint) return { kind: 'mismatch' };
       if (existing.state !== 'completed' || existing.response_status === null) return { kind: 'in_progress' };
@@ -105,7 +97,7 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
     },
 
     async complete(recordId: string, status: number, body: unknown): Promise<void> {
-      await connection().execute(COMPLETE_SQL, [status, JSON.stringify(body ?? null), recordId]);
+      await completeRecord(options.orm.em, recordId, status, body);
     },
 
     /**
@@ -124,13 +116,12 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
 
     /** Whether the record holds a stored answer. */
     async isCompleted(recordId: string): Promise<boolean> {
-      const rows = await connection().execute<{ id: string }[]>(`/* workspace: by the id of a record claimed under the workspace of the caller */ select id from idempotency_records where id = ? and state = 'completed'`, [recordId]);
-      return rows.length > 0;
+      return isRecordCompleted(options.orm.em, recordId);
     },
 
     /** Forgets a claim whose response must not be stored (5xx, 429), so a retry can succeed. */
     async abandon(recordId: string): Promise<void> {
-      await connection().execute(`/* workspace: by the id of a record claimed under the workspace of the caller */ delete from idempotency_records where id = ? and state = 'running'`, [recordId]);
+      await deleteRunningRecord(options.orm.em, recordId);
     },
   };
 }

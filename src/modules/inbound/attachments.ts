@@ -1,9 +1,9 @@
 import { PassThrough, type Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { InboxAttachment, InboxMessage, type FailedAttachment, type InboundMessage } from '../../../db/entities/index.ts';
-import { newId } from '../../../db/ids.ts';
 import { ALL_TENANTS } from '../../../db/orm.ts';
 import type { BlobStore, StoredBlob } from '../../blob/blob-store.ts';
+import { upsertStoredAttachment } from './inbound-attachments.repo.ts';
 import { parseMessageStream, type AttachmentMeta, type AttachmentPart } from './mime.ts';
 
 /** No single attachment can be larger than the message that carried it. */
@@ -59,15 +59,17 @@ async function fanOut(source: Readable, writers: ((body: Readable) => Promise<St
 }
 
 async function insertStored(orm: MikroORM, message: InboxMessage, part: AttachmentMeta, blob: StoredBlob): Promise<void> {
-  await orm.em.getConnection().execute(
-    `insert into inbox_attachments (id, org_id, message_id, position, filename, content_type, size_bytes, content_id, status, blob_key, sha256, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?, now())
-     on conflict (message_id, position) do update
-       set status = 'stored', blob_key = excluded.blob_key, sha256 = excluded.sha256, size_bytes = excluded.size_bytes,
-           filename = excluded.filename, content_type = excluded.content_type, content_id = excluded.content_id`,
-    [newId(), message.orgId, message.id, part.position, part.filename, part.contentType, blob.sizeBytes, part.contentId, blob.key, blob.sha256],
-    'run',
-  );
+  await upsertStoredAttachment(orm.em, {
+    orgId: message.orgId,
+    messageId: message.id,
+    position: part.position,
+    filename: part.filename,
+    contentType: part.contentType,
+    sizeBytes: blob.sizeBytes,
+    contentId: part.contentId,
+    blobKey: blob.key,
+    sha256: blob.sha256,
+  });
 }
 
 /**

@@ -31,6 +31,14 @@ export async function notifyInboundDrain(em: EntityManager): Promise<{ draining:
   return { draining: row?.draining ?? false };
 }
 
+/**
+ * Counts the start of an ingestion attempt on a raw message (`attempts` + 1, updated_at moves);
+ * a claim reports the attempt number from it.
+ */
+export async function countIngestAttempt(em: EntityManager, inboundId: string): Promise<void> {
+  await em.getConnection().execute(`update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ?`, [inboundId], 'run');
+}
+
 export function createInboundQueue(orm: MikroORM) {
   const db = () => orm.em.getConnection();
 

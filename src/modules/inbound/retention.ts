@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { InboundMessage } from '../../../db/entities/index.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
+import { claimExpiredRawMessages } from './raw-retention.repo.ts';
 
 export interface RawRetentionInput {
   /** Raw bytes of messages ingested longer ago than this are deleted; 0 keeps them forever. */
@@ -22,12 +23,7 @@ export async function deleteExpiredRawMessages(orm: MikroORM, blobs: BlobStore, 
   const now = input.now ?? new Date();
   const cutoff = new Date(now.getTime() - input.retentionMs);
   return orm.em.fork().transactional(async (em) => {
-    const rows = await em.getConnection().execute<{ id: string; blob_key: string }[]>(
-      `select id, blob_key from inbound_messages
-        where status = 'ingested' and raw_deleted_at is null and created_at < ?
-        order by created_at limit ? for update skip locked`,
-      [cutoff, input.batchSize],
-    );
+    const rows = await claimExpiredRawMessages(em, cutoff, input.batchSize);
     for (const row of rows) await blobs.delete(row.blob_key);
     if (rows.length > 0) {
       await em.nativeUpdate(InboundMessage, { id: { $in: rows.map((row) => row.id) } }, { rawDeletedAt: now, updatedAt: now });

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
 import { executePrepared } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
-import { normalizeSubject, participantsOf, replyCandidates, SUBJECT_THREAD_WINDOW_MS, type ThreadingInput } from './threading.ts';
+import { normalizeSubject, participantsOf, replyCandidates, SUBJECT_THREAD_WINDOW_MS, THREAD_LOCK_SQL, threadLockKey, type ThreadingInput } from './threading.ts';
 
 /**
  * Thread placement in SQL: the rules of threading.ts (reply by Message-ID, else subject plus a
@@ -102,6 +102,19 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, option
       tpReopen: options.reopen ?? false,
     },
   };
+}
+
+/**
+ * Serialises threading of messages with the same normalised subject and participants in one
+ * workspace until the caller's transaction ends, so two messages of one new conversation
+ * arriving together do not open two threads. Other messages thread concurrently: a
+ * workspace-wide lock would make every send of a workspace wait for the one before it (a
+ * receipt sent to a thousand customers has one subject but a thousand conversations). The
+ * thread row itself is locked when a message joins it (threadPlacementCtes), so its counters
+ * stay exact.
+ */
+export async function lockWorkspaceThreads(em: EntityManager, orgId: string, message: { subject: string; participants: readonly string[] }): Promise<void> {
+  await em.execute(`select ${THREAD_LOCK_SQL}`, { threadLock: threadLockKey(orgId, message) });
 }
 
 export interface Placement {

@@ -1,5 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-
 /**
  * Threading of inbox messages (inbound and outbound), per workspace:
  *   1. In-Reply-To, then References (newest first), against the rfc_message_id of messages
@@ -92,20 +90,7 @@ export interface ThreadingInput {
   at: Date;
 }
 
-/**
- * Serialises threading of messages with the same normalised subject and participants in one
- * workspace until the caller's transaction ends, so two messages of one new conversation
- * arriving together do not open two threads. Other messages thread concurrently: a
- * workspace-wide lock would make every send of a workspace wait for the one before it (a
- * receipt sent to a thousand customers has one subject but a thousand conversations). The
- * thread row itself is locked when a message joins it (thread-placement.repo.ts), so its
- * counters stay exact.
- */
-export async function lockWorkspaceThreads(em: EntityManager, orgId: string, message: { subject: string; participants: readonly string[] }): Promise<void> {
-  await em.execute(`select ${THREAD_LOCK_SQL}`, { threadLock: threadLockKey(orgId, message) });
-}
-
-/** The advisory lock of lockWorkspaceThreads as a select-list expression (`:threadLock` = threadLockKey), for a statement that takes it alongside its reads. */
+/** The advisory lock of lockWorkspaceThreads (thread-placement.repo.ts) as a select-list expression (`:threadLock` = threadLockKey), for a statement that takes it alongside its reads. */
 export const THREAD_LOCK_SQL = 'pg_advisory_xact_lock(hashtextextended(:threadLock, 0)) is null as thread_locked';
 
 /** The key lockWorkspaceThreads locks for a message: workspace, normalised subject and sorted participants. */

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { EmailEvent, type EmailEventType } from '../../../db/entities/index.ts';
+import { addEventCounts, type CountIncrement } from './metrics.repo.ts';
 
 /**
  * Writing delivery and engagement facts: each event row in email_events and, in the same
@@ -22,24 +23,8 @@ export interface EmailEventInput {
   occurredAt?: Date;
 }
 
-/** One row of email_event_counts and how much to add to it. */
-interface CountIncrement {
-  orgId: string;
-  day: string;
-  broadcastId: string;
-  domain: string;
-  type: EmailEventType;
-  count: number;
-}
-
 /** Rows per upsert statement: 6 parameters each stays far below PostgreSQL's 65,535. */
 const UPSERT_CHUNK = 1000;
-
-const upsertSql = (rows: number) =>
-  `insert into email_event_counts (org_id, day, broadcast_id, domain, type, count)
-   values ${Array.from({ length: rows }, () => '(?, ?::date, ?, ?, ?, ?)').join(', ')}
-   on conflict (org_id, day, broadcast_id, domain, type)
-   do update set count = email_event_counts.count + excluded.count`;
 
 const compareIncrements = (a: CountIncrement, b: CountIncrement): number => {
   for (const key of ['orgId', 'day', 'broadcastId', 'domain', 'type'] as const) {
@@ -95,11 +80,7 @@ export async function recordEmailEvents(em: EntityManager, inputs: readonly Emai
   const increments = incrementsOf(events);
   for (let start = 0; start < increments.length; start += UPSERT_CHUNK) {
     const chunk = increments.slice(start, start + UPSERT_CHUNK);
-    await em.execute(
-      upsertSql(chunk.length),
-      chunk.flatMap((row) => [row.orgId, row.day, row.broadcastId, row.domain, row.type, row.count]),
-      'run',
-    );
+    await addEventCounts(em, chunk);
   }
   return events;
 }

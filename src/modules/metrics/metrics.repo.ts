@@ -1,13 +1,42 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Broadcast, Domain, EMAIL_EVENT_TYPES } from '../../../db/entities/index.ts';
+import { Broadcast, Domain, EMAIL_EVENT_TYPES, type EmailEventType } from '../../../db/entities/index.ts';
 import type { BroadcastCounts, ContactCounts, DayCounts, DomainCounts, EventCounts, PeriodWindow } from './metrics.fns.ts';
 
 /**
- * The aggregate queries behind GET /metrics. Event counts come from the daily rollup
- * email_event_counts (a few rows per day, not one per event), summed over the window's days.
- * Raw SQL bypasses the ORM's tenant filter, so every statement here names `org_id = ?` itself;
- * callers pass an EntityManager scoped to the same workspace (scopeToOrg) for the ORM reads.
+ * The aggregate queries behind GET /metrics, and the increments of the daily rollup they read
+ * (written by email-events.ts). Event counts come from the daily rollup email_event_counts (a
+ * few rows per day, not one per event), summed over the window's days. Raw SQL bypasses the
+ * ORM's tenant filter, so every statement here names `org_id` itself; callers pass an
+ * EntityManager scoped to the same workspace (scopeToOrg) for the ORM reads.
  */
+
+/** One row of email_event_counts and how much to add to it. */
+export interface CountIncrement {
+  orgId: string;
+  day: string;
+  broadcastId: string;
+  domain: string;
+  type: EmailEventType;
+  count: number;
+}
+
+const upsertSql = (rows: number) =>
+  `insert into email_event_counts (org_id, day, broadcast_id, domain, type, count)
+   values ${Array.from({ length: rows }, () => '(?, ?::date, ?, ?, ?, ?)').join(', ')}
+   on conflict (org_id, day, broadcast_id, domain, type)
+   do update set count = email_event_counts.count + excluded.count`;
+
+/**
+ * Adds `rows` to their email_event_counts rows (created at their count when absent) in one
+ * upsert, in the caller's transaction, locking the rows in the order given.
+ */
+export async function addEventCounts(em: EntityManager, rows: readonly CountIncrement[]): Promise<void> {
+  await em.execute(
+    upsertSql(rows.length),
+    rows.flatMap((row) => [row.orgId, row.day, row.broadcastId, row.domain, row.type, row.count]),
+    'run',
+  );
+}
 
 /** `coalesce(sum(count) filter (where type = 'sent'), 0) as sent, …` for every event type (constants, not input). */
 const COUNT_COLUMNS = EMAIL_EVENT_TYPES.map(

@@ -1,8 +1,10 @@
 /**
- * The send API's opt-in hand-off read (what the first attempt came to).
+ * The send API's opt-in hand-off read (what the first attempt came to), and the read of an
+ * email's status and domain for the hand-over of a legacy sendEmail run (legacy-handover.ts).
  * Raw SQL is outside the tenant filter, so every clause names the workspace itself.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EmailStatus } from '../../../db/entities/index.ts';
 import type { HandoffResult } from '../../../workflows/sends.ts';
 
 export type { HandoffResult } from '../../../workflows/sends.ts';
@@ -28,4 +30,13 @@ export async function readHandoff(em: EntityManager, orgId: string, emailId: str
   if (row.status === 'sent' || row.status === 'failed' || row.handed) return { outcome: 'accepted', response: null };
   if (row.deferred) return { outcome: 'deferred', response: row.last_error };
   return null;
+}
+
+/** Reads a workspace's email's status and sending domain, or undefined when it has no such email. */
+export async function findEmailStatus(em: EntityManager, orgId: string, emailId: string): Promise<{ status: EmailStatus; domain_id: string } | undefined> {
+  const [row] = await em.getConnection().execute<{ status: EmailStatus; domain_id: string }[]>(
+    `select status, domain_id from transactional_emails where id = ? and org_id = ?`,
+    [emailId, orgId],
+  );
+  return row;
 }

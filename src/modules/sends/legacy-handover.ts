@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../../../db/entities/index.ts';
 import type { SendDomainInput } from '../../../workflows/send-domain.ts';
 import type { DeliverResult } from './delivery.ts';
+import { findEmailStatus } from './handoff.repo.ts';
 
 /**
  * A sendEmail run (`email:<id>`, the design before sending-domain actors) started before an
@@ -16,10 +16,7 @@ export async function handOverLegacySend(
   input: { orgId: string; emailId: string },
   wake: (domains: SendDomainInput[]) => Promise<void>,
 ): Promise<DeliverResult> {
-  const [row] = await orm.em.getConnection().execute<{ status: EmailStatus; domain_id: string }[]>(
-    `select status, domain_id from transactional_emails where id = ? and org_id = ?`,
-    [input.emailId, input.orgId],
-  );
+  const row = await findEmailStatus(orm.em, input.orgId, input.emailId);
   if (!row) return { status: 'failed', handoff: { outcome: 'accepted', response: null } };
   if (row.status === 'scheduled' || row.status === 'queued' || row.status === 'sending') {
     await wake([{ orgId: input.orgId, domainId: row.domain_id }]);

@@ -5,14 +5,13 @@ import {
   type EmailEventType,
   type EmailRecipient,
   type RecipientStatus,
-  type SuppressionReason,
   type TransactionalEmail,
 } from '../../../db/entities/index.ts';
-import { newId } from '../../../db/ids.ts';
 import { serializeContact } from '../contacts/contacts.serializer.ts';
 import type { EventType } from '../events/events.schemas.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import type { EmailEventInput } from '../metrics/email-events.ts';
+import { suppressAddress } from './suppression.repo.ts';
 
 /**
  * What happened to one recipient of one transactional email, as the relay, a DSN or a
@@ -44,32 +43,6 @@ export function emailEventData(email: Pick<TransactionalEmail, 'id' | 'messageId
     subject: email.subject,
     occurred_at: at.toISOString(),
   };
-}
-
-/**
- * Adds `email` to the workspace's suppression list (first reason wins) and, when it was not on
- * it yet, writes the change to the audit trail in the same statement; `apiKeyId` is the caller
- * when one asked for it (null: Herald, for a bounce or a complaint). Whether it was added.
- */
-export async function suppressAddress(
-  em: EntityManager,
-  orgId: string,
-  email: string,
-  reason: SuppressionReason,
-  source: { emailId?: string | null; detail?: string | null; apiKeyId?: string | null } = {},
-): Promise<boolean> {
-  const rows = await em.execute<{ id: string }[]>(
-    `with added as (
-       insert into suppressions (id, org_id, email, reason, email_id, detail, created_at)
-       values (:id, :org, :email, :reason, :emailId, :detail, now()) on conflict (org_id, email) do nothing
-       returning org_id, email, reason, email_id, detail, created_at
-     )
-     insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
-     select :changeId, org_id, email, 'added', reason, :apiKeyId, email_id, detail, created_at from added
-     returning id`,
-    { id: newId(), changeId: newId(), org: orgId, email, reason, emailId: source.emailId ?? null, detail: source.detail?.slice(0, 1024) ?? null, apiKeyId: source.apiKeyId ?? null },
-  );
-  return rows.length > 0;
 }
 
 /** Moves the workspace's contact with this address (if any) to `status`, emitting its events; a contact already there is left alone. */

@@ -1,10 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../../config.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
-import { isSubscribed, recordEvent, subscribedEventTypes } from '../events/events.fns.ts';
+import { isSubscribed, recordEvent } from '../events/events.fns.ts';
+import { findSubscribedEventTypes } from '../events/webhook-subscriptions.repo.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
-import { BY_EMAIL_ID } from './domain-queue.repo.ts';
 import { emailEventData } from './outcomes.ts';
+import { markRecipientsSent, settleEmailsSent } from './sent-record.repo.ts';
 
 /** An attempt the relay accepted for every recipient it was for: the common case, recorded in groups. */
 export interface AcceptedAttempt {
@@ -35,31 +36,13 @@ export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, '
 
   async function write(attempts: AcceptedAttempt[]): Promise<void> {
     await deps.orm.em.fork().transactional(async (tx) => {
-      const recipients = attempts.flatMap((a) => a.recipients.map((r) => [r.id, a.orgId, r.response?.slice(0, 1024) ?? null, a.at.toISOString()]));
-      const changed = await tx.execute<{ id: string }[]>(
-        `update email_recipients r
-            set status = ?, sent_at = v.at::timestamptz, last_response = v.response, next_attempt_at = null,
-                attempts = r.attempts + 1, updated_at = now()
-           from (values ${recipients.map(() => '(?, ?, ?, ?)').join(', ')}) v (id, org_id, response, at)
-          where r.id = v.id and r.org_id = v.org_id and r.status in ('queued', 'deferred')
-         returning r.id`,
-        [delivered ? 'delivered' : 'sent', ...recipients.flat()],
-      );
-      await tx.execute(
-        `update transactional_emails e
-            set status = 'sent', sent_at = coalesce(e.sent_at, v.at::timestamptz), settled_at = v.at::timestamptz,
-                next_attempt_at = null, updated_at = now()
-           from (values ${attempts.map(() => '(?, ?, ?)').join(', ')}) v (id, org_id, at)
-          where e.id = v.id and e.org_id = v.org_id and e.status = 'sending'
-            and not exists (select 1 from email_recipients r
-                             where r.email_id = e.id /* workspace: ${BY_EMAIL_ID} */ and r.status in ('queued', 'deferred'))`,
-        attempts.flatMap((a) => [a.email.id, a.orgId, a.at.toISOString()]),
-        'run',
-      );
+      const recipients = attempts.flatMap((a) => a.recipients.map((r) => ({ id: r.id, orgId: a.orgId, response: r.response?.slice(0, 1024) ?? null, at: a.at.toISOString() })));
+      const changed = await markRecipientsSent(tx, delivered ? 'delivered' : 'sent', recipients);
+      await settleEmailsSent(tx, attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() })));
       const recorded = new Set(changed.map((row) => row.id));
       // email.sent / email.delivered only where an endpoint will receive them (most of the
       // rows a broadcast writes otherwise: two events per message that nobody reads).
-      const subscribed = await subscribedEventTypes(tx, attempts.map((a) => a.orgId));
+      const subscribed = await findSubscribedEventTypes(tx, attempts.map((a) => a.orgId));
       const metrics: EmailEventInput[] = [];
       for (const attempt of attempts) {
         for (const recipient of attempt.recipients) {

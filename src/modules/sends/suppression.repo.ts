@@ -1,10 +1,12 @@
 /**
  * Acceptance's read of the sending domain and the suppression check: an address may not be sent
  * to when it is on the workspace's suppression list or belongs to a contact that bounced,
- * complained or was suppressed. Raw SQL is outside the tenant filter, so every clause names the
- * workspace.
+ * complained or was suppressed; and adding an address to that list. Raw SQL is outside the
+ * tenant filter, so every clause names the workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SuppressionReason } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
 import { executePrepared } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { THREAD_LOCK_SQL } from '../inbox/threading.ts';
@@ -47,4 +49,30 @@ export async function findDomainAndSuppressed(
   const row = rows[0];
   const domain = row?.id ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap } : null;
   return { domain, suppressed: new Set(row?.suppressed ?? []), claimed: Boolean(row?.claimed) };
+}
+
+/**
+ * Adds `email` to the workspace's suppression list (first reason wins) and, when it was not on
+ * it yet, writes the change to the audit trail in the same statement; `apiKeyId` is the caller
+ * when one asked for it (null: Herald, for a bounce or a complaint). Whether it was added.
+ */
+export async function suppressAddress(
+  em: EntityManager,
+  orgId: string,
+  email: string,
+  reason: SuppressionReason,
+  source: { emailId?: string | null; detail?: string | null; apiKeyId?: string | null } = {},
+): Promise<boolean> {
+  const rows = await em.execute<{ id: string }[]>(
+    `with added as (
+       insert into suppressions (id, org_id, email, reason, email_id, detail, created_at)
+       values (:id, :org, :email, :reason, :emailId, :detail, now()) on conflict (org_id, email) do nothing
+       returning org_id, email, reason, email_id, detail, created_at
+     )
+     insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
+     select :changeId, org_id, email, 'added', reason, :apiKeyId, email_id, detail, created_at from added
+     returning id`,
+    { id: newId(), changeId: newId(), org: orgId, email, reason, emailId: source.emailId ?? null, detail: source.detail?.slice(0, 1024) ?? null, apiKeyId: source.apiKeyId ?? null },
+  );
+  return rows.length > 0;
 }

@@ -4,7 +4,7 @@ import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
 import type { ContactsService } from '../contacts/contacts.service.ts';
-import { suppressAddress } from '../sends/outcomes.ts';
+import { suppressAddress } from '../sends/suppression.repo.ts';
 import { apiReason, storedReason } from './suppressions.serializer.ts';
 import type { AddSuppressionInput, SuppressionApiReason } from './suppressions.schemas.ts';
 import { deleteSuppression } from './suppressions.repo.ts';

@@ -1,10 +1,11 @@
 /**
  * The delivery log's two statements that the ORM's query API does not express well: the
  * attempts of a whole page of deliveries in one query (window-limited per delivery), and the
- * replay's atomic check-and-update. Raw SQL is outside the tenant filter, so every clause
- * names the workspace itself.
+ * replay's atomic check-and-update; and the read of a delivery's status for the hand-over of a
+ * legacy delivery run. Raw SQL is outside the tenant filter, so every clause names the
+ * workspace itself.
  */
-import { WebhookAttempt } from '../../../db/entities/index.ts';
+import { WebhookAttempt, type WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import type { EntityManager } from '../../../db/orm.ts';
 import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
@@ -76,4 +77,13 @@ export async function markForReplay(
 /** Pokes a drain of the endpoint that may be running in some worker (delivered at commit). */
 export async function notifyEndpointDrain(em: EntityManager, webhookId: string): Promise<void> {
   await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', ?)`, [webhookId]);
+}
+
+/** Reads a workspace's delivery's status and endpoint, or undefined when it has no such delivery. */
+export async function findDeliveryStatus(em: EntityManager, orgId: string, deliveryId: string): Promise<{ status: WebhookDeliveryStatus; webhook_id: string } | undefined> {
+  const [row] = await em.getConnection().execute<{ status: WebhookDeliveryStatus; webhook_id: string }[]>(
+    `select status, webhook_id from webhook_deliveries where id = ? and org_id = ?`,
+    [deliveryId, orgId],
+  );
+  return row;
 }

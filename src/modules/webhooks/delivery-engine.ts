@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import type { WebhookEndpointInput } from '../../../workflows/webhook-endpoint.ts';
+import { findDeliveryStatus } from './deliveries.repo.ts';
 import { eventPayload } from './delivery.fns.ts';
 import { signatureHeaders } from './signing.ts';
 import { postWebhook, type PostOptions, type PostResult } from './webhook-http.ts';
@@ -73,10 +74,7 @@ export async function handOverLegacyAttempt(
   input: LegacyAttemptInput,
   wake: (endpoints: WebhookEndpointInput[]) => Promise<void>,
 ): Promise<LegacyAttemptResult> {
-  const [row] = await orm.em.getConnection().execute<{ status: WebhookDeliveryStatus; webhook_id: string }[]>(
-    `select status, webhook_id from webhook_deliveries where id = ? and org_id = ?`,
-    [input.deliveryId, input.orgId],
-  );
+  const row = await findDeliveryStatus(orm.em, input.orgId, input.deliveryId);
   if (row && row.status !== 'delivered' && row.status !== 'exhausted') await wake([{ orgId: input.orgId, endpointId: row.webhook_id }]);
   return { outcome: 'stopped', status: row?.status ?? null, nextDelayMs: null, schedule: input.schedule ?? [], statusCode: null, error: null };
 }
