@@ -69,7 +69,15 @@ export const benchmark: Benchmark = {
       }
       return steps;
     }
-    const api = await context.start('api', await context.env(databaseUrl, relayEnv));
+    const apiMetricsPort = await context.freePort();
+    const api = await context.start('api', await context.env(databaseUrl, { ...relayEnv, METRICS_PORT: String(apiMetricsPort) }));
+    /** Where a process's memory is (its Prometheus process metrics, main thread's V8 heap only), MB. */
+    async function memoryOf(port: number): Promise<string> {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const mb = (name: string) => fmt(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / 1048576);
+      return `RSS ${mb('herald_process_resident_memory_bytes')}, V8 heap ${mb('herald_nodejs_heap_size_used_bytes')} used of ${mb('herald_nodejs_heap_size_total_bytes')}, external ${mb('herald_nodejs_external_memory_bytes')}`;
+    }
+    const memory = async () => `api: ${await memoryOf(apiMetricsPort)}\nworker: ${await memoryOf(metricsPort)}`;
     const temporal = await context.temporal();
     const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const headers = { Authorization: `Bearer ${workspace.key}`, 'Content-Type': 'application/json' };
@@ -109,6 +117,7 @@ export const benchmark: Benchmark = {
       });
       const cpu = cpuAccount({ api: api.pid, worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
       const stepsBefore = await sendSteps();
+      const memoryBefore = await memory();
       const launchedAt = Date.now();
       await call('POST', `/api/v1/outbox/broadcasts/${String(draft._id)}/send`, {});
 
@@ -141,6 +150,7 @@ export const benchmark: Benchmark = {
         )).rows,
       );
       const stepsAfter = await sendSteps();
+      context.note(`broadcast ${label}: memory (MB) before the launch and after the last message`, `before:\n${memoryBefore}\nafter:\n${await memory()}`);
       context.note(
         `broadcast ${label}: the worker's send steps (herald_send_step_seconds)`,
         [...stepsAfter]
