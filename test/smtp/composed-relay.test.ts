@@ -5,6 +5,7 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';
+import { MAX_COMPOSED_ELSEWHERE_CHARS } from '../../src/modules/sends/message-composer.ts';
 import { composedElsewhere, createRelay, type Relay } from '../../src/modules/sends/relay.ts';
 import { createOffloadPool } from '../../src/offload/offload-pool.ts';
 import { messageProblems } from '../support/message-quality.ts';
@@ -97,6 +98,17 @@ describe('a relay whose messages are composed on the offload thread', () => {
     const parsed = await simpleParser(sink.received.at(-1)!.raw);
     expect(parsed.attachments.map((a) => a.content.toString())).toEqual(['attached']);
     expect(await dkimResult(sink.received.at(-1)!.raw)).toBe('pass');
+  });
+
+  it('leaves a message whose bodies are over 256,000 characters to the relay itself', async () => {
+    const before = composed;
+    const html = `<p>${'x'.repeat(MAX_COMPOSED_ELSEWHERE_CHARS)}</p>`;
+    const result = await relay.send(message({ html, text: 'short' }), ENVELOPE);
+    expect(result.kind === 'recipients' && result.recipients.map((r) => r.accepted)).toEqual([true]);
+    expect(composed).toBe(before);
+    expect((await simpleParser(sink.received.at(-1)!.raw)).html).toBe(html);
+    await relay.send(message({ html: `<p>${'x'.repeat(MAX_COMPOSED_ELSEWHERE_CHARS - 20)}</p>`, text: 'short' }), ENVELOPE);
+    expect(composed).toBe(before + 1);
   });
 
   it('composes in the event loop when the thread fails, and says so once per message', async () => {

@@ -26,7 +26,19 @@ export async function composeMessage(message: Mail.Options, envelope: Envelope):
   return info.message as Buffer;
 }
 
-/** Whether a message can be handed to another thread: attachments are streams from blob storage, which cannot. */
+/**
+ * Bodies larger than this (most mail is under 100 kB) are composed where they are, streamed by
+ * the relay: the composing thread's heap is small on purpose (twenty messages in flight must fit
+ * in it), and copying a large body there costs more than it saves.
+ */
+export const MAX_COMPOSED_ELSEWHERE_CHARS = 256_000;
+
+const lengthOf = (body: Mail.Options['html']) => (typeof body === 'string' ? body.length : body == null ? 0 : Number.POSITIVE_INFINITY);
+
+/**
+ * Whether a message can be handed to another thread: no attachments (streams from blob storage,
+ * which cannot cross), string bodies of at most MAX_COMPOSED_ELSEWHERE_CHARS together.
+ */
 export function composableElsewhere(message: Mail.Options): boolean {
-  return (message.attachments?.length ?? 0) === 0 && message.raw === undefined;
+  return (message.attachments?.length ?? 0) === 0 && message.raw === undefined && lengthOf(message.html) + lengthOf(message.text) <= MAX_COMPOSED_ELSEWHERE_CHARS;
 }
