@@ -41,7 +41,7 @@ export const deliveryLatency = new Histogram({
 
 export const sendStepDuration = new Histogram({
   name: 'herald_send_step_seconds',
-  help: "The steps of the domain drains' send attempts: claim (one statement per batch), build (render and DKIM-sign), relay (the SMTP transaction), record (the answer committed).",
+  help: "The steps of the domain drains' send attempts: claim (one statement per batch), build (the message's parts and signing key), relay (composing and DKIM-signing, on the offload thread when it can, and the SMTP transaction), record (the answer committed).",
   labelNames: ['step'] as const,
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
   registers: [metricsRegistry],

@@ -7,21 +7,21 @@ import { createOrg } from '../support/factories.ts';
 import { addSendingDomain, insertScheduledEmail } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
+let stack: TestStack;
+let orgId: string;
+
+beforeAll(async () => {
+  stack = await createTestStack();
+  orgId = (await createOrg(stack.orm)).org.id;
+});
+afterAll(() => stack?.close());
+
 /**
  * Lease extension beside the sent recorder: a row being settled (locked by the recorder's
  * group commit) is skipped, not waited for, so the two cannot deadlock; the other rows of the
  * call are extended.
  */
 describe('send leases', () => {
-  let stack: TestStack;
-  let orgId: string;
-
-  beforeAll(async () => {
-    stack = await createTestStack();
-    orgId = (await createOrg(stack.orm)).org.id;
-  });
-  afterAll(() => stack?.close());
-
   const dueOf = async (id: string) => (await scopeToOrg(stack.orm.em, orgId).findOneOrFail(TransactionalEmail, { id }, { refresh: true })).nextAttemptAt?.getTime();
 
   it('extends free rows at once and skips a row another transaction holds', async () => {
@@ -58,15 +58,6 @@ describe('send leases', () => {
  * or its warm-up cap for the day used up): its actor sleeps until then on purpose.
  */
 describe('stranded sending domains', () => {
-  let stack: TestStack;
-  let orgId: string;
-
-  beforeAll(async () => {
-    stack = await createTestStack();
-    orgId = (await createOrg(stack.orm)).org.id;
-  });
-  afterAll(() => stack?.close());
-
   /** A queued email on `domainId`, due a minute ago; a broadcast's message when `broadcast`. */
   async function dueEmail(domainId: string, broadcast: boolean): Promise<void> {
     const id = await insertScheduledEmail(stack.orm, orgId);

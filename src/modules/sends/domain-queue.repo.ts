@@ -32,6 +32,11 @@ export const BY_EMAIL_ID = 'recipients reached through their email, whose worksp
 /** How often a paused domain's broadcast messages are looked at again. */
 const PAUSED_RECHECK_SECONDS = 60;
 
+/** Whether domain `d` is paused for broadcast messages (DNS attention, reputation recovery). */
+const PAUSED = `(d.status = 'attention' or d.reputation_state = 'recovery')`;
+/** How many broadcast messages domain `d` has handed off on UTC day `:day`, against its warm-up cap. */
+const SENT_TODAY = `coalesce((select sum(c.count) from domain_daily_sends c where c.domain_id = d.id /* workspace: the domain's */ and c.day = :day), 0)`;
+
 /**
  * How many broadcast messages the domain may hand off now (CTE `room`, column n): none while
  * it is paused, otherwise what its warm-up cap leaves of the day (all of :limit when uncapped).
@@ -39,11 +44,10 @@ const PAUSED_RECHECK_SECONDS = 60;
  */
 const ROOM_CTE = `
     room as (
-      select case when d.status = 'attention' or d.reputation_state = 'recovery' then 0
+      select case when ${PAUSED} then 0
                   when d.daily_cap is null then :limit::int
-                  else greatest(0, d.daily_cap - coalesce((select sum(c.count) from domain_daily_sends c
-                                                            where c.domain_id = d.id and c.day = :day), 0))::int end as n,
-             (d.status = 'attention' or d.reputation_state = 'recovery') as paused
+                  else greatest(0, d.daily_cap - ${SENT_TODAY})::int end as n,
+             ${PAUSED} as paused
         from domains d where d.id = :domain and d.org_id = :org
     )`;
 
@@ -287,20 +291,17 @@ export function createDomainQueue(orm: MikroORM) {
         `/* all workspaces: the send reconciler's look for stranded domains */
          select s.domain_id as id, s.org_id
            from (select domain_id, org_id from transactional_emails
-                  where ${TRANSACTIONAL} and next_attempt_at < now() - make_interval(secs => ?)
+                  where ${TRANSACTIONAL} and next_attempt_at < now() - make_interval(secs => :margin)
                  union
                  select domain_id, org_id from transactional_emails
-                  where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => ?)
-                    and domain_id in (select r.id from domains r
-                                       where r.status <> 'attention' and r.reputation_state <> 'recovery'
-                                         and (r.daily_cap is null
-                                              or r.daily_cap > coalesce((select sum(c.count) from domain_daily_sends c
-                                                                          where c.domain_id = r.id and c.day = ?), 0)))) s
+                  where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => :margin)
+                    and domain_id in (select d.id from domains d
+                                       where not ${PAUSED} and (d.daily_cap is null or d.daily_cap > ${SENT_TODAY}))) s
            join domains d on d.id = s.domain_id and d.org_id = s.org_id
           where d.drain_lease_until is null or d.drain_lease_until < now()
           order by s.domain_id
-          limit ?`,
-        [marginMs / 1000, marginMs / 1000, utcDay(new Date()), limit],
+          limit :limit`,
+        { margin: marginMs / 1000, day: utcDay(new Date()), limit },
       );
     },
   };
