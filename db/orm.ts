@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
+import type { InferKyselyDB } from '@mikro-orm/sql';
 import {
   ApiKey,
   ApiKeySchema,
@@ -143,6 +144,9 @@ const ENTITY_SCHEMAS = [
   ContactImportErrorSchema,
   TrackingHitSchema,
 ];
+
+/** Herald's tables and columns as Kysely sees them (db/workspace-db.ts), inferred from the entities. */
+export type HeraldDb = InferKyselyDB<(typeof ENTITY_SCHEMAS)[number]>;
 
 /** Tables whose rows belong to one workspace (an `org_id` column): what raw SQL must scope (test/unit/sql-review.test.ts). */
 export function tenantTableNames(): string[] {

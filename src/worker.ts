@@ -9,6 +9,7 @@ import { createBlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
 import { reportQueuesFrom } from './metrics/metrics.ts';
+import { readQueueDepths } from './queue/queue-depth.repo.ts';
 import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
 import { composedElsewhere, createRelay, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
@@ -188,7 +189,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     ),
   );
   // This process reports the queues' depth and oldest due age at /metrics.
-  reportQueuesFrom(orm);
+  reportQueuesFrom(() => readQueueDepths(orm.em));
   const schedules = await ensureSchedules(temporal.client, config);
   if (schedules.created.length > 0) logger.info('schedules created', schedules);
   logger.info('worker polling', { taskQueues: queues, namespace: config.temporal.namespace });

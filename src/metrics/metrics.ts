@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { MikroORM } from '@mikro-orm/postgresql';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from '../logger.ts';
+import type { QueueDepth } from '../queue/queue-depth.repo.ts';
 
 /**
  * Herald's Prometheus metrics (prom-client), one registry per process, served at
@@ -55,36 +55,15 @@ export const httpRequestDuration = new Histogram({
   registers: [metricsRegistry],
 });
 
-/** One statement per scrape: open rows and the oldest due age of each pipeline's queue. */
-const QUEUE_SQL = `
-  /* all workspaces: queue depth and oldest due age for Prometheus */
-  select 'webhooks' as pipeline, count(*)::int as depth,
-         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 as oldest_due_s
-    from webhook_deliveries where status in ('queued', 'failed', 'delivering')
-  union all
-  select 'sends', count(*)::int,
-         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
-    from transactional_emails where status in ('scheduled', 'queued', 'sending')
-  union all
-  select 'inbound', count(*)::int,
-         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
-    from inbound_messages where status = 'received'`;
+let queueSource: (() => Promise<QueueDepth[]>) | null = null;
+let reading: Promise<QueueDepth[]> | null = null;
 
-type QueueRow = { pipeline: Pipeline; depth: number; oldest_due_s: number };
-
-let queueSource: MikroORM | null = null;
-let reading: Promise<QueueRow[]> | null = null;
-
-/** Both queue gauges collect from one read: a scrape runs QUEUE_SQL once, not once per gauge. */
-function readQueues(): Promise<QueueRow[]> {
+/** Both queue gauges collect from one read: a scrape reads the queues once, not once per gauge. */
+function readQueues(): Promise<QueueDepth[]> {
   if (!queueSource) return Promise.resolve([]);
-  const source = queueSource;
-  reading ??= source.em
-    .getConnection()
-    .execute<QueueRow[]>(QUEUE_SQL)
-    .finally(() => {
-      reading = null;
-    });
+  reading ??= queueSource().finally(() => {
+    reading = null;
+  });
   return reading;
 }
 
@@ -107,9 +86,9 @@ const oldestDue = queueGauge('herald_queue_oldest_due_age_seconds', 'How long th
 void queueDepth;
 void oldestDue;
 
-/** Worker processes report the queues (read at scrape time through this ORM); null stops it. */
-export function reportQueuesFrom(orm: MikroORM | null): void {
-  queueSource = orm;
+/** Worker processes report the queues (`read` runs at scrape time); null stops it. */
+export function reportQueuesFrom(read: (() => Promise<QueueDepth[]>) | null): void {
+  queueSource = read;
 }
 
 export interface MetricsServer {

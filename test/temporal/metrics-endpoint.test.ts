@@ -5,6 +5,7 @@ import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
 import { reportQueuesFrom, startMetricsServer, type MetricsServer } from '../../src/metrics/metrics.ts';
+import { readQueueDepths } from '../../src/queue/queue-depth.repo.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem } from '../support/api.ts';
@@ -92,7 +93,7 @@ describe('Prometheus metrics at /metrics', () => {
     await worker.shutdown();
     const [delivery] = await stack.orm.em.fork().find(WebhookDelivery, { webhookId: endpoint.id }, ALL_TENANTS);
     await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: delivery!.id }, { status: 'failed', nextAttemptAt: new Date(Date.now() - 120_000) }, ALL_TENANTS);
-    reportQueuesFrom(stack.orm);
+    reportQueuesFrom(() => readQueueDepths(stack.orm.em));
     const stuck = await scrape();
     expect(sample(stuck, 'herald_queue_depth', { pipeline: 'webhooks' })).toBeGreaterThanOrEqual(1);
     expect(sample(stuck, 'herald_queue_oldest_due_age_seconds', { pipeline: 'webhooks' })).toBeGreaterThanOrEqual(119);

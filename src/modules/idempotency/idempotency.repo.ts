@@ -1,10 +1,65 @@
 /**
- * The Idempotency-Key store's reads and writes of idempotency_records by key or by record id
- * (idempotency.store.ts). A record id was returned by a claim under the workspace of the caller.
+ * The Idempotency-Key store's statements on idempotency_records (idempotency.store.ts): the claim
+ * of a key, and reads and writes by key or by record id (a record id was returned by a claim
+ * under the workspace of the caller).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { executePrepared } from '../../../db/prepared.ts';
+import type { SqlFragment } from '../../../db/sql-fragment.ts';
 
-const COMPLETE_SQL = `/* workspace: by the id of a record claimed under the workspace of the caller */ update idempotency_records set state = 'completed', response_status = ?, response_body = ?::jsonb where id = ?`;
+/** Who holds an Idempotency-Key: a workspace's API key, the key, and the request's fingerprint. */
+export interface IdempotencyScope {
+  orgId: string;
+  apiKeyId: string;
+  key: string;
+  fingerprint: string;
+}
+
+/**
+ * The claim: one INSERT … ON CONFLICT that takes a new key, an expired record, or a running one
+ * abandoned past the lock timeout, and returns the record id; nothing when another request holds
+ * the key. Run alone (claimRecord) or as a CTE of the statement whose change it guards.
+ */
+export function claimStatement(recordId: string, scope: IdempotencyScope, ttlSeconds: number, lockTimeoutSeconds: number): SqlFragment {
+  return {
+    sql: `insert into idempotency_records
+         (id, org_id, api_key_id, key, fingerprint, state, response_status, response_body, created_at, expires_at)
+       values (:idemId, :idemOrg, :idemApiKey, :idemKey, :idemFingerprint, 'running', null, null, now(), now() + make_interval(secs => :idemTtl::int))
+       on conflict (org_id, api_key_id, key) do update
+         set fingerprint = excluded.fingerprint, state = 'running', response_status = null,
+             response_body = null, created_at = excluded.created_at, expires_at = excluded.expires_at
+         where idempotency_records.expires_at <= now()
+            or (idempotency_records.state = 'running'
+                and idempotency_records.fingerprint = excluded.fingerprint
+                and idempotency_records.created_at < now() - make_interval(secs => :idemLockTimeout::int))
+       returning id`,
+    params: {
+      idemId: recordId,
+      idemOrg: scope.orgId,
+      idemApiKey: scope.apiKeyId,
+      idemKey: scope.key,
+      idemFingerprint: scope.fingerprint,
+      idemTtl: ttlSeconds,
+      idemLockTimeout: lockTimeoutSeconds,
+    },
+  };
+}
+
+/** Runs a claim on its own (a prepared statement: every API write with a key runs it); the record id when claimed. */
+export async function claimRecord(em: EntityManager, claim: SqlFragment): Promise<string | undefined> {
+  const [claimed] = await executePrepared<{ id: string }>(em, claim);
+  return claimed?.id;
+}
+
+/** The stored answer of a claimed record (status and body), marking it completed: a statement to run as a CTE of the change it describes. */
+export function answerStatement(recordId: string, status: number, body: unknown): SqlFragment {
+  return {
+    sql: `/* workspace: by the id of a record claimed under the workspace of the caller */
+          update idempotency_records set state = 'completed', response_status = :idemStatus, response_body = :idemBody::jsonb
+           where id = :idemRecord`,
+    params: { idemStatus: status, idemBody: JSON.stringify(body ?? null), idemRecord: recordId },
+  };
+}
 
 /** The record of a key as another request holds it. */
 export interface HeldRecord {
@@ -26,7 +81,8 @@ export async function findRecord(em: EntityManager, orgId: string, apiKeyId: str
 
 /** Writes the stored answer (status and body) of a record and marks it completed. */
 export async function completeRecord(em: EntityManager, recordId: string, status: number, body: unknown): Promise<void> {
-  await em.getConnection().execute(COMPLETE_SQL, [status, JSON.stringify(body ?? null), recordId]);
+  const answer = answerStatement(recordId, status, body);
+  await em.execute(answer.sql, answer.params, 'run');
 }
 
 /** Reads whether the record is completed (holds a stored answer). */

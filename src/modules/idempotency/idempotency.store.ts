@@ -1,51 +1,15 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { newId } from '../../../db/ids.ts';
-import { executePrepared } from '../../../db/prepared.ts';
-import { completeRecord, deleteRunningRecord, findRecord, isRecordCompleted } from './idempotency.repo.ts';
+import { answerStatement, claimRecord, claimStatement, completeRecord, deleteRunningRecord, findRecord, type IdempotencyScope, isRecordCompleted } from './idempotency.repo.ts';
 
-export interface IdempotencyScope {
-  orgId: string;
-  apiKeyId: string;
-  key: string;
-  fingerprint: string;
-}
+export type { IdempotencyScope };
 
 export type BeginResult =
   | { kind: 'started'; recordId: string }
   | { kind: 'replay'; status: number; body: unknown }
   | { kind: 'in_progress' }
   | { kind: 'mismatch' };
-
-/**
- * The claim: one INSERT … ON CONFLICT that takes a new key, an expired record, or a running one
- * abandoned past the lock timeout, and returns the record id; nothing when another request holds
- * the key.
- */
-function claimOf(recordId: string, scope: IdempotencyScope, ttlSeconds: number, lockTimeoutSeconds: number) {
-  return {
-    statement: `insert into idempotency_records
-         (id, org_id, api_key_id, key, fingerprint, state, response_status, response_body, created_at, expires_at)
-       values (:idemId, :idemOrg, :idemApiKey, :idemKey, :idemFingerprint, 'running', null, null, now(), now() + make_interval(secs => :idemTtl::int))
-       on conflict (org_id, api_key_id, key) do update
-         set fingerprint = excluded.fingerprint, state = 'running', response_status = null,
-             response_body = null, created_at = excluded.created_at, expires_at = excluded.expires_at
-         where idempotency_records.expires_at <= now()
-            or (idempotency_records.state = 'running'
-                and idempotency_records.fingerprint = excluded.fingerprint
-                and idempotency_records.created_at < now() - make_interval(secs => :idemLockTimeout::int))
-       returning id`,
-    params: {
-      idemId: recordId,
-      idemOrg: scope.orgId,
-      idemApiKey: scope.apiKeyId,
-      idemKey: scope.key,
-      idemFingerprint: scope.fingerprint,
-      idemTtl: ttlSeconds,
-      idemLockTimeout: lockTimeoutSeconds,
-    },
-  };
-}
 
 export interface IdempotencyStoreOptions {
   orm: MikroORM;
@@ -66,9 +30,8 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
 
   return {
     async begin(scope: IdempotencyScope): Promise<BeginResult> {
-      const claim = claimOf(newId(), scope, ttl, lockTimeout);
-      const [claimed] = await executePrepared<{ id: string }>(options.orm.em.fork(), { sql: claim.statement, params: claim.params });
-      if (claimed) return { kind: 'started', recordId: claimed.id };
+      const claimed = await claimRecord(options.orm.em.fork(), claimStatement(newId(), scope, ttl, lockTimeout));
+      if (claimed) return { kind: 'started', recordId: claimed };
       // Deleted in between (an abandoned attempt): claim again.
       return (await this.taken(scope)) ?? this.begin(scope);
     },
@@ -92,8 +55,8 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
      * commit instead of seeing a running record.
      */
     claimCte(recordId: string, scope: IdempotencyScope): SqlFragment {
-      const claim = claimOf(recordId, scope, ttl, lockTimeout);
-      return { sql: `idem_claim as (${claim.statement})`, params: claim.params };
+      const claim = claimStatement(recordId, scope, ttl, lockTimeout);
+      return { sql: `idem_claim as (${claim.sql})`, params: claim.params };
     },
 
     async complete(recordId: string, status: number, body: unknown): Promise<void> {
@@ -105,13 +68,8 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
      * answer commits with the change it describes, in the same round trip.
      */
     answerCte(recordId: string, status: number, body: unknown): SqlFragment {
-      return {
-        sql: `idem_answer as (
-          /* workspace: by the id of a record claimed under the workspace of the caller */
-          update idempotency_records set state = 'completed', response_status = :idemStatus, response_body = :idemBody::jsonb
-           where id = :idemRecord returning id)`,
-        params: { idemStatus: status, idemBody: JSON.stringify(body ?? null), idemRecord: recordId },
-      };
+      const answer = answerStatement(recordId, status, body);
+      return { sql: `idem_answer as (${answer.sql} returning id)`, params: answer.params };
     },
 
     /** Whether the record holds a stored answer. */

@@ -1,0 +1,29 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pipeline } from '../metrics/metrics.ts';
+
+/** A pipeline's queue at one instant: its open rows and how long the oldest due one has waited. */
+export interface QueueDepth {
+  pipeline: Pipeline;
+  depth: number;
+  oldest_due_s: number;
+}
+
+/** One statement for the three queues: the metrics scrape reads them together. */
+const QUEUE_DEPTH_SQL = `
+  /* all workspaces: queue depth and oldest due age for Prometheus */
+  select 'webhooks' as pipeline, count(*)::int as depth,
+         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8 as oldest_due_s
+    from webhook_deliveries where status in ('queued', 'failed', 'delivering')
+  union all
+  select 'sends', count(*)::int,
+         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
+    from transactional_emails where status in ('scheduled', 'queued', 'sending')
+  union all
+  select 'inbound', count(*)::int,
+         coalesce(extract(epoch from now() - min(next_attempt_at) filter (where next_attempt_at <= now())), 0)::float8
+    from inbound_messages where status = 'received'`;
+
+/** The webhook, send and inbound queues' depth and oldest due age, across workspaces. */
+export function readQueueDepths(em: EntityManager): Promise<QueueDepth[]> {
+  return em.getConnection().execute<QueueDepth[]>(QUEUE_DEPTH_SQL);
+}
