@@ -16,12 +16,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
 import { newId } from '../db/ids.ts';
 import { migrateUp } from '../db/migrate.ts';
-import { createOrm, scopeToOrg } from '../db/orm.ts';
+import { createOrm } from '../db/orm.ts';
+import { workspaceDb } from '../db/workspace-db.ts';
 import { loadDevEnv } from '../src/config.ts';
 import { dropDatabase, ensureDatabase, resolvePostgres, withDatabase } from '../src/dev/postgres.ts';
-import { segmentCountStatement } from '../src/modules/segments/segments.repo.ts';
+import { segmentCountQuery } from '../src/modules/segments/segments.repo.ts';
 import { createSegmentsService } from '../src/modules/segments/segments.service.ts';
 
 const { values } = parseArgs({ options: { contacts: { type: 'string', default: '100000' }, runs: { type: 'string', default: '30' } } });
@@ -120,8 +122,8 @@ try {
   log(`GET /segments, a page of 50 with live counts: ${summary(listSamples)}`);
 
   const page = await segments.listSegments(orgId, { limit: 50 });
-  const { sql, params } = segmentCountStatement(orgId, page.items.map((segment) => segment.id));
-  const plan = await scopeToOrg(orm.em, orgId).execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, costs off) ${sql}`, params);
+  const counting = segmentCountQuery(workspaceDb(orm.em.fork(), orgId), page.items.map((segment) => segment.id));
+  const plan = await counting.explain<{ 'QUERY PLAN': string }>(undefined, sql`analyze, costs off`);
   log('plan of the page\'s counting statement:');
   for (const row of plan) log(`  ${row['QUERY PLAN'].slice(0, 200)}`);
 

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import type { InferKyselyDB } from '@mikro-orm/sql';
+import type { ColumnType } from 'kysely';
 import {
   ApiKey,
   ApiKeySchema,
@@ -145,8 +146,17 @@ const ENTITY_SCHEMAS = [
   TrackingHitSchema,
 ];
 
-/** Herald's tables and columns as Kysely sees them (db/workspace-db.ts), inferred from the entities. */
-export type HeraldDb = InferKyselyDB<(typeof ENTITY_SCHEMAS)[number]>;
+/**
+ * Herald's tables and columns as Kysely sees them (db/workspace-db.ts), inferred from the
+ * entities, except that a timestamp column reads as text: MikroORM's pg type parsers leave
+ * dates unparsed (the ORM maps them), and Kysely queries run on its connections. Writes take a
+ * Date or text.
+ */
+export type HeraldDb = { [Table in keyof InferredDb]: { [Column in keyof InferredDb[Table]]: DatesReadAsText<InferredDb[Table][Column]> } };
+type InferredDb = InferKyselyDB<(typeof ENTITY_SCHEMAS)[number]>;
+type DateAsText<T> = T extends Date ? string : T;
+type DatesReadAsText<V> =
+  V extends ColumnType<infer Read, infer Insert, infer Update> ? ColumnType<DateAsText<Read>, Insert, Update> : [Extract<V, Date>] extends [never] ? V : ColumnType<DateAsText<V>, V | string, V | string>;
 
 /** Tables whose rows belong to one workspace (an `org_id` column): what raw SQL must scope (test/unit/sql-review.test.ts). */
 export function tenantTableNames(): string[] {

@@ -41,7 +41,8 @@ export interface TemporalServer {
   pid: number;
 }
 
-export type ProcessKind = 'api' | 'worker' | 'smtp';
+/** A Herald process: one role, or `all` (api, worker and smtp in one process, as `npm start` runs them). */
+export type ProcessKind = 'api' | 'worker' | 'smtp' | 'all';
 
 export interface HeraldProcess {
   kind: ProcessKind;
@@ -58,10 +59,12 @@ export interface Workspace {
   key: string;
 }
 
-const READY_LINE: Record<ProcessKind, string> = {
-  api: '"msg":"api listening"',
-  worker: '"msg":"worker polling"',
-  smtp: '"msg":"smtp listening"',
+/** The log lines that say a process is ready (all of them). */
+const READY_LINES: Record<ProcessKind, string[]> = {
+  api: ['"msg":"api listening"'],
+  worker: ['"msg":"worker polling"'],
+  smtp: ['"msg":"smtp listening"'],
+  all: ['"msg":"api listening"', '"msg":"worker polling"', '"msg":"smtp listening"'],
 };
 
 /** What a benchmark gets from the harness; everything it starts is stopped after it. */
@@ -189,15 +192,17 @@ export class BenchContext {
       mkdirSync(dir, { recursive: true });
       nodeFlags.push('--cpu-prof', '--cpu-prof-dir', dir);
     }
-    let ready = false;
+    const waitingFor = new Set(READY_LINES[kind]);
     const recent: string[] = [];
+    // `all` serves HTTP on `port` and SMTP on a second one (submission off, as for `smtp`).
+    const smtpPort = kind === 'all' ? await freePort() : port;
     const service: Service = spawnService({
       name: kind,
       command: process.execPath,
       args: [...nodeFlags, MAIN_ENTRY, kind],
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...(kind === 'api' ? { PORT: String(port) } : {}), ...(kind === 'smtp' ? { SMTP_PORT: String(port), SMTP_SUBMISSION_PORT: env.SMTP_SUBMISSION_PORT ?? '0' } : {}) },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...(kind === 'api' || kind === 'all' ? { PORT: String(port) } : {}), ...(kind === 'smtp' || kind === 'all' ? { SMTP_PORT: String(smtpPort), SMTP_SUBMISSION_PORT: env.SMTP_SUBMISSION_PORT ?? '0' } : {}) },
       onLine: (line) => {
-        if (line.includes(READY_LINE[kind])) ready = true;
+        for (const ready of waitingFor) if (line.includes(ready)) waitingFor.delete(ready);
         options.onLine?.(line);
         recent.push(line);
         if (recent.length > 20) recent.shift();
@@ -209,7 +214,7 @@ export class BenchContext {
     const exited = service.exited.then((code) => {
       throw new Error(`herald ${kind} exited with ${code} while starting:\n${recent.join('\n')}`);
     });
-    await Promise.race([exited, waitFor(`herald ${kind} to be ready`, () => Promise.resolve(ready ? true : undefined), 180_000, 100)]);
+    await Promise.race([exited, waitFor(`herald ${kind} to be ready`, () => Promise.resolve(waitingFor.size === 0 ? true : undefined), 180_000, 100)]);
     exited.catch(() => {});
     return { kind, pid: service.child.pid!, url: `http://127.0.0.1:${port}`, port, stop };
   }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Contact, EmailEvent, Event, Suppression } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore } from '../../src/blob/blob-store.ts';
@@ -143,9 +143,10 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
     expect(await em.count(EmailEvent, { emailId: email._id, type: 'sent' })).toBe(3);
     expect(await em.count(EmailEvent, { emailId: email._id, type: 'delivered' })).toBe(3);
     expect(await em.count(Event, { type: 'email.delivered', data: { email_id: email._id } })).toBe(3);
-    // Inline bytes are gone once the send settled; the stored upload stays for reuse.
+    // Inline bytes go once the send settled (deleted right after the settling commit, so
+    // moments after the status reads `sent`); the stored upload stays for reuse.
     const blobs = createFsBlobStore(blobDir);
-    expect(await blobs.exists(`sends/${orgId}/${email._id}/0`)).toBe(false);
+    await vi.waitFor(async () => expect(await blobs.exists(`sends/${orgId}/${email._id}/0`)).toBe(false), { timeout: 5_000, interval: 50 });
   });
 
   it('bounces a 5xx recipient hard: suppressed, contact bounced, the next send refused', async () => {

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { executePrepared } from '../../../db/prepared.ts';
 import { newId } from '../../../db/ids.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 import type { ImportedContact, RowReason } from './contact-import.fns.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
 
@@ -132,9 +133,12 @@ export async function writeImportBatch(
 
 /** Reads a workspace's segment's type and member count, or undefined when it has no such segment. */
 export async function findSegmentSize(em: EntityManager, orgId: string, segmentId: string): Promise<{ type: string; members: number } | undefined> {
-  const [segment] = await em.getConnection().execute<{ type: string; members: number }[]>(
-    `select s.type, (select count(*) from segment_members m where m.segment_id = s.id)::int as members from segments s where s.org_id = ? and s.id = ?`,
-    [orgId, segmentId],
-  );
-  return segment;
+  return workspaceDb(em, orgId)
+    .selectFrom('segments as s')
+    .select((eb) => [
+      's.type',
+      eb.cast<number>(eb.selectFrom('segment_members as m').select((sub) => sub.fn.countAll().as('n')).whereRef('m.segment_id', '=', 's.id'), 'integer').as('members'),
+    ])
+    .where('s.id', '=', segmentId)
+    .executeTakeFirst();
 }

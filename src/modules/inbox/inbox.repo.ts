@@ -2,12 +2,14 @@
  * The inbox read queries that need PostgreSQL's full timestamp precision. Keyset pages compare
  * `(updated_at, id)` / `(last_message_at, id)` in SQL against the cursor's microsecond text
  * (a JS Date holds only milliseconds: rows within one millisecond would be skipped or repeated)
- * and read each row's sort value back as text for the next cursor. Raw SQL is outside the
- * tenant filter, so every clause names the workspace itself; parameters are ids, picklist
- * values and timestamps.
+ * and read each row's sort value back as text for the next cursor. Queries go through
+ * `workspaceDb`, which adds `org_id = <workspace>` for every workspace table they name
+ * (subqueries and joins included); parameters are ids, picklist values and timestamps.
  */
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { InboxAttachment, InboxMessage, InboxThread, type MessageDirection } from '../../../db/entities/index.ts';
 import type { EntityManager } from '../../../db/orm.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 
 /** A row and its sort value at full precision (`2026-11-21T08:00:00.123456Z`). */
 export interface Sorted<T> {
@@ -26,7 +28,12 @@ export interface PreciseAfter {
   id: string;
 }
 
-const sortKeyOf = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sort_key`;
+/** A timestamp column as UTC text at full precision (`2026-11-21T08:00:00.123456Z`), selected as `sort_key`. */
+const sortKeyOf = (column: 'm.updated_at' | 't.last_message_at') =>
+  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('sort_key');
+
+/** A cursor's precise sort value, compared as a timestamp. */
+const preciseTimestamp = (sortKey: string) => sql<string>`${sortKey}::timestamptz`;
 
 /** Whose conversations `scope=mine` keeps (see ListMessagesQuery). */
 export interface MineFilter {
@@ -60,47 +67,37 @@ export async function findMessagePage(
   filter: MessageFilter,
   page: { limit: number; after?: PreciseAfter | undefined },
 ): Promise<PreciseKeysetPage<InboxMessage>> {
-  const clauses = ['m.org_id = ?'];
-  const params: unknown[] = [orgId];
-  if (filter.threadId !== undefined) {
-    clauses.push('m.thread_id = ?');
-    params.push(filter.threadId);
-  }
-  if (filter.direction !== undefined) {
-    clauses.push('m.direction = ?');
-    params.push(filter.direction);
-  }
-  if (filter.updatedAfter !== undefined) {
-    clauses.push('m.updated_at >= ?::timestamptz');
-    params.push(filter.updatedAfter.toISOString());
-  }
-  if (page.after !== undefined) {
-    clauses.push('(m.updated_at, m.id) > (?::timestamptz, ?)');
-    params.push(page.after.sortKey, page.after.id);
+  let query = workspaceDb(em, orgId)
+    .selectFrom('inbox_messages as m')
+    .selectAll('m')
+    .select(sortKeyOf('m.updated_at'))
+    .orderBy('m.updated_at', 'asc')
+    .orderBy('m.id', 'asc')
+    .limit(page.limit + 1);
+  if (filter.threadId !== undefined) query = query.where('m.thread_id', '=', filter.threadId);
+  if (filter.direction !== undefined) query = query.where('m.direction', '=', filter.direction);
+  if (filter.updatedAfter !== undefined) query = query.where('m.updated_at', '>=', filter.updatedAfter.toISOString());
+  const { after } = page;
+  if (after !== undefined) {
+    query = query.where((eb) => eb(eb.refTuple('m.updated_at', 'm.id'), '>', eb.tuple(preciseTimestamp(after.sortKey), after.id)));
   }
   if (filter.mine !== undefined) {
-    const mine: string[] = [];
-    if (filter.mine.email !== null) {
-      mine.push('m.thread_id in (select t.id from inbox_threads t where t.org_id = ? and ? = any(t.participants))');
-      params.push(orgId, filter.mine.email);
-    }
-    if (filter.mine.keyId !== null) {
-      mine.push(
-        'm.thread_id in (select s.thread_id from inbox_messages s join transactional_emails e on e.id = s.email_id where s.org_id = ? and e.org_id = ? and e.api_key_id = ?)',
-      );
-      params.push(orgId, orgId, filter.mine.keyId);
-    }
-    clauses.push(mine.length > 0 ? `(${mine.join(' or ')})` : 'false');
+    const { email, keyId } = filter.mine;
+    query = query.where((eb) => {
+      const threads: Expression<SqlBool>[] = [];
+      if (email !== null) {
+        // Threads the user takes part in.
+        threads.push(eb('m.thread_id', 'in', eb.selectFrom('inbox_threads as t').select('t.id').where((t) => t(t.val(email), '=', t.fn.any('t.participants')))));
+      }
+      if (keyId !== null) {
+        // Threads of an email the key sent (the workspace applies to both tables: s in WHERE, e in the join's ON).
+        const sent = eb.selectFrom('inbox_messages as s').innerJoin('transactional_emails as e', 'e.id', 's.email_id').select('s.thread_id').where('e.api_key_id', '=', keyId);
+        threads.push(eb('m.thread_id', 'in', sent));
+      }
+      return threads.length > 0 ? eb.or(threads) : eb.lit(false);
+    });
   }
-  params.push(page.limit + 1);
-  const rows = await em.execute<Record<string, unknown>[]>(
-    `/* workspace: the first clause is the workspace of the messages */
-     select m.*, ${sortKeyOf('m.updated_at')} from inbox_messages m
-     where ${clauses.join(' and ')}
-     order by m.updated_at asc, m.id asc
-     limit ?`,
-    params,
-  );
+  const rows = await query.execute();
   const items = mapRows(em, InboxMessage, rows);
   return { items: items.slice(0, page.limit), hasMore: items.length > page.limit };
 }
@@ -120,31 +117,28 @@ export async function findThreadPage(
   filter: ThreadFilter,
   page: { limit: number; after?: PreciseAfter | undefined },
 ): Promise<PreciseKeysetPage<InboxThread>> {
-  const params: unknown[] = [orgId];
-  const where: string[] = [];
-  const bound = (clause: string, value: unknown) => {
-    where.push(clause);
-    params.push(value);
-  };
-  if (filter.archived !== undefined) bound('and t.archived = ?', filter.archived);
-  if (filter.starred !== undefined) bound('and t.starred = ?', filter.starred);
-  if (filter.tag !== undefined) bound('and ? = any(t.tags)', filter.tag);
-  if (filter.unread !== undefined) {
-    where.push(`and ${filter.unread ? '' : 'not '}exists (/* workspace: the messages of a thread t of the workspace */ select 1 from inbox_messages m where m.thread_id = t.id and m.read_at is null)`);
+  let query = workspaceDb(em, orgId)
+    .selectFrom('inbox_threads as t')
+    .selectAll('t')
+    .select(sortKeyOf('t.last_message_at'))
+    .orderBy('t.last_message_at', 'desc')
+    .orderBy('t.id', 'desc')
+    .limit(page.limit + 1);
+  if (filter.archived !== undefined) query = query.where('t.archived', '=', filter.archived);
+  if (filter.starred !== undefined) query = query.where('t.starred', '=', filter.starred);
+  const { tag, unread } = filter;
+  if (tag !== undefined) query = query.where((eb) => eb(eb.val(tag), '=', eb.fn.any('t.tags')));
+  if (unread !== undefined) {
+    query = query.where((eb) => {
+      const unreadMessage = eb.exists(eb.selectFrom('inbox_messages as m').select(eb.lit(1).as('one')).whereRef('m.thread_id', '=', 't.id').where('m.read_at', 'is', null));
+      return unread ? unreadMessage : eb.not(unreadMessage);
+    });
   }
-  let after = '';
-  if (page.after !== undefined) {
-    after = 'and (t.last_message_at, t.id) < (?::timestamptz, ?)';
-    params.push(page.after.sortKey, page.after.id);
+  const { after } = page;
+  if (after !== undefined) {
+    query = query.where((eb) => eb(eb.refTuple('t.last_message_at', 't.id'), '<', eb.tuple(preciseTimestamp(after.sortKey), after.id)));
   }
-  params.push(page.limit + 1);
-  const rows = await em.execute<Record<string, unknown>[]>(
-    `select t.*, ${sortKeyOf('t.last_message_at')} from inbox_threads t
-     where t.org_id = ? ${where.join(' ')} ${after}
-     order by t.last_message_at desc, t.id desc
-     limit ?`,
-    params,
-  );
+  const rows = await query.execute();
   const items = mapRows(em, InboxThread, rows);
   return { items: items.slice(0, page.limit), hasMore: items.length > page.limit };
 }
@@ -185,33 +179,53 @@ export async function findThreadSummaries(
 ): Promise<ThreadSummaries> {
   const lastMessages = new Map<string, LastMessage>();
   if (threadIds.length === 0) return { lastMessages, pendingThreadIds: new Set(), unreadCounts: new Map() };
-  const latest = await em.execute<Record<string, unknown>[]>(
-    `select m.id, m.thread_id, m.direction, m.kind, m.from_email, m.from_name, left(m.text, ?) as text_start, m.created_at
-     from inbox_messages m
-     where m.org_id = ? and m.id in (
-       select distinct on (l.thread_id) l.id from inbox_messages l
-       where l.org_id = ? and l.thread_id in (?)
-       order by l.thread_id, l.created_at desc, l.id desc
-     )`,
-    [TEXT_START_CHARS, orgId, orgId, [...threadIds]],
-  );
+  const db = workspaceDb(em, orgId);
+  const latest = await db
+    .selectFrom('inbox_messages as m')
+    .select((eb) => [
+      'm.id',
+      'm.thread_id',
+      'm.direction',
+      'm.kind',
+      'm.from_email',
+      'm.from_name',
+      eb.fn<string>('left', ['m.text', eb.val(TEXT_START_CHARS)]).as('text_start'),
+      'm.created_at',
+    ])
+    .where('m.id', 'in', (eb) =>
+      eb
+        .selectFrom('inbox_messages as l')
+        .distinctOn('l.thread_id')
+        .select('l.id')
+        .where('l.thread_id', 'in', [...threadIds])
+        .orderBy('l.thread_id')
+        .orderBy('l.created_at', 'desc')
+        .orderBy('l.id', 'desc'),
+    )
+    .execute();
   for (const row of latest) {
-    lastMessages.set(String(row.thread_id), {
-      id: String(row.id),
-      threadId: String(row.thread_id),
-      direction: row.direction as MessageDirection,
-      kind: row.kind as InboxMessage['kind'],
-      fromEmail: String(row.from_email),
-      fromName: String(row.from_name),
-      textStart: String(row.text_start),
-      createdAt: new Date(row.created_at as string | Date),
+    lastMessages.set(row.thread_id, {
+      id: row.id,
+      threadId: row.thread_id,
+      direction: row.direction,
+      kind: row.kind,
+      fromEmail: row.from_email,
+      fromName: row.from_name,
+      textStart: row.text_start,
+      // The driver hands timestamps over as text (MikroORM's type parsers).
+      createdAt: new Date(row.created_at),
     });
   }
-  const states = await em.execute<{ thread_id: string; pending: boolean; unread: string | number }[]>(
-    `select m.thread_id, bool_or(not m.attachments_ready) as pending, count(*) filter (where m.read_at is null) as unread
-       from inbox_messages m where m.org_id = ? and m.thread_id in (?) group by m.thread_id`,
-    [orgId, [...threadIds]],
-  );
+  const states = await db
+    .selectFrom('inbox_messages as m')
+    .select((eb) => [
+      'm.thread_id',
+      eb.fn<boolean>('bool_or', [eb.not('m.attachments_ready')]).as('pending'),
+      eb.fn.countAll<string | number>().filterWhere('m.read_at', 'is', null).as('unread'),
+    ])
+    .where('m.thread_id', 'in', [...threadIds])
+    .groupBy('m.thread_id')
+    .execute();
   return {
     lastMessages,
     pendingThreadIds: new Set(states.filter((row) => row.pending).map((row) => row.thread_id)),

@@ -1,13 +1,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { type ExpressionBuilder, sql } from 'kysely';
 import { Broadcast, Domain, EMAIL_EVENT_TYPES, type EmailEventType } from '../../../db/entities/index.ts';
+import type { HeraldDb } from '../../../db/orm.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 import type { BroadcastCounts, ContactCounts, DayCounts, DomainCounts, EventCounts, PeriodWindow } from './metrics.fns.ts';
 
 /**
  * The aggregate queries behind GET /metrics, and the increments of the daily rollup they read
  * (written by email-events.ts). Event counts come from the daily rollup email_event_counts (a
- * few rows per day, not one per event), summed over the window's days. Raw SQL bypasses the
- * ORM's tenant filter, so every statement here names `org_id` itself; callers pass an
- * EntityManager scoped to the same workspace (scopeToOrg) for the ORM reads.
+ * few rows per day, not one per event), summed over the window's days. The reads go through
+ * `workspaceDb`, which adds `org_id = <workspace>` to each; the rollup upsert is SQL text that
+ * sets each row's org_id (one batch may span workspaces). Callers pass an EntityManager scoped
+ * to the same workspace (scopeToOrg) for the ORM reads.
  */
 
 /** One row of email_event_counts and how much to add to it. */
@@ -28,7 +32,9 @@ const upsertSql = (rows: number) =>
 
 /**
  * Adds `rows` to their email_event_counts rows (created at their count when absent) in one
- * upsert, in the caller's transaction, locking the rows in the order given.
+ * upsert, in the caller's transaction, locking the rows in the order given. SQL text, not
+ * `workspaceDb`: the rows of one batch may belong to several workspaces (sent-recorder.ts
+ * records a batch of sends of many), each row names its own org_id.
  */
 export async function addEventCounts(em: EntityManager, rows: readonly CountIncrement[]): Promise<void> {
   await em.execute(
@@ -38,10 +44,9 @@ export async function addEventCounts(em: EntityManager, rows: readonly CountIncr
   );
 }
 
-/** `coalesce(sum(count) filter (where type = 'sent'), 0) as sent, …` for every event type (constants, not input). */
-const COUNT_COLUMNS = EMAIL_EVENT_TYPES.map(
-  (type) => `coalesce(sum(count) filter (where type = '${type}'), 0) as ${type}`,
-).join(', ');
+/** `coalesce(sum(count) filter (where type = 'sent'), 0) as sent, …` for every event type. */
+const countColumns = (eb: ExpressionBuilder<HeraldDb, 'email_event_counts'>) =>
+  EMAIL_EVENT_TYPES.map((type) => eb.fn.coalesce(eb.fn.sum<string | number>('count').filterWhere('type', '=', type), eb.lit(0)).as(type));
 
 type CountRow = Record<(typeof EMAIL_EVENT_TYPES)[number], string | number>;
 
@@ -63,15 +68,19 @@ const dayRange = (window: PeriodWindow): [string, string] => [
   window.to.toISOString().slice(0, 10),
 ];
 
+/** The workspace's rollup rows of the window's days (the primary key's order: org_id, day, …). */
+function windowCounts(em: EntityManager, orgId: string, window: PeriodWindow) {
+  const [from, to] = dayRange(window);
+  return workspaceDb(em, orgId).selectFrom('email_event_counts').where('day', '>=', from).where('day', '<', to);
+}
+
 /** Events of the window per UTC day, by type; days without events are absent. */
 export async function countEventsByDay(em: EntityManager, orgId: string, window: PeriodWindow): Promise<DayCounts[]> {
-  const rows = await em.execute<(CountRow & { day: string })[]>(
-    `select to_char(day, 'YYYY-MM-DD') as day, ${COUNT_COLUMNS}
-       from email_event_counts
-      where org_id = ? and day >= ?::date and day < ?::date
-      group by day`,
-    [orgId, ...dayRange(window)],
-  );
+  const rows = await windowCounts(em, orgId, window)
+    // Grouped by the date column (an input column wins over the output name in GROUP BY).
+    .select((eb) => [sql<string>`to_char(${eb.ref('day')}, 'YYYY-MM-DD')`.as('day'), ...countColumns(eb)])
+    .groupBy('day')
+    .execute();
   return rows.map((row) => ({ day: row.day, ...toCounts(row) }));
 }
 
@@ -85,15 +94,15 @@ export async function topBroadcasts(
   window: PeriodWindow,
   limit: number,
 ): Promise<{ campaigns: number; top: BroadcastCounts[] }> {
-  const rows = await em.execute<(CountRow & { broadcast_id: string; campaigns: string })[]>(
-    `select broadcast_id, ${COUNT_COLUMNS}, count(*) over () as campaigns
-       from email_event_counts
-      where org_id = ? and day >= ?::date and day < ?::date and broadcast_id <> ''
-      group by broadcast_id
-      order by sent desc, delivered desc, broadcast_id
-      limit ?`,
-    [orgId, ...dayRange(window), limit],
-  );
+  const rows = await windowCounts(em, orgId, window)
+    .where('broadcast_id', '<>', '')
+    .select((eb) => ['broadcast_id', ...countColumns(eb), eb.fn.countAll<string>().over().as('campaigns')])
+    .groupBy('broadcast_id')
+    .orderBy('sent', 'desc')
+    .orderBy('delivered', 'desc')
+    .orderBy('broadcast_id')
+    .limit(limit)
+    .execute();
   return {
     campaigns: Number(rows[0]?.campaigns ?? 0),
     top: rows.map((row) => ({ broadcastId: row.broadcast_id, ...toCounts(row) })),
@@ -102,28 +111,25 @@ export async function topBroadcasts(
 
 /** Events of the window per sending domain, by type. */
 export async function countEventsByDomain(em: EntityManager, orgId: string, window: PeriodWindow): Promise<DomainCounts[]> {
-  const rows = await em.execute<(CountRow & { domain: string })[]>(
-    `select domain, ${COUNT_COLUMNS}
-       from email_event_counts
-      where org_id = ? and day >= ?::date and day < ?::date
-      group by domain`,
-    [orgId, ...dayRange(window)],
-  );
+  const rows = await windowCounts(em, orgId, window)
+    .select((eb) => ['domain', ...countColumns(eb)])
+    .groupBy('domain')
+    .execute();
   return rows.map((row) => ({ domain: row.domain, ...toCounts(row) }));
 }
 
 /** Contacts of the workspace: all of them, and per status. */
 export async function countContacts(em: EntityManager, orgId: string): Promise<ContactCounts> {
-  const [row] = await em.execute<Record<keyof ContactCounts, string>[]>(
-    `select count(*) as total,
-            count(*) filter (where status = 'active') as active,
-            count(*) filter (where status = 'unsubscribed') as unsubscribed,
-            count(*) filter (where status = 'bounced') as bounced,
-            count(*) filter (where status = 'complained') as complained
-       from contacts
-      where org_id = ?`,
-    [orgId],
-  );
+  const row = await workspaceDb(em, orgId)
+    .selectFrom('contacts')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('total'),
+      eb.fn.countAll<string>().filterWhere('status', '=', 'active').as('active'),
+      eb.fn.countAll<string>().filterWhere('status', '=', 'unsubscribed').as('unsubscribed'),
+      eb.fn.countAll<string>().filterWhere('status', '=', 'bounced').as('bounced'),
+      eb.fn.countAll<string>().filterWhere('status', '=', 'complained').as('complained'),
+    ])
+    .executeTakeFirst();
   return {
     total: Number(row?.total ?? 0),
     active: Number(row?.active ?? 0),

@@ -1,13 +1,22 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from 'kysely';
 import { arrayLiteral } from '../../../db/prepared.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 import { AppError } from '../../errors.ts';
 import { segmentNotFound } from './segments.repo.ts';
 
-/** The SQL of static-segment membership; every statement names the workspace. */
+/**
+ * The SQL of static-segment membership: Kysely queries through `workspaceDb` (which adds the
+ * workspace to every table they name), in the caller's transaction; the insert, an insert …
+ * select, is SQL text that names the workspace itself.
+ */
+
+/** `values` as one `text[]` parameter, for `column = any(…)`. */
+const textArray = (values: readonly string[]) => sql<string[]>`${[...values]}::text[]`;
 
 /** The segment locked for a membership change: 404 when absent, 409 SEGMENT_NOT_STATIC unless static. */
 export async function lockStaticSegment(tx: EntityManager, orgId: string, id: string): Promise<void> {
-  const [row] = await tx.execute<{ type: string }[]>('select type from segments where org_id = ? and id = ? for update', [orgId, id]);
+  const row = await workspaceDb(tx, orgId).selectFrom('segments').select('type').where('id', '=', id).forUpdate().executeTakeFirst();
   if (!row) throw segmentNotFound(id);
   if (row.type !== 'static') {
     throw new AppError('conflict', `Segment ${id} is a ${row.type} segment: its members follow from ${row.type === 'all' ? 'the workspace' : 'its tags'}. Only static segments have members added or removed.`, {
@@ -18,19 +27,25 @@ export async function lockStaticSegment(tx: EntityManager, orgId: string, id: st
 
 /** The workspace's contacts with one of `ids` or `emails` (lower-cased). */
 export async function findContactsByIdOrEmail(tx: EntityManager, orgId: string, ids: readonly string[], emails: readonly string[]): Promise<{ id: string; email: string }[]> {
-  return tx.execute<{ id: string; email: string }[]>(
-    'select id, email from contacts where org_id = ? and (id = any(?::text[]) or email = any(?::text[]))',
-    [orgId, arrayLiteral(ids), arrayLiteral(emails)],
-  );
+  return workspaceDb(tx, orgId)
+    .selectFrom('contacts')
+    .select(['id', 'email'])
+    .where((eb) => eb.or([eb('id', '=', eb.fn.any(textArray(ids))), eb('email', '=', eb.fn.any(textArray(emails)))]))
+    .execute();
 }
 
 export async function countMembers(tx: EntityManager, orgId: string, segmentId: string): Promise<number> {
-  const [row] = await tx.execute<{ n: string | number }[]>('select count(*) as n from segment_members where org_id = ? and segment_id = ?', [orgId, segmentId]);
+  const row = await workspaceDb(tx, orgId)
+    .selectFrom('segment_members')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('segment_id', '=', segmentId)
+    .executeTakeFirst();
   return Number(row?.n ?? 0);
 }
 
 /** Adds the contacts to the segment; returns the ones that were not members yet. */
 export async function insertMembers(tx: EntityManager, orgId: string, segmentId: string, contactIds: readonly string[]): Promise<string[]> {
+  // An insert … select (workspaceDb takes an insert only with the workspace in each VALUES row): SQL text that sets org_id itself.
   const rows = await tx.execute<{ contact_id: string }[]>(
     `insert into segment_members (segment_id, contact_id, org_id, created_at)
      select ?, c, ?, now() from unnest(?::text[]) as c
@@ -42,14 +57,16 @@ export async function insertMembers(tx: EntityManager, orgId: string, segmentId:
 
 /** Removes the contacts from the segment; returns the ones that were members. */
 export async function deleteMembers(tx: EntityManager, orgId: string, segmentId: string, contactIds: readonly string[]): Promise<string[]> {
-  const rows = await tx.execute<{ contact_id: string }[]>(
-    'delete from segment_members where org_id = ? and segment_id = ? and contact_id = any(?::text[]) returning contact_id',
-    [orgId, segmentId, arrayLiteral(contactIds)],
-  );
+  const rows = await workspaceDb(tx, orgId)
+    .deleteFrom('segment_members')
+    .where('segment_id', '=', segmentId)
+    .where((eb) => eb('contact_id', '=', eb.fn.any(textArray(contactIds))))
+    .returning('contact_id')
+    .execute();
   return rows.map((r) => r.contact_id);
 }
 
 /** Marks the segment changed now. */
 export async function touchSegment(tx: EntityManager, orgId: string, segmentId: string): Promise<void> {
-  await tx.execute('update segments set updated_at = now() where org_id = ? and id = ?', [orgId, segmentId]);
+  await workspaceDb(tx, orgId).updateTable('segments').set({ updated_at: sql<Date>`now()` }).where('id', '=', segmentId).execute();
 }

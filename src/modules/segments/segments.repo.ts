@@ -6,25 +6,32 @@
  * uncorrelated sub-select, run once and only when the page holds one, via the org_id index);
  * a `static` segment counts its rows of segment_members (primary key).
  *
- * Raw SQL is outside the tenant filter, so every clause names the workspace itself. Tags are
- * read from the segments table; the only parameters are ids (24-hex), which MikroORM inlines
- * as quoted literals.
+ * The statements are Kysely queries through `workspaceDb`, which adds the workspace's
+ * condition to every workspace table they name (segments, contacts, segment_members); the
+ * parameters are values, bound by the driver.
  */
-import type { EntityManager } from '../../../db/orm.ts';
+import type { Kysely } from 'kysely';
+import type { EntityManager, HeraldDb } from '../../../db/orm.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 import { AppError } from '../../errors.ts';
 
-const COUNT_MEMBERS_SQL = `
-  select s.id,
-    case when s.type = 'all' then (select count(*) from contacts where org_id = ?)
-         when s.type = 'static' then (select count(*) from segment_members m where m.segment_id = s.id)
-         else (select count(*) from contacts c where c.org_id = ? and c.tags && s.tags)
-    end as contact_count
-  from segments s
-  where s.org_id = ? and s.id in (?)`;
-
-/** The counting statement for some segments of a workspace (SQL with `?` placeholders, parameters). */
-export function segmentCountStatement(orgId: string, segmentIds: readonly string[]) {
-  return { sql: COUNT_MEMBERS_SQL, params: [orgId, orgId, orgId, [...segmentIds]] };
+/** The counting statement for some segments, on `db` (a `workspaceDb`: it adds the workspace to each table). */
+export function segmentCountQuery(db: Kysely<HeraldDb>, segmentIds: readonly string[]) {
+  return db
+    .selectFrom('segments as s')
+    .select((eb) => [
+      's.id',
+      eb
+        .case()
+        .when('s.type', '=', 'all')
+        .then(eb.selectFrom('contacts').select((sub) => sub.fn.countAll<string>().as('n')))
+        .when('s.type', '=', 'static')
+        .then(eb.selectFrom('segment_members as m').select((sub) => sub.fn.countAll<string>().as('n')).whereRef('m.segment_id', '=', 's.id'))
+        .else(eb.selectFrom('contacts as c').select((sub) => sub.fn.countAll<string>().as('n')).whereRef('c.tags', '&&', 's.tags'))
+        .end()
+        .as('contact_count'),
+    ])
+    .where('s.id', 'in', [...segmentIds]);
 }
 
 /**
@@ -38,8 +45,7 @@ export async function countSegmentMembers(
   segmentIds: readonly string[],
 ): Promise<Map<string, number>> {
   if (segmentIds.length === 0) return new Map();
-  const { sql, params } = segmentCountStatement(orgId, segmentIds);
-  const rows = await em.execute<{ id: string; contact_count: string | number }[]>(sql, params);
+  const rows = await segmentCountQuery(workspaceDb(em, orgId), segmentIds).execute();
   return new Map(rows.map((row) => [row.id, Number(row.contact_count)]));
 }
 
@@ -47,7 +53,7 @@ export const segmentNotFound = (id: string) => new AppError('not_found', `Segmen
 
 /** A segment's membership rule, as contact lists filter on it; 404 for a segment of no one or of another workspace. */
 export async function findSegmentRule(em: EntityManager, orgId: string, segmentId: string): Promise<{ id: string; type: string; tags: string[] }> {
-  const [row] = await em.execute<{ id: string; type: string; tags: string[] }[]>('select id, type, tags from segments where org_id = ? and id = ?', [orgId, segmentId.toLowerCase()]);
+  const row = await workspaceDb(em, orgId).selectFrom('segments').select(['id', 'type', 'tags']).where('id', '=', segmentId.toLowerCase()).executeTakeFirst();
   if (!row) throw segmentNotFound(segmentId);
   return row;
 }

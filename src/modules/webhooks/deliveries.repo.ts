@@ -2,11 +2,13 @@
  * The delivery log's two statements that the ORM's query API does not express well: the
  * attempts of a whole page of deliveries in one query (window-limited per delivery), and the
  * replay's atomic check-and-update; and the read of a delivery's status for the hand-over of a
- * legacy delivery run. Raw SQL is outside the tenant filter, so every clause names the
- * workspace itself.
+ * legacy delivery run. They go through `workspaceDb`, which adds `org_id = <workspace>` for
+ * every workspace table a statement names (CTE and subqueries included).
  */
+import { sql } from 'kysely';
 import { WebhookAttempt, type WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import type { EntityManager } from '../../../db/orm.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
 /** Attempts shown per delivery in the log: the most recent ones, across replay series. */
@@ -14,15 +16,6 @@ export const ATTEMPTS_PER_DELIVERY = 50;
 
 /** Statuses a replay may start from; queued and delivering are still in flight. */
 export const REPLAYABLE_STATUSES = ['delivered', 'failed', 'exhausted'] as const;
-
-const RECENT_ATTEMPTS_SQL = `
-  select * from (
-    select a.*, row_number() over (partition by a.delivery_id order by a.series desc, a.attempt_number desc) as recency
-    from webhook_attempts a
-    where a.org_id = ? and a.delivery_id in (?)
-  ) ranked
-  where ranked.recency <= ?
-  order by ranked.delivery_id, ranked.series, ranked.attempt_number`;
 
 /**
  * The latest ATTEMPTS_PER_DELIVERY attempts of each of some deliveries of one workspace, in
@@ -35,28 +28,33 @@ export async function findRecentAttempts(
 ): Promise<Map<string, WebhookAttempt[]>> {
   const byDelivery = new Map<string, WebhookAttempt[]>();
   if (deliveryIds.length === 0) return byDelivery;
-  const rows = await em.execute<Record<string, unknown>[]>(RECENT_ATTEMPTS_SQL, [orgId, [...deliveryIds], ATTEMPTS_PER_DELIVERY]);
-  for (const row of rows) {
-    delete row.recency;
-    const attempt = em.map(WebhookAttempt, row);
+  const rows = await workspaceDb(em, orgId)
+    .selectFrom((db) =>
+      db
+        .selectFrom('webhook_attempts as a')
+        .selectAll('a')
+        .select((eb) =>
+          // bigint: the driver hands it over as text; compared in SQL only.
+          eb.fn
+            .agg<number>('row_number')
+            .over((over) => over.partitionBy('a.delivery_id').orderBy('a.series', 'desc').orderBy('a.attempt_number', 'desc'))
+            .as('recency'),
+        )
+        .where('a.delivery_id', 'in', [...deliveryIds])
+        .as('ranked'),
+    )
+    .selectAll('ranked')
+    .where('ranked.recency', '<=', ATTEMPTS_PER_DELIVERY)
+    .orderBy('ranked.delivery_id')
+    .orderBy('ranked.series')
+    .orderBy('ranked.attempt_number')
+    .execute();
+  for (const { recency: _recency, ...columns } of rows) {
+    const attempt = em.map(WebhookAttempt, columns as never);
     byDelivery.set(attempt.deliveryId, [...(byDelivery.get(attempt.deliveryId) ?? []), attempt]);
   }
   return byDelivery;
 }
-
-const REPLAY_SQL = `
-  with previous as (
-    select id, status from webhook_deliveries where id = ? and org_id = ? for update
-  )
-  update webhook_deliveries d
-     set status = 'queued', replay_count = d.replay_count + 1, next_attempt_at = now(), lease_until = null, updated_at = now()
-    from previous
-   where d.id = previous.id
-     and previous.status in (${REPLAYABLE_STATUSES.map((s) => `'${s}'`).join(', ')})
-     and exists (
-       select 1 from webhook_endpoints e where e.id = d.webhook_id and e.org_id = d.org_id and e.enabled
-     )
-  returning d.replay_count as series, previous.status as previous_status`;
 
 /**
  * Moves a finished delivery back to queued for a new attempt series, in one statement: only
@@ -70,7 +68,24 @@ export async function markForReplay(
   orgId: string,
   deliveryId: string,
 ): Promise<{ series: number; previousStatus: string } | null> {
-  const [row] = await em.execute<{ series: number; previous_status: string }[]>(REPLAY_SQL, [deliveryId, orgId]);
+  const row = await workspaceDb(em, orgId)
+    // The delivery's status before the update; its row stays locked until the commit.
+    .with('previous', (db) => db.selectFrom('webhook_deliveries').select(['id', 'status']).where('id', '=', deliveryId).forUpdate())
+    .updateTable('webhook_deliveries as d')
+    .set((eb) => ({
+      status: 'queued',
+      replay_count: eb('d.replay_count', '+', 1),
+      next_attempt_at: sql<Date>`now()`,
+      lease_until: null,
+      updated_at: sql<Date>`now()`,
+    }))
+    .from('previous')
+    .whereRef('d.id', '=', 'previous.id')
+    .where('previous.status', 'in', REPLAYABLE_STATUSES)
+    // The endpoint is the workspace's (workspaceDb scopes e like d).
+    .where((eb) => eb.exists(eb.selectFrom('webhook_endpoints as e').select(eb.lit(1).as('one')).whereRef('e.id', '=', 'd.webhook_id').where('e.enabled', '=', true)))
+    .returning(['d.replay_count as series', 'previous.status as previous_status'])
+    .executeTakeFirst();
   return row ? { series: Number(row.series), previousStatus: row.previous_status } : null;
 }
 
@@ -81,9 +96,5 @@ export async function notifyEndpointDrain(em: EntityManager, webhookId: string):
 
 /** Reads a workspace's delivery's status and endpoint, or undefined when it has no such delivery. */
 export async function findDeliveryStatus(em: EntityManager, orgId: string, deliveryId: string): Promise<{ status: WebhookDeliveryStatus; webhook_id: string } | undefined> {
-  const [row] = await em.getConnection().execute<{ status: WebhookDeliveryStatus; webhook_id: string }[]>(
-    `select status, webhook_id from webhook_deliveries where id = ? and org_id = ?`,
-    [deliveryId, orgId],
-  );
-  return row;
+  return workspaceDb(em, orgId).selectFrom('webhook_deliveries').select(['status', 'webhook_id']).where('id', '=', deliveryId).executeTakeFirst();
 }
