@@ -87,6 +87,11 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
+    // The dashboard's browser script.
+    files: ['src/modules/dashboard/assets/*.js'],
+    languageOptions: { globals: { document: 'readonly', window: 'readonly', navigator: 'readonly', Element: 'readonly', HTMLFormElement: 'readonly' } },
+  },
+  {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {

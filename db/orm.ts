@@ -67,6 +67,10 @@ import {
   ContactImportSchema,
   ContactImportError,
   ContactImportErrorSchema,
+  DashboardSession,
+  DashboardSessionSchema,
+  DashboardInvite,
+  DashboardInviteSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -107,6 +111,8 @@ export const TENANT_ENTITIES = [
   ContactImport,
   ContactImportError,
   TrackingHit,
+  DashboardSession,
+  DashboardInvite,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -144,6 +150,8 @@ const ENTITY_SCHEMAS = [
   ContactImportSchema,
   ContactImportErrorSchema,
   TrackingHitSchema,
+  DashboardSessionSchema,
+  DashboardInviteSchema,
 ];
 
 /**

@@ -1,4 +1,7 @@
 import { createOffloadPool } from './offload/offload-pool.ts';
+import { createWorkspaceKeysService } from './modules/auth/workspace-keys.service.ts';
+import { createDashboardAuthService } from './modules/dashboard/dashboard-auth.service.ts';
+import { createDashboardRouter } from './modules/dashboard/dashboard.router.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { createOrm, type MikroORM } from '../db/orm.ts';
@@ -41,13 +44,14 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   const redis = createRedis(config, logger);
   const offload = createOffloadPool();
   const idempotency = createIdempotencyStore({ orm });
+  const bucket = createTokenBucket(redis);
   const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger, offload, idempotency });
   const app = createApp({
     config,
     orm,
     logger,
     authenticator: createAuthenticator({ orm }),
-    bucket: createTokenBucket(redis),
+    bucket,
     idempotency,
     routes,
     offload,
@@ -56,6 +60,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       contactImports: createContactImportsService({ orm, blobs: createBlobStore(config), temporal: temporal.client, config }),
     }),
     recipientLinks: createRecipientLinksRouter({ unsubscribe: createUnsubscribeService({ orm, config }), tracking: createTrackingService({ orm, config }) }),
+    dashboard: createDashboardRouter({ auth: createDashboardAuthService({ orm }), keys: createWorkspaceKeysService({ orm }), bucket, publicUrl: config.http.publicUrl }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.http.port, config.http.host, () => resolve(listening));

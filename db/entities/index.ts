@@ -17,3 +17,4 @@ export * from './attachment-upload.ts';
 export * from './inbox.ts';
 export * from './contact-import.ts';
 export * from './tracking-hit.ts';
+export * from './dashboard.ts';

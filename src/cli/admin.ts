@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { createApiKeysService } from '../modules/auth/api-keys.service.ts';
 import { createAutomationsAdmin } from '../modules/automations/automations.admin.ts';
+import { createDashboardAuthService } from '../modules/dashboard/dashboard-auth.service.ts';
 import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createDomainVerificationRunner } from '../modules/domains/domain-verification.starter.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
@@ -25,7 +26,7 @@ interface Command {
 
 export interface AdminDeps {
   orm: MikroORM;
-  config: Pick<Config, 'encryptionKey' | 'temporal'>;
+  config: Pick<Config, 'encryptionKey' | 'temporal'> & { http: Pick<Config['http'], 'publicUrl'> };
 }
 
 const json = { json: { type: 'boolean' } } as const;
@@ -72,6 +73,8 @@ function services(deps: AdminDeps) {
     domainVerification: createDomainVerificationRunner(deps),
     automations: createAutomationsAdmin(deps),
     templates: createTemplatesAdmin(deps),
+    dashboard: createDashboardAuthService(deps),
+    publicUrl: deps.config.http.publicUrl,
   };
 }
 
@@ -104,6 +107,21 @@ function commands(svc: () => Services): Record<string, Command> {
       async run() {
         const rows = (await svc().orgs.listOrganizations()).map(describeOrg);
         return { json: { data: rows }, text: table(rows, ['id', 'slug', 'name', 'credits', 'overage']) };
+      },
+    },
+    invite: {
+      usage: 'invite --org ID --email E [--role owner|member]',
+      options: { ...json, org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' } },
+      async run(values) {
+        const role = values.role ?? 'member';
+        if (role !== 'owner' && role !== 'member') throw new UsageError('--role must be owner or member');
+        const services = svc();
+        const { token, invite } = await services.dashboard.invite({ orgId: required(values, 'org'), email: required(values, 'email'), role });
+        const url = `${services.publicUrl}/dashboard/invite/${token}`;
+        return {
+          json: { invite_id: invite.id, org_id: invite.orgId, email: invite.email, role: invite.role, url, expires_at: invite.expiresAt.toISOString() },
+          text: `invitation for ${invite.email} (${invite.role}), valid until ${invite.expiresAt.toISOString()}:\n${url}`,
+        };
       },
     },
     'key create': {

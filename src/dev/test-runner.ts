@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadDevEnv } from '../config.ts';
+import { resolveChromium } from './chromium.ts';
 import { cacheDir, REPO_ROOT } from './paths.ts';
 import { resolveTemporalBinary } from './temporal-binary.ts';
 
@@ -22,14 +23,17 @@ function run(label: string, script: string, args: string[], env: NodeJS.ProcessE
 
 /**
  * `herald test` (npm test): makes sure the Temporal CLI exists (building it once per
- * machine), then typecheck, lint, the architecture and duplication checks and the vitest suite. The suite's global setup starts its own
+ * machine) and Chromium for the browser tests (installing Debian's package once, as root),
+ * then typecheck, lint, the architecture and duplication checks and the vitest suite. The suite's global setup starts its own
  * Temporal dev server and uses its own databases, so dev data is never touched.
  */
 export async function runTests(vitestArgs: string[]): Promise<number> {
   const env = loadDevEnv();
   const started = Date.now();
   const temporalBin = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_BIN: temporalBin, NODE_ENV: 'test' };
+  // CHROMIUM_BIN is read from process.env: DevEnv (src/config.ts) keeps only the keys it declares.
+  const chromiumBin = resolveChromium({ explicit: process.env.CHROMIUM_BIN, log: say });
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_BIN: temporalBin, CHROMIUM_BIN: chromiumBin, NODE_ENV: 'test' };
   const scratch = mkdtempSync(join(tmpdir(), 'herald-test-report-'));
   const report = join(scratch, 'vitest.json');
   const steps: [string, string, string[]][] = [

@@ -36,6 +36,8 @@ export interface AppDeps {
   uploads: Router<HeraldState>;
   /** The links in broadcast messages (unsubscribe pages, open pixel, tracked links): public, no API key. */
   recipientLinks?: Router<HeraldState>;
+  /** The web dashboard for people (/dashboard): its own sessions, HTML pages. */
+  dashboard?: Router<HeraldState>;
 }
 
 /**
@@ -55,6 +57,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   app.use(errorHandler(publicUrl, deps.logger));
   app.use(deps.uploads.routes());
   if (deps.recipientLinks) app.use(deps.recipientLinks.routes());
+  if (deps.dashboard) app.use(deps.dashboard.routes());
 
   // Bodiless 404/405/501 statuses come from Koa (nothing matched) and from allowedMethods (a
   // known path, another method; it also sets Allow): render them in the error envelope.

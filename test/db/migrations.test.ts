@@ -33,6 +33,8 @@ describe('migrations', () => {
       'contact_imports',
       'contacts',
       'credit_shards',
+      'dashboard_invites',
+      'dashboard_sessions',
       'domain_daily_sends',
       'domains',
       'email_event_counts',

@@ -13,6 +13,8 @@ export interface CreateApiKeyInput {
   rateLimitPerMinute?: number;
   burst?: number;
   expiresAt?: Date | null;
+  /** The person the key acts for (a dashboard user, or the caller's key's); the workspace's first user when absent. */
+  actorUserId?: string;
 }
 
 /** API key administration: operators (`herald admin key`) and workspaces (api-keys.routes.ts). */
@@ -39,7 +41,9 @@ export function createApiKeysService({ orm }: { orm: MikroORM }) {
       const em = orm.em.fork();
       const org = await em.findOne(Organization, { id: input.orgId });
       if (!org) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
-      const owner = await em.findOne(User, { orgId: org.id }, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+      const owner = input.actorUserId
+        ? await em.findOne(User, { id: input.actorUserId, orgId: org.id }, ALL_TENANTS)
+        : await em.findOne(User, { orgId: org.id }, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
       if (!owner) throw new AppError('not_found', `workspace ${input.orgId} has no user to act as`);
       const mode = input.mode ?? 'test';
       const generated = generateApiKey(mode);

@@ -14,7 +14,8 @@ export interface KeyContext {
   actorUserId: string;
   keyId: string | null;
   keyMode: ApiKeyMode;
-  authMethod: 'api_key';
+  /** An API key, or a person signed in to the dashboard (src/modules/dashboard/). */
+  authMethod: 'api_key' | 'dashboard';
   scopes: string[];
   rateLimit: RateLimitProfile;
 }

@@ -61,7 +61,7 @@ export function createWorkspaceKeysService({ orm }: { orm: MikroORM }) {
           });
         }
       }
-      return keys.createApiKey({ orgId: caller.orgId, scopes: resolved.scopes, mode, name: input.name, expiresAt });
+      return keys.createApiKey({ orgId: caller.orgId, scopes: resolved.scopes, mode, name: input.name, expiresAt, actorUserId: caller.actorUserId });
     },
 
     /** Revokes a key of the workspace (again: no change); 404 for another workspace's. */

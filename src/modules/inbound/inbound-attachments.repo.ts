@@ -3,7 +3,9 @@
  * carries the workspace of the inbox message it belongs to.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from 'kysely';
 import { newId } from '../../../db/ids.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 
 /** An attachment of an inbox message whose bytes are stored. */
 export interface StoredAttachmentRow {
@@ -20,13 +22,32 @@ export interface StoredAttachmentRow {
 
 /** Writes an attachment row as `stored` (inserted, or the row at its message and position updated). */
 export async function upsertStoredAttachment(em: EntityManager, row: StoredAttachmentRow): Promise<void> {
-  await em.getConnection().execute(
-    `insert into inbox_attachments (id, org_id, message_id, position, filename, content_type, size_bytes, content_id, status, blob_key, sha256, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?, 'stored', ?, ?, now())
-     on conflict (message_id, position) do update
-       set status = 'stored', blob_key = excluded.blob_key, sha256 = excluded.sha256, size_bytes = excluded.size_bytes,
-           filename = excluded.filename, content_type = excluded.content_type, content_id = excluded.content_id`,
-    [newId(), row.orgId, row.messageId, row.position, row.filename, row.contentType, row.sizeBytes, row.contentId, row.blobKey, row.sha256],
-    'run',
-  );
+  await workspaceDb(em, row.orgId)
+    .insertInto('inbox_attachments')
+    .values({
+      id: newId(),
+      org_id: row.orgId,
+      message_id: row.messageId,
+      position: row.position,
+      filename: row.filename,
+      content_type: row.contentType,
+      size_bytes: row.sizeBytes,
+      content_id: row.contentId,
+      status: 'stored',
+      blob_key: row.blobKey,
+      sha256: row.sha256,
+      created_at: sql<string>`now()`,
+    })
+    .onConflict((conflict) =>
+      conflict.columns(['message_id', 'position']).doUpdateSet((eb) => ({
+        status: 'stored',
+        blob_key: eb.ref('excluded.blob_key'),
+        sha256: eb.ref('excluded.sha256'),
+        size_bytes: eb.ref('excluded.size_bytes'),
+        filename: eb.ref('excluded.filename'),
+        content_type: eb.ref('excluded.content_type'),
+        content_id: eb.ref('excluded.content_id'),
+      })),
+    )
+    .execute();
 }

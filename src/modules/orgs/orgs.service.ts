@@ -45,6 +45,7 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
           orgId: org.id,
           email: input.ownerEmail ?? `owner@${slug}.herald.invalid`,
           name: `${input.name} owner`,
+          role: 'owner',
         });
         return { org, owner, credits: { balance: input.credits ?? 0, overageUsed: 0 } satisfies CreditTotals };
       });

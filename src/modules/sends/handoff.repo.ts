@@ -1,10 +1,11 @@
 /**
  * The send API's opt-in hand-off read (what the first attempt came to), and the read of an
  * email's status and domain for the hand-over of a legacy sendEmail run (legacy-handover.ts).
- * Raw SQL is outside the tenant filter, so every clause names the workspace itself.
+ * Both through `workspaceDb`, which confines them (recipient subqueries included) to the workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../../db/entities/index.ts';
+import { workspaceDb } from '../../../db/workspace-db.ts';
 import type { HandoffResult } from '../../../workflows/sends.ts';
 
 export type { HandoffResult } from '../../../workflows/sends.ts';
@@ -16,14 +17,17 @@ export type { HandoffResult } from '../../../workflows/sends.ts';
  * back), cancelled.
  */
 export async function readHandoff(em: EntityManager, orgId: string, emailId: string): Promise<HandoffResult | null> {
-  const [row] = await em.getConnection().execute<{ status: string; quota_released: boolean; last_error: string | null; handed: boolean; deferred: boolean }[]>(
-    `select e.status, e.quota_released, e.last_error,
-            exists (select 1 from email_recipients r where r.email_id = e.id /* workspace: recipients reached through their email, whose workspace the statement names */
-                     and r.status in ('sent', 'delivered', 'bounced', 'complained')) as handed,
-            exists (select 1 from email_recipients r where r.email_id = e.id and r.status = 'deferred') as deferred
-       from transactional_emails e where e.id = ? and e.org_id = ?`,
-    [emailId, orgId],
-  );
+  const row = await workspaceDb(em, orgId)
+    .selectFrom('transactional_emails as e')
+    .select((eb) => [
+      'e.status',
+      'e.quota_released',
+      'e.last_error',
+      eb.exists(eb.selectFrom('email_recipients as r').select('r.id').whereRef('r.email_id', '=', 'e.id').where('r.status', 'in', ['sent', 'delivered', 'bounced', 'complained'])).as('handed'),
+      eb.exists(eb.selectFrom('email_recipients as r').select('r.id').whereRef('r.email_id', '=', 'e.id').where('r.status', '=', 'deferred')).as('deferred'),
+    ])
+    .where('e.id', '=', emailId)
+    .executeTakeFirst();
   if (!row) return null;
   if (row.status === 'cancelled') return { outcome: 'cancelled', response: null };
   if (row.status === 'failed' && row.quota_released && !row.handed) return { outcome: 'rejected', response: row.last_error };
@@ -34,9 +38,5 @@ export async function readHandoff(em: EntityManager, orgId: string, emailId: str
 
 /** Reads a workspace's email's status and sending domain, or undefined when it has no such email. */
 export async function findEmailStatus(em: EntityManager, orgId: string, emailId: string): Promise<{ status: EmailStatus; domain_id: string } | undefined> {
-  const [row] = await em.getConnection().execute<{ status: EmailStatus; domain_id: string }[]>(
-    `select status, domain_id from transactional_emails where id = ? and org_id = ?`,
-    [emailId, orgId],
-  );
-  return row;
+  return workspaceDb(em, orgId).selectFrom('transactional_emails').select(['status', 'domain_id']).where('id', '=', emailId).executeTakeFirst();
 }

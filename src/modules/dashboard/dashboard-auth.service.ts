@@ -1,0 +1,176 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
+import { hash, verify } from '@node-rs/argon2';
+import { DashboardInvite, DashboardSession, Organization, User, type UserRole } from '../../../db/entities/index.ts';
+import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
+import { AppError } from '../../errors.ts';
+
+/** A session lasts 12 hours from its last use, and 7 days at most from sign-in. */
+export const SESSION_IDLE_MS = 12 * 3_600_000;
+export const SESSION_MAX_MS = 7 * 86_400_000;
+/** last_seen_at is written at most once a minute per session (a page load is a read, not a write). */
+const SEEN_WRITE_MS = 60_000;
+/** An invitation link works for 7 days, once. */
+export const INVITE_TTL_MS = 7 * 86_400_000;
+/** Passwords: 12 characters at least (NIST 800-63B's length-over-composition advice), 200 at most. */
+export const PASSWORD_MIN = 12;
+export const PASSWORD_MAX = 200;
+
+/** A person signed in: their session, workspace and role. */
+export interface SignedIn {
+  sessionId: string;
+  csrfToken: string;
+  userId: string;
+  orgId: string;
+  orgName: string;
+  email: string;
+  name: string;
+  role: UserRole;
+}
+
+const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
+const newToken = () => randomBytes(32).toString('base64url');
+
+/** Whether two tokens are equal, in time independent of where they differ. */
+export function sameToken(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/** A hash to verify against when no user matches, so an unknown email costs the same time as a wrong password. */
+let decoyHash: Promise<string> | null = null;
+
+/**
+ * People on the dashboard: invitations (created by operators, `herald admin invite`), password
+ * sign-in (argon2id), and server-side sessions whose cookie token is stored as its SHA-256, with
+ * a per-session CSRF token. Sessions end on sign-out, after 12 idle hours or 7 days, or all at
+ * once ("sign out everywhere").
+ */
+export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
+  async function openSession(user: User, now: Date): Promise<{ token: string; session: SignedIn }> {
+    const em = orm.em.fork();
+    const token = newToken();
+    const org = await em.findOneOrFail(Organization, { id: user.orgId });
+    const session = em.create(DashboardSession, {
+      orgId: user.orgId,
+      userId: user.id,
+      tokenHash: tokenHash(token),
+      csrfToken: newToken(),
+      lastSeenAt: now,
+      expiresAt: new Date(now.getTime() + SESSION_MAX_MS),
+      revokedAt: null,
+    });
+    await em.flush();
+    return { token, session: describe(session, user, org) };
+  }
+
+  function describe(session: DashboardSession, user: User, org: Organization): SignedIn {
+    return { sessionId: session.id, csrfToken: session.csrfToken, userId: user.id, orgId: user.orgId, orgName: org.name, email: user.email, name: user.name, role: user.role };
+  }
+
+  return {
+    /** An invitation to `orgId` for `email` as `role`: the token (for the link) is returned this once. */
+    async invite(input: { orgId: string; email: string; role: UserRole }, now = new Date()): Promise<{ token: string; invite: DashboardInvite }> {
+      const em = scopeToOrg(orm.em, input.orgId);
+      if (!(await em.findOne(Organization, { id: input.orgId }))) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
+      const token = newToken();
+      const invite = em.create(DashboardInvite, {
+        orgId: input.orgId,
+        email: input.email.trim().toLowerCase(),
+        role: input.role,
+        tokenHash: tokenHash(token),
+        expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
+        acceptedAt: null,
+      });
+      await em.flush();
+      return { token, invite };
+    },
+
+    /** The open invitation a link's token names, or null (unknown, used or expired). */
+    async findInvite(token: string, now = new Date()): Promise<{ invite: DashboardInvite; orgName: string } | null> {
+      const em = orm.em.fork();
+      const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token) }, ALL_TENANTS);
+      if (!invite || invite.acceptedAt || invite.expiresAt <= now) return null;
+      const org = await em.findOne(Organization, { id: invite.orgId });
+      return org ? { invite, orgName: org.name } : null;
+    },
+
+    /**
+     * Accepts an invitation: the person (new, or the workspace's user with that email) gets the
+     * name, password and role, the invitation is used up, and a session opens.
+     */
+    async acceptInvite(token: string, input: { name: string; password: string }, now = new Date()): Promise<{ token: string; session: SignedIn }> {
+      checkPassword(input.password);
+      const name = input.name.trim();
+      if (name.length === 0 || name.length > 200) throw new AppError('invalid_request', 'Enter your name (200 characters at most).', { fields: [{ path: 'name', location: 'body', type: 'length', message: 'between 1 and 200 characters' }] });
+      const passwordHash = await hash(input.password);
+      const user = await orm.em.fork().transactional(async (em) => {
+        // Locked: two tabs accepting one link make one user.
+        const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token) }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!invite || invite.acceptedAt || invite.expiresAt <= now) throw new AppError('not_found', 'This invitation link is not valid any more.');
+        invite.acceptedAt = now;
+        const existing = await em.findOne(User, { orgId: invite.orgId, email: invite.email }, ALL_TENANTS);
+        if (existing) {
+          existing.name = name;
+          existing.passwordHash = passwordHash;
+          existing.role = invite.role;
+          return existing;
+        }
+        return em.create(User, { orgId: invite.orgId, email: invite.email, name, passwordHash, role: invite.role });
+      });
+      return openSession(user, now);
+    },
+
+    /**
+     * Signs in with email and password. The same email may belong to several workspaces: the
+     * oldest account whose password matches wins. Null for a wrong email or password (the same
+     * answer and about the same time for both).
+     */
+    async signIn(email: string, password: string, now = new Date()): Promise<{ token: string; session: SignedIn } | null> {
+      if (password.length > PASSWORD_MAX) return null;
+      const users = await orm.em.fork().find(User, { email: email.trim().toLowerCase(), passwordHash: { $ne: null } }, { ...ALL_TENANTS, orderBy: { id: 'asc' }, limit: 5 });
+      for (const user of users) {
+        if (await verify(user.passwordHash!, password)) return openSession(user, now);
+      }
+      if (users.length === 0) await verify(await (decoyHash ??= hash(newToken())), password);
+      return null;
+    },
+
+    /** The live session a cookie token names, or null; refreshes its last use at most once a minute. */
+    async resolve(token: string, now = new Date()): Promise<SignedIn | null> {
+      const em = orm.em.fork();
+      const session = await em.findOne(DashboardSession, { tokenHash: tokenHash(token) }, ALL_TENANTS);
+      if (!session || session.revokedAt || session.expiresAt <= now || now.getTime() - session.lastSeenAt.getTime() > SESSION_IDLE_MS) return null;
+      const user = await em.findOne(User, { id: session.userId }, ALL_TENANTS);
+      const org = user && (await em.findOne(Organization, { id: user.orgId }));
+      if (!user || !org || user.passwordHash === null) return null;
+      if (now.getTime() - session.lastSeenAt.getTime() > SEEN_WRITE_MS) {
+        session.lastSeenAt = now;
+        await em.flush();
+      }
+      return describe(session, user, org);
+    },
+
+    /** Ends one session. */
+    async signOut(sessionId: string, now = new Date()): Promise<void> {
+      await orm.em.fork().nativeUpdate(DashboardSession, { id: sessionId, revokedAt: null }, { revokedAt: now }, ALL_TENANTS);
+    },
+
+    /** Ends every session of the person (every browser, this one included). */
+    async signOutEverywhere(signedIn: SignedIn, now = new Date()): Promise<number> {
+      return scopeToOrg(orm.em, signedIn.orgId).nativeUpdate(DashboardSession, { userId: signedIn.userId, revokedAt: null }, { revokedAt: now });
+    },
+  };
+}
+
+/** A password the dashboard accepts: 12 to 200 characters. */
+function checkPassword(password: string): void {
+  if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) {
+    throw new AppError('invalid_request', `Choose a password of ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, {
+      fields: [{ path: 'password', location: 'body', type: 'length', message: `between ${PASSWORD_MIN} and ${PASSWORD_MAX} characters` }],
+    });
+  }
+}
+
+export type DashboardAuthService = ReturnType<typeof createDashboardAuthService>;
