@@ -24,7 +24,7 @@ import { loadConfig } from '../src/config.ts';
 import { KIB, bodyLimitOf } from '../src/http/body-limits.ts';
 import { createCursorCodec } from '../src/http/cursor.ts';
 import { isWrite } from '../src/http/route.ts';
-import { createRoutes } from '../src/http/routes.ts';
+import { createApiServices, createRoutes } from '../src/http/routes.ts';
 import { createDomainsService } from '../src/modules/domains/domains.service.ts';
 import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import type { BenchContext } from './lib/context.ts';
@@ -58,7 +58,8 @@ function objectWithKeys(count: number): Buffer {
 
 /** The write routes of the API with the largest body each allows. */
 function routePayloads(): Payload[] {
-  const routes = createRoutes({ orm: undefined as never, cursors: createCursorCodec(undefined), config: loadConfig({}), temporal: undefined as never, logger: undefined as never, idempotency: undefined as never });
+  const services = createApiServices({ orm: undefined as never, config: loadConfig({}), temporal: undefined as never, logger: undefined as never, idempotency: undefined as never });
+  const routes = createRoutes(services, createCursorCodec(undefined));
   return routes.filter(isWrite).map((route) => ({
     label: `${route.method} ${route.path}`,
     method: route.method,

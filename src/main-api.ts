@@ -1,7 +1,11 @@
 import { createOffloadPool } from './offload/offload-pool.ts';
-import { createWorkspaceKeysService } from './modules/auth/workspace-keys.service.ts';
 import { createDashboardAuthService } from './modules/dashboard/dashboard-auth.service.ts';
 import { createDashboardRouter } from './modules/dashboard/dashboard.router.ts';
+import { domainsArea } from './modules/dashboard/dashboard-domains.routes.ts';
+import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
+import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
+import { metricsArea } from './modules/dashboard/dashboard-metrics.routes.ts';
+import { webhooksArea } from './modules/dashboard/dashboard-webhooks.routes.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { createOrm, type MikroORM } from '../db/orm.ts';
@@ -9,15 +13,12 @@ import type { Config } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createCursorCodec } from './http/cursor.ts';
 import type { AnyRoute } from './http/route.ts';
-import { createRoutes } from './http/routes.ts';
+import { createApiServices, createRoutes } from './http/routes.ts';
 import type { Logger } from './logger.ts';
-import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
 import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
 import { createRecipientLinksRouter } from './modules/broadcasts/recipient-links.router.ts';
 import { createTrackingService } from './modules/broadcasts/tracking.service.ts';
 import { createUnsubscribeService } from './modules/broadcasts/unsubscribe.service.ts';
-import { createContactImportsService } from './modules/contacts/contact-imports.service.ts';
-import { createBlobStore } from './blob/blob-store.ts';
 import { createAuthenticator } from './modules/auth/authenticator.ts';
 import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
 import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
@@ -45,7 +46,8 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   const offload = createOffloadPool();
   const idempotency = createIdempotencyStore({ orm });
   const bucket = createTokenBucket(redis);
-  const routes = createRoutes({ orm, cursors: createCursorCodec(config.encryptionKey), config, temporal: temporal.client, logger, offload, idempotency });
+  const services = createApiServices({ orm, config, temporal: temporal.client, logger, offload, idempotency });
+  const routes = createRoutes(services, createCursorCodec(config.encryptionKey));
   const app = createApp({
     config,
     orm,
@@ -55,12 +57,15 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     idempotency,
     routes,
     offload,
-    uploads: createUploadsRouter({
-      attachments: createAttachmentsServiceFromConfig(orm, config),
-      contactImports: createContactImportsService({ orm, blobs: createBlobStore(config), temporal: temporal.client, config }),
-    }),
+    uploads: createUploadsRouter({ attachments: services.attachments, contactImports: services.contactImports }),
     recipientLinks: createRecipientLinksRouter({ unsubscribe: createUnsubscribeService({ orm, config }), tracking: createTrackingService({ orm, config }) }),
-    dashboard: createDashboardRouter({ auth: createDashboardAuthService({ orm }), keys: createWorkspaceKeysService({ orm }), bucket, publicUrl: config.http.publicUrl }),
+    dashboard: createDashboardRouter({
+      auth: createDashboardAuthService({ orm }),
+      keys: services.workspaceKeys,
+      bucket,
+      publicUrl: config.http.publicUrl,
+      areas: [domainsArea(services), emailsArea(services), webhooksArea(services), inboxArea(services), metricsArea(services)],
+    }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.http.port, config.http.host, () => resolve(listening));

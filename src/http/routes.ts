@@ -42,10 +42,9 @@ import type { OffloadPool } from '../offload/offload-pool.ts';
 import type { CursorCodec } from './cursor.ts';
 import type { AnyRoute } from './route.ts';
 
-/** Every operation of the public API, built from the process's shared dependencies. */
-export function createRoutes(deps: {
+/** What the api process's services are built from. */
+export interface ApiServiceDeps {
   orm: MikroORM;
-  cursors: CursorCodec;
   config: Config;
   temporal: Client;
   logger: Logger;
@@ -53,42 +52,63 @@ export function createRoutes(deps: {
   offload?: OffloadPool;
   /** Idempotency records (the batch send keeps one per message). */
   idempotency: IdempotencyStore;
-}): AnyRoute[] {
+}
+
+/**
+ * The api process's services, each built once: the public API's routes and the dashboard's
+ * pages use the same ones (the same rules, tenancy and audit; issue 17).
+ */
+export function createApiServices(deps: ApiServiceDeps) {
+  const blobs = createBlobStore(deps.config);
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
   const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts });
-  const inbox = createInboxService({ orm: deps.orm, blobs: createBlobStore(deps.config) });
-  const sends = createSendsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) });
+  const inbox = createInboxService({ orm: deps.orm, blobs });
+  const sends = createSendsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) });
+  return {
+    config: deps.config,
+    domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
+    contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
+    contacts,
+    workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),
+    suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
+    segments: createSegmentsService({ orm: deps.orm }),
+    membership: createMembershipService({ orm: deps.orm }),
+    automations: createAutomationsService({ orm: deps.orm }),
+    templates,
+    broadcasts: createBroadcastsService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
+    sends,
+    batch: createBatchSender({ sends, idempotency: deps.idempotency }),
+    attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),
+    metrics: createMetricsService({ orm: deps.orm }),
+    inbox,
+    inboxState: createInboxStateService({ orm: deps.orm, inbox }),
+    webhooks: createWebhooksService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey, allowPrivateTargets: deps.config.webhooks.allowPrivateTargets }),
+    deliveries: createDeliveriesService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
+  };
+}
+
+export type ApiServices = ReturnType<typeof createApiServices>;
+
+/** Every operation of the public API, on the process's services. */
+export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRoute[] {
+  const sealedSecret = sealedSecretResponse(services.config.encryptionKey);
   return [
     ...createMeRoutes(),
-    ...createDomainsRoutes({
-      domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
-      settings: deps.config,
-    }),
+    ...createDomainsRoutes({ domains: services.domains, settings: services.config }),
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
-    ...createContactImportsRoutes({ imports: createContactImportsService({ orm: deps.orm, blobs: createBlobStore(deps.config), temporal: deps.temporal, config: deps.config }), cursors: deps.cursors }),
-    ...createContactsRoutes({ contacts, cursors: deps.cursors }),
-    ...createApiKeysRoutes({ keys: createWorkspaceKeysService({ orm: deps.orm }), cursors: deps.cursors, sealedSecret: sealedSecretResponse(deps.config.encryptionKey) }),
-    ...createSuppressionsRoutes({ suppressions: createSuppressionsService({ orm: deps.orm, contacts }), cursors: deps.cursors }),
-    ...createSegmentsRoutes({ segments: createSegmentsService({ orm: deps.orm }), membership: createMembershipService({ orm: deps.orm }), cursors: deps.cursors }),
-    ...createAutomationsRoutes({ automations: createAutomationsService({ orm: deps.orm }), cursors: deps.cursors }),
-    ...createTemplatesRoutes({ templates, cursors: deps.cursors }),
-    ...createBroadcastsRoutes({ broadcasts: createBroadcastsService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }), cursors: deps.cursors }),
-    ...createSendsRoutes({ sends, batch: createBatchSender({ sends, idempotency: deps.idempotency }), cursors: deps.cursors }),
-    ...createAttachmentsRoutes({
-      attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),
-    }),
-    ...createMetricsRoutes({ metrics: createMetricsService({ orm: deps.orm }) }),
-    ...createInboxRoutes({ inbox, state: createInboxStateService({ orm: deps.orm, inbox }), cursors: deps.cursors }),
-    ...createWebhooksRoutes({
-      webhooks: createWebhooksService({
-        orm: deps.orm,
-        encryptionKey: deps.config.encryptionKey,
-        allowPrivateTargets: deps.config.webhooks.allowPrivateTargets,
-      }),
-      deliveries: createDeliveriesService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
-      cursors: deps.cursors,
-      sealedSecret: sealedSecretResponse(deps.config.encryptionKey),
-    }),
+    ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
+    ...createContactsRoutes({ contacts: services.contacts, cursors }),
+    ...createApiKeysRoutes({ keys: services.workspaceKeys, cursors, sealedSecret }),
+    ...createSuppressionsRoutes({ suppressions: services.suppressions, cursors }),
+    ...createSegmentsRoutes({ segments: services.segments, membership: services.membership, cursors }),
+    ...createAutomationsRoutes({ automations: services.automations, cursors }),
+    ...createTemplatesRoutes({ templates: services.templates, cursors }),
+    ...createBroadcastsRoutes({ broadcasts: services.broadcasts, cursors }),
+    ...createSendsRoutes({ sends: services.sends, batch: services.batch, cursors }),
+    ...createAttachmentsRoutes({ attachments: services.attachments }),
+    ...createMetricsRoutes({ metrics: services.metrics }),
+    ...createInboxRoutes({ inbox: services.inbox, state: services.inboxState, cursors }),
+    ...createWebhooksRoutes({ webhooks: services.webhooks, deliveries: services.deliveries, cursors, sealedSecret }),
   ];
 }

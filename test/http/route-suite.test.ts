@@ -27,17 +27,13 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
   let other: Awaited<ReturnType<typeof createOrgWithKey>>;
 
   // Routes are known only once the api runs; vitest needs the list while collecting.
-  const { createRoutes } = await import('../../src/http/routes.ts');
+  const { createApiServices, createRoutes } = await import('../../src/http/routes.ts');
   const { createCursorCodec } = await import('../../src/http/cursor.ts');
   const { loadConfig } = await import('../../src/config.ts');
-  const declared = createRoutes({
-    orm: undefined as never,
-    cursors: createCursorCodec(undefined),
-    idempotency: undefined as never,
-    config: loadConfig({}),
-    temporal: undefined as never,
-    logger: undefined as never,
-  });
+  const declared = createRoutes(
+    createApiServices({ orm: undefined as never, idempotency: undefined as never, config: loadConfig({}), temporal: undefined as never, logger: undefined as never }),
+    createCursorCodec(undefined),
+  );
 
   beforeAll(async () => {
     h = await startApiHarness();

@@ -10,19 +10,30 @@ import type { SignedIn } from './dashboard-auth.service.ts';
  */
 
 /** A form's hidden CSRF field. */
-const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
 /** A message above a form: an error (role=alert, read at once by screen readers) or a notice. */
-const message = (text: string | undefined, kind: 'error' | 'notice' = 'error') =>
+export const message = (text: string | undefined, kind: 'error' | 'notice' = 'error') =>
   text ? html`<p class="${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${text}</p>` : '';
 
+/** The dashboard's areas, in the navigation's order. */
+export const AREAS = [
+  ['keys', 'API keys'],
+  ['domains', 'Domains'],
+  ['emails', 'Emails'],
+  ['webhooks', 'Webhooks'],
+  ['inbox', 'Inbox'],
+  ['metrics', 'Metrics'],
+] as const;
+export type Area = (typeof AREAS)[number][0];
+
 /** The page frame: header with the workspace, navigation and the sign-out forms when signed in. */
-export function layout(title: string, body: string, signedIn?: SignedIn, current?: 'keys'): string {
+export function layout(title: string, body: string, signedIn?: SignedIn, current?: Area): string {
   const header = signedIn
     ? html`<header class="top">
         <a class="brand" href="/dashboard">Herald</a>
         <span class="workspace" title="Workspace">${signedIn.orgName}</span>
-        <nav aria-label="Dashboard"><a href="/dashboard/keys"!${current === 'keys' ? ' aria-current="page"' : ''}>API keys</a></nav>
+        <nav aria-label="Dashboard">!${AREAS.map(([area, label]) => html`<a href="/dashboard/${area}"!${current === area ? ' aria-current="page"' : ''}>${label}</a>`).join('')}</nav>
         <div class="account">
           <span>${signedIn.name} <small>(${signedIn.role})</small></span>
           <form method="post" action="/dashboard/sign-out">!${csrfField(signedIn.csrfToken)}<button type="submit" class="link">Sign out</button></form>
@@ -86,7 +97,8 @@ export function notePage(title: string, text: string, signedIn?: SignedIn): stri
   return layout(title, html`<p>${text}</p><p><a href="/dashboard">Back to the dashboard</a></p>`, signedIn);
 }
 
-const when = (date: Date | null | undefined) => (date ? html`<time datetime="${date.toISOString()}">${date.toISOString().slice(0, 16).replace('T', ' ')} UTC</time>` : '—');
+/** An instant as `YYYY-MM-DD HH:MM UTC` in a <time> element; a dash for none. */
+export const when = (date: Date | null | undefined) => (date ? html`<time datetime="${date.toISOString()}">${date.toISOString().slice(0, 16).replace('T', ' ')} UTC</time>` : '—');
 
 function keyRow(key: ApiKey, csrf: string): string {
   const state = key.revokedAt ? 'revoked' : key.expiresAt && key.expiresAt <= new Date() ? 'expired' : 'active';

@@ -37,22 +37,43 @@ const SECURITY_HEADERS = {
   'Cache-Control': 'no-store',
 };
 
+export type DashboardContext = Context & { state: HeraldState & { signedIn?: SignedIn } };
+
+/** What an area's pages get to register their routes (dashboard-<area>.routes.ts). */
+export interface DashboardKit {
+  /** Parses a urlencoded form (64 kB at most). */
+  forms: Middleware;
+  /** A session is required (else 303 to sign-in); a POST must carry its CSRF token from this origin (else 403). */
+  requireSession: Middleware;
+  /** The person of a request behind requireSession. */
+  signedInOf(ctx: DashboardContext): SignedIn;
+  /** The person as a caller of the API's services (every public scope; live keys for owners only). */
+  callerOf(signedIn: SignedIn): KeyContext;
+  /** Answers an HTML page. */
+  send(ctx: Context, status: number, page: string): void;
+}
+
+/** An area of the dashboard: registers its routes on the /dashboard router. */
+export type DashboardArea = (router: Router<HeraldState>, kit: DashboardKit) => void;
+
+type Middleware = (ctx: DashboardContext, next: Next) => Promise<void>;
+
 export interface DashboardDeps {
   auth: DashboardAuthService;
   keys: WorkspaceKeysService;
   bucket: TokenBucket;
   /** PUBLIC_URL: a form posted from another origin is refused. */
   publicUrl: string;
+  /** The other areas' pages (domains, emails, webhooks, inbox, metrics). */
+  areas?: readonly DashboardArea[];
 }
-
-type DashboardContext = Context & { state: HeraldState & { signedIn?: SignedIn } };
 
 /** The fields of a urlencoded form, a field given several times as its values. */
-function form(ctx: Context): Record<string, string | string[] | undefined> {
+export function form(ctx: Context): Record<string, string | string[] | undefined> {
   return (ctx.request.body ?? {}) as Record<string, string | string[] | undefined>;
 }
-const one = (value: string | string[] | undefined) => (Array.isArray(value) ? (value[0] ?? '') : (value ?? ''));
-const many = (value: string | string[] | undefined) => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
+export const one = (value: string | string[] | undefined) => (Array.isArray(value) ? (value[0] ?? '') : (value ?? ''));
+export const many = (value: string | string[] | undefined) => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
 
 function send(ctx: Context, status: number, page: string): void {
   ctx.status = status;
@@ -70,7 +91,7 @@ function send(ctx: Context, status: number, page: string): void {
 export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> {
   const router = new Router<HeraldState>({ prefix: PREFIX });
   const publicOrigin = new URL(deps.publicUrl).origin;
-  const forms = koaBody({ urlencoded: true, json: false, text: false, multipart: false, formLimit: '64kb' });
+  const forms = koaBody({ urlencoded: true, json: false, text: false, multipart: false, formLimit: '64kb' }) as unknown as Middleware;
 
   function cookieOptions(ctx: Context, maxAge?: number) {
     return { httpOnly: true, sameSite: 'lax' as const, path: PREFIX, secure: ctx.secure, overwrite: true, ...(maxAge ? { maxAge } : {}) };
@@ -137,6 +158,8 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     scopes: [...PUBLIC_SCOPES],
     rateLimit: { requests_per_minute: 0, burst: 0, source: 'default' },
   });
+
+  const kit: DashboardKit = { forms, requireSession, signedInOf, callerOf, send };
 
   async function renderKeys(ctx: DashboardContext, status: number, extra: Partial<Parameters<typeof keysPage>[0]> = {}): Promise<void> {
     const signedIn = signedInOf(ctx);
@@ -243,5 +266,6 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     ctx.status = 303;
   });
 
+  for (const area of deps.areas ?? []) area(router, kit);
   return router;
 }
