@@ -89,7 +89,7 @@ export default tseslint.config(
   {
     // The dashboard's browser script.
     files: ['src/modules/dashboard/assets/*.js'],
-    languageOptions: { globals: { document: 'readonly', window: 'readonly', navigator: 'readonly', Element: 'readonly', HTMLFormElement: 'readonly' } },
+    languageOptions: { globals: { document: 'readonly', window: 'readonly', navigator: 'readonly', Element: 'readonly', HTMLFormElement: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
   },
   {
     files: ['**/*.js', '**/*.mjs'],

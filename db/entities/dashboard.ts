@@ -22,7 +22,11 @@ export const DashboardSessionSchema = defineEntity({
 export class DashboardSession extends DashboardSessionSchema.class {}
 DashboardSessionSchema.setClass(DashboardSession);
 
-/** An invitation to join a workspace's dashboard (`herald admin invite`); the link holds the token, this row its SHA-256. */
+/**
+ * A one-use link to the dashboard; the link holds the token, this row its SHA-256: an
+ * invitation to join a workspace (`herald admin invite`, 7 days), or an operator's sign-in link
+ * for an existing person (`herald admin sign-in-link`, 15 minutes; the dev stack prints one).
+ */
 export const DashboardInviteSchema = defineEntity({
   name: 'DashboardInvite',
   tableName: 'dashboard_invites',
@@ -31,6 +35,7 @@ export const DashboardInviteSchema = defineEntity({
     orgId: orgIdColumn(),
     email: p.string().length(320),
     role: p.string().length(16).$type<UserRole>(),
+    kind: p.string().length(16).$type<'invite' | 'sign_in'>().default('invite'),
     tokenHash: p.string().length(64).unique(),
     createdAt: createdAtColumn(),
     expiresAt: p.datetime(),

@@ -124,6 +124,16 @@ function commands(svc: () => Services): Record<string, Command> {
         };
       },
     },
+    'sign-in-link': {
+      usage: 'sign-in-link --org ID [--email E]   (one use, 15 minutes; the owner when no email)',
+      options: { ...json, org: { type: 'string' }, email: { type: 'string' } },
+      async run(values) {
+        const services = svc();
+        const { token, link } = await services.dashboard.signInLink({ orgId: required(values, 'org'), ...(typeof values.email === 'string' ? { email: values.email } : {}) });
+        const url = `${services.publicUrl}/dashboard/sign-in/${token}`;
+        return { json: { org_id: link.orgId, email: link.email, url, expires_at: link.expiresAt.toISOString() }, text: `sign-in link for ${link.email}, valid until ${link.expiresAt.toISOString()}:\n${url}` };
+      },
+    },
     'key create': {
       usage: 'key create --org ID --scopes LIST|all [--mode live|test] [--name N] [--rate-limit-per-minute N] [--burst N]',
       options: {

@@ -7,6 +7,7 @@ import { migrateUp } from '../../db/migrate.ts';
 import { ensureTemporalReady } from '../temporal/search-attribute-registry.ts';
 import { waitFor } from './processes.ts';
 import { ensureDevWorkspace, type DevWorkspace } from './seed.ts';
+import { createDashboardAuthService } from '../modules/dashboard/dashboard-auth.service.ts';
 
 /**
  * `herald dev-setup` (a child of `herald dev`, so the supervisor never holds the ORM, the
@@ -16,6 +17,8 @@ import { ensureDevWorkspace, type DevWorkspace } from './seed.ts';
  */
 export interface DevSetupResult {
   workspace: DevWorkspace;
+  /** A one-use sign-in link token for the dev workspace's owner (the banner's dashboard link). */
+  dashboardSignIn: string;
   applied: string[];
   workflowBundle: string;
 }
@@ -42,9 +45,11 @@ export async function runDevSetup(options: { databaseUrl: string; temporalAddres
   const orm = await createOrm({ databaseUrl: options.databaseUrl });
   let applied: string[];
   let workspace: DevWorkspace;
+  let dashboardSignIn: string;
   try {
     applied = await migrateUp(orm);
     workspace = await ensureDevWorkspace({ orm, encryptionKey: Buffer.from(options.encryptionKey, 'base64'), keyFile: join(options.dataDir, 'dev-key') });
+    dashboardSignIn = (await createDashboardAuthService({ orm }).signInLink({ orgId: workspace.orgId })).token;
   } finally {
     await orm.close();
   }
@@ -56,6 +61,6 @@ export async function runDevSetup(options: { databaseUrl: string; temporalAddres
     writeFileSync(`${workflowBundle}.tmp`, code);
     renameSync(`${workflowBundle}.tmp`, workflowBundle);
   }
-  const result: DevSetupResult = { workspace, applied, workflowBundle };
+  const result: DevSetupResult = { workspace, dashboardSignIn, applied, workflowBundle };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -174,7 +174,7 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, submissionPort, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`], publicUrl, temporalUi, temporalAddress, key: workspace.key, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
+    printBanner({ smtpPort: SMTP_PORT, submissionPort, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`], publicUrl, temporalUi, temporalAddress, key: workspace.key, dashboardSignIn: setup.dashboardSignIn, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
@@ -216,6 +216,7 @@ function printBanner(info: {
   temporalUi: string | null;
   temporalAddress: string;
   key: string;
+  dashboardSignIn: string;
   orgId: string;
   domain: string;
   databaseUrl: string;
@@ -228,6 +229,9 @@ function printBanner(info: {
     '',
     '  Herald is running',
     '',
+    `  Dashboard     ${info.publicUrl}/dashboard/sign-in/${info.dashboardSignIn}`,
+    '                (signs you in as the dev workspace\'s owner: one use, 15 minutes;',
+    `                 another: npx herald admin sign-in-link --org ${info.orgId})`,
     `  API           ${info.publicUrl}/api/v1`,
     `  Docs          ${info.publicUrl}/docs`,
     `  Temporal UI   ${info.temporalUi ?? `(external Temporal at ${info.temporalAddress})`}`,

@@ -10,6 +10,7 @@ import { freePort, isListening } from '../../src/dev/ports.ts';
 import { dropDatabase, withDatabase } from '../../src/dev/postgres.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { sharedServices, testDatabaseName } from '../support/stack.ts';
+import { dashboardClient } from '../support/dashboard-client.ts';
 
 const sh = promisify(exec);
 
@@ -85,6 +86,15 @@ describe('herald dev (npm start)', () => {
     const sinkPage = await fetch(`http://127.0.0.1:${ports.sinkHttp}/`);
     expect(sinkPage.status).toBe(200);
     expect(await sinkPage.text()).toContain('Herald mail sink');
+
+    // The dashboard link signs in once as the dev workspace's owner.
+    const link = /^\s+Dashboard\s+(http:\/\/\S+\/dashboard\/sign-in\/\S+)$/m.exec(banner)?.[1];
+    expect(link, banner).toBeDefined();
+    const dashboard = dashboardClient(new URL(link!).origin);
+    const continued = await dashboard.submit(new URL(link!).pathname, new URL(link!).pathname, {});
+    expect(continued.status, continued.text.slice(0, 300)).toBe(303);
+    expect((await dashboard.get('/dashboard/keys')).text).toContain('dev key (all scopes)');
+    expect((await dashboardClient(new URL(link!).origin).get(new URL(link!).pathname)).status).toBe(404);
 
     const me = JSON.parse((await sh(command!)).stdout) as { ok: boolean; data: { org_slug: string; scopes: string[] } };
     expect(me.ok).toBe(true);

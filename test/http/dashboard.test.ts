@@ -201,6 +201,28 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect((await client.get('/dashboard/keys')).text).toMatch(/Short-lived[\s\S]*revoked/);
   });
 
+  it('signs in once through an operator\'s sign-in link (a GET alone signs nobody in); invitations and sign-in links do not mix', async () => {
+    const auth = createDashboardAuthService({ orm: h.stack.orm });
+    const person = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
+    const { token } = await auth.signInLink({ orgId: h.workspace.org.id, email: person.email });
+    const client = dashboardClient(h.api.url);
+    const page = await client.get(`/dashboard/sign-in/${token}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(person.email);
+    expect(client.jar.has('herald_session')).toBe(false);
+    expect((await client.post(`/dashboard/sign-in/${token}`, { _csrf: csrfOf(page.text) })).status).toBe(303);
+    expect((await client.get('/dashboard/keys')).status).toBe(200);
+    expect((await dashboardClient(h.api.url).get(`/dashboard/sign-in/${token}`)).status).toBe(404);
+
+    const expired = await auth.signInLink({ orgId: h.workspace.org.id, email: person.email }, new Date(Date.now() - 16 * 60_000));
+    expect((await dashboardClient(h.api.url).get(`/dashboard/sign-in/${expired.token}`)).status).toBe(404);
+    const invitation = await auth.invite({ orgId: h.workspace.org.id, email: email(), role: 'owner' });
+    expect((await dashboardClient(h.api.url).get(`/dashboard/sign-in/${invitation.token}`)).status).toBe(404);
+    const link = await auth.signInLink({ orgId: h.workspace.org.id, email: person.email });
+    expect((await dashboardClient(h.api.url).get(`/dashboard/invite/${link.token}`)).status).toBe(404);
+    await expect(auth.signInLink({ orgId: h.workspace.org.id, email: 'nobody@example.com' })).rejects.toThrow(/no such person/);
+  });
+
   it('signs out one browser, or every browser of the person at once', async () => {
     const person = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
     const second = dashboardClient(h.api.url);

@@ -10,8 +10,9 @@ export const SESSION_IDLE_MS = 12 * 3_600_000;
 export const SESSION_MAX_MS = 7 * 86_400_000;
 /** last_seen_at is written at most once a minute per session (a page load is a read, not a write). */
 const SEEN_WRITE_MS = 60_000;
-/** An invitation link works for 7 days, once. */
+/** An invitation link works for 7 days, once; an operator's sign-in link 15 minutes, once. */
 export const INVITE_TTL_MS = 7 * 86_400_000;
+export const SIGN_IN_LINK_TTL_MS = 15 * 60_000;
 /** Passwords: 12 characters at least (NIST 800-63B's length-over-composition advice), 200 at most. */
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 200;
@@ -79,6 +80,7 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
         orgId: input.orgId,
         email: input.email.trim().toLowerCase(),
         role: input.role,
+        kind: 'invite',
         tokenHash: tokenHash(token),
         expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
         acceptedAt: null,
@@ -87,10 +89,46 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
       return { token, invite };
     },
 
-    /** The open invitation a link's token names, or null (unknown, used or expired). */
-    async findInvite(token: string, now = new Date()): Promise<{ invite: DashboardInvite; orgName: string } | null> {
+    /**
+     * A one-use link that signs an existing person in (15 minutes): for operators, and printed by
+     * the dev stack so `npm start` opens the dashboard signed in. The person is the workspace's
+     * user with `email`, or its owner when no email is given.
+     */
+    async signInLink(input: { orgId: string; email?: string }, now = new Date()): Promise<{ token: string; link: DashboardInvite }> {
+      const em = scopeToOrg(orm.em, input.orgId);
+      const user = input.email
+        ? await em.findOne(User, { email: input.email.trim().toLowerCase() })
+        : await em.findOne(User, { role: 'owner' }, { orderBy: { id: 'asc' } });
+      if (!user) throw new AppError('not_found', `workspace ${input.orgId} has no such person`);
+      const token = newToken();
+      const link = em.create(DashboardInvite, {
+        orgId: input.orgId,
+        email: user.email,
+        role: user.role,
+        kind: 'sign_in',
+        tokenHash: tokenHash(token),
+        expiresAt: new Date(now.getTime() + SIGN_IN_LINK_TTL_MS),
+        acceptedAt: null,
+      });
+      await em.flush();
+      return { token, link };
+    },
+
+    /** Uses a sign-in link: its person gets a session; null when the link is unknown, used or expired. */
+    async useSignInLink(token: string, now = new Date()): Promise<{ token: string; session: SignedIn } | null> {
+      const user = await orm.em.fork().transactional(async (em) => {
+        const link = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind: 'sign_in' }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!link || link.acceptedAt || link.expiresAt <= now) return null;
+        link.acceptedAt = now;
+        return em.findOne(User, { orgId: link.orgId, email: link.email }, ALL_TENANTS);
+      });
+      return user ? openSession(user, now) : null;
+    },
+
+    /** The open link a token names (an invitation, or a sign-in link with `kind`), or null (unknown, used or expired). */
+    async findInvite(token: string, now = new Date(), kind: DashboardInvite['kind'] = 'invite'): Promise<{ invite: DashboardInvite; orgName: string } | null> {
       const em = orm.em.fork();
-      const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token) }, ALL_TENANTS);
+      const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind }, ALL_TENANTS);
       if (!invite || invite.acceptedAt || invite.expiresAt <= now) return null;
       const org = await em.findOne(Organization, { id: invite.orgId });
       return org ? { invite, orgName: org.name } : null;
@@ -107,7 +145,7 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
       const passwordHash = await hash(input.password);
       const user = await orm.em.fork().transactional(async (em) => {
         // Locked: two tabs accepting one link make one user.
-        const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token) }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+        const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind: 'invite' }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!invite || invite.acceptedAt || invite.expiresAt <= now) throw new AppError('not_found', 'This invitation link is not valid any more.');
         invite.acceptedAt = now;
         const existing = await em.findOne(User, { orgId: invite.orgId, email: invite.email }, ALL_TENANTS);

@@ -1,7 +1,16 @@
 import type { ApiServices } from '../../http/routes.ts';
-import type { DashboardArea } from './dashboard.router.ts';
+import type { DashboardArea, DashboardContext } from './dashboard.router.ts';
+import { DASHBOARD_PERIODS, metricsPage } from './dashboard-metrics.pages.ts';
 
-/** The metrics pages of the dashboard (/dashboard/metrics). */
-export function metricsArea(_services: ApiServices): DashboardArea {
-  return () => {};
+/** The metrics page of the dashboard (/dashboard/metrics?period=7d|30d|90d), on GET /metrics' service. */
+export function metricsArea(services: ApiServices): DashboardArea {
+  return (router, kit) => {
+    router.get('/metrics', kit.requireSession, async (ctx: DashboardContext) => {
+      const signedIn = kit.signedInOf(ctx);
+      const asked = String(ctx.query.period ?? '7d');
+      const period = DASHBOARD_PERIODS.find((p) => p === asked) ?? '7d';
+      const [metrics, daily] = await Promise.all([services.metrics.getMetrics(signedIn.orgId, period), services.metrics.dailyOutcomes(signedIn.orgId, period)]);
+      kit.send(ctx, 200, metricsPage({ signedIn, period, metrics, daily }));
+    });
+  };
 }

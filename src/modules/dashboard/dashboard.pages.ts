@@ -48,6 +48,7 @@ export function layout(title: string, body: string, signedIn?: SignedIn, current
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Herald</title>
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
+!${current === 'metrics' ? html`<link rel="stylesheet" href="/dashboard/assets/uplot.css">` : ''}
 <script src="/dashboard/assets/dashboard.js" defer></script>
 </head>
 <body>
@@ -88,6 +89,18 @@ export function invitePage(options: { csrf: string; orgName: string; email: stri
   <label for="password">Password <small>(12 characters or more)</small></label>
   <input id="password" name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="200">
   <button type="submit">Join and sign in</button>
+</form>`,
+  );
+}
+
+/** An operator's sign-in link: one button (a GET never signs in, so link scanners cannot use it up). */
+export function signInLinkPage(options: { csrf: string; orgName: string; email: string }): string {
+  return layout(
+    `Sign in to ${options.orgName}`,
+    html`<form method="post" class="card narrow">
+  !${csrfField(options.csrf)}
+  <p>This link signs you in as <strong>${options.email}</strong>, once.</p>
+  <button type="submit">Continue</button>
 </form>`,
   );
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
@@ -10,7 +11,7 @@ import { PUBLIC_SCOPES, SCOPE_CATALOG } from '../auth/scopes.ts';
 import type { WorkspaceKeysService } from '../auth/workspace-keys.service.ts';
 import type { TokenBucket } from '../rate-limit/token-bucket.ts';
 import { sameToken, SESSION_MAX_MS, type DashboardAuthService, type SignedIn } from './dashboard-auth.service.ts';
-import { invitePage, keysPage, notePage, signInPage } from './dashboard.pages.ts';
+import { invitePage, keysPage, notePage, signInLinkPage, signInPage } from './dashboard.pages.ts';
 
 /** The session cookie (HttpOnly) and the sign-in forms' CSRF cookie (before a session exists). */
 export const SESSION_COOKIE = 'herald_session';
@@ -24,9 +25,12 @@ const PREFIX = '/dashboard';
 const SIGN_IN_PER_EMAIL = { requests_per_minute: 10, burst: 10, source: 'default' } as const;
 const SIGN_IN_PER_ADDRESS = { requests_per_minute: 60, burst: 60, source: 'default' } as const;
 
+/** The pages' files: Herald's own, and uPlot (the metrics chart) from its npm package. */
 const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/dashboard.css', import.meta.url)) },
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/dashboard.js', import.meta.url)) },
+  'uplot.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.iife.min.js'))) },
+  'uplot.css': { type: 'text/css; charset=utf-8', body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.min.css'))) },
 };
 
 const SECURITY_HEADERS = {
@@ -199,6 +203,19 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     }
     const signedIn = await deps.auth.signIn(email, one(fields.password));
     if (!signedIn) return send(ctx, 401, signInPage({ csrf: formToken(ctx), email, error: 'Wrong email or password.' }));
+    startSession(ctx, signedIn.token);
+  });
+
+  router.get('/sign-in/:token', async (ctx) => {
+    const found = await deps.auth.findInvite(ctx.params.token ?? '', new Date(), 'sign_in');
+    if (!found) return send(ctx, 404, notePage('This sign-in link is not valid', 'It was used already, expired (links last 15 minutes), or is incomplete.'));
+    send(ctx, 200, signInLinkPage({ csrf: formToken(ctx), orgName: found.orgName, email: found.invite.email }));
+  });
+
+  router.post('/sign-in/:token', forms, async (ctx) => {
+    if (!formTokenValid(ctx)) return send(ctx, 403, notePage('This form has expired', 'Open the link again.'));
+    const signedIn = await deps.auth.useSignInLink(ctx.params.token ?? '');
+    if (!signedIn) return send(ctx, 404, notePage('This sign-in link is not valid', 'It was used already, expired (links last 15 minutes), or is incomplete.'));
     startSession(ctx, signedIn.token);
   });
 

@@ -45,7 +45,26 @@ export function createMetricsService({ orm, clock = () => new Date() }: { orm: M
         contacts,
       });
     },
+
+    /** The dashboard's chart: each day of the period (zero-filled) with sent, delivered, bounced and complained. */
+    async dailyOutcomes(orgId: string, period: MetricsPeriod): Promise<DailyOutcomes[]> {
+      const window = periodWindow(period, clock());
+      const byDay = new Map((await countEventsByDay(scopeToOrg(orm.em, orgId), orgId, window)).map((d) => [d.day, d]));
+      return window.days.map((date) => {
+        const d = byDay.get(date);
+        return { date, sent: d?.sent ?? 0, delivered: d?.delivered ?? 0, bounced: d?.bounced ?? 0, complained: d?.complained ?? 0 };
+      });
+    },
   };
+}
+
+/** One day's outcomes of a workspace's mail. */
+export interface DailyOutcomes {
+  date: string;
+  sent: number;
+  delivered: number;
+  bounced: number;
+  complained: number;
 }
 
 export type MetricsService = ReturnType<typeof createMetricsService>;

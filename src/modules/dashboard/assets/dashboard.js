@@ -21,3 +21,31 @@ document.addEventListener('submit', (event) => {
   const question = form instanceof HTMLFormElement ? form.getAttribute('data-confirm') : null;
   if (question && !window.confirm(question)) event.preventDefault();
 });
+// The metrics chart: uPlot (loaded by the metrics page) draws the series in data-series.
+document.addEventListener('DOMContentLoaded', () => {
+  const element = document.querySelector('[data-chart="outcomes"]');
+  if (!element || !window.uPlot) return;
+  const data = JSON.parse(element.getAttribute('data-series'));
+  const seconds = data.dates.map((date) => Date.parse(`${date}T00:00:00Z`) / 1000);
+  const line = (label, stroke) => ({ label, stroke, width: 2, points: { show: seconds.length <= 31 } });
+  const draw = () => {
+    element.textContent = '';
+    new window.uPlot(
+      {
+        width: Math.max(280, element.clientWidth),
+        height: 280,
+        scales: { x: { time: true } },
+        axes: [{}, { size: 60 }],
+        series: [{}, line('Sent', '#0b5cad'), line('Delivered', '#1a7f37'), line('Bounced', '#b42318'), line('Complained', '#8250df')],
+      },
+      [seconds, data.sent, data.delivered, data.bounced, data.complained],
+      element,
+    );
+  };
+  draw();
+  let resizing;
+  window.addEventListener('resize', () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(draw, 150);
+  });
+});
