@@ -102,6 +102,8 @@ const EnvSchema = v.object({
   REDIS_KEY_PREFIX: v.optional(v.string(), 'herald:'),
   TEMPORAL_ADDRESS: v.optional(v.string(), '127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: v.optional(v.string(), 'default'),
+  /** The Temporal UI's address, for the dashboard's links to a workspace's workflows (none when unset). */
+  TEMPORAL_UI_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
   /** A prebuilt workflow bundle (herald dev builds one per source version); else .build/ or bundled at start. */
   HERALD_WORKFLOW_BUNDLE: v.optional(v.string()),
   TEMPORAL_TASK_QUEUE_PREFIX: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9-]+$/)), 'herald'),
@@ -197,6 +199,8 @@ export interface Config {
     legacyTaskQueues: string[];
     /** Prefix of Herald's Temporal Schedule ids, so test runs sharing a server never collide. */
     schedulePrefix: string;
+    /** The Temporal UI (TEMPORAL_UI_URL), linked from the dashboard; absent when unset. */
+    uiUrl?: string;
     /** A prebuilt workflow bundle to load instead of bundling at start (HERALD_WORKFLOW_BUNDLE). */
     workflowBundlePath?: string;
   };
@@ -317,6 +321,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       legacyTaskQueues: [`${prefix}-email`, `${prefix}-webhooks`, `${prefix}-inbound`],
       schedulePrefix: prefix,
       ...(env.HERALD_WORKFLOW_BUNDLE ? { workflowBundlePath: env.HERALD_WORKFLOW_BUNDLE } : {}),
+      ...(env.TEMPORAL_UI_URL ? { uiUrl: env.TEMPORAL_UI_URL.replace(/\/+$/, '') } : {}),
     },
     http: {
       port: env.PORT,

@@ -64,6 +64,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       keys: services.workspaceKeys,
       bucket,
       publicUrl: config.http.publicUrl,
+      workflowsUi: config.temporal.uiUrl ? { url: config.temporal.uiUrl, namespace: config.temporal.namespace } : undefined,
       areas: [domainsArea(services), emailsArea(services), webhooksArea(services), inboxArea(services), metricsArea(services)],
     }),
   });

@@ -3,7 +3,7 @@ import type { EmailEventType } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { recordEmailEvent } from '../../src/modules/metrics/email-events.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { dashboardClient, signedInPerson } from '../support/dashboard-client.ts';
+import { dashboardClient, decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
 import { createOrg, unique } from '../support/factories.ts';
 
 const DAY = 86_400_000;
@@ -26,8 +26,7 @@ async function record(h: ApiHarness, orgId: string, daysAgo: number, counts: Par
 /** The chart's data attribute of a metrics page, decoded. */
 function seriesOf(page: string): { dates: string[]; sent: number[]; delivered: number[]; bounced: number[]; complained: number[] } {
   const attribute = /data-series="([^"]+)"/.exec(page)?.[1] ?? '';
-  const decoded = attribute.replace(/&#(\d+);/g, (_m, code: string) => String.fromCharCode(Number(code))).replace(/&quot;/g, '"').replace(/&amp;/g, '&');
-  return JSON.parse(decoded) as ReturnType<typeof seriesOf>;
+  return JSON.parse(decodeEntities(attribute)) as ReturnType<typeof seriesOf>;
 }
 
 describe('dashboard metrics page', () => {
@@ -79,5 +78,22 @@ describe('dashboard metrics page', () => {
     expect(script.headers.get('content-type')).toContain('javascript');
     expect(await script.text()).toContain('uPlot');
     expect((await fetch(`${h.api.url}/dashboard/assets/nope.js`)).status).toBe(404);
+  });
+});
+
+describe('dashboard link to the Temporal UI', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApiHarness({ TEMPORAL_UI_URL: 'http://127.0.0.1:8233/' });
+  });
+  afterAll(() => h.close());
+
+  it('links every page to the workspace\'s workflows in the Temporal UI, filtered by HeraldOrgId', async () => {
+    const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: `${unique('ui').toLowerCase()}@example.com` });
+    const page = await client.get('/dashboard/metrics');
+    const href = /<a href="([^"]+)" target="_blank" rel="noopener noreferrer">Workflows \(Temporal UI\)<\/a>/.exec(page.text)?.[1];
+    expect(href).toBeDefined();
+    expect(decodeEntities(href!)).toBe(`http://127.0.0.1:8233/namespaces/${h.stack.config.temporal.namespace}/workflows?query=${encodeURIComponent(`HeraldOrgId="${h.workspace.org.id}"`)}`);
   });
 });

@@ -61,3 +61,13 @@ export async function signedInPerson(orm: MikroORM, baseUrl: string, orgId: stri
   if (accepted.status !== 303) throw new Error(`invitation not accepted: ${accepted.status}\n${accepted.text.slice(0, 500)}`);
   return { client, password, email: options.email };
 }
+
+/** Text of an HTML attribute or element as a browser reads it (numeric and the common named entities decoded). */
+export function decodeEntities(text: string): string {
+  return text
+    .replace(/&#(\d+);/g, (_m, code: string) => String.fromCharCode(Number(code)))
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
+}

@@ -27,6 +27,8 @@ export interface SignedIn {
   email: string;
   name: string;
   role: UserRole;
+  /** The Temporal UI listing this workspace's workflows, when Herald knows the UI's address. */
+  workflowsUrl?: string;
 }
 
 const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');

@@ -33,7 +33,7 @@ export function layout(title: string, body: string, signedIn?: SignedIn, current
     ? html`<header class="top">
         <a class="brand" href="/dashboard">Herald</a>
         <span class="workspace" title="Workspace">${signedIn.orgName}</span>
-        <nav aria-label="Dashboard">!${AREAS.map(([area, label]) => html`<a href="/dashboard/${area}"!${current === area ? ' aria-current="page"' : ''}>${label}</a>`).join('')}</nav>
+        <nav aria-label="Dashboard">!${AREAS.map(([area, label]) => html`<a href="/dashboard/${area}"!${current === area ? ' aria-current="page"' : ''}>${label}</a>`).join('')}!${signedIn.workflowsUrl ? html`<a href="${signedIn.workflowsUrl}" target="_blank" rel="noopener noreferrer">Workflows (Temporal UI)</a>` : ''}</nav>
         <div class="account">
           <span>${signedIn.name} <small>(${signedIn.role})</small></span>
           <form method="post" action="/dashboard/sign-out">!${csrfField(signedIn.csrfToken)}<button type="submit" class="link">Sign out</button></form>

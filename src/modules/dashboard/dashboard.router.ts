@@ -68,6 +68,8 @@ export interface DashboardDeps {
   bucket: TokenBucket;
   /** PUBLIC_URL: a form posted from another origin is refused. */
   publicUrl: string;
+  /** The Temporal UI and namespace, for a link to the workspace's workflows (filtered by HeraldOrgId). */
+  workflowsUi?: { url: string; namespace: string } | undefined;
   /** The other areas' pages (domains, emails, webhooks, inbox, metrics). */
   areas?: readonly DashboardArea[];
 }
@@ -144,7 +146,10 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
       send(ctx, 403, notePage('This form has expired', 'Reload the page and submit it again.', signedIn));
       return;
     }
-    ctx.state.signedIn = signedIn;
+    const ui = deps.workflowsUi;
+    ctx.state.signedIn = ui
+      ? { ...signedIn, workflowsUrl: `${ui.url}/namespaces/${encodeURIComponent(ui.namespace)}/workflows?query=${encodeURIComponent(`HeraldOrgId="${signedIn.orgId}"`)}` }
+      : signedIn;
     await next();
   }
 
