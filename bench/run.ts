@@ -46,7 +46,7 @@ import { summarizeRuns } from './lib/stats.ts';
 import type { Benchmark, Figures } from './lib/types.ts';
 
 /** Every benchmark in report order; a name whose file does not exist yet is skipped. */
-export const BENCHMARKS = ['api-read', 'api-write', 'sends', 'webhooks', 'inbound', 'submission', 'scale', 'footprint', 'large-bodies', 'broadcast', 'broadcast-one-process'] as const;
+export const BENCHMARKS = ['api-read', 'api-write', 'sends', 'webhooks', 'inbound', 'submission', 'scale', 'footprint', 'large-bodies', 'broadcast', 'broadcast-one-process', 'dashboard'] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const DATABASE_PREFIX = 'herald_bench_';

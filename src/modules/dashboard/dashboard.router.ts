@@ -54,7 +54,9 @@ export interface DashboardKit {
   /** The person as a caller of the API's services (every public scope; live keys for owners only). */
   callerOf(signedIn: SignedIn): KeyContext;
   /** Answers an HTML page. */
-  send(ctx: Context, status: number, page: string): void;
+  send: (ctx: Context, status: number, page: string) => void;
+  /** Answers the 404 page for `what` (`domain`, `email`, …) the workspace does not have. */
+  notFound: (ctx: DashboardContext, what: string) => void;
 }
 
 /** An area of the dashboard: registers its routes on the /dashboard router. */
@@ -168,7 +170,8 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     rateLimit: { requests_per_minute: 0, burst: 0, source: 'default' },
   });
 
-  const kit: DashboardKit = { forms, requireSession, signedInOf, callerOf, send };
+  const notFound = (ctx: DashboardContext, what: string) => send(ctx, 404, notePage('Not found', `This workspace has no such ${what}.`, ctx.state.signedIn));
+  const kit: DashboardKit = { forms, requireSession, signedInOf, callerOf, send, notFound };
 
   async function renderKeys(ctx: DashboardContext, status: number, extra: Partial<Parameters<typeof keysPage>[0]> = {}): Promise<void> {
     const signedIn = signedInOf(ctx);
@@ -281,7 +284,7 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     try {
       await deps.keys.revokeKey(signedInOf(ctx).orgId, ctx.params.id ?? '');
     } catch (error) {
-      if (error instanceof AppError && error.code === 'not_found') return send(ctx, 404, notePage('Not found', 'This workspace has no such key.', signedInOf(ctx)));
+      if (error instanceof AppError && error.code === 'not_found') return notFound(ctx, 'key');
       throw error;
     }
     ctx.redirect(`${PREFIX}/keys`);

@@ -263,8 +263,8 @@ export function createSendsService(deps: SendsServiceDeps) {
       return afterCommit(orgId, accepted);
     },
 
-    /** One email with its recipients, or 404. */
-    async getEmail(orgId: string, id: string): Promise<AcceptedEmail> {
+    /** One email with its recipients (the rows: the dashboard shows more of them than the API's record), or 404. */
+    async getEmail(orgId: string, id: string): Promise<{ email: TransactionalEmail; recipients: EmailRecipient[] }> {
       const em = scopeToOrg(orm.em, orgId);
       const email = await em.findOne(TransactionalEmail, { id });
       if (!email) throw new AppError('not_found', `Email ${id} was not found.`);
@@ -273,7 +273,7 @@ export function createSendsService(deps: SendsServiceDeps) {
     },
 
     /** One email with its recipients and their events (the email's timeline), or 404. */
-    async getEmailWithEvents(orgId: string, id: string): Promise<AcceptedEmail & { events: EmailEventView[] }> {
+    async getEmailWithEvents(orgId: string, id: string): Promise<{ email: TransactionalEmail; recipients: EmailRecipient[]; events: EmailEventView[] }> {
       const found = await this.getEmail(orgId, id);
       return { ...found, events: await findEmailEvents(scopeToOrg(orm.em, orgId), orgId, id) };
     },

@@ -64,6 +64,15 @@ export function createDeliveriesService(deps: {
       };
     },
 
+    /** One delivery with its latest attempts (oldest first); 404 for an unknown id or another workspace's. */
+    async getDelivery(orgId: string, id: string): Promise<DeliveryWithAttempts> {
+      const em = scopeToOrg(orm.em, orgId);
+      const delivery = await em.findOne(WebhookDelivery, { id: id.toLowerCase() });
+      if (!delivery) throw new AppError('not_found', `Webhook delivery ${id} does not exist.`);
+      const attempts = await findRecentAttempts(em, orgId, [delivery.id]);
+      return { delivery, attempts: attempts.get(delivery.id) ?? [] };
+    },
+
     /**
      * Queues a new attempt series for a finished delivery (delivered, failed or exhausted):
      * same delivery id and event id, status queued, replay_count + 1, series = replay_count.
