@@ -41,6 +41,7 @@ import { createWebhooksService, sealedSecretResponse } from '../modules/webhooks
 import type { OffloadPool } from '../offload/offload-pool.ts';
 import type { CursorCodec } from './cursor.ts';
 import type { AnyRoute } from './route.ts';
+import { createDomainChecks } from '../modules/domains/domain-verification.starter.ts';
 
 /** What the api process's services are built from. */
 export interface ApiServiceDeps {
@@ -68,6 +69,7 @@ export function createApiServices(deps: ApiServiceDeps) {
   return {
     config: deps.config,
     domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
+    domainChecks: createDomainChecks({ orm: deps.orm, temporal: deps.temporal, config: deps.config }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),

@@ -11,6 +11,8 @@ import { createDomainsService } from '../../src/modules/domains/domains.service.
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { domainRecheckScheduleId } from '../../src/temporal/schedules.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
+import { startApi } from '../../src/main-api.ts';
+import { signedInPerson } from '../support/dashboard-client.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
@@ -207,6 +209,30 @@ describe('domain verification through the real worker and a loopback DNS server'
       ['domain.verified', 'attention'],
     ]);
     expect(events[1]!.data.domain).toMatchObject({ verified: false, deliverability: { status: 'attention', dkim: { status: 'missing' } } });
+  });
+
+  it('checks a domain from the dashboard ("Check now"): the same run, the page showing what it found; another workspace\'s domain is not found', async () => {
+    const api = await startApi(stack.config, logger);
+    try {
+      const domain = await domains.addDomain({ orgId, domain: `dashboard.${tld}` });
+      const { client: browser } = await signedInPerson(stack.orm, api.url, orgId, { email: `checker-${process.pid}@example.com` });
+      const pending = await browser.get(`/dashboard/domains/${domain.id}`);
+      expect(pending.text).toContain('Check now');
+      publish(domain);
+      const checked = await browser.submit(`/dashboard/domains/${domain.id}`, `/dashboard/domains/${domain.id}/check`, {});
+      expect(checked.status, checked.text.slice(0, 300)).toBe(303);
+      expect((await stored(domain.id)).status).toBe('verified');
+      const page = await browser.get(checked.headers.get('location')!);
+      expect(page.text).toContain('Checked just now: verified.');
+
+      const { org: other } = await createOrg(stack.orm);
+      const foreign = await domains.addDomain({ orgId: other.id, domain: `foreign.${tld}` });
+      const refused = await browser.submit(`/dashboard/domains/${domain.id}`, `/dashboard/domains/${foreign.id}/check`, {});
+      expect(refused.status).toBe(404);
+      expect((await stored(foreign.id)).lastCheckedAt).toBeNull();
+    } finally {
+      await api.close();
+    }
   });
 
   it('prints the new status and each record as text', async () => {

@@ -107,7 +107,8 @@ export function domainPage(model: DomainPageModel): string {
   const verification =
     domain.status === 'verified'
       ? html`<p>Verified on !${when(domain.verifiedAt)}.</p>`
-      : html`<p>Herald looks these records up in DNS. A new domain is checked when your Herald operator runs <code>herald admin domain verify ${domain.id}</code>; verified domains (and those needing attention) are re-checked every day at 00:00 UTC. DNS changes can take a while to be seen.</p>`;
+      : html`<p>Herald looks these records up in DNS when you check the domain (and an operator can, with <code>herald admin domain verify ${domain.id}</code>); verified domains and those needing attention are re-checked every day at 00:00 UTC. DNS changes can take a while to be seen.</p>`;
+  const checkNow = html`<form method="post" action="/dashboard/domains/${domain.id}/check">!${csrfField(signedIn.csrfToken)}<button type="submit">Check now</button></form>`;
   const reload =
     domain.status !== 'pending'
       ? ''
@@ -122,6 +123,7 @@ export function domainPage(model: DomainPageModel): string {
   <h2 id="status-title">Verification</h2>
   <p>!${domainState(domain.status)} ${statusText(domain.status)}</p>
   !${verification}
+  !${checkNow}
   <p class="hint">Last checked: !${when(domain.lastCheckedAt)}.!${domain.reputationState === 'recovery' ? html` Sending is paused while the domain's reputation recovers.` : ''}</p>
   !${reload}
 </section>

@@ -4,6 +4,7 @@ import type { ApiServices } from '../../http/routes.ts';
 import { deliverabilityRecords } from '../domains/deliverability.fns.ts';
 import { domainPage, domainsPage, PENDING_RELOAD_SECONDS, type DomainsPageModel } from './dashboard-domains.pages.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { notePage } from './dashboard.pages.ts';
 
 /**
  * The domains pages of the dashboard (/dashboard/domains): the workspace's domains, adding one
@@ -12,7 +13,7 @@ import { form, one, type DashboardArea, type DashboardContext, type DashboardKit
  * GET /api/v1/domains (listWorkspaceDomains, the expected records with the last check).
  */
 export function domainsArea(services: ApiServices): DashboardArea {
-  const { domains, config } = services;
+  const { domains, domainChecks, config } = services;
 
   return (router, kit: DashboardKit) => {
     async function renderList(ctx: DashboardContext, status: number, extra: Partial<DomainsPageModel> = {}): Promise<void> {
@@ -53,9 +54,28 @@ export function domainsArea(services: ApiServices): DashboardArea {
           senders: found.senders,
           records: deliverabilityRecords(found.domain, config),
           reloading,
-          ...(ctx.query.added === '1' ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider.` } : {}),
+          ...(ctx.query.added === '1' ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` } : {}),
+          ...(ctx.query.checked === '1' ? { notice: `Checked just now: ${found.domain.status}.` } : {}),
         }),
       );
+    });
+
+    // Check now: the verifyDomain workflow, waited for (20 s at most); the page then shows what it found.
+    router.post('/domains/:id/check', kit.forms, kit.requireSession, async (ctx) => {
+      const signedIn = kit.signedInOf(ctx);
+      const id = ctx.params.id ?? '';
+      if (!isId(id)) return kit.notFound(ctx, 'domain');
+      try {
+        await domainChecks.check(signedIn.orgId, id);
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'domain');
+        if (error instanceof AppError && error.code === 'service_unavailable') {
+          return kit.send(ctx, 503, notePage('The check is taking longer', 'It keeps running and the domain\'s page will show its result; is Herald\'s worker running?', signedIn));
+        }
+        throw error;
+      }
+      ctx.redirect(`/dashboard/domains/${id}?checked=1&reload=off`);
+      ctx.status = 303;
     });
   };
 }

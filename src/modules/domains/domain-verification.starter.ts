@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { Domain } from '../../../db/entities/index.ts';
-import { ALL_TENANTS } from '../../../db/orm.ts';
+import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import type { verifyDomain } from '../../../workflows/index.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
@@ -71,3 +71,22 @@ export function createDomainVerificationRunner(deps: { orm: MikroORM; config: Pi
   };
 }
 
+
+/** How long a person waits for a check started from the dashboard before the page answers. */
+export const DOMAIN_CHECK_WAIT_MS = 20_000;
+
+/**
+ * Checks of a workspace's own domain (the dashboard's "Check now"): the same verifyDomain run
+ * as operators start, on the api's Temporal client; 404 for another workspace's domain.
+ */
+export function createDomainChecks(deps: { orm: MikroORM; temporal: Client; config: Pick<Config, 'temporal'> }) {
+  return {
+    async check(orgId: string, domainId: string, timeoutMs = DOMAIN_CHECK_WAIT_MS): Promise<DomainCheckOutcome> {
+      const domain = await scopeToOrg(deps.orm.em, orgId).findOne(Domain, { id: domainId });
+      if (!domain) throw new AppError('not_found', `Domain ${domainId} does not exist.`);
+      return runDomainVerification(deps.temporal, deps.config, { orgId, domainId: domain.id }, timeoutMs);
+    },
+  };
+}
+
+export type DomainChecks = ReturnType<typeof createDomainChecks>;
