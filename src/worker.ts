@@ -12,8 +12,9 @@ import { reportQueuesFrom } from './metrics/metrics.ts';
 import { readQueueDepths } from './queue/queue-depth.repo.ts';
 import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
-import { composedElsewhere, createRelay, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
-import { createOffloadPool } from './offload/offload-pool.ts';
+import { composedElsewhere, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
+import { createThreadedRelay } from './modules/sends/relay-thread.ts';
+import { createOffloadPool, type OffloadPool } from './offload/offload-pool.ts';
 import { createDirectRelay } from './modules/sends/direct-relay.ts';
 import { createMtaSts } from './modules/sends/mta-sts.ts';
 import { readTrustedAuthorities } from './modules/sends/relay-tls.ts';
@@ -109,16 +110,18 @@ async function workflowBundle(config: Config, logger: Logger): Promise<NonNullab
 }
 
 /**
- * The composing thread's heap: a message at a time per task, nothing kept (V8's defaults for a
- * thread let it grow by 140 MB under a broadcast's steady allocation).
+ * The heap of the thread that composes (and, with a relay, sends) messages: a message at a time
+ * per task, nothing kept (V8's defaults for a thread let it grow by 140 MB under a broadcast's
+ * steady allocation).
  */
 const COMPOSER_HEAP = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 };
 
 /**
- * How this worker's messages leave: the pooled relay (SMTP_RELAY_URL), or direct delivery to
- * each recipient domain's MX (SMTP_DELIVERY=direct).
+ * How this worker's messages leave: the pooled relay (SMTP_RELAY_URL) on a thread of its own
+ * that also composes and signs them, or direct delivery to each recipient domain's MX
+ * (SMTP_DELIVERY=direct) from this thread, with messages composed and signed on the offload thread.
  */
-function outboundDelivery(config: Config, logger: Logger): Relay {
+function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool): Relay {
   if (config.delivery.mode === 'direct') {
     const { heloName, port, poolSize, ratePerMinute, tls, mtaSts, caFile } = config.delivery;
     logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy, mtaSts: mtaSts ? 'enforce' : 'off' });
@@ -126,7 +129,7 @@ function outboundDelivery(config: Config, logger: Logger): Relay {
     const dns = createDnsResolver(config, { cache: { ttlMs: 60_000, maxEntries: 10_000 } });
     // The public roots plus SMTP_DIRECT_CA_FILE's authorities; Node's own roots when unset.
     const ca = caFile ? readTrustedAuthorities(caFile, 'SMTP_DIRECT_CA_FILE') : undefined;
-    return createDirectRelay({
+    const direct = createDirectRelay({
       dns,
       heloName,
       port,
@@ -137,9 +140,14 @@ function outboundDelivery(config: Config, logger: Logger): Relay {
       mtaSts: mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port }) : null,
       logger,
     });
+    return composedElsewhere(direct, (message, envelope) => offload.composeMessage(message, envelope), logger);
   }
-  logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls) });
-  return createRelay({ url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls, logger });
+  logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls), thread: true });
+  return createThreadedRelay({
+    settings: { url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls },
+    resourceLimits: COMPOSER_HEAP,
+    logger,
+  });
 }
 
 /**
@@ -151,10 +159,10 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
-  // Composes and DKIM-signs outgoing messages off the event loop.
+  // Composes and DKIM-signs outgoing messages off the event loop (direct delivery; a relay has its own thread).
   const offload = createOffloadPool({ resourceLimits: COMPOSER_HEAP });
   // One pooled SMTP transport to the relay per worker process.
-  const smtpRelay = composedElsewhere(outboundDelivery(config, logger), (message, envelope) => offload.composeMessage(message, envelope), logger);
+  const smtpRelay = outboundDelivery(config, logger, offload);
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });

@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -7,6 +8,7 @@ import { createLogger } from '../../src/logger.ts';
 import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';
 import { MAX_COMPOSED_ELSEWHERE_CHARS } from '../../src/modules/sends/message-composer.ts';
 import { composedElsewhere, createRelay, type Relay } from '../../src/modules/sends/relay.ts';
+import { createThreadedRelay } from '../../src/modules/sends/relay-thread.ts';
 import { createOffloadPool } from '../../src/offload/offload-pool.ts';
 import { messageProblems } from '../support/message-quality.ts';
 import { startTlsRelay } from '../support/tls-relay.ts';
@@ -120,5 +122,62 @@ describe('a relay whose messages are composed on the offload thread', () => {
     expect(sink.received.length).toBe(before + 1);
     expect(await dkimResult(sink.received.at(-1)!.raw)).toBe('pass');
     expect(logLines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['message not composed on the offload thread; composed in the event loop instead']);
+  });
+});
+
+/** The pooled relay on its own thread (the worker's relay): composing, signing and the SMTP sessions there. */
+describe('the relay thread', () => {
+  const logLines: string[] = [];
+  const logger = createLogger('info', {}, (line) => logLines.push(line));
+  let sink: Awaited<ReturnType<typeof startTlsRelay>>;
+  let relay: Relay;
+
+  beforeAll(async () => {
+    sink = await startTlsRelay({ certificate: null });
+    relay = createThreadedRelay({ settings: { url: `smtp://127.0.0.1:${sink.port}`, poolSize: 2, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } }, logger });
+  });
+
+  afterAll(async () => {
+    relay.close();
+    await sink.close();
+  });
+
+  it('delivers messages composed and DKIM-signed on the thread, many at once', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => relay.send(message({ messageId: `<thread-${i}@example.com>` }), ENVELOPE)));
+    expect(results.every((r) => r.kind === 'recipients' && r.recipients.every((x) => x.accepted))).toBe(true);
+    const raws = sink.received.filter((m) => /thread-\d+@example\.com/.test(m.raw)).map((m) => m.raw);
+    expect(raws).toHaveLength(20);
+    expect(await dkimResult(raws[0]!)).toBe('pass');
+    expect(await messageProblems(Buffer.from(raws[0]!))).toEqual([]);
+  });
+
+  it('composes a message with attachments (streams) before the thread and sends its bytes there', async () => {
+    const result = await relay.send(message({ messageId: '<thread-attached@example.com>', attachments: [{ filename: 'a.txt', content: Readable.from(['attached ', 'stream']) }] }), ENVELOPE);
+    expect(result.kind === 'recipients' && result.recipients.map((r) => r.accepted)).toEqual([true]);
+    const raw = sink.received.find((m) => m.raw.includes('thread-attached@example.com'))!.raw;
+    expect((await simpleParser(raw)).attachments.map((a) => a.content.toString())).toEqual(['attached stream']);
+    expect(await dkimResult(raw)).toBe('pass');
+  });
+
+  it('answers an unreachable relay as a temporary failure, logged through the worker\'s logger', async () => {
+    const closed = createThreadedRelay({ settings: { url: 'smtp://127.0.0.1:1', poolSize: 1, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } }, logger });
+    try {
+      const result = await closed.send(message(), ENVELOPE);
+      expect(result).toMatchObject({ kind: 'unreachable', response: expect.stringMatching(/ECONNREFUSED/) });
+    } finally {
+      closed.close();
+    }
+  });
+
+  it('answers the messages in flight when the thread dies (here: it cannot start), and never leaves a send waiting', async () => {
+    const broken = createThreadedRelay({ settings: { url: 'not a relay url', poolSize: 1, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } }, logger });
+    try {
+      const results = await Promise.all([broken.send(message(), ENVELOPE), broken.send(message(), ENVELOPE)]);
+      for (const result of results) expect(result).toMatchObject({ kind: 'unreachable', response: expect.stringMatching(/^relay thread stopped/) });
+      // The next message starts a new thread (which fails the same way here).
+      expect(await broken.send(message(), ENVELOPE)).toMatchObject({ kind: 'unreachable' });
+    } finally {
+      broken.close();
+    }
   });
 });

@@ -136,7 +136,9 @@ export function domainPage(model: DomainPageModel): string {
 <section aria-labelledby="senders-title">
   <h2 id="senders-title">Sender identities</h2>
   !${model.senders.length === 0
-    ? html`<p>None yet: once the domain is verified, the workspace can send from any address on it.</p>`
+    ? domain.status === 'verified'
+      ? html`<p>None named: the workspace sends from any address on ${domain.domain}.</p>`
+      : html`<p>None yet: once the domain is verified, the workspace can send from any address on it.</p>`
     : html`<ul>!${model.senders.map((s) => html`<li>${s.name} &lt;${s.email}&gt;!${s.isDefault ? html` <small class="hint">(default)</small>` : ''}</li>`).join('')}</ul>`}
 </section>`,
     signedIn,

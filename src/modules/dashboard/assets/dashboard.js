@@ -35,7 +35,14 @@ document.addEventListener('DOMContentLoaded', () => {
         width: Math.max(280, element.clientWidth),
         height: 280,
         scales: { x: { time: true } },
-        axes: [{}, { size: 60 }],
+        // One tick per day or per few days, labelled with the UTC date (the series are UTC days).
+        axes: [
+          {
+            incrs: [86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400],
+            values: (_plot, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(5, 10)),
+          },
+          { size: 60 },
+        ],
         series: [{}, line('Sent', '#0b5cad'), line('Delivered', '#1a7f37'), line('Bounced', '#b42318'), line('Complained', '#8250df')],
       },
       [seconds, data.sent, data.delivered, data.bounced, data.complained],
