@@ -5,6 +5,7 @@ import { domainsArea } from './modules/dashboard/dashboard-domains.routes.ts';
 import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
 import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
 import { metricsArea } from './modules/dashboard/dashboard-metrics.routes.ts';
+import { peopleArea } from './modules/dashboard/dashboard-people.routes.ts';
 import { webhooksArea } from './modules/dashboard/dashboard-webhooks.routes.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
@@ -46,6 +47,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   const offload = createOffloadPool();
   const idempotency = createIdempotencyStore({ orm });
   const bucket = createTokenBucket(redis);
+  const dashboardAuth = createDashboardAuthService({ orm });
   const services = createApiServices({ orm, config, temporal: temporal.client, logger, offload, idempotency });
   const routes = createRoutes(services, createCursorCodec(config.encryptionKey));
   const app = createApp({
@@ -60,12 +62,19 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     uploads: createUploadsRouter({ attachments: services.attachments, contactImports: services.contactImports }),
     recipientLinks: createRecipientLinksRouter({ unsubscribe: createUnsubscribeService({ orm, config }), tracking: createTrackingService({ orm, config }) }),
     dashboard: createDashboardRouter({
-      auth: createDashboardAuthService({ orm }),
+      auth: dashboardAuth,
       keys: services.workspaceKeys,
       bucket,
       publicUrl: config.http.publicUrl,
       workflowsUi: config.temporal.uiUrl ? { url: config.temporal.uiUrl, namespace: config.temporal.namespace } : undefined,
-      areas: [domainsArea(services), emailsArea(services), webhooksArea(services), inboxArea(services), metricsArea(services)],
+      areas: [
+        domainsArea(services),
+        emailsArea(services),
+        webhooksArea(services),
+        inboxArea(services),
+        metricsArea(services),
+        peopleArea({ auth: dashboardAuth, publicUrl: config.http.publicUrl }),
+      ],
     }),
   });
   const server = await new Promise<Server>((resolve, reject) => {

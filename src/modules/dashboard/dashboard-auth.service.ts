@@ -192,6 +192,33 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
       return describe(session, user, org);
     },
 
+    /** The workspace's people (oldest first) and its open invitations (newest first). */
+    async people(orgId: string, now = new Date()): Promise<{ users: User[]; invitations: DashboardInvite[] }> {
+      const em = scopeToOrg(orm.em, orgId);
+      const [users, invitations] = await Promise.all([
+        em.find(User, {}, { orderBy: { id: 'asc' } }),
+        em.fork().find(DashboardInvite, { kind: 'invite', acceptedAt: null, expiresAt: { $gt: now } }, { orderBy: { id: 'desc' } }),
+      ]);
+      return { users, invitations };
+    },
+
+    /**
+     * An owner ends another person's access: their password goes (they need a new invitation to
+     * come back) and every session of theirs ends at once. Their API keys stay (keys are the
+     * workspace's). 403 for a member, 409 for one's own access; 404 for another workspace's person.
+     */
+    async revokeAccess(by: SignedIn, userId: string, now = new Date()): Promise<User> {
+      if (by.role !== 'owner') throw new AppError('forbidden', 'Only an owner can remove a person\'s access.');
+      if (userId === by.userId) throw new AppError('conflict', 'You cannot remove your own access; another owner can.');
+      const em = scopeToOrg(orm.em, by.orgId);
+      const user = await em.findOne(User, { id: userId });
+      if (!user) throw new AppError('not_found', `Person ${userId} does not exist.`);
+      user.passwordHash = null;
+      await em.flush();
+      await em.nativeUpdate(DashboardSession, { userId: user.id, revokedAt: null }, { revokedAt: now });
+      return user;
+    },
+
     /** Ends one session. */
     async signOut(sessionId: string, now = new Date()): Promise<void> {
       await orm.em.fork().nativeUpdate(DashboardSession, { id: sessionId, revokedAt: null }, { revokedAt: now }, ALL_TENANTS);

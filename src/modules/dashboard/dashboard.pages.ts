@@ -24,6 +24,7 @@ export const AREAS = [
   ['webhooks', 'Webhooks'],
   ['inbox', 'Inbox'],
   ['metrics', 'Metrics'],
+  ['people', 'People'],
 ] as const;
 export type Area = (typeof AREAS)[number][0];
 
