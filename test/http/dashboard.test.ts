@@ -221,6 +221,15 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     const link = await auth.signInLink({ orgId: h.workspace.org.id, email: person.email });
     expect((await dashboardClient(h.api.url).get(`/dashboard/invite/${link.token}`)).status).toBe(404);
     await expect(auth.signInLink({ orgId: h.workspace.org.id, email: 'nobody@example.com' })).rejects.toThrow(/no such person/);
+
+    // The workspace's first owner has no password (the dev stack's case): the link's session holds.
+    const { org } = await createOrg(h.stack.orm);
+    const ownerLink = await auth.signInLink({ orgId: org.id });
+    const owner = dashboardClient(h.api.url);
+    expect((await owner.submit(`/dashboard/sign-in/${ownerLink.token}`, `/dashboard/sign-in/${ownerLink.token}`, {})).status).toBe(303);
+    const keys = await owner.get('/dashboard/keys');
+    expect(keys.status).toBe(200);
+    expect(keys.text).toContain(org.name);
   });
 
   it('signs out one browser, or every browser of the person at once', async () => {

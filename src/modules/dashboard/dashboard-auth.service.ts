@@ -184,7 +184,9 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
       if (!session || session.revokedAt || session.expiresAt <= now || now.getTime() - session.lastSeenAt.getTime() > SESSION_IDLE_MS) return null;
       const user = await em.findOne(User, { id: session.userId }, ALL_TENANTS);
       const org = user && (await em.findOne(Organization, { id: user.orgId }));
-      if (!user || !org || user.passwordHash === null) return null;
+      // Removing a person's access ends their sessions (revokeAccess); a person without a password
+      // (the workspace's first owner, signed in by an operator's link) keeps the session the link opened.
+      if (!user || !org) return null;
       if (now.getTime() - session.lastSeenAt.getTime() > SEEN_WRITE_MS) {
         session.lastSeenAt = now;
         await em.flush();

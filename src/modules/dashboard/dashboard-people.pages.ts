@@ -15,13 +15,13 @@ export interface PeoplePageModel {
 }
 
 function personRow(user: User, signedIn: SignedIn): string {
-  const state = user.passwordHash ? 'active' : 'no access';
+  const state = user.passwordHash ? 'password' : 'no password';
   const removable = signedIn.role === 'owner' && user.id !== signedIn.userId && user.passwordHash !== null;
   return html`<tr>
     <td data-label="Name">${user.name}!${user.id === signedIn.userId ? html` <small class="hint">(you)</small>` : ''}</td>
     <td data-label="Email">${user.email}</td>
     <td data-label="Role">${user.role}</td>
-    <td data-label="Access"><span class="state ${state === 'active' ? 'active' : 'revoked'}">${state}</span></td>
+    <td data-label="Access"><span class="state ${state === 'password' ? 'active' : 'revoked'}">${state}</span></td>
     <td data-label="Since">!${when(user.createdAt)}</td>
     <td data-label="">!${removable
       ? html`<form method="post" action="/dashboard/people/${user.id}/revoke" data-confirm="Remove ${user.name}'s access? They are signed out everywhere at once.">!${csrfField(signedIn.csrfToken)}<button type="submit" class="danger">Remove access</button></form>`
