@@ -24,6 +24,7 @@ import { createAuthenticator } from './modules/auth/authenticator.ts';
 import { createIdempotencyStore } from './modules/idempotency/idempotency.store.ts';
 import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
 import { createRedis } from './redis/client.ts';
+import { redisKeys } from './redis/keys.ts';
 import { lazyTemporalClient } from './temporal/client.ts';
 
 export interface RunningApi {
@@ -66,6 +67,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       keys: services.workspaceKeys,
       bucket,
       publicUrl: config.http.publicUrl,
+      formSentOnce: async (sessionId, nonce) => (await redis.set(redisKeys.dashboardFormSent(sessionId, nonce), '1', 'EX', 86_400, 'NX')) === 'OK',
       workflowsUi: config.temporal.uiUrl ? { url: config.temporal.uiUrl, namespace: config.temporal.namespace } : undefined,
       areas: [
         domainsArea(services),

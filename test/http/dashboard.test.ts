@@ -170,6 +170,20 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect(/<code id="new-key">([^<]+)<\/code>/.exec(ownersLive.text)?.[1]).toMatch(/^hrld_live_/);
   });
 
+  it('does a form sent twice (a double click, a reload after POST) once', async () => {
+    const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
+    const page = await client.get('/dashboard/keys');
+    const fields = { _csrf: csrfOf(page.text), _once: /name="_once" value="([^"]+)"/.exec(page.text)![1]!, name: 'Clicked twice', mode: 'test', scopes: 'me:read' };
+    const first = await client.post('/dashboard/keys', fields);
+    const second = await client.post('/dashboard/keys', fields);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(409);
+    expect(second.text).toContain('This form was already sent');
+    expect((await keysOf(h.workspace.org.id)).filter((k) => k.name === 'Clicked twice')).toHaveLength(1);
+    // Every render gives its forms a new value: the next form is its own.
+    expect((await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Clicked twice', mode: 'test', scopes: 'me:read' })).status).toBe(201);
+  });
+
   it('renders names as text, never markup', async () => {
     const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), name: '<img src=x onerror=alert(1)>' });
     await client.submit('/dashboard/keys', '/dashboard/keys', { name: '<script>alert("key")</script>', mode: 'test', scopes: 'me:read' });

@@ -40,7 +40,8 @@ export function dashboardClient(baseUrl: string) {
     /** Opens `path` and posts its form with the CSRF token the page carries (fields added). */
     async submit(pagePath: string, action: string, fields: Record<string, string | string[]>, headers?: Record<string, string>): Promise<PageResponse> {
       const page = await request('GET', pagePath);
-      return this.post(action, { _csrf: csrfOf(page.text), ...fields }, headers);
+      const once = /name="_once" value="([^"]+)"/.exec(page.text)?.[1];
+      return this.post(action, { _csrf: csrfOf(page.text), ...(once ? { _once: once } : {}), ...fields }, headers);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { html } from 'ghtml';
 import type { ApiKey } from '../../../db/entities/index.ts';
 import type { ScopeEntry } from '../auth/scopes.ts';
@@ -9,8 +10,12 @@ import type { SignedIn } from './dashboard-auth.service.ts';
  * or style (the pages' Content-Security-Policy allows only /dashboard/assets/).
  */
 
-/** A form's hidden CSRF field. */
-export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+/**
+ * A form's hidden fields: the session's CSRF token, and a value of its own so that sending the
+ * same form twice (a double click, a reload after POST) does what it does once.
+ */
+export const csrfField = (token: string) =>
+  html`<input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="_once" value="${randomBytes(16).toString('base64url')}">`;
 
 /** A message above a form: an error (role=alert, read at once by screen readers) or a notice. */
 export const message = (text: string | undefined, kind: 'error' | 'notice' = 'error') =>

@@ -72,6 +72,11 @@ export interface DashboardDeps {
   publicUrl: string;
   /** The Temporal UI and namespace, for a link to the workspace's workflows (filtered by HeraldOrgId). */
   workflowsUi?: { url: string; namespace: string } | undefined;
+  /**
+   * Records a form as sent (true the first time for this session and value, for a day): the
+   * dashboard's idempotency, as the API's Idempotency-Key (Redis SET NX in the api process).
+   */
+  formSentOnce: (sessionId: string, nonce: string) => Promise<boolean>;
   /** The other areas' pages (domains, emails, webhooks, inbox, metrics). */
   areas?: readonly DashboardArea[];
 }
@@ -146,6 +151,12 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     }
     if (ctx.method === 'POST' && (!sameOrigin(ctx) || !sameToken(signedIn.csrfToken, one(form(ctx)._csrf)))) {
       send(ctx, 403, notePage('This form has expired', 'Reload the page and submit it again.', signedIn));
+      return;
+    }
+    // The same form sent again (a double click, a reload after POST) does nothing more.
+    const nonce = one(form(ctx)._once);
+    if (ctx.method === 'POST' && /^[\w-]{22}$/.test(nonce) && !(await deps.formSentOnce(signedIn.sessionId, nonce))) {
+      send(ctx, 409, notePage('This form was already sent', 'What it asked for was done the first time; it was not done again. Reload the page to see the result.', signedIn));
       return;
     }
     const ui = deps.workflowsUi;
