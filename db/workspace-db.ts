@@ -75,11 +75,6 @@ export class WorkspaceScope implements KyselyPlugin {
   }
 }
 
-/** A workspace table a statement reads or writes, by the name the statement refers to it with. */
-interface TenantReference {
-  reference: string;
-}
-
 class ScopeTransformer extends OperationNodeTransformer {
   readonly #orgId: string;
   readonly #tenantTables: ReadonlySet<string>;
@@ -112,17 +107,17 @@ class ScopeTransformer extends OperationNodeTransformer {
     const transformed = super.transformInsertQuery(node, queryId);
     const table = transformed.into ? this.#tenantReference(transformed.into)[0] : undefined;
     if (table && !this.#setsThisWorkspace(transformed)) {
-      throw new Error(`an insert into ${table.reference} through workspaceDb must set org_id to the workspace's id`);
+      throw new Error(`an insert into ${table} through workspaceDb must set org_id to the workspace's id`);
     }
     return transformed;
   }
 
-  /** `node` (a table, or an aliased table) when it is a workspace table: the name to qualify org_id with. */
-  #tenantReference(node: OperationNode): TenantReference[] {
+  /** The name a statement refers to `node` (a table, or an aliased table) by, when it is a workspace table: what org_id is qualified with. */
+  #tenantReference(node: OperationNode): string[] {
     if (AliasNode.is(node) && TableNode.is(node.node) && IdentifierNode.is(node.alias)) {
-      return this.#isTenant(node.node) ? [{ reference: node.alias.name }] : [];
+      return this.#isTenant(node.node) ? [node.alias.name] : [];
     }
-    if (TableNode.is(node) && this.#isTenant(node)) return [{ reference: node.table.identifier.name }];
+    if (TableNode.is(node) && this.#isTenant(node)) return [node.table.identifier.name];
     return [];
   }
 
@@ -135,8 +130,8 @@ class ScopeTransformer extends OperationNodeTransformer {
     return BinaryOperationNode.create(ReferenceNode.create(ColumnNode.create('org_id'), TableNode.create(reference)), OperatorNode.create('='), ValueNode.create(this.#orgId));
   }
 
-  #andWhere<T extends SelectQueryNode | UpdateQueryNode | DeleteQueryNode>(node: T, tables: TenantReference[]): T {
-    return tables.reduce((scoped, table) => QueryNode.cloneWithWhere(scoped, this.#condition(table.reference)), node);
+  #andWhere<T extends SelectQueryNode | UpdateQueryNode | DeleteQueryNode>(node: T, tables: string[]): T {
+    return tables.reduce((scoped, table) => QueryNode.cloneWithWhere(scoped, this.#condition(table)), node);
   }
 
   /** Each joined workspace table's condition joins its ON (an outer join still keeps unmatched rows). */
@@ -145,7 +140,7 @@ class ScopeTransformer extends OperationNodeTransformer {
     const joins = node.joins.map((join) => {
       const [table] = this.#tenantReference(join.table);
       if (!table) return join;
-      const condition = this.#condition(table.reference);
+      const condition = this.#condition(table);
       return join.on ? JoinNode.cloneWithOn(join, condition) : JoinNode.createWithOn(join.joinType === 'CrossJoin' ? 'InnerJoin' : join.joinType, join.table, condition);
     });
     return { ...node, joins };

@@ -1,9 +1,10 @@
-import { type ResourceLimits, Worker } from 'node:worker_threads';
+import type { ResourceLimits } from 'node:worker_threads';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Envelope } from '../modules/sends/message-composer.ts';
 import { AppError } from '../errors.ts';
 import type { OffloadResult, OffloadTask } from './offload-tasks.ts';
 import { transferableOf } from './offload-tasks.ts';
+import { createWorkerChannel } from './worker-channel.ts';
 
 const WORKER_URL = new URL('./offload-worker.ts', import.meta.url);
 
@@ -24,51 +25,10 @@ export interface OffloadPool {
   close(): Promise<void>;
 }
 
-type Pending = { worker: Worker; resolve: (result: OffloadResult) => void; reject: (error: Error) => void };
-
-/**
- * One worker thread, started on first use and again after a crash (the tasks in flight then
- * reject). It does not keep the process alive.
- */
+/** One worker thread, started on first use and again after a crash (the tasks in flight then reject). */
 export function createOffloadPool(options: { resourceLimits?: ResourceLimits } = {}): OffloadPool {
-  let worker: Worker | null = null;
-  let nextId = 0;
-  const pending = new Map<number, Pending>();
-
-  /** A thread that failed or exited: its tasks reject; the next task starts a new one. */
-  function fail(gone: Worker, error: Error): void {
-    for (const [id, entry] of pending) {
-      if (entry.worker !== gone) continue;
-      pending.delete(id);
-      entry.reject(error);
-    }
-    if (worker === gone) worker = null;
-  }
-
-  function started(): Worker {
-    if (worker) return worker;
-    const created = new Worker(WORKER_URL, options.resourceLimits ? { resourceLimits: options.resourceLimits } : {});
-    created.unref();
-    created.on('message', ({ id, result, crash }: { id: number; result?: OffloadResult; crash?: string }) => {
-      const entry = pending.get(id);
-      pending.delete(id);
-      if (crash !== undefined || !result) entry?.reject(new Error(`offload task failed: ${crash ?? 'no result'}`));
-      else entry?.resolve(result);
-    });
-    created.on('error', (error: Error) => fail(created, error));
-    created.on('exit', (code) => fail(created, new Error(`offload worker exited with ${code}`)));
-    worker = created;
-    return created;
-  }
-
-  function run(task: OffloadTask, transfer: ArrayBuffer[]): Promise<OffloadResult> {
-    return new Promise((resolve, reject) => {
-      nextId += 1;
-      const target = started();
-      pending.set(nextId, { worker: target, resolve, reject });
-      target.postMessage({ id: nextId, task }, transfer);
-    });
-  }
+  const channel = createWorkerChannel<OffloadTask, OffloadResult>({ url: WORKER_URL, name: 'offload worker', resourceLimits: options.resourceLimits });
+  const run = (task: OffloadTask, transfer: ArrayBuffer[]) => channel.request(task, transfer);
 
   function unwrap<K extends OffloadResult['kind']>(result: OffloadResult, kind: K): Extract<OffloadResult, { kind: K }> {
     if (result.kind === 'appError') throw new AppError(result.code, result.message, result.details);
@@ -89,10 +49,6 @@ export function createOffloadPool(options: { resourceLimits?: ResourceLimits } =
       const { bytes } = unwrap(await run({ kind: 'composeMessage', message, envelope }, []), 'composedMessage');
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     },
-    async close() {
-      const current = worker;
-      worker = null;
-      if (current) await current.terminate();
-    },
+    close: () => channel.terminate(),
   };
 }

@@ -11,7 +11,7 @@ import {
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { dashboardClient, signedInPerson } from '../support/dashboard-client.ts';
+import { dashboardClient, decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
 import { createOrg, unique } from '../support/factories.ts';
 
 /** Text as the pages' templates escape it (ghtml: " & ' < = > as numeric references). */
@@ -158,10 +158,9 @@ describe('the dashboard: emails', () => {
     const ids = await insertEmails(h, org.id, seeds);
     const client = await signIn(org.id);
     const idsOn = (text: string) => [...text.matchAll(/<a href="\/dashboard\/emails\/([a-f0-9]{24})">/g)].map((match) => match[1]);
-    const unescaped = (text: string) => text.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
     const older = (text: string) => {
       const href = /<a href="([^"]+)" rel="next">Older<\/a>/.exec(text)?.[1];
-      return href === undefined ? undefined : unescaped(href);
+      return href === undefined ? undefined : decodeEntities(href);
     };
 
     const first = await client.get('/dashboard/emails?from=bulk.example.com');

@@ -7,12 +7,11 @@ import { scopeToOrg } from '../../db/orm.ts';
 import { createBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
 import { contentDisposition } from '../../src/modules/inbox/inbox.fns.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { dashboardClient, signedInPerson } from '../support/dashboard-client.ts';
+import { dashboardClient, decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
 import { createOrg, unique } from '../support/factories.ts';
 import { insertAttachment, insertMessage, insertThread } from '../support/inbox-rows.ts';
 
 /** Text as the browser reads it from an attribute or element (ghtml escapes with numeric references). */
-const unescape = (escaped: string) => escaped.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
 
 /** A page's text without the break opportunities (`<wbr>`) long runs get. */
 const plain = (text: string) => text.replaceAll('<wbr>', '');
@@ -98,7 +97,7 @@ describe('the dashboard\'s inbox pages', () => {
     expect(first.text).not.toContain(threads[0]!.id);
     const next = /href="([^"]+)" rel="next">Older conversations/.exec(first.text)?.[1];
     expect(next).toBeDefined();
-    const second = await client.get(unescape(next!));
+    const second = await client.get(decodeEntities(next!));
     expect(second.status).toBe(200);
     expect(second.text).toContain(threads[0]!.id);
     expect(second.text).not.toContain(threads[1]!.id);
@@ -162,7 +161,7 @@ describe('the dashboard\'s inbox pages', () => {
     const srcdoc = /srcdoc="([^"]*)"/.exec(iframe)?.[1];
     expect(srcdoc).toBeDefined();
     expect(srcdoc).not.toMatch(/[<>"]/);
-    expect(unescape(srcdoc!)).toBe(hostile);
+    expect(decodeEntities(srcdoc!)).toBe(hostile);
     // The page's own policy still holds (no inline script may run, and the frame inherits it).
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
   });

@@ -163,6 +163,11 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect(none.text).toContain('Choose at least one scope.');
     const gated = await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Gated', mode: 'test', scopes: 'assistant.sessions:write' });
     expect(gated.status).toBe(400);
+    // Names as the API takes them: 200 characters at most.
+    expect((await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'n'.repeat(200), mode: 'test', scopes: 'me:read' })).status).toBe(201);
+    const long = await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'n'.repeat(201), mode: 'test', scopes: 'me:read' });
+    expect(long.status).toBe(400);
+    expect(long.text).toContain('1 to 200 characters');
 
     const owner = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'owner' });
     const ownersLive = await owner.client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Production', mode: 'live', scopes: 'me:read' });

@@ -11,7 +11,7 @@ import type { StoredResponse } from '../idempotency/idempotency.types.ts';
 import { IdParams, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { DateTime } from '../inbox/inbox.schemas.ts';
 import { serializeApiKey } from './api-keys.serializer.ts';
-import type { WorkspaceKeysService } from './workspace-keys.service.ts';
+import { KEY_NAME_MAX, type WorkspaceKeysService } from './workspace-keys.service.ts';
 
 const ApiKeyResponse = v.object({
   _id: v.string(),
@@ -28,7 +28,7 @@ const ApiKeyResponse = v.object({
 const CreatedApiKeyResponse = v.object({ ...ApiKeyResponse.entries, secret: v.pipe(v.string(), v.description('The key itself: shown this once, never again.')) });
 
 const CreateApiKeyBody = v.strictObject({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters')),
+  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(KEY_NAME_MAX, `must be at most ${KEY_NAME_MAX} characters`)),
   scopes: v.pipe(v.array(v.pipe(v.string(), v.maxLength(100))), v.minLength(1, 'must list at least one scope'), v.maxLength(100)),
   mode: v.optional(v.picklist(API_KEY_MODES, `must be ${API_KEY_MODES.join(' or ')}`)),
   expires_at: v.optional(DateTime),

@@ -7,6 +7,9 @@ import { createApiKeysService } from './api-keys.service.ts';
 import type { KeyContext } from './key-context.ts';
 import { resolveGrantableScopes } from './scopes.ts';
 
+/** The longest name a key may have (the API and the dashboard). */
+export const KEY_NAME_MAX = 200;
+
 /** How far ahead an API key may expire: three years. */
 export const KEY_EXPIRY_MAX_MS = 3 * 365 * 86_400_000;
 /** The earliest expiry: a minute from now (a key that expires at once is a mistake). */

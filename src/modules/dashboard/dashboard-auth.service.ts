@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
+import { type EntityManager, LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { hash, verify } from '@node-rs/argon2';
 import { DashboardInvite, DashboardSession, Organization, User, type UserRole } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
@@ -41,6 +41,9 @@ export function sameToken(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+/** Whether a link can still be used: it exists, was not used, and has not expired. */
+const isOpen = (link: DashboardInvite | null, now: Date): link is DashboardInvite => link !== null && !link.acceptedAt && link.expiresAt > now;
+
 /** A hash to verify against when no user matches, so an unknown email costs the same time as a wrong password. */
 let decoyHash: Promise<string> | null = null;
 
@@ -68,6 +71,27 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     return { token, session: describe(session, user, org) };
   }
 
+  /** A new one-use link for a person of a workspace: the token (for the URL) is returned this once, the row keeps its hash. */
+  async function createLink(
+    em: EntityManager,
+    link: Pick<DashboardInvite, 'orgId' | 'email' | 'role' | 'kind'>,
+    ttlMs: number,
+    now: Date,
+  ): Promise<{ token: string; link: DashboardInvite }> {
+    const token = newToken();
+    const row = em.create(DashboardInvite, { ...link, tokenHash: tokenHash(token), expiresAt: new Date(now.getTime() + ttlMs), acceptedAt: null });
+    await em.flush();
+    return { token, link: row };
+  }
+
+  /** The open link of `kind` a token names, locked in `em`'s transaction and used up now; null when unknown, used or expired. */
+  async function useLink(em: EntityManager, token: string, kind: DashboardInvite['kind'], now: Date): Promise<DashboardInvite | null> {
+    const link = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!isOpen(link, now)) return null;
+    link.acceptedAt = now;
+    return link;
+  }
+
   function describe(session: DashboardSession, user: User, org: Organization): SignedIn {
     return { sessionId: session.id, csrfToken: session.csrfToken, userId: user.id, orgId: user.orgId, orgName: org.name, email: user.email, name: user.name, role: user.role };
   }
@@ -77,18 +101,8 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     async invite(input: { orgId: string; email: string; role: UserRole }, now = new Date()): Promise<{ token: string; invite: DashboardInvite }> {
       const em = scopeToOrg(orm.em, input.orgId);
       if (!(await em.findOne(Organization, { id: input.orgId }))) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
-      const token = newToken();
-      const invite = em.create(DashboardInvite, {
-        orgId: input.orgId,
-        email: input.email.trim().toLowerCase(),
-        role: input.role,
-        kind: 'invite',
-        tokenHash: tokenHash(token),
-        expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
-        acceptedAt: null,
-      });
-      await em.flush();
-      return { token, invite };
+      const { token, link } = await createLink(em, { orgId: input.orgId, email: input.email.trim().toLowerCase(), role: input.role, kind: 'invite' }, INVITE_TTL_MS, now);
+      return { token, invite: link };
     },
 
     /**
@@ -102,27 +116,14 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
         ? await em.findOne(User, { email: input.email.trim().toLowerCase() })
         : await em.findOne(User, { role: 'owner' }, { orderBy: { id: 'asc' } });
       if (!user) throw new AppError('not_found', `workspace ${input.orgId} has no such person`);
-      const token = newToken();
-      const link = em.create(DashboardInvite, {
-        orgId: input.orgId,
-        email: user.email,
-        role: user.role,
-        kind: 'sign_in',
-        tokenHash: tokenHash(token),
-        expiresAt: new Date(now.getTime() + SIGN_IN_LINK_TTL_MS),
-        acceptedAt: null,
-      });
-      await em.flush();
-      return { token, link };
+      return createLink(em, { orgId: input.orgId, email: user.email, role: user.role, kind: 'sign_in' }, SIGN_IN_LINK_TTL_MS, now);
     },
 
     /** Uses a sign-in link: its person gets a session; null when the link is unknown, used or expired. */
     async useSignInLink(token: string, now = new Date()): Promise<{ token: string; session: SignedIn } | null> {
       const user = await orm.em.fork().transactional(async (em) => {
-        const link = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind: 'sign_in' }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (!link || link.acceptedAt || link.expiresAt <= now) return null;
-        link.acceptedAt = now;
-        return em.findOne(User, { orgId: link.orgId, email: link.email }, ALL_TENANTS);
+        const link = await useLink(em, token, 'sign_in', now);
+        return link && em.findOne(User, { orgId: link.orgId, email: link.email }, ALL_TENANTS);
       });
       return user ? openSession(user, now) : null;
     },
@@ -131,7 +132,7 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     async findInvite(token: string, now = new Date(), kind: DashboardInvite['kind'] = 'invite'): Promise<{ invite: DashboardInvite; orgName: string } | null> {
       const em = orm.em.fork();
       const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind }, ALL_TENANTS);
-      if (!invite || invite.acceptedAt || invite.expiresAt <= now) return null;
+      if (!isOpen(invite, now)) return null;
       const org = await em.findOne(Organization, { id: invite.orgId });
       return org ? { invite, orgName: org.name } : null;
     },
@@ -147,9 +148,8 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
       const passwordHash = await hash(input.password);
       const user = await orm.em.fork().transactional(async (em) => {
         // Locked: two tabs accepting one link make one user.
-        const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind: 'invite' }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
-        if (!invite || invite.acceptedAt || invite.expiresAt <= now) throw new AppError('not_found', 'This invitation link is not valid any more.');
-        invite.acceptedAt = now;
+        const invite = await useLink(em, token, 'invite', now);
+        if (!invite) throw new AppError('not_found', 'This invitation link is not valid any more.');
         const existing = await em.findOne(User, { orgId: invite.orgId, email: invite.email }, ALL_TENANTS);
         if (existing) {
           existing.name = name;

@@ -9,7 +9,7 @@ export function metricsArea(services: ApiServices): DashboardArea {
       const signedIn = kit.signedInOf(ctx);
       const asked = String(ctx.query.period ?? '7d');
       const period = DASHBOARD_PERIODS.find((p) => p === asked) ?? '7d';
-      const [metrics, daily] = await Promise.all([services.metrics.getMetrics(signedIn.orgId, period), services.metrics.dailyOutcomes(signedIn.orgId, period)]);
+      const { metrics, daily } = await services.metrics.getMetricsWithDailyOutcomes(signedIn.orgId, period);
       kit.send(ctx, 200, metricsPage({ signedIn, period, metrics, daily }));
     });
   };

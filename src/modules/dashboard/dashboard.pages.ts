@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { html } from 'ghtml';
 import type { ApiKey } from '../../../db/entities/index.ts';
 import type { ScopeEntry } from '../auth/scopes.ts';
+import { KEY_NAME_MAX } from '../auth/workspace-keys.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 
 /**
@@ -172,7 +173,7 @@ export function keysPage(model: KeysPageModel): string {
   <form method="post" action="/dashboard/keys">
     !${csrfField(signedIn.csrfToken)}
     <label for="key-name">Name</label>
-    <input id="key-name" name="name" required maxlength="100" value="${model.form?.name ?? ''}">
+    <input id="key-name" name="name" required maxlength="${String(KEY_NAME_MAX)}" value="${model.form?.name ?? ''}">
     <fieldset><legend>Mode</legend>
       !${modes.map((mode) => html`<label class="inline"><input type="radio" name="mode" value="${mode}"!${(model.form?.mode ?? 'test') === mode ? ' checked' : ''}> ${mode}</label>`).join('')}
       !${signedIn.role === 'owner' ? '' : html`<p class="hint">Only an owner can create live keys.</p>`}

@@ -8,7 +8,7 @@ import { AppError } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
 import type { KeyContext } from '../auth/key-context.ts';
 import { PUBLIC_SCOPES, SCOPE_CATALOG } from '../auth/scopes.ts';
-import type { WorkspaceKeysService } from '../auth/workspace-keys.service.ts';
+import { KEY_NAME_MAX, type WorkspaceKeysService } from '../auth/workspace-keys.service.ts';
 import type { TokenBucket } from '../rate-limit/token-bucket.ts';
 import { sameToken, SESSION_MAX_MS, type DashboardAuthService, type SignedIn } from './dashboard-auth.service.ts';
 import { invitePage, keysPage, notePage, signInLinkPage, signInPage } from './dashboard.pages.ts';
@@ -279,7 +279,7 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     const fields = form(ctx);
     const input = { name: one(fields.name).trim(), mode: one(fields.mode) || 'test', scopes: many(fields.scopes) };
     try {
-      if (input.name.length === 0 || input.name.length > 100) throw new AppError('invalid_request', 'Give the key a name of 1 to 100 characters.');
+      if (input.name.length === 0 || input.name.length > KEY_NAME_MAX) throw new AppError('invalid_request', `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`);
       if (input.mode !== 'test' && input.mode !== 'live') throw new AppError('invalid_request', 'Choose test or live.');
       const { apiKey, key } = await deps.keys.createKey(callerOf(signedInOf(ctx)), { name: input.name, scopes: input.scopes, mode: input.mode });
       await renderKeys(ctx, 201, { created: { name: apiKey.name, secret: key } });

@@ -20,40 +20,50 @@ export const TOP_CAMPAIGNS = 5;
  * moment its query ran, and summary and dailyVolume come from one query, so they always agree.
  */
 export function createMetricsService({ orm, clock = () => new Date() }: { orm: MikroORM; clock?: () => Date }) {
+  /** The period's aggregates and their summary, with the per-day counts they came from. */
+  async function read(orgId: string, period: MetricsPeriod) {
+    const window = periodWindow(period, clock());
+    const em = () => scopeToOrg(orm.em, orgId);
+    const [days, broadcasts, domains, contacts, workspaceDomains] = await Promise.all([
+      countEventsByDay(em(), orgId, window),
+      topBroadcasts(em(), orgId, window, TOP_CAMPAIGNS),
+      countEventsByDomain(em(), orgId, window),
+      countContacts(em(), orgId),
+      workspaceDomainNames(em()),
+    ]);
+    const names = await broadcastNames(em(), broadcasts.top.map((b) => b.broadcastId));
+    const summary = summarizeMetrics({
+      period,
+      window,
+      days,
+      campaigns: broadcasts.campaigns,
+      topCampaigns: broadcasts.top,
+      broadcastNames: names,
+      domains,
+      workspaceDomains,
+      contacts,
+    });
+    return { summary, days, window };
+  }
+
   return {
     /** GET /metrics: summary, rates, zero-filled daily volume, top campaigns, contacts, domains. */
     async getMetrics(orgId: string, period: MetricsPeriod): Promise<MetricsSummary> {
-      const window = periodWindow(period, clock());
-      const em = () => scopeToOrg(orm.em, orgId);
-      const [days, broadcasts, domains, contacts, workspaceDomains] = await Promise.all([
-        countEventsByDay(em(), orgId, window),
-        topBroadcasts(em(), orgId, window, TOP_CAMPAIGNS),
-        countEventsByDomain(em(), orgId, window),
-        countContacts(em(), orgId),
-        workspaceDomainNames(em()),
-      ]);
-      const names = await broadcastNames(em(), broadcasts.top.map((b) => b.broadcastId));
-      return summarizeMetrics({
-        period,
-        window,
-        days,
-        campaigns: broadcasts.campaigns,
-        topCampaigns: broadcasts.top,
-        broadcastNames: names,
-        domains,
-        workspaceDomains,
-        contacts,
-      });
+      return (await read(orgId, period)).summary;
     },
 
-    /** The dashboard's chart: each day of the period (zero-filled) with sent, delivered, bounced and complained. */
-    async dailyOutcomes(orgId: string, period: MetricsPeriod): Promise<DailyOutcomes[]> {
-      const window = periodWindow(period, clock());
-      const byDay = new Map((await countEventsByDay(scopeToOrg(orm.em, orgId), orgId, window)).map((d) => [d.day, d]));
-      return window.days.map((date) => {
+    /**
+     * GET /metrics' summary and, from the same reads, each day of the period (zero-filled) with
+     * sent, delivered, bounced and complained: the dashboard's metrics page.
+     */
+    async getMetricsWithDailyOutcomes(orgId: string, period: MetricsPeriod): Promise<{ metrics: MetricsSummary; daily: DailyOutcomes[] }> {
+      const { summary, days, window } = await read(orgId, period);
+      const byDay = new Map(days.map((d) => [d.day, d]));
+      const daily = window.days.map((date) => {
         const d = byDay.get(date);
         return { date, sent: d?.sent ?? 0, delivered: d?.delivered ?? 0, bounced: d?.bounced ?? 0, complained: d?.complained ?? 0 };
       });
+      return { metrics: summary, daily };
     },
   };
 }

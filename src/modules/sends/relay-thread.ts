@@ -1,6 +1,7 @@
-import { type ResourceLimits, Worker } from 'node:worker_threads';
+import type { ResourceLimits } from 'node:worker_threads';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Logger } from '../../logger.ts';
+import { createWorkerChannel } from '../../offload/worker-channel.ts';
 import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
 import { composableElsewhere, composeMessage, type Envelope } from './message-composer.ts';
 import type { Relay, RelayResult } from './relay.ts';
@@ -16,8 +17,6 @@ export interface RelayThreadSettings {
 
 /** A message for the thread: one it composes and signs itself, or bytes composed here. */
 export type RelayThreadTask = { kind: 'compose'; message: Mail.Options; envelope: Envelope } | { kind: 'raw'; raw: Uint8Array; envelope: Envelope };
-
-type Pending = { thread: Worker; resolve: (result: RelayResult) => void };
 
 /** A log line of the thread, written by the worker's logger. */
 interface ThreadLog {
@@ -39,50 +38,21 @@ interface ThreadLog {
  * the relay may have taken it already: the same window as a connection lost after DATA).
  */
 export function createThreadedRelay(options: { settings: RelayThreadSettings; resourceLimits?: ResourceLimits; logger: Logger }): Relay {
-  let thread: Worker | null = null;
-  let nextId = 0;
-  const pending = new Map<number, Pending>();
+  const channel = createWorkerChannel<RelayThreadTask, RelayResult>({
+    url: THREAD_URL,
+    name: 'relay thread',
+    workerData: options.settings,
+    resourceLimits: options.resourceLimits,
+    onMessage: (message) => {
+      const { log } = message as { log: ThreadLog };
+      options.logger[log.level](log.message, { ...log.fields, thread: 'relay' });
+    },
+    onError: (error) => options.logger.error('relay thread failed', { error }),
+  });
 
-  /** The thread failed or exited: its messages get a temporary failure; the next message starts a new thread. */
-  function lost(gone: Worker, reason: string): void {
-    for (const [id, entry] of pending) {
-      if (entry.thread !== gone) continue;
-      pending.delete(id);
-      entry.resolve({ kind: 'unreachable', response: `relay thread stopped: ${reason}` });
-    }
-    if (thread === gone) thread = null;
-  }
-
-  function started(): Worker {
-    if (thread) return thread;
-    const created = new Worker(THREAD_URL, { workerData: options.settings, ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}) });
-    created.unref();
-    created.on('message', (message: { id: number; result: RelayResult } | { log: ThreadLog }) => {
-      if ('log' in message) {
-        options.logger[message.log.level](message.log.message, { ...message.log.fields, thread: 'relay' });
-        return;
-      }
-      const entry = pending.get(message.id);
-      pending.delete(message.id);
-      entry?.resolve(message.result);
-    });
-    created.on('error', (error: Error) => {
-      options.logger.error('relay thread failed', { error });
-      lost(created, error.message);
-    });
-    created.on('exit', (code) => lost(created, `exit code ${code}`));
-    thread = created;
-    return created;
-  }
-
-  function run(task: RelayThreadTask): Promise<RelayResult> {
-    return new Promise((resolve) => {
-      nextId += 1;
-      const target = started();
-      pending.set(nextId, { thread: target, resolve });
-      target.postMessage({ id: nextId, task });
-    });
-  }
+  /** The relay's answer; a thread that died with the message in flight is an unreachable relay (temporary). */
+  const run = (task: RelayThreadTask): Promise<RelayResult> =>
+    channel.request(task).catch((error: Error) => ({ kind: 'unreachable', response: `relay thread stopped: ${error.message}` }));
 
   return {
     async send(message, envelope) {
@@ -98,9 +68,7 @@ export function createThreadedRelay(options: { settings: RelayThreadSettings; re
       return run({ kind: 'raw', raw, envelope });
     },
     close() {
-      const current = thread;
-      thread = null;
-      current?.postMessage({ close: true });
+      channel.post({ close: true });
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The relay thread (relay-thread.ts): one pooled SMTP relay, composing and DKIM-signing the
- * messages it is given. Messages are `{ id, task }` in, `{ id, result }` (a RelayResult) and
+ * messages it is given. Messages are `{ id, request }` in (src/offload/worker-channel.ts), `{ id, result }` (a RelayResult) and
  * `{ log }` (a line for the worker's logger) out; `{ close: true }` closes the connections and
  * ends the thread.
  */
@@ -33,13 +33,13 @@ async function send(task: RelayThreadTask): Promise<RelayResult> {
   return relay.send({ raw }, task.envelope);
 }
 
-port.on('message', (incoming: { id: number; task: RelayThreadTask } | { close: true }) => {
+port.on('message', (incoming: { id: number; request: RelayThreadTask } | { close: true }) => {
   if ('close' in incoming) {
     relay.close();
     port.close();
     return;
   }
-  send(incoming.task).then(
+  send(incoming.request).then(
     (result) => port.postMessage({ id: incoming.id, result }),
     (error: unknown) => port.postMessage({ id: incoming.id, result: { kind: 'unreachable', response: `relay thread: ${error instanceof Error ? error.message : String(error)}` } satisfies RelayResult }),
   );
