@@ -8,8 +8,10 @@ export type DomainReputationState = (typeof DOMAIN_REPUTATION_STATES)[number];
 export const DOMAIN_SOURCES = ['operator', 'dev'] as const;
 
 /**
- * A sending (and receiving) domain. A domain name belongs to one workspace at most, so
- * inbound mail routes unambiguously. The DKIM private key is stored encrypted
+ * A sending (and receiving) domain. Several workspaces may add the same name (adding one never
+ * tells a workspace what another holds), but only one holds it proven (verified or attention,
+ * a partial unique index), so inbound mail routes unambiguously and a pending domain receives
+ * nothing. The DKIM private key is stored encrypted
  * (`enc:v1:` AES-256-GCM envelope, see src/crypto).
  */
 export const DomainSchema = defineEntity({
@@ -18,7 +20,7 @@ export const DomainSchema = defineEntity({
   properties: {
     id: idColumn(),
     orgId: orgIdColumn(),
-    domain: p.string().length(253).unique(),
+    domain: p.string().length(253),
     status: p.enum(DOMAIN_STATUSES).default('pending'),
     isDefault: p.boolean().default(false),
     source: p.enum(DOMAIN_SOURCES).default('operator'),
@@ -40,6 +42,10 @@ export const DomainSchema = defineEntity({
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
+  uniques: [
+    { name: 'domains_org_id_domain_unique', properties: ['orgId', 'domain'] },
+    { name: 'domains_domain_proven_unique', properties: ['domain'], where: { status: { $ne: 'pending' } } },
+  ],
 });
 
 export class Domain extends DomainSchema.class {}

@@ -17,6 +17,11 @@ import type { QueueDepth } from '../queue/queue-depth.repo.ts';
  *   or retry time, an email's acceptance) to its attempt's outcome;
  * - `herald_send_step_seconds{step}`: where a send attempt's time goes (claim, build, relay, record);
  * - `herald_http_request_duration_seconds{method,route,status}`: the api's answers by route;
+ * - `herald_inbound_refused_recipients_total{reason}`: RCPT refused by the inbound MX
+ *   (unknown_domain: no workspace has verified it; forged_return_path: a bounce address Herald
+ *   did not sign);
+ * - `herald_inbound_reports_total{kind,result}`: bounce, delay and complaint reports by what
+ *   became of them (applied, or why not: see docs/bounces.md);
  * - Node's process metrics (`herald_process_*`, `herald_nodejs_*`).
  */
 export const metricsRegistry = new Registry();
@@ -52,6 +57,20 @@ export const httpRequestDuration = new Histogram({
   help: 'API answers by method, route and status.',
   labelNames: ['method', 'route', 'status'] as const,
   buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [metricsRegistry],
+});
+
+export const inboundRefusedRecipients = new Counter({
+  name: 'herald_inbound_refused_recipients_total',
+  help: 'Recipients refused at RCPT by the inbound MX, by reason (unknown_domain, forged_return_path).',
+  labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});
+
+export const inboundReportsTotal = new Counter({
+  name: 'herald_inbound_reports_total',
+  help: 'Delivery and complaint reports received, by kind and result (applied, or the reason they changed nothing).',
+  labelNames: ['kind', 'result'] as const,
   registers: [metricsRegistry],
 });
 

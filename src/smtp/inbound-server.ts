@@ -10,6 +10,9 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { wakeInboundIntake } from '../modules/inbound/intake-actor.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
+import { routeOf } from '../modules/inbound/routing.ts';
+import { createVerpSigner } from '../modules/sends/verp.ts';
+import { inboundRefusedRecipients } from '../metrics/metrics.ts';
 import { createCoalescedWake } from '../queue/coalesced-wake.ts';
 
 /** The largest message accepted: the spec's 25 MB body-plus-attachments ceiling. */
@@ -30,7 +33,7 @@ function reply(code: number, message: string): SmtpReplyError {
 }
 
 export interface InboundServerDeps {
-  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal' | 'queues'>;
+  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal' | 'queues' | 'encryptionKey'>;
   orm: MikroORM;
   logger: Logger;
   /** Where raw messages go; null (BLOB_DIR empty) answers every DATA with 451. */
@@ -58,8 +61,9 @@ function envelopeOf(session: SMTPServerSession): InboundEnvelope {
 }
 
 /**
- * Inbound MX. RCPT: a domain of some workspace or the VERP bounce domain, else 550 5.1.1; past
- * `maxRecipients` 452 4.5.3. DATA: the message is streamed into the blob store and its
+ * Inbound MX. RCPT: an address on a domain some workspace has verified, or a return path Herald
+ * signed (src/modules/sends/verp.ts), else 550 5.1.1 (a pending domain receives nothing; an
+ * unsigned or forged bounce address is refused and counted); past `maxRecipients` 452 4.5.3. DATA: the message is streamed into the blob store and its
  * InboundMessage row recorded (src/modules/inbound/intake.ts), and only then answered 250 with
  * the id; over the size limit 552 5.3.4 after draining; any failure to store or record 451 4.3.0
  * with nothing kept. The row's commit NOTIFYs the inbound actor's drain; when that drain was not
@@ -81,15 +85,15 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
       : { hideSTARTTLS: true };
 
-  /**
-   * Whether a recipient domain is accepted: the bounce domain, a domain of some workspace, or
-   * the `bounces.` host of one (the envelope sender of its mail, where bounces come back).
-   */
-  async function isAcceptedDomain(domain: string): Promise<boolean> {
-    if (domain === config.bounceDomain.toLowerCase()) return true;
-    const candidates = domain.startsWith('bounces.') ? [domain, domain.slice('bounces.'.length)] : [domain];
-    const found = await orm.em.fork().findOne(Domain, { domain: { $in: candidates } }, { ...ALL_TENANTS, fields: ['id'] });
-    return found !== null;
+  const verp = config.encryptionKey ? createVerpSigner(config.encryptionKey) : null;
+
+  /** Whether a recipient is accepted, or why not. */
+  async function checkRecipient(address: string): Promise<'accepted' | 'unknown_domain' | 'forged_return_path'> {
+    const route = routeOf(address, config.bounceDomain, verp);
+    if (route.kind === 'refused') return 'forged_return_path';
+    if (route.kind === 'verp') return 'accepted';
+    const found = await orm.em.fork().findOne(Domain, { domain: route.domain, status: { $ne: 'pending' } }, { ...ALL_TENANTS, fields: ['id'] });
+    return found ? 'accepted' : 'unknown_domain';
   }
 
   const coalesced = createCoalescedWake({ drainLingerMs: config.queues.drainLingerMs });
@@ -120,14 +124,19 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
         callback(reply(452, `4.5.3 Too many recipients (at most ${maxRecipients} per message)`));
         return;
       }
-      const domain = address.address.split('@').pop()?.toLowerCase() ?? '';
-      isAcceptedDomain(domain).then(
-        (accepted) => {
-          if (!accepted) {
-            callback(reply(550, '5.1.1 Recipient address rejected: unknown domain'));
+      checkRecipient(address.address).then(
+        (verdict) => {
+          if (verdict === 'accepted') {
+            callback();
             return;
           }
-          callback();
+          inboundRefusedRecipients.inc({ reason: verdict });
+          if (verdict === 'forged_return_path') {
+            logger.info('inbound: refused a bounce address Herald did not sign', { rcpt: address.address.slice(0, 320), remoteAddress: session.remoteAddress });
+            callback(reply(550, '5.1.1 Recipient address rejected: unknown bounce address'));
+            return;
+          }
+          callback(reply(550, '5.1.1 Recipient address rejected: unknown domain'));
         },
         (error: unknown) => {
           logger.error('recipient check failed', { error });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Domain } from '../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';
+import { MAX_DOMAINS_PER_WORKSPACE } from '../../src/modules/domains/domains.service.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { csrfOf, dashboardClient, signedInPerson } from '../support/dashboard-client.ts';
 import { createOrg, unique } from '../support/factories.ts';
@@ -99,7 +100,7 @@ describe('the dashboard: domains', () => {
     expect(page.headers.get('refresh')).toBeNull();
   });
 
-  it('refuses an invalid or taken domain with the service\'s message (400, 409), keeping what was typed', async () => {
+  it('refuses an invalid domain or one this workspace has (400, 409), keeping what was typed', async () => {
     const client = await signIn();
     const before = (await domainsOf(h.workspace.org.id)).length;
     const invalid = await client.submit('/dashboard/domains', '/dashboard/domains', { domain: 'not a domain' });
@@ -110,12 +111,49 @@ describe('the dashboard: domains', () => {
     expect(empty.status).toBe(400);
     expect(empty.text).toContain('is not a valid domain name');
 
+    const own = await addSendingDomain(h.stack.orm, h.workspace.org.id, { domain: domainName('own') });
+    const conflict = await client.submit('/dashboard/domains', '/dashboard/domains', { domain: own.domain });
+    expect(conflict.status).toBe(409);
+    expect(conflict.text).toContain(`domain ${own.domain} is already in this workspace`);
+    expect(await domainsOf(h.workspace.org.id)).toHaveLength(before + 1);
+  });
+
+  it('adds a domain another workspace holds exactly as any new one (pending), never saying so; it receives nothing and does not verify here', async () => {
+    const client = await signIn();
     const { org } = await createOrg(h.stack.orm);
     const taken = await addSendingDomain(h.stack.orm, org.id, { domain: domainName('taken') });
-    const conflict = await client.submit('/dashboard/domains', '/dashboard/domains', { domain: taken.domain });
-    expect(conflict.status).toBe(409);
-    expect(conflict.text).toContain(`domain ${taken.domain} is already registered`);
-    expect(await domainsOf(h.workspace.org.id)).toHaveLength(before);
+    const fresh = domainName('fresh');
+    const answers = [];
+    for (const name of [taken.domain, fresh]) {
+      const added = await client.submit('/dashboard/domains', '/dashboard/domains', { domain: name });
+      expect(added.status, added.text).toBe(303);
+      answers.push(added.headers.get('location')!.replace(/[0-9a-f]{24}/, '<id>'));
+    }
+    expect(answers[0]).toBe(answers[1]);
+    const mine = (await domainsOf(h.workspace.org.id)).find((d) => d.domain === taken.domain)!;
+    expect(mine.status).toBe('pending');
+    const page = await client.get(`/dashboard/domains/${mine.id}`);
+    expect(page.text).not.toContain('another workspace');
+    // The other workspace keeps it, verified.
+    expect((await h.stack.orm.em.fork().findOneOrFail(Domain, { id: taken.id }, ALL_TENANTS)).status).toBe('verified');
+  });
+
+  it(`holds at most ${MAX_DOMAINS_PER_WORKSPACE} domains per workspace: the last one is added, the next refused (400) before any key is made`, async () => {
+    const { org } = await createOrg(h.stack.orm);
+    const template = await addSendingDomain(h.stack.orm, org.id, { domain: domainName('first') });
+    const em = h.stack.orm.em.fork();
+    for (let i = 1; i < MAX_DOMAINS_PER_WORKSPACE - 1; i += 1) {
+      em.create(Domain, { orgId: org.id, domain: domainName('bulk'), status: 'pending', dkimPublicKey: template.dkimPublicKey, dkimPrivateKeyEncrypted: template.dkimPrivateKeyEncrypted, dailyCap: null, verifiedAt: null, lastCheckedAt: null, drainLeaseUntil: null });
+    }
+    await em.flush();
+    const client = await signIn(org.id);
+    const last = await client.submit('/dashboard/domains', '/dashboard/domains', { domain: domainName('last') });
+    expect(last.status, last.text).toBe(303);
+    expect(await domainsOf(org.id)).toHaveLength(MAX_DOMAINS_PER_WORKSPACE);
+    const over = await client.submit('/dashboard/domains', '/dashboard/domains', { domain: domainName('over') });
+    expect(over.status).toBe(400);
+    expect(over.text).toContain(`a workspace holds at most ${MAX_DOMAINS_PER_WORKSPACE} domains`);
+    expect(await domainsOf(org.id)).toHaveLength(MAX_DOMAINS_PER_WORKSPACE);
   });
 
   it('needs the session\'s CSRF token and this origin to add a domain', async () => {

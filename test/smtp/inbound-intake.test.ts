@@ -13,6 +13,7 @@ import { createLogger } from '../../src/logger.ts';
 import { startSmtp } from '../../src/main-smtp.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
 import { MAX_MESSAGE_BYTES, MAX_RECIPIENTS, type RunningSmtp } from '../../src/smtp/inbound-server.ts';
+import { createVerpSigner } from '../../src/modules/sends/verp.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
@@ -65,8 +66,9 @@ describe('inbound SMTP intake (DATA)', () => {
   });
 
   it('stores the raw message and records it before answering 250 with its id', async () => {
+    const returnPath = createVerpSigner(stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.intake.test');
     const info = (await transport().sendMail({
-      envelope: { from: 'sender@remote.example', to: [`in@${DOMAIN}`, 'bounce+0123456789abcdef01234567@bounces.intake.test'] },
+      envelope: { from: 'sender@remote.example', to: [`in@${DOMAIN}`, returnPath] },
       raw: `From: sender@remote.example\r\nTo: in@${DOMAIN}\r\nSubject: stored first\r\n\r\nhello\r\n`,
     })) as SentMessageInfo;
     const id = /queued as ([a-f0-9]{24})/.exec(info.response ?? '')?.[1];
@@ -75,7 +77,7 @@ describe('inbound SMTP intake (DATA)', () => {
     expect(row).toMatchObject({
       status: 'received',
       mailFrom: 'sender@remote.example',
-      rcptTo: [`in@${DOMAIN}`, 'bounce+0123456789abcdef01234567@bounces.intake.test'],
+      rcptTo: [`in@${DOMAIN}`, returnPath],
       remoteAddress: expect.stringMatching(/127\.0\.0\.1/) as unknown,
       tls: false,
     });

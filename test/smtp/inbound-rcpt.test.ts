@@ -7,6 +7,7 @@ import { createLogger } from '../../src/logger.ts';
 import { startSmtp } from '../../src/main-smtp.ts';
 import type { RunningSmtp } from '../../src/smtp/inbound-server.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import { createVerpSigner } from '../../src/modules/sends/verp.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
@@ -32,6 +33,7 @@ describe('inbound SMTP listener', () => {
       domain: 'inbound.example.com',
       verified: true,
     });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId: org.id, domain: 'pending.example.com' });
     smtp = await startSmtp(stack.config, createLogger('silent'));
     transport = createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true });
   });
@@ -78,10 +80,30 @@ describe('inbound SMTP listener', () => {
     expect(failure.responseCode).toBe(550);
   });
 
-  it.each(['reply@inbound.example.com', 'REPLY@Inbound.Example.COM', 'bounce+abc@bounces.herald.test', 'bounce+0123456789abcdef01234567@bounces.inbound.example.com'])(
-    'accepts %s at RCPT (a workspace domain, the VERP bounce domain, or a workspace domain\'s bounces. host)',
+  it('refuses a domain a workspace added but has not verified, as an unknown domain', async () => {
+    const failure = (await transport.sendMail(message('support@pending.example.com')).catch((e: unknown) => e)) as SmtpFailure;
+    expect(failure.responseCode).toBe(550);
+    expect(failure.response).toMatch(/5\.1\.1 .*unknown domain/);
+  });
+
+  it.each([
+    'bounce+abc@bounces.herald.test',
+    'bounce+0123456789abcdef01234567@bounces.herald.test',
+    'bounce+0123456789abcdef01234567@bounces.inbound.example.com',
+    'bounce+0123456789abcdef01234567-00000000000000000000@bounces.inbound.example.com',
+    'postmaster@bounces.inbound.example.com',
+  ])('refuses %s at RCPT: a bounce address Herald did not sign', async (to) => {
+    const failure = (await transport.sendMail(message(to)).catch((e: unknown) => e)) as SmtpFailure;
+    expect(failure.code).toBe('EENVELOPE');
+    expect(failure.responseCode).toBe(550);
+    expect(failure.response).toMatch(/unknown bounce address/);
+  });
+
+  it.each(['reply@inbound.example.com', 'REPLY@Inbound.Example.COM', 'signed'])(
+    'accepts %s at RCPT (a verified workspace domain, or a return path Herald signed)',
     async (to) => {
-      const failure = (await transport.sendMail(message(to)).catch((e: unknown) => e)) as SmtpFailure;
+      const address = to === 'signed' ? createVerpSigner(stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.inbound.example.com') : to;
+      const failure = (await transport.sendMail(message(address)).catch((e: unknown) => e)) as SmtpFailure;
       // RCPT passed: the refusal, if any, comes at DATA, not at the envelope.
       expect(failure.code).not.toBe('EENVELOPE');
     },

@@ -23,7 +23,7 @@ export async function addSendingDomain(
     ...(overrides.dailyCap !== undefined ? { dailyCap: overrides.dailyCap } : {}),
   });
   const em = orm.em.fork();
-  const domain = await em.findOneOrFail(Domain, { domain: name }, ALL_TENANTS);
+  const domain = await em.findOneOrFail(Domain, { domain: name, orgId }, ALL_TENANTS);
   if (overrides.status) domain.status = overrides.status;
   if (overrides.reputation) domain.reputationState = overrides.reputation;
   await em.flush();

@@ -109,6 +109,18 @@ describe('domain verification through the real worker and a loopback DNS server'
     await dns.close();
   });
 
+  it('a name another workspace holds verified stays pending here, even with every record published for both', async () => {
+    const other = (await createOrg(stack.orm)).org.id;
+    const held = await domains.addDomain({ orgId: other, domain: `shared.${tld}` });
+    const late = await domains.addDomain({ orgId, domain: `shared.${tld}` });
+    publish(held);
+    dns.set(`herald._domainkey.${held.domain}`, { TXT: [dkimDnsValue(held.dkimPublicKey), dkimDnsValue(late.dkimPublicKey)] });
+    expect(await verify(held.id)).toMatchObject({ status: 'verified' });
+    expect(await verify(late.id)).toMatchObject({ previous_status: 'pending', status: 'pending', verified: false });
+    expect((await stored(late.id)).status).toBe('pending');
+    expect((await domainEvents(orgId)).filter((e) => e.domainId === late.id)).toEqual([]);
+  });
+
   it('pending stays pending while records are missing, then turns verified when they are published', async () => {
     const domain = await domains.addDomain({ orgId, domain: `lifecycle.${tld}` });
     await domains.addSender({ domainId: domain.id, email: `hello@lifecycle.${tld}`, name: 'Hello' });

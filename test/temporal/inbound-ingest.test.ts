@@ -100,6 +100,7 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
         classify: () => Promise.resolve({ kind: 'bounce' as const }),
         apply: async (em) => {
           await em.execute('select 1 / 0');
+          return {};
         },
       },
     });

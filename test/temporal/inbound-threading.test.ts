@@ -6,10 +6,11 @@ import * as v from 'valibot';
 import { createLogger } from '../../src/logger.ts';
 import { createSendsService } from '../../src/modules/sends/sends.service.ts';
 import { SendEmailBody } from '../../src/modules/sends/sends.schemas.ts';
+import { createVerpSigner } from '../../src/modules/sends/verp.ts';
 import { lazyTemporalClient } from '../../src/temporal/client.ts';
 import { setCredits } from '../support/sending.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
-import { BOUNCE_DOMAIN, INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
+import { INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
 /**
  * What ingestion decides about a message: its thread (reference, subject, outbound parents),
@@ -131,7 +132,7 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
     });
     await h.inbox().persist(email).flush();
     const raw = await readFile(new URL('inbound-dsn-hard-bounce-to-verp.eml', INBOUND_FIXTURES));
-    const inboundId = await h.send({ envelope: { from: '', to: `bounce+${email.id}@${BOUNCE_DOMAIN}` }, raw });
+    const inboundId = await h.send({ envelope: { from: '', to: createVerpSigner(h.stack.config.encryptionKey!).address(email.id, 'bounces.acme.example') }, raw });
     const message = await h.settled(inboundId);
     expect(message).toMatchObject({ subject: 'Undelivered Mail Returned to Sender', kind: 'bounce' });
     expect(await h.stack.orm.em.fork().count(InboxMessage, { inboundId }, { filters: false })).toBe(1);
@@ -143,7 +144,7 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   }, 60_000);
 
   it('marks a message no workspace owns any more as failed, with the reason', async () => {
-    const inboundId = await h.send({ envelope: { from: 'x@remote.example', to: `bounce+0123456789abcdef01234567@${BOUNCE_DOMAIN}` }, raw: 'Subject: nobody\r\n\r\nx\r\n' });
+    const inboundId = await h.send({ envelope: { from: 'x@remote.example', to: createVerpSigner(h.stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.acme.example') }, raw: 'Subject: nobody\r\n\r\nx\r\n' });
     const row = await h.ended(inboundId);
     expect(row).toMatchObject({ status: 'failed', lastError: 'no workspace owns any recipient' });
   }, 60_000);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveSchedule } from '../../src/modules/sends/schedule.fns.ts';
-import { base64DecodedLength, decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, secondsUntilNextUtcDay, verpAddress } from '../../src/modules/sends/sends.fns.ts';
+import { base64DecodedLength, decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, secondsUntilNextUtcDay } from '../../src/modules/sends/sends.fns.ts';
 
 const NOW = new Date('2026-11-21T10:00:00Z');
 
@@ -61,9 +61,8 @@ describe('envelope and headers', () => {
   it('names the reserved headers case-insensitively', () => {
     expect(reservedHeaderNames({ 'X-Tag': '1', 'message-ID': 'x', BCC: 'y', 'List-Unsubscribe': 'z' })).toEqual(['message-ID', 'BCC']);
   });
-  it('builds the Message-ID and the VERP return path from the email id', () => {
+  it('builds the Message-ID from the email id', () => {
     expect(messageIdFor('0123456789abcdef01234567', 'shop.example')).toBe('0123456789abcdef01234567.0@shop.example');
-    expect(verpAddress('0123456789abcdef01234567', 'bounces.example')).toBe('bounce+0123456789abcdef01234567@bounces.example');
   });
   it('counts the seconds to the next UTC day', () => {
     expect(secondsUntilNextUtcDay(new Date('2026-11-21T23:59:30Z'))).toBe(30);

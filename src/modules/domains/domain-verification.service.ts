@@ -41,8 +41,10 @@ export interface DomainVerificationDeps {
 /**
  * Domain verification: looks the domain's records up in DNS, stores what was found
  * (`dnsCheck`, `lastCheckedAt`) and moves its status (see nextDomainStatus). A status change
- * writes domain.verified or domain.attention in the same transaction. Safe to repeat: a
- * second run with the same DNS changes nothing and writes no event.
+ * writes domain.verified or domain.attention in the same transaction. A name another
+ * workspace holds proven stays pending here whatever DNS says (one workspace receives a
+ * domain's mail; an operator moves it). Safe to repeat: a second run with the same DNS
+ * changes nothing and writes no event.
  */
 export function createDomainVerification(deps: DomainVerificationDeps) {
   const { orm, dns, settings } = deps;
@@ -65,7 +67,11 @@ export function createDomainVerification(deps: DomainVerificationDeps) {
         const row = await em.findOne(Domain, { id: domainId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!row) return null;
         const previousStatus = row.status;
-        const status = nextDomainStatus(previousStatus, checks);
+        let status = nextDomainStatus(previousStatus, checks);
+        // Another workspace holds the name proven: this one stays pending until it lets go (an operator decides).
+        if (previousStatus === 'pending' && status !== 'pending' && (await em.count(Domain, { domain: row.domain, status: { $ne: 'pending' }, id: { $ne: row.id } }, ALL_TENANTS)) > 0) {
+          status = 'pending';
+        }
         row.dnsCheck = checks;
         row.lastCheckedAt = checkedAt;
         row.status = status;

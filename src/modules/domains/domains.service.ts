@@ -1,4 +1,4 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { Domain, Organization, SenderIdentity, type DOMAIN_SOURCES } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import { encryptSecret } from '../../crypto/secret-box.ts';
@@ -26,16 +26,23 @@ export interface DomainWithSenders {
   senders: SenderIdentity[];
 }
 
+/** Domains one workspace may hold: each add generates an RSA key, and a workspace needs few. */
+export const MAX_DOMAINS_PER_WORKSPACE = 50;
+
 /**
- * Domain and sender administration for operators (`herald admin domain|sender`), and the
- * workspace-scoped read behind GET /domains.
+ * Domain and sender administration for operators (`herald admin domain|sender`) and the
+ * dashboard, and the workspace-scoped read behind GET /domains.
  */
 export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffer | undefined }) {
   const { orm } = deps;
   return {
     /**
      * Adds a domain with a fresh DKIM key pair (private key sealed with
-     * HERALD_ENCRYPTION_KEY). The first domain of a workspace becomes its default.
+     * HERALD_ENCRYPTION_KEY). The first domain of a workspace becomes its default. 409 only
+     * when this workspace already has the name: whether another workspace holds it is never
+     * told (it stays pending here until its DNS proves it and the other lets go; see
+     * domain-verification.service.ts). At most MAX_DOMAINS_PER_WORKSPACE per workspace,
+     * checked before the key is generated.
      */
     async addDomain(input: AddDomainInput) {
       const name = normalizeDomainName(input.domain);
@@ -49,22 +56,36 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
           'HERALD_ENCRYPTION_KEY is not set: DKIM private keys cannot be stored',
         );
       }
+      const admissible = async (em: EntityManager): Promise<number> => {
+        const org = await em.findOne(Organization, { id: input.orgId });
+        if (!org) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
+        if ((await em.count(Domain, { orgId: org.id, domain: name }, ALL_TENANTS)) > 0) {
+          throw new AppError('conflict', `domain ${name} is already in this workspace`);
+        }
+        const existing = await em.count(Domain, { orgId: org.id }, ALL_TENANTS);
+        if (existing >= MAX_DOMAINS_PER_WORKSPACE) {
+          throw new AppError('invalid_request', `a workspace holds at most ${MAX_DOMAINS_PER_WORKSPACE} domains; remove one first`);
+        }
+        return existing;
+      };
+      await admissible(orm.em.fork());
       const dkim = await generateDkimKeyPair();
       const sealed = encryptSecret(deps.encryptionKey, dkim.privateKeyPem);
       return orm.em.fork().transactional(async (em) => {
-        const org = await em.findOne(Organization, { id: input.orgId });
-        if (!org) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
-        if ((await em.count(Domain, { domain: name }, ALL_TENANTS)) > 0) {
-          throw new AppError('conflict', `domain ${name} is already registered`);
-        }
-        const existing = await em.count(Domain, { orgId: org.id }, ALL_TENANTS);
+        // The workspace's domains are counted again under a lock on the workspace, so two adds at once cannot pass the limit together.
+        await em.findOne(Organization, { id: input.orgId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        const existing = await admissible(em);
         const isDefault = input.isDefault ?? existing === 0;
         if (isDefault) {
-          await em.nativeUpdate(Domain, { orgId: org.id }, { isDefault: false }, ALL_TENANTS);
+          await em.nativeUpdate(Domain, { orgId: input.orgId }, { isDefault: false }, ALL_TENANTS);
         }
         const verified = input.verified ?? false;
+        if (verified && (await em.count(Domain, { domain: name, status: { $ne: 'pending' } }, ALL_TENANTS)) > 0) {
+          // Operators only (the dashboard never adds a domain verified): they may know.
+          throw new AppError('conflict', `domain ${name} is verified by another workspace`);
+        }
         return em.create(Domain, {
-          orgId: org.id,
+          orgId: input.orgId,
           domain: name,
           status: verified ? 'verified' : 'pending',
           verifiedAt: verified ? new Date() : null,

@@ -15,11 +15,12 @@ import { countIngestAttempt } from './inbound-queue.repo.ts';
 import { parseMessageStream, scanSubject, type ParsedMessage } from './mime.ts';
 import { appliesReport, CLASSIFY_MAX_BYTES, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
 import { routeRecipients, type InboundRoute } from './routing.ts';
+import { createVerpSigner } from '../sends/verp.ts';
 
 export interface InboundIngestionDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp'>;
+  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'encryptionKey'>;
   reports?: InboundReportHooks | undefined;
   logger?: Logger;
 }
@@ -48,11 +49,6 @@ async function readHead(blobs: BlobStore, key: string): Promise<Buffer> {
   return Buffer.concat(chunks).subarray(0, HEAD_BYTES);
 }
 
-/** The email a report names, if the classifier found one. */
-function reportEmailId(report: InboundReportLike | null): string | null {
-  return typeof report?.emailId === 'string' ? report.emailId : null;
-}
-
 function emailReceivedData(message: InboxMessage) {
   return {
     message: {
@@ -78,6 +74,7 @@ function emailReceivedData(message: InboxMessage) {
 export function createInboundIngestion(deps: InboundIngestionDeps) {
   const { orm, config, reports } = deps;
   const resolver = createAuthResolver(config);
+  const verp = config.encryptionKey ? createVerpSigner(config.encryptionKey) : null;
   const mta = config.smtp.host === '0.0.0.0' || config.smtp.host === '' ? hostname() : config.smtp.host;
   const blobStore = (): BlobStore => {
     if (!deps.blobs) throw new Error('no blob store configured (BLOB_DIR is empty)');
@@ -117,12 +114,13 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
    * fails the step (retried) until the final attempt; then the message is recorded without the
    * report's effects rather than lost.
    */
-  async function applyReport(em: EntityManager, orgId: string, report: InboundReportLike, messageId: string, final: boolean): Promise<void> {
+  async function applyReport(em: EntityManager, route: InboundRoute, report: InboundReportLike, messageId: string, final: boolean): Promise<void> {
     try {
-      await em.transactional((savepoint) => reports!.apply!(savepoint, orgId, report, messageId));
+      const applied = await em.transactional((savepoint) => reports!.apply!(savepoint, route, report, messageId));
+      if (applied.unapplied) deps.logger?.info('inbound: a report changed nothing; kept in the inbox', { orgId: route.orgId, messageId, kind: report.kind, reason: applied.unapplied });
     } catch (error) {
       if (!final) throw error;
-      deps.logger?.error('inbound: applying the report failed; the message is recorded without it', { orgId, messageId, error });
+      deps.logger?.error('inbound: applying the report failed; the message is recorded without it', { orgId: route.orgId, messageId, error });
     }
   }
 
@@ -180,7 +178,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       });
       if (kind === 'message') recordEvent(em, route.orgId, 'email.received', emailReceivedData(message));
       await em.flush();
-      if (report && reports?.apply && appliesReport(kind)) await applyReport(em, route.orgId, report, message.id, final);
+      if (report && reports?.apply && appliesReport(kind)) await applyReport(em, route, report, message.id, final);
       return message.id;
     });
   }
@@ -199,7 +197,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       if (inbound.status !== 'received') return { status: 'settled' };
       await countIngestAttempt(em, inboundId);
       const report = await classify(inbound);
-      const routes = await routeRecipients(em, inbound.rcptTo, config.bounceDomain, reportEmailId(report));
+      const routes = await routeRecipients(em, inbound.rcptTo, config.bounceDomain, verp);
       if (routes.length === 0) return { status: 'unroutable' };
       const [parsed, auth] = await Promise.all([
         parse(inbound),

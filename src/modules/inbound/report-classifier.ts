@@ -29,7 +29,7 @@ export type InboundReport =
   | {
       kind: 'bounce' | 'delay';
       format: 'dsn' | 'postfix' | 'exim' | 'qmail' | 'exchange' | 'sendmail' | 'other';
-      /** From the VERP recipient bounce+<emailId>@<bounceDomain>. */
+      /** The email a VERP recipient claims (not proven: routing verifies the address's tag). */
       emailId: string | null;
       /** Message-ID of the bounced message, without <>. */
       originalMessageId: string | null;
@@ -61,13 +61,14 @@ export function emailIdFromMessageId(messageId: string): string | null {
 }
 
 /**
- * The email id of a VERP recipient `bounce+<emailId>@<host>` (BOUNCE_DOMAIN or a sending
- * domain's `bounces.` host; routing checks the host against the email), or null.
+ * The email id a VERP recipient `bounce+<emailId>[-<tag>]@<host>` (BOUNCE_DOMAIN or a sending
+ * domain's `bounces.` host) claims, or null. A claim only: routing verifies the tag
+ * (src/modules/sends/verp.ts) and only a verified address lets the report change anything.
  */
 export function emailIdFromVerp(rcptTo: string[], bounceDomain: string): string | null {
   const domain = bounceDomain.trim().toLowerCase();
   for (const rcpt of rcptTo) {
-    const match = /^<?bounce\+([0-9a-f]{24})@([^\s<>@]+?)>?$/i.exec(rcpt.trim());
+    const match = /^<?bounce\+([0-9a-f]{24})(?:-[0-9a-f]{20})?@([^\s<>@]+?)>?$/i.exec(rcpt.trim());
     const host = match?.[2]?.toLowerCase();
     if (match && host && ((domain && host === domain) || host.startsWith('bounces.'))) return match[1]!.toLowerCase();
   }

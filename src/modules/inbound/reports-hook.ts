@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { InboxMessageKind } from '../../../db/entities/index.ts';
+import type { InboundRoute } from './routing.ts';
 
 /** What the bounce/complaint classifier (src/modules/inbound/report-classifier.ts) says a message is. */
 export interface InboundReportLike {
   kind: InboxMessageKind;
-  /** The transactional email the report is about, when known (routes an otherwise unroutable report). */
-  emailId?: string | null;
 }
 
 /**
@@ -16,8 +15,12 @@ export interface InboundReportLike {
  */
 export interface InboundReportHooks<R extends InboundReportLike = InboundReportLike> {
   classify(input: { raw: Buffer; mailFrom: string; rcptTo: string[]; bounceDomain: string }): Promise<R>;
-  /** Absent until the send pipeline provides it: reports are then recorded but change nothing. */
-  apply?(em: EntityManager, orgId: string, report: R, inboxMessageId: string): Promise<unknown>;
+  /**
+   * Absent until the send pipeline provides it: reports are then recorded but change nothing.
+   * `route.emailId` is the email a signed return path proved the report answers (null when the
+   * message reached the workspace some other way: such a report changes nothing).
+   */
+  apply?(em: EntityManager, route: InboundRoute, report: R, inboxMessageId: string): Promise<{ unapplied?: string }>;
 }
 
 /** Raw messages larger than this are not classified (kind `message`): reports are small. */

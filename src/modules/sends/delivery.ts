@@ -20,7 +20,8 @@ import type { Relay, RelayResult } from './relay.ts';
 import type { HandoffResult } from './handoff.repo.ts';
 import { BuildFailure, createMessageBuilder, type MessageSource } from './message-builder.ts';
 import type { SentRecorder } from './sent-recorder.ts';
-import { bounceHostOf, verpAddress } from './sends.fns.ts';
+import { bounceHostOf } from './sends.fns.ts';
+import { createVerpSigner } from './verp.ts';
 
 export interface DeliverInput {
   orgId: string;
@@ -89,6 +90,12 @@ function acceptedByAll(result: RelayResult, pending: readonly SendRecipient[]): 
 export function createEmailDelivery(deps: EmailDeliveryDeps) {
   const { orm, config } = deps;
   const builder = createMessageBuilder({ orm, blobs: deps.blobs, config });
+  // Without HERALD_ENCRYPTION_KEY nothing is built (no DKIM key), so no return path is needed.
+  const verp = config.encryptionKey ? createVerpSigner(config.encryptionKey) : null;
+  const returnPath = (emailId: string, domain: string): string => {
+    if (!verp) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the return path cannot be signed');
+    return verp.address(emailId, bounceHostOf(domain));
+  };
 
   /** Marks the email settled (and off its domain's queue) when no recipient is pending; returns its status. */
   function settle(email: TransactionalEmail, recipients: EmailRecipient[], now: Date): EmailStatus {
@@ -201,7 +208,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const relayed = sendStepDuration.startTimer({ step: 'relay' });
     let result: RelayResult;
     try {
-      result = await deps.relay.send(message, { from: verpAddress(email.id, bounceHostOf(email.domain)), to: pending.map((r) => r.email) });
+      result = await deps.relay.send(message, { from: returnPath(email.id, email.domain), to: pending.map((r) => r.email) });
     } finally {
       relayed();
       if (beat) clearInterval(beat);

@@ -162,11 +162,6 @@ export function messageIdFor(emailId: string, domain: string): string {
   return `${emailId}.0@${domain}`;
 }
 
-/** The VERP Return-Path that routes asynchronous bounces back to the email. */
-export function verpAddress(emailId: string, bounceDomain: string): string {
-  return `bounce+${emailId}@${bounceDomain}`;
-}
-
 /**
  * The host of a sending domain's envelope sender: `bounces.<domain>`, the CNAME to BOUNCE_DOMAIN
  * the domain's records ask for, so SPF is checked for a subdomain of the From domain and aligns
