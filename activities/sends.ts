@@ -11,17 +11,20 @@ import { createDomainDrainer } from '../src/modules/sends/domain-drain.ts';
 import { createSentRecorder } from '../src/modules/sends/sent-recorder.ts';
 import { handOverLegacySend } from '../src/modules/sends/legacy-handover.ts';
 import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
+import { createWorkerSandboxRelay } from '../src/modules/sandbox/sandbox-relay.ts';
 
 export interface SendActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls' | 'http'>;
+  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls' | 'http' | 'sandboxRelay'>;
   logger: Logger;
   queueWakes: QueueWakes;
   /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */
   wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
   /** The worker's relay connection pool; built from SMTP_RELAY_URL when absent. */
   relay?: Relay;
+  /** Where test keys' mail goes (src/modules/sandbox/); built from the configuration when absent. */
+  sandboxRelay?: Relay;
 }
 
 /**
@@ -37,6 +40,7 @@ export function createSendActivities(deps: SendActivityDeps) {
     orm: deps.orm,
     blobs: deps.blobs,
     relay,
+    sandboxRelay: deps.sandboxRelay ?? createWorkerSandboxRelay(deps),
     config: deps.config,
     heartbeat: () => {
       try {
@@ -45,7 +49,7 @@ export function createSendActivities(deps: SendActivityDeps) {
         // Outside an activity context (a drain's attempt after its activity returned): nothing to beat.
       }
     },
-    recorder: createSentRecorder({ orm: deps.orm, config: deps.config }),
+    recorder: createSentRecorder({ orm: deps.orm }),
   });
   const drainer = createDomainDrainer({ orm: deps.orm, config: deps.config, delivery, wakes: deps.queueWakes, logger: deps.logger });
   return {

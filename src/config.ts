@@ -126,6 +126,8 @@ const EnvSchema = v.object({
   /** Empty (`SMTP_RELAY_TLS=` in a .env file) means unset: the default for the relay URL. */
   SMTP_RELAY_TLS: v.optional(v.picklist([...SMTP_TLS_POLICIES, ''], `must be one of ${SMTP_TLS_POLICIES.join(', ')}`), ''),
   SMTP_RELAY_CA_FILE: v.optional(v.string(), ''),
+  /** Where test keys' mail goes (an SMTP URL, e.g. the dev mail sink); unset: the worker's in-process mailbox simulator. */
+  SANDBOX_RELAY_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
   /** `relay` hands every message to SMTP_RELAY_URL; `direct` delivers to each recipient domain's MX. */
   SMTP_DELIVERY: v.optional(v.picklist(['relay', 'direct'], 'must be relay or direct'), 'relay'),
   /** The name Herald gives in EHLO to remote MX hosts (direct delivery); default: this machine's host name. */
@@ -235,6 +237,8 @@ export interface Config {
         caFile?: string;
       };
   relayUrl: string;
+  /** SANDBOX_RELAY_URL and its TLS (the URL's default policy); null: the in-process simulator. */
+  sandboxRelay: { url: string; tls: RelayTlsSettings } | null;
   /** TLS with the relay: policy (SMTP_RELAY_TLS or the default for the URL) and extra trusted CAs. */
   relayTls: RelayTlsSettings;
   bounceDomain: string;
@@ -308,6 +312,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const submissionsPort = env.SMTP_SUBMISSIONS_PORT ?? (env.NODE_ENV === 'production' && tlsFiles ? '465' : 'off');
   const relayTls = resolveRelayTls({ url: env.SMTP_RELAY_URL, policy: env.SMTP_RELAY_TLS || undefined, caFile: env.SMTP_RELAY_CA_FILE || undefined });
   if (typeof relayTls === 'string') throw new ConfigError([relayTls]);
+  const sandboxTls = env.SANDBOX_RELAY_URL ? resolveRelayTls({ url: env.SANDBOX_RELAY_URL }) : null;
+  if (typeof sandboxTls === 'string') throw new ConfigError([`SANDBOX_RELAY_URL: ${sandboxTls}`]);
   const prefix = env.TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: env.NODE_ENV,
@@ -359,6 +365,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
           }
         : { mode: 'relay' },
     relayUrl: env.SMTP_RELAY_URL,
+    sandboxRelay: env.SANDBOX_RELAY_URL && sandboxTls ? { url: env.SANDBOX_RELAY_URL, tls: sandboxTls } : null,
     relayTls,
     bounceDomain: env.BOUNCE_DOMAIN,
     spfInclude: env.SPF_INCLUDE,

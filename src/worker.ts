@@ -14,6 +14,7 @@ import type { Logger } from './logger.ts';
 import { startInboundReconciler } from './modules/inbound/reconciler.ts';
 import { composedElsewhere, maskRelayUrl, type Relay } from './modules/sends/relay.ts';
 import { createThreadedRelay } from './modules/sends/relay-thread.ts';
+import { createWorkerSandboxRelay } from './modules/sandbox/sandbox-relay.ts';
 import { createOffloadPool, type OffloadPool } from './offload/offload-pool.ts';
 import { createDirectRelay } from './modules/sends/direct-relay.ts';
 import { createMtaSts } from './modules/sends/mta-sts.ts';
@@ -166,15 +167,19 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });
+  const blobs = createBlobStore(config);
+  // Where test keys' mail ends (never the relay above): src/modules/sandbox/.
+  const sandboxRelay = createWorkerSandboxRelay({ config, orm, blobs, logger });
   const activities = createActivities({
     queueWakes,
     wakeEndpointActors: (endpoints) => wakeEndpointActors(client, config, endpoints),
     wakeDomainActors: (domains) => wakeDomainActors(client, config, domains),
     orm,
     relay: smtpRelay,
+    sandboxRelay,
     dns: createDnsResolver(config),
     config,
-    blobs: createBlobStore(config),
+    blobs,
     logger,
     reports: { classify: classifyInbound, apply: applyInboundReport },
   });
@@ -215,6 +220,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const done = running.finally(stopLoops).then(async () => {
     reportQueuesFrom(null);
     smtpRelay.close();
+    sandboxRelay.close();
     await offload.close();
     await queueWakes.stop();
     await temporal.close();

@@ -44,6 +44,8 @@ export const BroadcastSchema = defineEntity({
     completedAt: p.datetime().nullable(),
     cancelledAt: p.datetime().nullable(),
     failureReason: p.string().length(1024).nullable(),
+    /** Launched with a test key: its messages go to the sandbox relay (src/modules/sandbox/). */
+    sandbox: p.boolean().default(false),
     /** Open pixel and tracked links in its messages (on unless the launch said `tracking: false`). */
     tracking: p.boolean().default(true),
     createdAt: createdAtColumn(),

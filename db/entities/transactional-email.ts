@@ -87,6 +87,11 @@ export const TransactionalEmailSchema = defineEntity({
     quotaDay: p.string().length(10),
     /** The credit shard charged and the warm-up counter shard counted (quota.repo.ts), where a release gives back. */
     quotaShard: p.smallint().default(0),
+    /**
+     * Accepted with a test key (or launched by one): delivered to the sandbox relay, never to
+     * a real relay or MX (src/modules/sandbox/).
+     */
+    sandbox: p.boolean().default(false),
     /** Bumped by each hand-off attempt that reached the relay. */
     handoffAttempts: p.integer().default(0),
     lastError: p.string().length(1024).nullable(),

@@ -115,6 +115,8 @@ export async function runDev(): Promise<void> {
     const childEnv: NodeJS.ProcessEnv = {
       // The sink is the final hop: accepted there means delivered (unless the user says otherwise).
       ...(relay.sink ? { SMTP_RELAY_FINAL_HOP: 'true' } : {}),
+      // Test keys' mail (the dev key is one) goes to the sink too, so it shows in the viewer; never to a real relay.
+      ...(relay.sink ? { SANDBOX_RELAY_URL: relay.relayUrl } : {}),
       ...process.env,
       SMTP_RELAY_URL: relay.relayUrl,
       NODE_ENV: 'development',
@@ -175,7 +177,7 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, submissionPort, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`], publicUrl, temporalUi, temporalAddress, key: workspace.key, dashboardSignIn: setup.dashboardSignIn, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
+    printBanner({ smtpPort: SMTP_PORT, submissionPort, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`, `  Test keys     their mail stays in the sandbox (${relay.sink ? 'shown in the mail sink' : 'the worker\'s mailbox simulator'}); live keys deliver`], publicUrl, temporalUi, temporalAddress, key: workspace.key, dashboardSignIn: setup.dashboardSignIn, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);

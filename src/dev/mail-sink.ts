@@ -3,12 +3,13 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { newId } from '../../db/ids.ts';
 import { createLogger, type Logger } from '../logger.ts';
-import { headerBlock, sendArfReport } from './mail-sink-arf.ts';
+import { headerBlock } from '../modules/sandbox/arf-report.ts';
+import { sendArfReport } from './mail-sink-arf.ts';
 import { startSinkViewer, type SinkViewer } from './mail-sink-http.ts';
-import { rcptReply, REJECT_REPLY, simulatedMailbox, softBounceKey, type SmtpReply } from './mail-sink-simulator.ts';
+import { rcptReply, REJECT_REPLY, SIMULATOR_DOMAIN, simulatedMailbox, softBounceKey, type SmtpReply } from '../modules/sandbox/mailbox-simulator.ts';
 import { createSinkStore } from './mail-sink-store.ts';
 
-export const SIMULATOR_DOMAIN = 'simulator.herald.test';
+export { SIMULATOR_DOMAIN };
 
 /** The largest message the sink keeps (announced in EHLO, enforced with 552 after draining). */
 export const SINK_MAX_MESSAGE_BYTES = 30 * 1024 * 1024;

@@ -48,7 +48,7 @@ export async function ensureDevWorkspace(options: {
     created = true;
   }
   const em = orm.em.fork();
-  let domain = await em.findOne(Domain, { domain: DEV_DOMAIN }, ALL_TENANTS);
+  let domain = await em.findOne(Domain, { domain: DEV_DOMAIN, orgId: org.id }, ALL_TENANTS);
   if (!domain) {
     domain = await domains.addDomain({ orgId: org.id, domain: DEV_DOMAIN, verified: true, isDefault: true, source: 'dev' });
   }

@@ -63,7 +63,7 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
     const parsed = await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true });
     const request = sendRequestOf(parsed, { mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : null, rcptTo: session.envelope.rcptTo.map((r) => r.address) });
     const input = await parseInput(SendEmailBody, request, 'body', sendBodyErrorReason);
-    if (!parsed.messageId) return (await deps.sends.sendEmail(caller.orgId, caller.keyId, input)).email.id;
+    if (!parsed.messageId) return (await deps.sends.sendEmail(caller.orgId, caller, input)).email.id;
 
     // Same Message-ID, same content: the send the message asks for, not its bytes, so a client
     // that rebuilds the message to resubmit it (a new Date header, new MIME boundaries) is
@@ -80,7 +80,7 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
     if (begun.kind === 'in_progress') throw smtpReply(451, '4.3.0 A message with this Message-ID is being submitted; try again shortly');
     let stored = false;
     try {
-      const accepted = await deps.sends.sendEmail(caller.orgId, caller.keyId, input, {
+      const accepted = await deps.sends.sendEmail(caller.orgId, caller, input, {
         answer: { cte: (email) => deps.idempotency.answerCte(begun.recordId, 202, { email_id: email.email.id }), stored: () => (stored = true) },
       });
       if (!stored) await deps.idempotency.complete(begun.recordId, 202, { email_id: accepted.email.id });

@@ -89,7 +89,7 @@ describe('dashboard flows in a browser, against the api, the worker and the SMTP
       WEBHOOK_RETRY_SCHEDULE,
       EMAIL_RETRY_SCHEDULE: '0s,300ms',
       EMAIL_RETRY_WINDOW: '5s',
-    });
+    }, { keyMode: 'live' });
     orgId = h.workspace.org.id;
     temporal = await connectTemporalClient(h.stack.config);
     client = temporal.client;

@@ -35,7 +35,7 @@ describe('SMTP submission (API key as the password)', () => {
     const cert = certificates.selfSigned('localhost');
     await writeFile(join(dir, 'key.pem'), cert.key);
     stack = await createTestStack({ SMTP_TLS_KEY_FILE: join(dir, 'key.pem'), SMTP_TLS_CERT_FILE: cert.certFile, SMTP_SUBMISSIONS_PORT: '0', BLOB_DIR: dir });
-    const owner = await createOrgWithKey(stack.orm, { scopes: ['outbox.transactional:send'] });
+    const owner = await createOrgWithKey(stack.orm, { scopes: ['outbox.transactional:send'], mode: 'live' });
     orgId = owner.org.id;
     key = owner.key;
     const { createApiKeysService } = await import('../../src/modules/auth/api-keys.service.ts');

@@ -1,3 +1,4 @@
+import type { ApiKeyMode } from '../../db/entities/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
 import { createOrgWithKey } from './factories.ts';
@@ -13,11 +14,15 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
-/** A per-file database, a running api process on a free port, and one workspace with a key. */
-export async function startApiHarness(env: Record<string, string> = {}): Promise<ApiHarness> {
+/**
+ * A per-file database, a running api process on a free port, and one workspace with a key: a
+ * test key by default (its mail stays in the sandbox); `keyMode: 'live'` where a test needs the
+ * mail to reach its relay.
+ */
+export async function startApiHarness(env: Record<string, string> = {}, options: { keyMode?: ApiKeyMode } = {}): Promise<ApiHarness> {
   const stack = await createTestStack(env);
   const api = await startApi(stack.config, createLogger('silent'));
-  const workspace = await createOrgWithKey(stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
+  const workspace = await createOrgWithKey(stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000, mode: options.keyMode ?? 'test' });
   return {
     stack,
     api,

@@ -42,7 +42,7 @@ describe('a broadcast when the worker process is killed mid-send', () => {
   });
 
   it('sends every eligible contact its message; repeats only within the in-flight window', async () => {
-    const { org, key } = await createOrgWithKey(stack.orm);
+    const { org, key } = await createOrgWithKey(stack.orm, { mode: 'live' });
     const domain = await addSendingDomain(stack.orm, org.id);
     const em = scopeToOrg(stack.orm.em.fork(), org.id);
     const tag = unique('crash');

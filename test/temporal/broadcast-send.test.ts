@@ -102,7 +102,7 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
       SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
       SMTP_RELAY_FINAL_HOP: 'true',
       BOUNCE_DOMAIN: 'bounces.herald.test',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     temporal = await connectTemporalClient(h.stack.config);

@@ -12,6 +12,9 @@ import { setCredits } from '../support/sending.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
+/** A live key's send: delivered through the relay (a test key's would stay in the sandbox). */
+const LIVE = { keyId: null, keyMode: 'live' } as const;
+
 /**
  * What ingestion decides about a message: its thread (reference, subject, outbound parents),
  * its authentication results (against a loopback DNS server) and its routing (VERP bounces,
@@ -74,7 +77,7 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
     try {
       const sends = createSendsService({ orm: h.stack.orm, blobs: h.blobs(), temporal: temporal.client, config: h.stack.config, logger: createLogger('silent') });
       const body = v.parse(SendEmailBody, { from: 'Billing <billing@acme.example>', to: 'dee@remote.example', subject: 'Your invoice', text: 'Attached.' });
-      await sends.sendEmail(h.orgId, null, body);
+      await sends.sendEmail(h.orgId, LIVE, body);
     } finally {
       await temporal.close();
     }

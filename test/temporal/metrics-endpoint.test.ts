@@ -62,7 +62,7 @@ describe('Prometheus metrics at /metrics', () => {
   });
 
   it('counts deliveries by outcome, times them and the API, and reports the queues', async () => {
-    const { org, key } = await createOrgWithKey(stack.orm);
+    const { org, key } = await createOrgWithKey(stack.orm, { mode: 'live' });
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, 10);
     const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/metrics-hook'), ['contact.created']);

@@ -55,7 +55,7 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
   });
 
   it('brings every accepted item to a final state; duplicates only for what was in flight', async () => {
-    const { org, key } = await createOrgWithKey(stack.orm, { rateLimitPerMinute: 100_000, burst: 10_000 });
+    const { org, key } = await createOrgWithKey(stack.orm, { rateLimitPerMinute: 100_000, burst: 10_000, mode: 'live' });
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, ITEMS);
     const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/crash'), ['contact.created']);

@@ -23,7 +23,7 @@ describe('a transactional send whose every attempt throws', () => {
       SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
       EMAIL_RETRY_SCHEDULE: '0s,200ms',
       EMAIL_RETRY_WINDOW: '1s',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
   }, 120_000);

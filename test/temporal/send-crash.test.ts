@@ -98,7 +98,7 @@ describe.each(['relay', 'direct'] as const)('a transactional send when the worke
   });
 
   it('loses nothing and hands the message to the relay exactly once', async () => {
-    const { org, key } = await createOrgWithKey(stack.orm);
+    const { org, key } = await createOrgWithKey(stack.orm, { mode: 'live' });
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, 10);
     const request = apiClient(api.url, key);

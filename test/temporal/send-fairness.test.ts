@@ -43,7 +43,7 @@ describe('a burst of 10,000 sends on one domain', () => {
   });
 
   it('does not hold back another domain\'s send', async () => {
-    const { org, key } = await createOrgWithKey(stack.orm);
+    const { org, key } = await createOrgWithKey(stack.orm, { mode: 'live' });
     await setCredits(stack.orm, org.id, 10);
     const busy = await addSendingDomain(stack.orm, org.id);
     const quiet = await addSendingDomain(stack.orm, org.id);

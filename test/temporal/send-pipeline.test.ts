@@ -59,7 +59,7 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
       EMAIL_RETRY_SCHEDULE: '0s,300ms',
       EMAIL_RETRY_WINDOW: '5s',
       SEND_HANDOFF_WAIT_MS: '5000',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     orgId = h.workspace.org.id;

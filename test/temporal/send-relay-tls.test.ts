@@ -29,7 +29,7 @@ describe('a transactional send through a relay with a self-signed certificate', 
       SMTP_RELAY_TLS: 'verify',
       EMAIL_RETRY_SCHEDULE: '0s,200ms',
       EMAIL_RETRY_WINDOW: '1h',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
   }, 120_000);
 

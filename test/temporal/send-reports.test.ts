@@ -13,6 +13,9 @@ import * as v from 'valibot';
 import { setCredits } from '../support/sending.ts';
 import { BOUNCE_DOMAIN, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
+/** A live key's send: delivered through the relay (a test key's would stay in the sandbox). */
+const LIVE = { keyId: null, keyMode: 'live' } as const;
+
 /**
  * Asynchronous delivery reports end to end: a transactional email goes out through the worker
  * to the dev mail sink; reports come back over Herald's inbound SMTP (the sink's ARF for
@@ -48,7 +51,7 @@ describe('bounce and complaint reports for sent email', () => {
       em.create(Contact, { orgId: h.orgId, email: to });
       await em.flush();
     }
-    const { email } = await sends.sendEmail(h.orgId, null, v.parse(SendEmailBody, { from: 'Shop <shop@acme.example>', to, subject: 'Receipt', text: 'Thanks' }));
+    const { email } = await sends.sendEmail(h.orgId, LIVE, v.parse(SendEmailBody, { from: 'Shop <shop@acme.example>', to, subject: 'Receipt', text: 'Thanks' }));
     await waitFor('the email to settle', async () => ((await h.inbox().findOne(TransactionalEmail, { id: email.id }))?.status === 'sent' ? true : undefined), 30_000, 100);
     return email;
   }

@@ -21,7 +21,7 @@ describe('a transactional send whose relay stays unreachable', () => {
       EMAIL_RETRY_SCHEDULE: '0s,200ms',
       EMAIL_RETRY_WINDOW: '1s',
       SEND_HANDOFF_WAIT_MS: '5000',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
   }, 120_000);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { buildArfReport, headerBlock } from '../../src/dev/mail-sink-arf.ts';
+import { buildArfReport, headerBlock } from '../../src/modules/sandbox/arf-report.ts';
 import { escapeHtml } from '../../src/html-escape.ts';
-import { rcptReply, simulatedMailbox, softBounceKey } from '../../src/dev/mail-sink-simulator.ts';
+import { rcptReply, simulatedMailbox, softBounceKey } from '../../src/modules/sandbox/mailbox-simulator.ts';
 
 const SIM = 'simulator.herald.test';
 
@@ -54,12 +54,8 @@ describe('mail sink helpers', () => {
   it('builds an ARF report that quotes the original headers and names the envelope', () => {
     const report = buildArfReport({
       original: {
-        id: 'a'.repeat(24),
         receivedAt: '2026-11-21T08:00:00.000Z',
         mailFrom: 'bounce+e1@bounces.example.com',
-        rcptTo: [`complaint@${SIM}`],
-        sizeBytes: 0,
-        subject: 'hi',
         messageId: 'm1@brand.example',
         raw: Buffer.from('From: "Brand" <news@Brand.Example>\r\nMessage-ID: <m1@brand.example>\r\n\r\nbody'),
       },

@@ -69,7 +69,7 @@ export function createBroadcastsRoutes(deps: { broadcasts: BroadcastsService; cu
       response: { status: 202, description: 'The broadcast, scheduled or sending', schema: BroadcastResponse },
       errors: ['invalid_request', 'forbidden', 'not_found', 'conflict', 'idempotency_conflict', 'service_unavailable'],
       async handle({ caller, params, body }) {
-        return { status: 202, data: view(await deps.broadcasts.launchBroadcast(caller.orgId, params.id, body)) };
+        return { status: 202, data: view(await deps.broadcasts.launchBroadcast(caller.orgId, params.id, body, caller)) };
       },
     }),
     defineRoute({

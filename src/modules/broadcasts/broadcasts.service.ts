@@ -23,6 +23,7 @@ import { countBroadcastEvents } from './broadcast-send.repo.ts';
 import { CANCELLABLE_STATUSES, distinct, domainOf, LAUNCHABLE_STATUSES, scheduleProblem, ZERO_METRICS } from './broadcasts.fns.ts';
 import type { CreateBroadcastInput, LaunchBroadcastInput } from './broadcasts.schemas.ts';
 import { serializeBroadcast } from './broadcasts.serializer.ts';
+import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
 
 /** A broadcast with its event counters (GET answers carry live metrics). */
 export interface BroadcastView {
@@ -119,7 +120,7 @@ export function createBroadcastsService({
      * draft and ends, and one that commits always has its workflow. 409 BROADCAST_NOT_DRAFT for
      * a broadcast already launched; 503 without HERALD_ENCRYPTION_KEY (unsubscribe links are signed).
      */
-    async launchBroadcast(orgId: string, id: string, input: LaunchBroadcastInput): Promise<BroadcastView> {
+    async launchBroadcast(orgId: string, id: string, input: LaunchBroadcastInput, caller: SendCaller): Promise<BroadcastView> {
       if (!config.encryptionKey) {
         throw new AppError('service_unavailable', 'Broadcasts need HERALD_ENCRYPTION_KEY: every message carries a signed unsubscribe link.', { reason: 'ENCRYPTION_KEY_MISSING' });
       }
@@ -136,7 +137,7 @@ export function createBroadcastsService({
           const message = schedule === 'in_past' ? 'must be in the future (send with "scheduled_at": null to send now)' : 'must be at most 30 days ahead';
           throw invalid('scheduled_at', schedule, message, 'SCHEDULE_OUT_OF_RANGE');
         }
-        Object.assign(row, { domainId: domain.id, launchedAt: now, scheduledAt: at, status: at ? 'scheduled' : 'sending', sendingAt: at ? null : now, tracking: input.tracking });
+        Object.assign(row, { domainId: domain.id, launchedAt: now, scheduledAt: at, status: at ? 'scheduled' : 'sending', sendingAt: at ? null : now, tracking: input.tracking, sandbox: isSandboxCaller(caller) });
         await em.flush();
         recordEvent(em, orgId, at ? 'broadcast.scheduled' : 'broadcast.sending', { broadcast: serializeBroadcast(row) });
         const workflowInput: BroadcastSendInput = { orgId, broadcastId: row.id };

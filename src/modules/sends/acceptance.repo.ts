@@ -11,6 +11,8 @@ export interface NewEmail {
   id: string;
   orgId: string;
   apiKeyId: string | null;
+  /** Accepted with a test key: delivered to the sandbox relay only. */
+  sandbox: boolean;
   domainId: string;
   domain: string;
   fromEmail: string;
@@ -65,11 +67,11 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     a_email as (
       insert into transactional_emails (id, org_id, api_key_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text,
                                         headers, attachments, template_id, template_version, tags, message_id, status, scheduled_at, next_attempt_at, size_bytes,
-                                        credits_charged, overage_charged, quota_day, quota_shard, created_at, updated_at)
+                                        credits_charged, overage_charged, quota_day, quota_shard, sandbox, created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
              :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eTags::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
              coalesce((select from_balance from q_charge), 0), :qCount - coalesce((select from_balance from q_charge), 0),
-             :eDay, :qShard, :eAt::timestamptz, :eAt::timestamptz
+             :eDay, :qShard, :eSandbox::boolean, :eAt::timestamptz, :eAt::timestamptz
       returning id
     ),
     a_recipients as (
@@ -98,6 +100,7 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     eId: email.id,
     eOrg: email.orgId,
     eKey: email.apiKeyId,
+    eSandbox: email.sandbox,
     eDomainId: email.domainId,
     eDomain: email.domain,
     eFromEmail: email.fromEmail,

@@ -6,6 +6,7 @@ import type { IdempotencyStore } from '../idempotency/idempotency.store.ts';
 import { SendEmailBody, sendBodyErrorReason } from './sends.schemas.ts';
 import { serializeEmail } from './sends.serializer.ts';
 import type { AcceptedEmail, SendsService } from './sends.service.ts';
+import type { SendCaller } from '../sandbox/sandbox.fns.ts';
 
 /** Messages per POST /outbox/emails/batch. */
 export const BATCH_MAX = 100;
@@ -17,7 +18,7 @@ export type BatchItemResult =
 
 export interface BatchRequest {
   orgId: string;
-  apiKeyId: string | null;
+  caller: SendCaller;
   /** The batch's Idempotency-Key: each message is then idempotent on its own (see itemKey). */
   idempotencyKey?: string | undefined;
   emails: readonly unknown[];
@@ -54,14 +55,14 @@ export function createBatchSender(deps: { sends: SendsService; idempotency: Idem
   async function sendOne(request: BatchRequest, index: number, raw: unknown): Promise<BatchItemResult> {
     const input = await parseInput(SendEmailBody, raw, 'body', sendBodyErrorReason);
     const answer = (accepted: AcceptedEmail): BatchItemResult => ({ index, status: 202, email: serializeEmail(accepted.email, accepted.recipients) });
-    if (!request.idempotencyKey) return answer(await deps.sends.sendEmail(request.orgId, request.apiKeyId, input));
-    const scope = { orgId: request.orgId, apiKeyId: request.apiKeyId ?? '', key: itemKey(request.idempotencyKey, index), fingerprint: requestFingerprint('POST', '/outbox/emails', raw) };
+    if (!request.idempotencyKey) return answer(await deps.sends.sendEmail(request.orgId, request.caller, input));
+    const scope = { orgId: request.orgId, apiKeyId: request.caller.keyId ?? '', key: itemKey(request.idempotencyKey, index), fingerprint: requestFingerprint('POST', '/outbox/emails', raw) };
     const begun = await deps.idempotency.begin(scope);
     if (begun.kind === 'replay') return begun.body as BatchItemResult;
     if (begun.kind !== 'started') throw new AppError('conflict', `Message ${index} of this batch is still being processed; retry shortly.`);
     let stored = false;
     try {
-      const accepted = await deps.sends.sendEmail(request.orgId, request.apiKeyId, input, {
+      const accepted = await deps.sends.sendEmail(request.orgId, request.caller, input, {
         answer: { cte: (email) => deps.idempotency.answerCte(begun.recordId, 202, answer(email)), stored: () => (stored = true) },
       });
       // Not stored with the email when the opt-in hand-off wait could still have refused it.

@@ -41,12 +41,17 @@ export interface EmailDeliveryDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
   relay: Relay;
+  /** Where sandbox emails (accepted with a test key) go instead: never a real relay (src/modules/sandbox/). */
+  sandboxRelay: Relay;
   config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends'>;
   /** Called while the relay conversation runs (the activity heartbeats). */
   heartbeat?: () => void;
   /** Records attempts the relay accepted whole in group commits (the domain drain's fast path). */
   recorder?: SentRecorder;
 }
+
+/** An email as an attempt sees it. */
+type AttemptedEmail = MessageSource & { domain: string; broadcastId?: string | null; sandbox: boolean };
 
 /** A recipient of an email as an attempt sees it. */
 export interface SendRecipient {
@@ -62,6 +67,8 @@ export interface ClaimedSend extends MessageSource {
   domain: string;
   /** Set for a broadcast's message (its events count for the broadcast). */
   broadcastId: string | null;
+  /** Accepted with a test key: goes to the sandbox relay, the final hop. */
+  sandbox: boolean;
   /** This attempt's number. */
   handoffAttempts: number;
   recipients: SendRecipient[];
@@ -118,12 +125,12 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     }
   }
 
-  function outcomesOf(result: RelayResult, pending: readonly SendRecipient[], nextAttemptAt: Date | null): Map<string, RecipientOutcome> {
+  function outcomesOf(result: RelayResult, pending: readonly SendRecipient[], nextAttemptAt: Date | null, finalHop: boolean): Map<string, RecipientOutcome> {
     const outcomes = new Map<string, RecipientOutcome>();
     if (result.kind === 'recipients') {
       for (const answer of result.recipients) {
         if (answer.accepted) {
-          outcomes.set(answer.email, { type: 'sent', response: answer.response, delivered: config.sends.relayIsFinalHop });
+          outcomes.set(answer.email, { type: 'sent', response: answer.response, delivered: finalHop });
         } else if ((answer.code ?? 400) >= 500) {
           outcomes.set(answer.email, { type: 'bounced', bounceType: 'hard', response: answer.response, code: answer.code });
         } else {
@@ -192,7 +199,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   /** Builds, sends to the pending recipients and records the answers. */
-  async function attempt(orgId: string, email: MessageSource & { domain: string; broadcastId?: string | null }, recipients: readonly SendRecipient[], nextDelayMs: number | null): Promise<DeliverResult> {
+  async function attempt(orgId: string, email: AttemptedEmail, recipients: readonly SendRecipient[], nextDelayMs: number | null): Promise<DeliverResult> {
     const pending = recipients.filter((r) => isPending(r.status));
     let message: Mail.Options;
     const built = sendStepDuration.startTimer({ step: 'build' });
@@ -208,7 +215,9 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const relayed = sendStepDuration.startTimer({ step: 'relay' });
     let result: RelayResult;
     try {
-      result = await deps.relay.send(message, { from: returnPath(email.id, email.domain), to: pending.map((r) => r.email) });
+      // A test key's email never reaches a real relay, whatever else is configured.
+      const relay = email.sandbox ? deps.sandboxRelay : deps.relay;
+      result = await relay.send(message, { from: returnPath(email.id, email.domain), to: pending.map((r) => r.email) });
     } finally {
       relayed();
       if (beat) clearInterval(beat);
@@ -224,18 +233,20 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   /** Records the relay's answer: the group-commit recorder for an attempt accepted whole, else one transaction. */
   async function record(
     orgId: string,
-    email: MessageSource & { domain: string; broadcastId?: string | null },
+    email: AttemptedEmail,
     recipients: readonly SendRecipient[],
     pending: readonly SendRecipient[],
     result: RelayResult,
     nextDelayMs: number | null,
   ): Promise<DeliverResult> {
+    const finalHop = email.sandbox || config.sends.relayIsFinalHop;
     if (deps.recorder && acceptedByAll(result, pending)) {
       const byEmail = new Map(result.recipients.map((answer) => [answer.email, answer.response]));
       await deps.recorder.record({
         orgId,
         email: { id: email.id, messageId: email.messageId, fromEmail: email.fromEmail, subject: email.subject, domain: email.domain, broadcastId: email.broadcastId ?? null },
         recipients: pending.map((r) => ({ id: r.id, email: r.email, response: byEmail.get(r.email) ?? null })),
+        delivered: finalHop,
         at: new Date(),
       });
       await afterSettled(orgId, email.attachments);
@@ -244,7 +255,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const nextAttemptAt = nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs);
     const firstAttempt = !recipients.some((r) => HANDED_OFF.has(r.status));
     const rejectedOutright = result.kind === 'message_refused' && result.permanent && firstAttempt;
-    const status = await recordOutcomes(orgId, email.id, result, outcomesOf(result, pending, nextAttemptAt), rejectedOutright);
+    const status = await recordOutcomes(orgId, email.id, result, outcomesOf(result, pending, nextAttemptAt, finalHop), rejectedOutright);
     if (status !== 'sending') await afterSettled(orgId, email.attachments);
     const anyAccepted = result.kind === 'recipients' && result.recipients.some((r) => r.accepted || (r.code ?? 0) >= 500);
     const handoff: HandoffResult = rejectedOutright

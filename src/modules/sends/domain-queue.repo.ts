@@ -95,6 +95,7 @@ interface ClaimedRow {
   due_ms: number;
   recipients: SendRecipient[];
   broadcast_id: string | null;
+  sandbox: boolean;
   broadcast: BroadcastContent | null;
   due_at_text: string;
 }
@@ -135,6 +136,7 @@ function toClaimed(row: ClaimedRow): ClaimedEmail {
     firstAttemptMs: row.first_attempt_ms,
     dueMs: row.due_ms,
     broadcastId: row.broadcast_id,
+    sandbox: row.sandbox,
     broadcast: row.broadcast,
     cursor: { dueAt: row.due_at_text, id: row.id },
   };
@@ -205,7 +207,7 @@ export function createDomainQueue(orm: MikroORM) {
            returning count
          )
          select e.id, e.org_id, e.domain_id, e.domain, e.from_email, e.from_name, e.reply_to, e.subject, e.html, e.text,
-                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id,
+                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id, e.sandbox,
                 (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
                 (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
                 (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,

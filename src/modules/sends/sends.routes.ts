@@ -46,7 +46,7 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
           stored: () => idempotentAnswer.stored(),
           ...(idempotentAnswer.claim ? { claim: idempotentAnswer.claim } : {}),
         };
-        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller.keyId, body, answer ? { answer } : {});
+        const { email, recipients } = await deps.sends.sendEmail(caller.orgId, caller, body, answer ? { answer } : {});
         return { status: 202, data: serializeEmail(email, recipients) };
       },
     }),
@@ -68,7 +68,7 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       errors: ['service_unavailable'],
       response: { status: 200, description: 'One result per message, in order', schema: BatchResponse },
       handle: async ({ caller, body, idempotencyKey }) => {
-        const results = await deps.batch.send({ orgId: caller.orgId, apiKeyId: caller.keyId, idempotencyKey, emails: body.emails });
+        const results = await deps.batch.send({ orgId: caller.orgId, caller, idempotencyKey, emails: body.emails });
         const accepted = results.filter((result) => result.status === 202).length;
         return { status: 200, data: { accepted, refused: results.length - accepted, results } };
       },

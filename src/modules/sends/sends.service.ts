@@ -29,6 +29,7 @@ import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { decodeBase64, envelopeRecipients, listUnsubscribeProblems, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
 import { SEND_LIMITS, type ListEmailsFilters, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
+import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
 
 const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
 
@@ -135,10 +136,14 @@ export function createSendsService(deps: SendsServiceDeps) {
   }
 
   return {
-    /** Accepts one transactional email; answers the hand-off when it comes within the wait. */
+    /**
+     * Accepts one transactional email; answers the hand-off when it comes within the wait. A
+     * test key's email is a sandbox email: the whole pipeline runs, but it is delivered to the
+     * sandbox relay, never to a real one (src/modules/sandbox/).
+     */
     async sendEmail(
       orgId: string,
-      apiKeyId: string | null,
+      caller: SendCaller,
       input: SendEmailInput,
       options: {
         /**
@@ -202,7 +207,8 @@ export function createSendsService(deps: SendsServiceDeps) {
           const email = {
             id: emailId,
             orgId,
-            apiKeyId,
+            apiKeyId: caller.keyId,
+            sandbox: isSandboxCaller(caller),
             domainId: domain.id,
             domain: domain.domain,
             fromEmail: from.email,

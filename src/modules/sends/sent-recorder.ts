@@ -1,5 +1,4 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Config } from '../../config.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
 import { isSubscribed, recordEvent } from '../events/events.fns.ts';
 import { findSubscribedEventTypes } from '../events/webhook-subscriptions.repo.ts';
@@ -13,6 +12,8 @@ export interface AcceptedAttempt {
   email: { id: string; messageId: string; fromEmail: string; subject: string; domain: string; broadcastId: string | null };
   /** The recipients of this attempt (queued or deferred before it) with the relay's answer. */
   recipients: { id: string; email: string; response: string | null }[];
+  /** The relay was the final hop (SMTP_RELAY_FINAL_HOP, direct delivery, the sandbox): accepted means delivered. */
+  delivered: boolean;
   at: Date;
 }
 
@@ -31,13 +32,16 @@ const GROUP_DELAY_MS = 2;
  * documented at-least-once window, with the same Message-ID). The recipient update is guarded on
  * the pending states and events are written only for rows it changed.
  */
-export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, 'sends'> }) {
-  const delivered = deps.config.sends.relayIsFinalHop;
-
+export function createSentRecorder(deps: { orm: MikroORM }) {
   async function write(attempts: AcceptedAttempt[]): Promise<void> {
     await deps.orm.em.fork().transactional(async (tx) => {
-      const recipients = attempts.flatMap((a) => a.recipients.map((r) => ({ id: r.id, orgId: a.orgId, response: r.response?.slice(0, 1024) ?? null, at: a.at.toISOString() })));
-      const changed = await markRecipientsSent(tx, delivered ? 'delivered' : 'sent', recipients);
+      const changed: { id: string }[] = [];
+      for (const delivered of [true, false]) {
+        const recipients = attempts
+          .filter((a) => a.delivered === delivered)
+          .flatMap((a) => a.recipients.map((r) => ({ id: r.id, orgId: a.orgId, response: r.response?.slice(0, 1024) ?? null, at: a.at.toISOString() })));
+        if (recipients.length > 0) changed.push(...(await markRecipientsSent(tx, delivered ? 'delivered' : 'sent', recipients)));
+      }
       await settleEmailsSent(tx, attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() })));
       const recorded = new Set(changed.map((row) => row.id));
       // email.sent / email.delivered only where an endpoint will receive them (most of the
@@ -51,7 +55,7 @@ export function createSentRecorder(deps: { orm: MikroORM; config: Pick<Config, '
           const metric = { orgId: attempt.orgId, recipient: recipient.email, domain: attempt.email.domain, emailId: attempt.email.id, broadcastId: attempt.email.broadcastId, occurredAt: attempt.at };
           if (isSubscribed(subscribed, attempt.orgId, 'email.sent')) recordEvent(tx, attempt.orgId, 'email.sent', data);
           metrics.push({ ...metric, type: 'sent' });
-          if (!delivered) continue;
+          if (!attempt.delivered) continue;
           if (isSubscribed(subscribed, attempt.orgId, 'email.delivered')) recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
           metrics.push({ ...metric, type: 'delivered' });
         }

@@ -2,7 +2,11 @@
  * The mailbox simulator's rules, as pure functions: which reply a recipient at the simulator
  * domain gets at RCPT, and what to do after DATA. Everything outside the simulator domain,
  * and every unknown local part inside it, is simply accepted (the sink is the final hop).
+ * Shared by the dev mail sink (src/dev/mail-sink.ts) and the sandbox relay test keys send to.
  */
+
+/** The reserved domain of the simulated mailboxes (`bounce@`, `complaint@`, …). */
+export const SIMULATOR_DOMAIN = 'simulator.herald.test';
 export type SimulatedMailbox = 'delivered' | 'bounce' | 'softbounce' | 'complaint' | 'suppressed' | 'reject';
 
 export interface SmtpReply {

@@ -5,9 +5,9 @@ import { Migration } from '@mikro-orm/migrations';
  * workspace holds it); only one may hold it proven (verified or attention), which is what
  * inbound routing and sending rely on.
  */
-export class Migration20261127000000 extends Migration {
+export class Migration20261127020000 extends Migration {
 
-  override name = 'Migration20261127000000';
+  override name = 'Migration20261127020000';
 
   override up(): void | Promise<void> {
     this.addSql(`alter table "domains" drop constraint "domains_domain_unique";`);
