@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Template } from '../../db/entities/index.ts';
+import { DashboardInvite, Template } from '../../db/entities/index.ts';
 import { adminUsage, runAdmin, type AdminDeps } from '../../src/cli/admin.ts';
 import { decryptSecret } from '../../src/crypto/secret-box.ts';
+import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { Domain } from '../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { REPO_ROOT } from '../../src/dev/paths.ts';
@@ -181,9 +182,9 @@ describe('herald admin', () => {
         .map((line) => /^\s*herald admin ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)/.exec(line)?.[1]);
 
     it('runs every admin command: one JSON object on stdout, exit 0', { timeout: 180_000 }, async () => {
-      const org = await cli('org', 'create', '--name', 'Process Co', '--credits', '10');
+      const org = await cli('org', 'create', '--name', 'Every Command Co', '--credits', '10');
       expect(org.exitCode, org.stderr).toBe(0);
-      expect(org.json).toMatchObject({ name: 'Process Co', slug: 'process-co', credits: 10 });
+      expect(org.json).toMatchObject({ name: 'Every Command Co', slug: 'every-command-co', credits: 10 });
       const orgId = org.json.id as string;
       expect((await cli('org', 'list')).json.data).toEqual(expect.arrayContaining([expect.objectContaining({ id: orgId })]));
       expect((await cli('org', 'postal-address', '--org', orgId, '--address', '1 Main Street')).json).toMatchObject({ id: orgId, postal_address: '1 Main Street' });
@@ -197,7 +198,7 @@ describe('herald admin', () => {
       // Exactly as `npm start`'s banner prints it.
       const link = await cli('sign-in-link', '--org', orgId);
       expect(link.exitCode, link.stderr).toBe(0);
-      expect(link.json).toMatchObject({ org_id: orgId, email: 'owner@process-co.herald.invalid', expires_at: expect.any(String) });
+      expect(link.json).toMatchObject({ org_id: orgId, email: 'owner@every-command-co.herald.invalid', expires_at: expect.any(String) });
       expect(link.json.url).toMatch(/^http:\/\/herald\.test\/dashboard\/sign-in\/[\w-]{43}$/);
 
       const key = await cli('key', 'create', '--org', orgId, '--scopes', 'all', '--name', 'ci');
@@ -241,6 +242,22 @@ describe('herald admin', () => {
       expect(missing.exitCode).toBe(1);
       expect(missing.json).toMatchObject({ error: { code: 'not_found' } });
       expect(missing.stderr).toMatch(/has no such person/);
+    });
+
+    it('exits 1 and creates nothing for an invitation to an address that already has access, or one demoting an owner', async () => {
+      const org = await admin('org', 'create', '--name', 'Invited Twice', '--json');
+      const orgId = org.json!.id as string;
+      const auth = createDashboardAuthService({ orm: stack.orm });
+      const { token } = await auth.invite({ orgId, email: 'has.access@example.com', role: 'member' });
+      await auth.acceptInvite(token, { name: 'Has Access', password: 'a long passphrase here' });
+      const again = await cli('invite', '--org', orgId, '--email', 'Has.Access@example.com', '--role', 'owner');
+      expect(again.exitCode, again.stderr).toBe(1);
+      expect(again.json).toMatchObject({ error: { code: 'conflict' } });
+      expect(again.stderr).toMatch(/has\.access@example\.com already has access to this workspace/);
+      const demote = await cli('invite', '--org', orgId, '--email', 'owner@invited-twice.herald.invalid');
+      expect(demote.exitCode).toBe(1);
+      expect(demote.stderr).toMatch(/is an owner; an invitation cannot change their role/);
+      expect(await stack.orm.em.fork().count(DashboardInvite, { orgId }, ALL_TENANTS)).toBe(1);
     });
 
     const id = '0123456789abcdef01234567';
