@@ -329,6 +329,23 @@ export function adminUsage(): string {
   return `usage:\n${lines.join('\n')}`;
 }
 
+/**
+ * The command `argv` names: one word (`invite`, `sign-in-link`) or a noun and a verb
+ * (`org create`); the words after it are its options and positionals.
+ */
+function findCommand(table: Record<string, Command>, argv: string[]): { name: string; spec: Command; rest: string[] } | { problem: string } {
+  const [first, second, ...others] = argv;
+  if (first === undefined || first.startsWith('-')) return { problem: 'missing command' };
+  const single = table[first];
+  if (single) return { name: first, spec: single, rest: argv.slice(1) };
+  const pair = second !== undefined ? table[`${first} ${second}`] : undefined;
+  if (pair) return { name: `${first} ${second}`, spec: pair, rest: others };
+  const verbs = Object.keys(table).filter((n) => n.startsWith(`${first} `)).map((n) => n.slice(first.length + 1));
+  if (verbs.length > 0 && (second === undefined || second.startsWith('-'))) return { problem: `"${first}" needs one of: ${verbs.join(', ')}` };
+  const words = second === undefined || second.startsWith('-') ? first : `${first} ${second}`;
+  return { problem: `unknown command "${words}"` };
+}
+
 export interface AdminOutput {
   stdout: string;
   stderr: string;
@@ -342,15 +359,14 @@ export interface AdminOutput {
  */
 export async function runAdmin(argv: string[], connect: () => Promise<AdminDeps>): Promise<AdminOutput> {
   const wantsJson = argv.includes('--json');
-  const [noun, verb, ...rest] = argv;
-  const name = `${noun ?? ''} ${verb ?? ''}`;
   const fail = (code: string, message: string, exitCode: number): AdminOutput => ({
     stdout: wantsJson ? JSON.stringify({ error: { code, message } }) + '\n' : '',
     stderr: `herald admin: ${message}\n${exitCode === 2 ? adminUsage() + '\n' : ''}`,
     exitCode,
   });
-  const spec = commands(() => { throw new Error('usage only'); })[name];
-  if (!spec) return fail('usage', noun ? `unknown command "${name.trim()}"` : 'missing command', 2);
+  const lookup = findCommand(commands(() => { throw new Error('usage only'); }), argv);
+  if ('problem' in lookup) return fail('usage', lookup.problem, 2);
+  const { name, spec, rest } = lookup;
   let parsed: { values: Values; positionals: string[] };
   try {
     parsed = parseArgs({ args: rest, options: spec.options, allowPositionals: true, strict: true }) as typeof parsed;

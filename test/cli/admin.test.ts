@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Template } from '../../db/entities/index.ts';
-import { runAdmin, type AdminDeps } from '../../src/cli/admin.ts';
+import { DashboardInvite, Template } from '../../db/entities/index.ts';
+import { adminUsage, runAdmin, type AdminDeps } from '../../src/cli/admin.ts';
 import { decryptSecret } from '../../src/crypto/secret-box.ts';
+import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { Domain } from '../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { REPO_ROOT } from '../../src/dev/paths.ts';
@@ -101,6 +102,7 @@ describe('herald admin', () => {
     [['credits', 'set', '--org', 'x', '--amount', '1', '--overage', 'maybe'], /--overage must be on or off/],
     [['key', 'revoke'], /usage: herald admin key revoke ID/],
     [['frobnicate', 'everything'], /unknown command "frobnicate everything"/],
+    [['org'], /"org" needs one of: create, list, postal-address/],
   ])('exits 2 with a clear message for %j', async (argv, message) => {
     const result = await admin(...argv, '--json');
     expect(result.exitCode).toBe(2);
@@ -148,5 +150,145 @@ describe('herald admin', () => {
     expect('code' in bad && bad.code).toBe(2);
     expect(JSON.parse(bad.stdout)).toMatchObject({ error: { code: 'usage', message: '--name is required' } });
     expect(bad.stderr).toMatch(/--name is required/);
+  });
+
+  describe('as a real process (`node src/cli/herald.mjs admin … --json`)', () => {
+    interface ProcessResult {
+      exitCode: number;
+      stdout: string;
+      stderr: string;
+      json: Record<string, unknown>;
+    }
+    /** Commands that answered exit 0 with their JSON, by name ("org create", "invite"). */
+    const succeeded = new Set<string>();
+
+    async function cli(...argv: string[]): Promise<ProcessResult> {
+      const env = { ...process.env, ...stack.env, HERALD_DATA_DIR: mkdtempSync(join(tmpdir(), 'herald-cli-')) };
+      const result = await run(process.execPath, [join(REPO_ROOT, 'src/cli/herald.mjs'), 'admin', ...argv, '--json'], { env, cwd: REPO_ROOT }).then(
+        ({ stdout, stderr }) => ({ exitCode: 0, stdout, stderr }),
+        (error: { code: number; stdout: string; stderr: string }) => ({ exitCode: error.code, stdout: error.stdout, stderr: error.stderr }),
+      );
+      expect(result.stdout.trim().split('\n'), `${argv.join(' ')}\n${result.stderr}`).toHaveLength(1);
+      const json = JSON.parse(result.stdout) as Record<string, unknown>;
+      if (result.exitCode === 0) succeeded.add(listedCommands().includes(argv[0]) ? argv[0]! : `${argv[0]} ${argv[1]}`);
+      return { ...result, json };
+    }
+
+    /** Every command the usage lists: its leading lowercase words ("key revoke", "sign-in-link"). */
+    const listedCommands = () =>
+      adminUsage()
+        .split('\n')
+        .slice(1)
+        .map((line) => /^\s*herald admin ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)/.exec(line)?.[1]);
+
+    it('runs every admin command: one JSON object on stdout, exit 0', { timeout: 180_000 }, async () => {
+      const org = await cli('org', 'create', '--name', 'Every Command Co', '--credits', '10');
+      expect(org.exitCode, org.stderr).toBe(0);
+      expect(org.json).toMatchObject({ name: 'Every Command Co', slug: 'every-command-co', credits: 10 });
+      const orgId = org.json.id as string;
+      expect((await cli('org', 'list')).json.data).toEqual(expect.arrayContaining([expect.objectContaining({ id: orgId })]));
+      expect((await cli('org', 'postal-address', '--org', orgId, '--address', '1 Main Street')).json).toMatchObject({ id: orgId, postal_address: '1 Main Street' });
+      expect((await cli('credits', 'set', '--org', orgId, '--amount', '7', '--overage', 'on')).json).toMatchObject({ credits: 7, overage: true });
+
+      // The one-word commands: the only way into a new workspace's dashboard in production.
+      const invite = await cli('invite', '--org', orgId, '--email', 'New.Person@Example.com', '--role', 'owner');
+      expect(invite.exitCode, invite.stderr).toBe(0);
+      expect(invite.json).toMatchObject({ org_id: orgId, email: 'new.person@example.com', role: 'owner', invite_id: expect.any(String), expires_at: expect.any(String) });
+      expect(invite.json.url).toMatch(/^http:\/\/herald\.test\/dashboard\/invite\/[\w-]{43}$/);
+      // Exactly as `npm start`'s banner prints it.
+      const link = await cli('sign-in-link', '--org', orgId);
+      expect(link.exitCode, link.stderr).toBe(0);
+      expect(link.json).toMatchObject({ org_id: orgId, email: 'owner@every-command-co.herald.invalid', expires_at: expect.any(String) });
+      expect(link.json.url).toMatch(/^http:\/\/herald\.test\/dashboard\/sign-in\/[\w-]{43}$/);
+
+      const key = await cli('key', 'create', '--org', orgId, '--scopes', 'all', '--name', 'ci');
+      expect(key.json).toMatchObject({ org_id: orgId, name: 'ci', mode: 'test' });
+      expect(key.json.key).toMatch(/^hrld_test_/);
+      const keys = await cli('key', 'list', '--org', orgId);
+      expect(keys.json.data).toEqual([expect.objectContaining({ id: key.json.id })]);
+      expect(keys.stdout).not.toContain(key.json.key as string);
+      expect((await cli('key', 'revoke', key.json.id as string)).json).toMatchObject({ id: key.json.id, revoked_at: expect.any(String) });
+
+      const domain = await cli('domain', 'add', '--org', orgId, '--domain', 'mail.process.example', '--verified');
+      expect(domain.json).toMatchObject({ org_id: orgId, domain: 'mail.process.example', status: 'verified' });
+      const domainId = domain.json.id as string;
+      expect((await cli('domain', 'list', '--org', orgId)).json.data).toEqual([expect.objectContaining({ id: domainId })]);
+      expect((await cli('sender', 'add', '--domain', domainId, '--email', 'hi@mail.process.example', '--name', 'Hi')).json).toMatchObject({ email: 'hi@mail.process.example', org_id: orgId });
+      expect((await cli('sender', 'list', '--domain', domainId)).json.data).toEqual([expect.objectContaining({ email: 'hi@mail.process.example' })]);
+
+      const automation = await cli('automation', 'create', '--org', orgId, '--name', 'Welcome', '--trigger', 'contact.created');
+      expect(automation.json).toMatchObject({ name: 'Welcome', trigger_type: 'contact.created' });
+      expect((await cli('automation', 'list', '--org', orgId)).json.data).toEqual([expect.objectContaining({ id: automation.json.id })]);
+
+      const grantee = (await cli('org', 'create', '--name', 'Process Grantee')).json.id as string;
+      const em = stack.orm.em.fork();
+      const template = em.create(Template, { orgId, name: 'Receipt' });
+      await em.flush();
+      expect((await cli('template', 'share', '--template', template.id, '--org', grantee)).json).toMatchObject({ template_id: template.id, org_id: grantee });
+      expect((await cli('template', 'shares', '--template', template.id)).json.data).toEqual([expect.objectContaining({ org_id: grantee })]);
+
+      // No worker polls this stack's task queue: the run is started, the wait gives up (exit 1).
+      // The verification itself, through a worker, is test/temporal/domain-verification.test.ts.
+      const verify = await cli('domain', 'verify', domainId, '--timeout', '1');
+      expect(verify.exitCode, verify.stderr).toBe(1);
+      expect(verify.json).toMatchObject({ error: { code: 'service_unavailable' } });
+      succeeded.add('domain verify');
+
+      expect([...succeeded].sort()).toEqual(listedCommands().sort());
+    });
+
+    it('exits 1 with the error as JSON when what a command names does not exist', async () => {
+      const missing = await cli('sign-in-link', '--org', '0'.repeat(24));
+      expect(missing.exitCode).toBe(1);
+      expect(missing.json).toMatchObject({ error: { code: 'not_found' } });
+      expect(missing.stderr).toMatch(/has no such person/);
+    });
+
+    it('exits 1 and creates nothing for an invitation to an address that already has access, or one demoting an owner', async () => {
+      const org = await admin('org', 'create', '--name', 'Invited Twice', '--json');
+      const orgId = org.json!.id as string;
+      const auth = createDashboardAuthService({ orm: stack.orm });
+      const { token } = await auth.invite({ orgId, email: 'has.access@example.com', role: 'member' });
+      await auth.acceptInvite(token, { name: 'Has Access', password: 'a long passphrase here' });
+      const again = await cli('invite', '--org', orgId, '--email', 'Has.Access@example.com', '--role', 'owner');
+      expect(again.exitCode, again.stderr).toBe(1);
+      expect(again.json).toMatchObject({ error: { code: 'conflict' } });
+      expect(again.stderr).toMatch(/has\.access@example\.com already has access to this workspace/);
+      const demote = await cli('invite', '--org', orgId, '--email', 'owner@invited-twice.herald.invalid');
+      expect(demote.exitCode).toBe(1);
+      expect(demote.stderr).toMatch(/is an owner; an invitation cannot change their role/);
+      expect(await stack.orm.em.fork().count(DashboardInvite, { orgId }, ALL_TENANTS)).toBe(1);
+    });
+
+    const id = '0123456789abcdef01234567';
+    it.each([
+      [['org', 'create'], /--name is required/],
+      [['org', 'list', 'extra'], /usage: herald admin org list/],
+      [['org', 'postal-address', '--org', id], /--address or --clear is required/],
+      [['credits', 'set', '--org', id], /--amount is required/],
+      [['invite', '--org', id], /--email is required/],
+      [['invite', '--org', id, '--email', 'a@example.com', '--role', 'admin'], /--role must be owner or member/],
+      [['sign-in-link'], /--org is required/],
+      [['sign-in-link', '--org'], /Option '--org'.* argument/],
+      [['key', 'create', '--org', id, '--scopes', 'all', '--mode', 'prod'], /--mode must be live or test/],
+      [['key', 'revoke'], /usage: herald admin key revoke ID/],
+      [['key', 'list', '--bogus'], /Unknown option '--bogus'/],
+      [['domain', 'add', '--org', id], /--domain is required/],
+      [['domain', 'list', '--org'], /Option '--org'.* argument/],
+      [['domain', 'verify', 'not-an-id'], /24-character hexadecimal/],
+      [['sender', 'add', '--domain', id, '--email', 'a@example.com'], /--name is required/],
+      [['sender', 'list'], /--domain is required/],
+      [['automation', 'create', '--org', id, '--trigger', 'contact.created'], /--name is required/],
+      [['automation', 'list'], /--org is required/],
+      [['template', 'share', '--template', id], /--org is required/],
+      [['template', 'shares'], /--template is required/],
+      [['org'], /"org" needs one of: create, list, postal-address/],
+      [['frobnicate'], /unknown command "frobnicate"/],
+    ])('exits 2 with a clear message for %j', async (argv, message) => {
+      const result = await cli(...argv);
+      expect(result.exitCode, result.stderr).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.json).toMatchObject({ error: { code: 'usage' } });
+    });
   });
 });

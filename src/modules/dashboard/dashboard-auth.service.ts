@@ -92,17 +92,48 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     return link;
   }
 
+  /** Closes the open links (invitations and sign-in links) of a workspace's address: they stop working now; the rows stay. */
+  async function closeLinks(em: EntityManager, orgId: string, email: string, now: Date, kinds: DashboardInvite['kind'][] = ['invite', 'sign_in']): Promise<void> {
+    await em.nativeUpdate(DashboardInvite, { orgId, email, kind: { $in: kinds }, acceptedAt: null, expiresAt: { $gt: now } }, { expiresAt: now }, ALL_TENANTS);
+  }
+
+  /** Ends every session of a person. */
+  async function endSessions(em: EntityManager, user: User, now: Date): Promise<number> {
+    return em.nativeUpdate(DashboardSession, { orgId: user.orgId, userId: user.id, revokedAt: null }, { revokedAt: now }, ALL_TENANTS);
+  }
+
   function describe(session: DashboardSession, user: User, org: Organization): SignedIn {
     return { sessionId: session.id, csrfToken: session.csrfToken, userId: user.id, orgId: user.orgId, orgName: org.name, email: user.email, name: user.name, role: user.role };
   }
 
   return {
-    /** An invitation to `orgId` for `email` as `role`: the token (for the link) is returned this once. */
+    /**
+     * An invitation to `orgId` for `email` as `role`: the token (for the link) is returned this
+     * once. 409 conflict for an address that already has access (a password: an invitation would
+     * hand its holder that person's account), and for an owner invited as a member (an invitation
+     * never lowers a role). A person without a password (removed, or a first owner signed in by
+     * operators' links) can be invited: that is how they choose one.
+     */
     async invite(input: { orgId: string; email: string; role: UserRole }, now = new Date()): Promise<{ token: string; invite: DashboardInvite }> {
       const em = scopeToOrg(orm.em, input.orgId);
       if (!(await em.findOne(Organization, { id: input.orgId }))) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
-      const { token, link } = await createLink(em, { orgId: input.orgId, email: input.email.trim().toLowerCase(), role: input.role, kind: 'invite' }, INVITE_TTL_MS, now);
+      const email = input.email.trim().toLowerCase();
+      const existing = await em.findOne(User, { email });
+      if (existing?.passwordHash) throw new AppError('conflict', `${email} already has access to this workspace; they sign in with their password. Nothing was created.`);
+      if (existing?.role === 'owner' && input.role !== 'owner') throw new AppError('conflict', `${email} is an owner; an invitation cannot change their role. Nothing was created.`);
+      const { token, link } = await createLink(em, { orgId: input.orgId, email, role: input.role, kind: 'invite' }, INVITE_TTL_MS, now);
       return { token, invite: link };
+    },
+
+    /** An owner cancels an open invitation of their workspace: its link stops working. 403 for a member; 404 for an unknown, used, expired or another workspace's invitation. */
+    async cancelInvite(by: SignedIn, inviteId: string, now = new Date()): Promise<DashboardInvite> {
+      if (by.role !== 'owner') throw new AppError('forbidden', 'Only an owner can cancel an invitation.');
+      const em = scopeToOrg(orm.em, by.orgId);
+      const invite = await em.findOne(DashboardInvite, { id: inviteId, kind: 'invite' });
+      if (!isOpen(invite, now)) throw new AppError('not_found', `Invitation ${inviteId} is not open.`);
+      invite.expiresAt = now;
+      await em.flush();
+      return invite;
     },
 
     /**
@@ -138,28 +169,34 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     },
 
     /**
-     * Accepts an invitation: the person (new, or the workspace's user with that email) gets the
-     * name, password and role, the invitation is used up, and a session opens.
+     * Accepts an invitation: the person (new, or the workspace's user with that email and no
+     * password) gets the name and password, and the invitation's role unless they are an owner
+     * (never lowered); the invitation and the address's other open invitations are used up, every
+     * other session of the person ends, and a session opens. 409 conflict, the link used up and
+     * nothing else changed, when the address has a password by now (a second invitation accepted).
      */
     async acceptInvite(token: string, input: { name: string; password: string }, now = new Date()): Promise<{ token: string; session: SignedIn }> {
       checkPassword(input.password);
       const name = input.name.trim();
       if (name.length === 0 || name.length > 200) throw new AppError('invalid_request', 'Enter your name (200 characters at most).', { fields: [{ path: 'name', location: 'body', type: 'length', message: 'between 1 and 200 characters' }] });
       const passwordHash = await hash(input.password);
-      const user = await orm.em.fork().transactional(async (em) => {
+      const accepted = await orm.em.fork().transactional(async (em) => {
         // Locked: two tabs accepting one link make one user.
         const invite = await useLink(em, token, 'invite', now);
         if (!invite) throw new AppError('not_found', 'This invitation link is not valid any more.');
-        const existing = await em.findOne(User, { orgId: invite.orgId, email: invite.email }, ALL_TENANTS);
-        if (existing) {
-          existing.name = name;
-          existing.passwordHash = passwordHash;
-          existing.role = invite.role;
-          return existing;
-        }
-        return em.create(User, { orgId: invite.orgId, email: invite.email, name, passwordHash, role: invite.role });
+        const existing = await em.findOne(User, { orgId: invite.orgId, email: invite.email }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (existing?.passwordHash) return { refused: existing.email };
+        await em.flush();
+        await closeLinks(em, invite.orgId, invite.email, now, ['invite']);
+        if (!existing) return { user: em.create(User, { orgId: invite.orgId, email: invite.email, name, passwordHash, role: invite.role }) };
+        existing.name = name;
+        existing.passwordHash = passwordHash;
+        if (existing.role !== 'owner') existing.role = invite.role;
+        await endSessions(em, existing, now);
+        return { user: existing };
       });
-      return openSession(user, now);
+      if ('refused' in accepted) throw new AppError('conflict', `${accepted.refused} already has access to this workspace: sign in with your password. This invitation changed nothing and is used up.`);
+      return openSession(accepted.user, now);
     },
 
     /**
@@ -206,7 +243,8 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
 
     /**
      * An owner ends another person's access: their password goes (they need a new invitation to
-     * come back) and every session of theirs ends at once. Their API keys stay (keys are the
+     * come back), every session of theirs ends at once, and their open invitations and sign-in
+     * links stop working. Their API keys stay (keys are the
      * workspace's). 403 for a member, 409 for one's own access; 404 for another workspace's person.
      */
     async revokeAccess(by: SignedIn, userId: string, now = new Date()): Promise<User> {
@@ -217,7 +255,8 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
       if (!user) throw new AppError('not_found', `Person ${userId} does not exist.`);
       user.passwordHash = null;
       await em.flush();
-      await em.nativeUpdate(DashboardSession, { userId: user.id, revokedAt: null }, { revokedAt: now });
+      await endSessions(em, user, now);
+      await closeLinks(em, user.orgId, user.email, now);
       return user;
     },
 

@@ -29,7 +29,15 @@ function personRow(user: User, signedIn: SignedIn): string {
   </tr>`;
 }
 
-/** The workspace's people and open invitations; owners invite and remove people. */
+function inviteItem(invite: DashboardInvite, signedIn: SignedIn): string {
+  const cancel =
+    signedIn.role === 'owner'
+      ? html` <form method="post" action="/dashboard/people/invitations/${invite.id}/cancel" class="inline" data-confirm="Cancel the invitation for ${invite.email}? Its link stops working.">!${csrfField(signedIn.csrfToken)}<button type="submit" class="danger">Cancel invitation</button></form>`
+      : '';
+  return html`<li>${invite.email} (${invite.role}), until !${when(invite.expiresAt)}!${cancel}</li>`;
+}
+
+/** The workspace's people and open invitations; owners invite, cancel invitations and remove people. */
 export function peoplePage(model: PeoplePageModel): string {
   const { signedIn } = model;
   const invited = model.invited
@@ -66,7 +74,7 @@ export function peoplePage(model: PeoplePageModel): string {
 !${model.invitations.length === 0
   ? ''
   : html`<section aria-labelledby="open-title"><h2 id="open-title">Open invitations</h2><ul>!${model.invitations
-      .map((invite) => html`<li>${invite.email} (${invite.role}), until !${when(invite.expiresAt)}</li>`)
+      .map((invite) => inviteItem(invite, signedIn))
       .join('')}</ul></section>`}
 !${inviteForm}`,
     signedIn,

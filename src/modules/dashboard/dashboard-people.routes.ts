@@ -7,8 +7,9 @@ import { form, one, type DashboardArea, type DashboardContext, type DashboardKit
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /**
- * The people of the workspace (/dashboard/people): everyone sees who has access; owners invite
- * (the link is shown once, as `herald admin invite` prints it) and remove a person's access.
+ * The people of the workspace (/dashboard/people): everyone sees who has access and the open
+ * invitations; owners invite (the link is shown once, as `herald admin invite` prints it; not for
+ * an address that already has access), cancel invitations and remove a person's access.
  */
 export function peopleArea(deps: { auth: DashboardAuthService; publicUrl: string }): DashboardArea {
   const { auth } = deps;
@@ -27,8 +28,24 @@ export function peopleArea(deps: { auth: DashboardAuthService; publicUrl: string
       if (signedIn.role !== 'owner') return render(ctx, 403, { error: 'Only an owner can invite people.' });
       if (!EMAIL.test(email) || email.length > 320) return render(ctx, 400, { error: 'Enter the email address of the person to invite.', form: { email, role } });
       if (role !== 'owner' && role !== 'member') return render(ctx, 400, { error: 'Choose member or owner.', form: { email, role } });
-      const { token } = await auth.invite({ orgId: signedIn.orgId, email, role });
-      await render(ctx, 201, { invited: { email, url: `${deps.publicUrl}/dashboard/invite/${token}` } });
+      try {
+        const { token } = await auth.invite({ orgId: signedIn.orgId, email, role });
+        await render(ctx, 201, { invited: { email, url: `${deps.publicUrl}/dashboard/invite/${token}` } });
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code !== 'conflict') throw error;
+        await render(ctx, 409, { error: error.message, form: { email, role } });
+      }
+    });
+
+    router.post('/people/invitations/:id/cancel', kit.forms, kit.requireSession, async (ctx) => {
+      try {
+        const invite = await auth.cancelInvite(kit.signedInOf(ctx), ctx.params.id ?? '');
+        await render(ctx, 200, { notice: `The invitation for ${invite.email} is cancelled; its link no longer works.` });
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        if (error.code === 'not_found') return kit.notFound(ctx, 'open invitation');
+        await render(ctx, error.status, { error: error.message });
+      }
     });
 
     router.post('/people/:id/revoke', kit.forms, kit.requireSession, async (ctx) => {

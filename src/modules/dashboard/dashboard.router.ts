@@ -255,6 +255,7 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
       startSession(ctx, accepted.token);
     } catch (error) {
       if (error instanceof AppError && error.code === 'invalid_request') return again(400, error.message);
+      if (error instanceof AppError && error.code === 'conflict') return send(ctx, 409, notePage('You already have access', error.message));
       throw error;
     }
   });
