@@ -8,6 +8,7 @@ import {
   type InsertQueryNode,
   JoinNode,
   type Kysely,
+  OnConflictNode,
   type KyselyPlugin,
   type OperationNode,
   OperationNodeTransformer,
@@ -35,7 +36,8 @@ import { type HeraldDb, tenantTableNames } from './orm.ts';
  * statement is confined to one workspace. For each workspace table a statement names — in FROM,
  * a JOIN, an UPDATE or DELETE target, at any depth of subqueries and CTEs — the condition
  * `<table or alias>.org_id = <orgId>` is added (to WHERE, or to a join's ON so an outer join
- * keeps its meaning). An INSERT into a workspace table must set `org_id` to this workspace.
+ * keeps its meaning). An INSERT into a workspace table must set `org_id` to this workspace, and
+ * its ON CONFLICT ... DO UPDATE updates a row of this workspace only (the condition joins its WHERE).
  *
  * The ORM's `tenant` filter does the same for entity queries; statements written as SQL text are
  * reviewed instead (test/unit/sql-review.test.ts): they name `org_id` or say why they need not.
@@ -108,6 +110,12 @@ class ScopeTransformer extends OperationNodeTransformer {
     const table = transformed.into ? this.#tenantReference(transformed.into)[0] : undefined;
     if (table && !this.#setsThisWorkspace(transformed)) {
       throw new Error(`an insert into ${table} through workspaceDb must set org_id to the workspace's id`);
+    }
+    // ON CONFLICT DO UPDATE updates the row already there, which a conflict target without
+    // org_id (a unique id) could find in another workspace: the update is confined too.
+    const conflict = transformed.onConflict;
+    if (table && conflict?.updates && !conflict.doNothing) {
+      return { ...transformed, onConflict: OnConflictNode.cloneWithUpdateWhere(conflict, this.#condition(table)) };
     }
     return transformed;
   }

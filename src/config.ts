@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import * as v from 'valibot';
+import { parseTrustedProxies } from './http/trusted-proxies.ts';
 import { resolveRelayTls, SMTP_TLS_POLICIES, type RelayTlsSettings } from './smtp/tls-policy.ts';
 
 /**
@@ -111,6 +112,14 @@ const EnvSchema = v.object({
   HOST: v.optional(v.string(), '0.0.0.0'),
   API_PROCESSES: v.pipe(v.optional(v.string(), '1'), v.transform(Number), v.integer(), v.minValue(1), v.maxValue(64)),
   PUBLIC_URL: v.optional(v.pipe(v.string(), v.url('must be a URL'))),
+  /** Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed: comma-separated addresses or CIDRs; empty, none. */
+  TRUSTED_PROXIES: v.pipe(
+    v.optional(v.string(), ''),
+    v.rawCheck(({ dataset, addIssue }) => {
+      const parsed = dataset.typed ? parseTrustedProxies(dataset.value) : null;
+      if (typeof parsed === 'string') addIssue({ message: parsed });
+    }),
+  ),
   SMTP_PORT: port('2525'),
   SMTP_HOST: v.optional(v.string(), '0.0.0.0'),
   METRICS_PORT: port('9464'),
@@ -207,7 +216,8 @@ export interface Config {
     workflowBundlePath?: string;
   };
   /** processes: how many api processes `herald api` runs on this port (API_PROCESSES; node:cluster above 1). */
-  http: { port: number; host: string; publicUrl: string; processes: number };
+  /** trustedProxies: TRUSTED_PROXIES's entries (src/http/trusted-proxies.ts), empty when none. */
+  http: { port: number; host: string; publicUrl: string; processes: number; trustedProxies: string[] };
   /** Prometheus metrics at http://<host>:<port>/metrics (METRICS_PORT 0: not served). */
   metrics: { port: number; host: string };
   /** rawRetentionMs: how long the raw bytes of an ingested inbound message are kept (0: forever). */
@@ -334,6 +344,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       host: env.HOST,
       publicUrl: (env.PUBLIC_URL ?? `http://127.0.0.1:${env.PORT}`).replace(/\/+$/, ''),
       processes: env.API_PROCESSES,
+      trustedProxies: env.TRUSTED_PROXIES.split(',').map((entry) => entry.trim()).filter(Boolean),
     },
     metrics: { port: env.METRICS_PORT, host: env.METRICS_HOST },
     smtp: {

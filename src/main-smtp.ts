@@ -10,6 +10,7 @@ import { createIdempotencyStore } from './modules/idempotency/idempotency.store.
 import { createTokenBucket } from './modules/rate-limit/token-bucket.ts';
 import { createSendsService } from './modules/sends/sends.service.ts';
 import { createRedis } from './redis/client.ts';
+import { createSubmissionGuard, type SubmissionLimits } from './smtp/submission-guard.ts';
 import { createSubmissionServer } from './smtp/submission-server.ts';
 
 export interface SmtpOptions {
@@ -18,6 +19,8 @@ export interface SmtpOptions {
   limits?: Partial<InboundLimits>;
   /** An ORM shared with other parts of the process (`herald all`); not closed here. */
   orm?: MikroORM;
+  /** The submission front door's AUTH lockout and connection cap (defaults: DEFAULT_SUBMISSION_LIMITS). */
+  submissionLimits?: Partial<SubmissionLimits>;
 }
 
 /** The submission front door (src/smtp/submission-server.ts) on its own port, with what it needs to accept a send. */
@@ -25,7 +28,7 @@ async function startSubmission(
   config: Config,
   listen: NonNullable<Config['submission']>,
   logger: Logger,
-  shared: { orm: MikroORM; blobs: BlobStore | null; temporal: Client },
+  shared: { orm: MikroORM; blobs: BlobStore | null; temporal: Client; limits?: Partial<SubmissionLimits> | undefined },
 ): Promise<{ port: number; implicitTlsPort: number | null; close(): Promise<void> }> {
   const redis = createRedis(config, logger);
   const deps = {
@@ -35,6 +38,8 @@ async function startSubmission(
     sends: createSendsService({ orm: shared.orm, blobs: shared.blobs, temporal: shared.temporal, config, logger }),
     idempotency: createIdempotencyStore({ orm: shared.orm }),
     bucket: createTokenBucket(redis),
+    // One guard for both ports: the connection cap counts a client's connections to either.
+    guard: createSubmissionGuard(redis, logger, shared.limits),
   };
   const servers = [createSubmissionServer(deps), ...(listen.implicitTlsPort !== undefined ? [createSubmissionServer(deps, { implicitTls: true })] : [])];
   for (const server of servers) server.on('error', (error) => logger.warn('smtp submission connection error', { error }));
@@ -66,7 +71,7 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
   inbound.server.on('error', (error) => logger.warn('smtp connection error', { error }));
   const port = await listenSmtp(inbound.server, config.smtp.port, config.smtp.host);
   logger.info('smtp listening', { port, host: config.smtp.host });
-  const submission = config.submission ? await startSubmission(config, config.submission, logger, { orm, blobs, temporal: temporal.client }) : null;
+  const submission = config.submission ? await startSubmission(config, config.submission, logger, { orm, blobs, temporal: temporal.client, limits: options.submissionLimits }) : null;
   return {
     port,
     submissionPort: submission?.port ?? null,

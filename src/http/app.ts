@@ -15,11 +15,14 @@ import { requestMetrics } from './middleware/request-metrics.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
+import { realClient } from './middleware/real-client.ts';
 import { requestId } from './middleware/request-id.ts';
+import { apiResponseHeaders, strictTransportSecurity } from './middleware/security-headers.ts';
 import { mountRoutes } from './mount-routes.ts';
 import { buildOpenApi } from './openapi.ts';
 import type { AnyRoute } from './route.ts';
 import type { HeraldState } from './state.ts';
+import { parseTrustedProxies } from './trusted-proxies.ts';
 
 
 export interface AppDeps {
@@ -41,16 +44,21 @@ export interface AppDeps {
 }
 
 /**
- * The HTTP application. Request path: request id → access log → error envelope → signed
- * uploads (PUT /uploads/:id, raw body) → docs and health → /api/v1: authenticate → rate limit
+ * The HTTP application. Request path: real client (TRUSTED_PROXIES) → HSTS over HTTPS → request id → access log → error envelope → signed
+ * uploads (PUT /uploads/:id, raw body) → docs and health → /api/v1: nosniff, no-store → authenticate → rate limit
  * → route (scope → body within the route's limit → idempotency → validation → handler →
  * envelope) → 404 / 405 in the envelope. No body is read before its route is known.
  */
 export function createApp(deps: AppDeps): Koa<HeraldState> {
-  const app = new Koa<HeraldState>({ proxy: true });
+  // Koa's own proxy trust believes anyone's X-Forwarded-*: realClient decides instead (TRUSTED_PROXIES).
+  const app = new Koa<HeraldState>({ proxy: false });
   app.silent = true;
   const publicUrl = deps.config.http.publicUrl;
+  const trusted = parseTrustedProxies(deps.config.http.trustedProxies.join(','));
+  if (typeof trusted === 'string') throw new Error(`TRUSTED_PROXIES: ${trusted}`);
 
+  app.use(realClient(trusted));
+  app.use(strictTransportSecurity());
   app.use(requestId());
   app.use(requestMetrics());
   app.use(accessLog(deps.logger));
@@ -87,6 +95,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   app.use(createDocsRouter().routes());
 
   const api = new Router<HeraldState>({ prefix: API_PREFIX });
+  api.use(apiResponseHeaders());
   api.use(authenticate(deps.authenticator));
   api.use(rateLimit(deps.bucket, deps.logger));
   mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger, ...(deps.offload ? { offload: deps.offload } : {}) });

@@ -3,4 +3,6 @@ export const redisKeys = {
   rateLimitBucket: (apiKeyId: string) => `rl:key:${apiKeyId}`,
   /** A dashboard form already sent: its session and the form's one-time value. */
   dashboardFormSent: (sessionId: string, nonce: string) => `dash:sent:${sessionId}:${nonce}`,
+  /** Failed SMTP submission AUTH in the current window: per client address, or per (hashed) user name. */
+  smtpAuthFailures: (kind: 'ip' | 'user', id: string) => `smtp-auth:${kind}:${id}`,
 };

@@ -13,6 +13,7 @@ import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.
 import type { TokenBucket } from '../modules/rate-limit/token-bucket.ts';
 import { SEND_LIMITS, SendEmailBody, sendBodyErrorReason } from '../modules/sends/sends.schemas.ts';
 import type { SendsService } from '../modules/sends/sends.service.ts';
+import type { SubmissionGuard } from './submission-guard.ts';
 import { replyForRefusal, sendRequestOf, smtpReply } from './submission.fns.ts';
 
 /** The scope a key needs to submit mail (the spec: "send transactional emails via API or SMTP"). */
@@ -30,7 +31,11 @@ export interface SubmissionDeps {
   idempotency: IdempotencyStore;
   /** The API key's token bucket (Redis); without it messages are not rate limited. */
   bucket: TokenBucket | null;
+  /** Failed-AUTH lockout and the per-address connection cap (src/smtp/submission-guard.ts). */
+  guard: SubmissionGuard;
 }
+
+const LOCKED_OUT = () => smtpReply(421, '4.7.0 Too many failed authentications from here; try again later');
 
 /** The API key a session authenticated with (smtp-server keeps what onAuth returned as `user`). */
 const callerOf = (session: SMTPServerSession): KeyContext | undefined => session.user as KeyContext | undefined;
@@ -44,6 +49,9 @@ const callerOf = (session: SMTPServerSession): KeyContext | undefined => session
  * the key's rate limit), answered 250 with the email id once it is committed, or with the
  * refusal as an SMTP reply. A message that carries a Message-ID is idempotent on it for 24 h:
  * a client that resubmits after a lost reply gets the same email, not a second one.
+ * Failed AUTH is counted per client address and per user name: past the limit (5 per name, 10
+ * per address in 15 minutes by default) the client gets 421 4.7.0 and the connection closes,
+ * until the window ends; one address holds 10 connections at most (421 past that).
  */
 export function createSubmissionServer(deps: SubmissionDeps, options: { implicitTls?: boolean } = {}): SMTPServer {
   const { config, logger } = deps;
@@ -99,18 +107,29 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
     size: MAX_MESSAGE_BYTES,
     disableReverseLookup: true,
     socketTimeout: 60_000,
+    // A locked-out address is turned away at once, and past its connection cap (421 closes).
+    onConnect(session: SMTPServerSession, callback) {
+      if (!deps.guard.admit(session.id, session.remoteAddress)) return callback(smtpReply(421, '4.7.0 Too many connections from your address; try again later'));
+      deps.guard.isLocked(session.remoteAddress).then((locked) => callback(locked ? LOCKED_OUT() : undefined), () => callback());
+    },
+    onClose(session: SMTPServerSession) {
+      deps.guard.release(session.id);
+    },
     onAuth(auth, session: SMTPServerSession, callback) {
-      deps.authenticator.authenticate(auth.password ?? '').then(
-        (context) => {
-          if (!context) return callback(smtpReply(535, '5.7.8 Authentication failed: the password must be a valid Herald API key'));
-          if (!context.scopes.includes(SUBMISSION_SCOPE)) return callback(smtpReply(535, `5.7.8 Authentication failed: the key lacks the ${SUBMISSION_SCOPE} scope`));
-          callback(null, { user: context });
-        },
-        (error: unknown) => {
-          logger.error('smtp submission: authentication failed', { error });
-          callback(smtpReply(454, '4.7.0 Temporary authentication failure'));
-        },
-      );
+      const user = auth.username ?? '';
+      const refuse = async (reply: Error & { responseCode: number }) =>
+        callback((await deps.guard.recordFailure(session.remoteAddress, user)) ? LOCKED_OUT() : reply);
+      (async () => {
+        // A locked address or user name is not even tried: the right key waits too.
+        if (await deps.guard.isLocked(session.remoteAddress, user)) return callback(LOCKED_OUT());
+        const context = await deps.authenticator.authenticate(auth.password ?? '');
+        if (!context) return refuse(smtpReply(535, '5.7.8 Authentication failed: the password must be a valid Herald API key'));
+        if (!context.scopes.includes(SUBMISSION_SCOPE)) return refuse(smtpReply(535, `5.7.8 Authentication failed: the key lacks the ${SUBMISSION_SCOPE} scope`));
+        callback(null, { user: context });
+      })().catch((error: unknown) => {
+        logger.error('smtp submission: authentication failed', { error });
+        callback(smtpReply(454, '4.7.0 Temporary authentication failure'));
+      });
     },
     onMailFrom(_address, session: SMTPServerSession, callback) {
       callback(callerOf(session) ? undefined : smtpReply(530, '5.7.0 Authentication required'));

@@ -1,6 +1,6 @@
 import type { AddressObject, ParsedMail } from 'mailparser';
 import type { AppError } from '../errors.ts';
-import { RESERVED_HEADERS } from '../modules/sends/sends.fns.ts';
+import { isReservedHeader } from '../modules/sends/sends.fns.ts';
 
 /**
  * The SMTP submission front door's translation: a message a mail client submitted becomes the
@@ -21,7 +21,7 @@ function keptHeaders(parsed: ParsedMail): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const line of parsed.headerLines) {
     const name = line.line.slice(0, line.line.indexOf(':')).trim();
-    if (!name || RESERVED_HEADERS.has(name.toLowerCase()) || name.toLowerCase().startsWith('content-')) continue;
+    if (!name || isReservedHeader(name) || name.toLowerCase().startsWith('content-')) continue;
     const value = line.line.slice(line.line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
     if (value.length > 0 && value.length <= 4000 && Object.keys(kept).length < 50) kept[name] = value;
   }

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Contact, Organization } from '../../db/entities/index.ts';
+import { sql } from 'kysely';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
+import { workspaceDb } from '../../db/workspace-db.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 import { createOrg } from '../support/factories.ts';
 
@@ -43,6 +45,21 @@ describe('tenant scoping', () => {
   it('lets operator tooling opt out explicitly', async () => {
     const rows = await stack.orm.em.fork().find(Contact, {}, { ...ALL_TENANTS, orderBy: { email: 'asc' } });
     expect(rows.map((c) => c.email)).toEqual(['a@example.com', 'b@example.com']);
+  });
+
+  it('keeps an upsert through workspaceDb from updating another workspace\'s row on conflict', async () => {
+    const theirs = await scopeToOrg(stack.orm.em.fork(), orgA).findOneOrFail(Contact, { email: 'a@example.com' });
+    // A conflict target without org_id (the primary key) finds workspace A's row from workspace B.
+    const upsert = (orgId: string, company: string) =>
+      workspaceDb(stack.orm.em.fork(), orgId)
+        .insertInto('contacts')
+        .values({ id: theirs.id, org_id: orgId, email: 'a@example.com', created_at: sql<string>`now()`, updated_at: sql<string>`now()` })
+        .onConflict((conflict) => conflict.column('id').doUpdateSet({ company }))
+        .executeTakeFirstOrThrow();
+    expect(Number((await upsert(orgB, 'Taken over')).numInsertedOrUpdatedRows)).toBe(0);
+    expect((await scopeToOrg(stack.orm.em.fork(), orgA).findOneOrFail(Contact, { id: theirs.id })).company).toBe('');
+    expect(Number((await upsert(orgA, 'Acme')).numInsertedOrUpdatedRows)).toBe(1);
+    expect((await scopeToOrg(stack.orm.em.fork(), orgA).findOneOrFail(Contact, { id: theirs.id })).company).toBe('Acme');
   });
 
   it('does not scope the organizations table itself', async () => {

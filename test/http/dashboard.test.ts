@@ -60,7 +60,7 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect(cookie).toMatch(/; path=\/dashboard/i);
     expect(cookie).toMatch(/; httponly/i);
     expect(cookie).toMatch(/; samesite=lax/i);
-    expect(cookie).not.toMatch(/; secure/i); // plain HTTP here; behind TLS (X-Forwarded-Proto: https) it is Secure
+    expect(cookie).not.toMatch(/; secure/i); // plain HTTP here; Secure only through a trusted proxy saying https (test/http/edge-security.test.ts)
     const keys = await client.get('/dashboard/keys');
     expect(keys.status).toBe(200);
     expect(keys.text).toContain('Ada');

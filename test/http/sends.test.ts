@@ -243,6 +243,13 @@ describe('POST /api/v1/outbox/emails', () => {
       }
       expectError(await send(body({ headers: { 'X-Injected': 'a\r\nBcc: evil@example.com' } })), 400, 'invalid_request');
     });
+    it('refuses identity headers (Resent-*, Sender) with 400 naming the field', async () => {
+      for (const name of ['Resent-From', 'resent-sender', 'Resent-Message-ID', 'RESENT-TO', 'Sender']) {
+        const refused = await send(body({ headers: { 'X-Tag': '1', [name]: 'boss@elsewhere.example' } }));
+        expectError(refused, 400, 'invalid_request');
+        expect((refused.body.error?.details as { fields: { path: string; type: string }[] }).fields, name).toEqual([expect.objectContaining({ path: `headers.${name}`, type: 'reserved_header' })]);
+      }
+    });
     it('takes 50 custom headers and refuses 51', async () => {
       const headers = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-Tag-${i}`, String(i)]));
       expectAccepted(await send(body({ headers: headers(50) })));

@@ -61,6 +61,9 @@ describe('envelope and headers', () => {
   it('names the reserved headers case-insensitively', () => {
     expect(reservedHeaderNames({ 'X-Tag': '1', 'message-ID': 'x', BCC: 'y', 'List-Unsubscribe': 'z' })).toEqual(['message-ID', 'BCC']);
   });
+  it('reserves the identity headers: every Resent-* field and Sender', () => {
+    expect(reservedHeaderNames({ 'Resent-From': 'a', 'resent-date': 'b', 'RESENT-MESSAGE-ID': 'c', Sender: 'd', 'X-Resent-Note': 'e', Resent: 'f' })).toEqual(['Resent-From', 'resent-date', 'RESENT-MESSAGE-ID', 'Sender']);
+  });
   it('builds the Message-ID from the email id', () => {
     expect(messageIdFor('0123456789abcdef01234567', 'shop.example')).toBe('0123456789abcdef01234567.0@shop.example');
   });

@@ -23,6 +23,11 @@ describe('SMTP submission: a submitted message as a send request', () => {
     expect(sendRequestOf(parsed, { mailFrom: null, rcptTo: ['a@x.example'] }).headers).toEqual({ 'X-Campaign': 'spring', References: '<r1@x> <r2@x>' });
   });
 
+  it('drops the identity headers a submitted message carries (Resent-*, Sender)', async () => {
+    const parsed = await simpleParser(raw('From: s@x.example\r\nTo: a@x.example\r\nSubject: Hi\r\nSender: boss@elsewhere.example\r\nResent-From: boss@elsewhere.example\r\nResent-Sender: boss@elsewhere.example\r\nResent-Date: Fri, 27 Nov 2026 09:00:00 +0000\r\nX-Campaign: spring'));
+    expect(sendRequestOf(parsed, { mailFrom: null, rcptTo: ['a@x.example'] }).headers).toEqual({ 'X-Campaign': 'spring' });
+  });
+
   it('refuses a message with no envelope recipient in To, or without a Subject, with 550', async () => {
     const noTo = await simpleParser(raw('From: s@x.example\r\nTo: a@x.example\r\nSubject: Hi'));
     expect(() => sendRequestOf(noTo, { mailFrom: null, rcptTo: ['b@x.example'] })).toThrow(expect.objectContaining({ responseCode: 550 }));

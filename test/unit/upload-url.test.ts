@@ -58,4 +58,11 @@ describe('attachment rules', () => {
     expect(attachmentProblems({ filename: 'a.exe', content_type: 'application/pdf' }).map((p) => p.type)).toEqual(['denied_extension']);
     expect(attachmentProblems({ filename: 'a.pdf', content_type: 'application/x-msdownload' }).map((p) => p.type)).toEqual(['denied_content_type']);
   });
+
+  it('refuses an executable named as an NTFS alternate data stream', () => {
+    for (const filename of ['invoice.exe::$DATA', 'invoice.EXE::$data', 'invoice.exe:stream', 'invoice.exe:stream:$DATA', 'notes.txt:payload.exe', 'invoice.exe. ::$DATA']) {
+      expect(attachmentProblems({ filename, content_type: 'application/pdf' }).map((p) => p.type), filename).toEqual(['denied_extension']);
+    }
+    expect(attachmentProblems({ filename: 'minutes 10:30.pdf', content_type: 'application/pdf' })).toEqual([]);
+  });
 });

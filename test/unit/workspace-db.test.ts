@@ -71,6 +71,24 @@ describe('workspaceDb: every statement confined to one workspace', () => {
     expect(() => db.insertInto('segment_members').columns(['segment_id', 'contact_id']).expression(db.selectFrom('contacts').select(['id', 'id'])).compile()).toThrow(/must set org_id/);
   });
 
+  it('confines the update of an insert ... on conflict do update to a row of the workspace', () => {
+    const row = { segment_id: 'seg_1', contact_id: 'con_1', created_at: new Date(0), org_id: ORG };
+    const upsert = db
+      .insertInto('segment_members')
+      .values(row)
+      .onConflict((oc) => oc.columns(['segment_id', 'contact_id']).doUpdateSet({ created_at: new Date(1) }).where('segment_members.contact_id', '=', 'con_1'))
+      .compile();
+    expect(upsert.sql).toBe(
+      'insert into "segment_members" ("segment_id", "contact_id", "created_at", "org_id") values ($1, $2, $3, $4) ' +
+        'on conflict ("segment_id", "contact_id") do update set "created_at" = $5 where "segment_members"."contact_id" = $6 and "segment_members"."org_id" = $7',
+    );
+    expect(upsert.parameters.at(-1)).toBe(ORG);
+    const plain = db.insertInto('segment_members').values(row).onConflict((oc) => oc.column('contact_id').doUpdateSet({ created_at: new Date(1) })).compile();
+    expect(plain.sql).toMatch(/do update set "created_at" = \$5 where "segment_members"\."org_id" = \$6$/);
+    const nothing = db.insertInto('segment_members').values(row).onConflict((oc) => oc.doNothing()).compile();
+    expect(nothing.sql).toMatch(/on conflict do nothing$/);
+  });
+
   it('does not take a schema-qualified name for another table', () => {
     const query = db.withSchema('public').selectFrom('contacts').select('id').compile();
     expect(query.sql).toBe('select "id" from "public"."contacts" where "contacts"."org_id" = $1');

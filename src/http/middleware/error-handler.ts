@@ -2,6 +2,7 @@ import { NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/co
 import type { Context, Middleware } from 'koa';
 import type { Logger } from '../../logger.ts';
 import { AppError, type ErrorCode } from '../../errors.ts';
+import { redactPath, redactTokens } from '../redact-path.ts';
 import type { HeraldState } from '../state.ts';
 
 export function docsUrl(publicUrl: string, code: ErrorCode): string {
@@ -59,16 +60,16 @@ export function errorHandler(publicUrl: string, logger: Logger): Middleware<Hera
         logger.warn('request answered with a server-side refusal', {
           requestId: ctx.state.requestId,
           method: ctx.method,
-          path: ctx.path,
+          path: redactPath(ctx.path),
           status: appError.status,
           code: appError.code,
-          message: appError.message,
+          message: redactTokens(appError.message),
         });
       } else if (appError.status >= 500) {
         logger.error('request failed', {
           requestId: ctx.state.requestId,
           method: ctx.method,
-          path: ctx.path,
+          path: redactPath(ctx.path),
           error,
         });
       }

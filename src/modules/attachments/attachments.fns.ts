@@ -60,7 +60,7 @@ export const DENIED_CONTENT_TYPES: ReadonlySet<string> = new Set([
 
 /**
  * File name extensions refused at upload (case-insensitive, judged after trailing dots and
- * spaces, which Windows ignores): the same family as DENIED_CONTENT_TYPES, plus disk images
+ * spaces, which Windows ignores, and on each part of an NTFS stream name: deniedExtension): the same family as DENIED_CONTENT_TYPES, plus disk images
  * commonly used to smuggle them past filters.
  */
 export const DENIED_EXTENSIONS: ReadonlySet<string> = new Set([
@@ -87,6 +87,19 @@ export function fileExtension(filename: string): string {
   return dot <= 0 ? '' : name.slice(dot + 1).toLowerCase();
 }
 
+/**
+ * The denied extension a file name carries, or null. NTFS reads `name.exe::$DATA` and
+ * `name.exe:stream` as streams of `name.exe`, so each colon-separated part is judged: the file's
+ * own name, the stream's and its type.
+ */
+export function deniedExtension(filename: string): string | null {
+  for (const part of filename.split(':')) {
+    const extension = fileExtension(part);
+    if (DENIED_EXTENSIONS.has(extension)) return extension;
+  }
+  return null;
+}
+
 function problem(path: string, type: string, message: string): FieldProblem {
   return { path, location: 'body', type, message };
 }
@@ -99,8 +112,8 @@ export function filenameProblem(filename: string): FieldProblem | null {
   if (filename.trim() === '' || /^[. ]+$/.test(filename)) return problem('filename', 'filename', 'must name a file');
   if (/\p{Cc}/u.test(filename)) return problem('filename', 'filename', 'must not contain control characters');
   if (/[/\\]/.test(filename)) return problem('filename', 'filename', 'must be a file name, not a path');
-  const extension = fileExtension(filename);
-  if (DENIED_EXTENSIONS.has(extension)) {
+  const extension = deniedExtension(filename);
+  if (extension !== null) {
     return problem('filename', 'denied_extension', `.${extension} files are not accepted as attachments`);
   }
   return null;

@@ -62,7 +62,8 @@ export function envelopeRecipients(to: string | string[], cc: string[] = [], bcc
 
 /**
  * Headers a client may not set: Herald owns identity, addressing, structure and trace headers
- * (Message-ID always; From/To/Cc/Bcc/Subject/Reply-To come from their fields; MIME structure
+ * (Message-ID always; From/To/Cc/Bcc/Subject/Reply-To come from their fields; Sender, aligned
+ * or not, since From is the one identity a send has; MIME structure
  * from the bodies and attachments; DKIM and trace headers from delivery).
  */
 export const RESERVED_HEADERS = new Set([
@@ -90,9 +91,18 @@ export const RESERVED_HEADERS = new Set([
   'x-herald-email-id',
 ]);
 
-/** The custom header names that are reserved (case-insensitively), in request order. */
+/**
+ * Whether Herald owns a header name (case-insensitively): RESERVED_HEADERS, and every `Resent-*`
+ * field (RFC 5322 3.6.6), which would claim a resending identity the domain did not give.
+ */
+export function isReservedHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_HEADERS.has(lower) || lower.startsWith('resent-');
+}
+
+/** The custom header names that are reserved (isReservedHeader), in request order. */
 export function reservedHeaderNames(headers: Record<string, string>): string[] {
-  return Object.keys(headers).filter((name) => RESERVED_HEADERS.has(name.toLowerCase()));
+  return Object.keys(headers).filter(isReservedHeader);
 }
 
 /** A problem with a custom header's value, as a field of a 400. */
