@@ -155,6 +155,8 @@ const EnvSchema = v.object({
   SMTP_MTA_STS_PORT: v.pipe(v.optional(v.string(), '443'), v.regex(/^\d{1,5}$/, 'must be a port number'), v.transform(Number), v.minValue(1), v.maxValue(65535)),
   /** PEM file of extra certificate authorities trusted for MX hosts and MTA-STS policy hosts (private networks, tests). */
   SMTP_DIRECT_CA_FILE: v.optional(v.string(), ''),
+  /** Direct delivery may connect to MX and MTA-STS policy hosts on loopback/private/link-local addresses (tests, private networks). */
+  SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: booleanString,
   BOUNCE_DOMAIN: v.optional(v.string(), 'bounces.herald.localhost'),
   SPF_INCLUDE: v.optional(
     v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(/^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/, 'must be a host name')),
@@ -245,6 +247,8 @@ export interface Config {
         mtaSts: { port: number } | null;
         /** SMTP_DIRECT_CA_FILE. */
         caFile?: string;
+        /** SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: MX and policy hosts may be on addresses the address policy forbids. */
+        allowPrivateTargets: boolean;
       };
   relayUrl: string;
   /** SANDBOX_RELAY_URL and its TLS (the URL's default policy); null: the in-process simulator. */
@@ -373,6 +377,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
             tls: { policy: env.SMTP_DIRECT_TLS, source: 'host' },
             mtaSts: env.SMTP_MTA_STS === 'enforce' ? { port: env.SMTP_MTA_STS_PORT } : null,
             ...(env.SMTP_DIRECT_CA_FILE ? { caFile: env.SMTP_DIRECT_CA_FILE } : {}),
+            allowPrivateTargets: env.SMTP_DIRECT_ALLOW_PRIVATE_TARGETS,
           }
         : { mode: 'relay' },
     relayUrl: env.SMTP_RELAY_URL,

@@ -124,8 +124,8 @@ const COMPOSER_HEAP = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 
  */
 function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool): Relay {
   if (config.delivery.mode === 'direct') {
-    const { heloName, port, poolSize, ratePerMinute, tls, mtaSts, caFile } = config.delivery;
-    logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy, mtaSts: mtaSts ? 'enforce' : 'off' });
+    const { heloName, port, poolSize, ratePerMinute, tls, mtaSts, caFile, allowPrivateTargets } = config.delivery;
+    logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy, mtaSts: mtaSts ? 'enforce' : 'off', allowPrivateTargets });
     // Routes repeat in bursts (many messages to one domain): answers are reused for a minute.
     const dns = createDnsResolver(config, { cache: { ttlMs: 60_000, maxEntries: 10_000 } });
     // The public roots plus SMTP_DIRECT_CA_FILE's authorities; Node's own roots when unset.
@@ -138,7 +138,8 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
       ratePerMinute,
       tls,
       ...(ca ? { ca } : {}),
-      mtaSts: mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port }) : null,
+      mtaSts: mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port, allowPrivateTargets }) : null,
+      allowPrivateTargets,
       logger,
     });
     return composedElsewhere(direct, (message, envelope) => offload.composeMessage(message, envelope), logger);

@@ -27,6 +27,8 @@ export const ApiKeySchema = defineEntity({
     /** After this the key is refused like a revoked one; null: it does not expire. */
     expiresAt: p.datetime().nullable(),
     lastUsedAt: p.datetime().nullable(),
+    /** The key that created this one through the API (null: made by an operator or in the dashboard); revoking it revokes this one. */
+    parentKeyId: p.string().length(24).nullable().index(),
     createdAt: createdAtColumn(),
   },
 });

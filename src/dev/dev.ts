@@ -134,6 +134,7 @@ export async function runDev(): Promise<void> {
       BLOB_DIR: join(data, 'blobs'),
       HERALD_ENCRYPTION_KEY: encryptionKey,
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'true',
       HERALD_WORKFLOW_BUNDLE: setup.workflowBundle,
       ...(temporalUi ? { TEMPORAL_UI_URL: temporalUi } : {}),
       ...(dnsOnline ? {} : { CONTACT_DNS_CHECK: 'false' }),

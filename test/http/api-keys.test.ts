@@ -4,7 +4,8 @@ import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient, expectError } from '../support/http.ts';
 
-type Key = { _id: string; name: string; prefix: string; mode: string; scopes: string[]; secret?: string; expires_at: string | null; revoked_at: string | null };
+type Key = { _id: string; name: string; prefix: string; mode: string; scopes: string[]; secret?: string; expires_at: string | null; revoked_at: string | null; parent_key_id: string | null };
+type Profile = { requests_per_minute: number; burst: number; source: string };
 const reasonOf = (response: { body: { error?: { details?: unknown } } }) => (response.body.error?.details as { reason?: string } | undefined)?.reason;
 
 /** GET/POST /api-keys and DELETE /api-keys/{id}: metadata only, the secret once, scopes bounded by the caller, expiry and revocation honoured. */
@@ -81,5 +82,81 @@ describe('API keys of a workspace', () => {
     expectError(await me(key.secret!), 401, 'invalid_api_key');
     const other = await createOrgWithKey(h.stack.orm, { scopes: ['all'] });
     expectError(await apiClient(h.api.url, other.key)('DELETE', `/api/v1/api-keys/${h.workspace.apiKey.id}`, { headers: idem() }), 404, 'not_found');
+  });
+
+  describe('keys made by keys', () => {
+    const ahead = (ms: number) => new Date(Date.now() + ms).toISOString();
+    const profileOf = async (key: string) => ((await me(key)).body.data as { rate_limit_profile: Profile }).rate_limit_profile;
+    const waitRefused = async (key: string) => {
+      const started = Date.now();
+      while ((await me(key)).status === 200 && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 200));
+      expectError(await me(key), 401, 'invalid_api_key');
+    };
+
+    it('cannot outlive the key that makes it: a later expiry is 403 EXPIRY_NOT_HELD, none given is the parent\'s', async () => {
+      const parentExpiry = new Date(Date.now() + 86_400_000);
+      const parent = await createOrgWithKey(h.stack.orm, { scopes: ['api_keys:write', 'me:read'], expiresAt: parentExpiry });
+      const asParent = apiClient(h.api.url, parent.key);
+      const later = await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Later', scopes: ['me:read'], expires_at: ahead(2 * 86_400_000) } });
+      expectError(later, 403, 'forbidden');
+      expect(reasonOf(later)).toBe('EXPIRY_NOT_HELD');
+      expect((later.body.error?.details as { parent_expires_at?: string }).parent_expires_at).toBe(parentExpiry.toISOString());
+      const forever = await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'No expiry given', scopes: ['me:read'] } });
+      expect(forever.status, JSON.stringify(forever.body)).toBe(201);
+      expect(forever.body.data).toMatchObject({ expires_at: parentExpiry.toISOString(), parent_key_id: parent.apiKey.id });
+      const sooner = await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Sooner', scopes: ['me:read'], expires_at: ahead(3_600_000) } });
+      expect(sooner.status, JSON.stringify(sooner.body)).toBe(201);
+    });
+
+    it('cannot out-rate the key that makes it: a higher rate_limit is 403 RATE_LIMIT_NOT_HELD, none given is the parent\'s own', async () => {
+      const parent = await createOrgWithKey(h.stack.orm, { scopes: ['api_keys:write', 'me:read'], rateLimitPerMinute: 90, burst: 15 });
+      const asParent = apiClient(h.api.url, parent.key);
+      for (const rate_limit of [{ requests_per_minute: 91 }, { requests_per_minute: 60, burst: 16 }]) {
+        const faster = await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Faster', scopes: ['me:read'], rate_limit } });
+        expectError(faster, 403, 'forbidden');
+        expect(reasonOf(faster)).toBe('RATE_LIMIT_NOT_HELD');
+      }
+      // Without a rate_limit the child keeps the parent's own limit, not the workspace's default (300 a minute).
+      const same = (await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Same rate', scopes: ['me:read'] } })).body.data as Key;
+      expect(await profileOf(same.secret!)).toEqual({ requests_per_minute: 90, burst: 15, source: 'key' });
+      const slower = await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Slower', scopes: ['me:read'], rate_limit: { requests_per_minute: 30 } } });
+      expect(slower.status, JSON.stringify(slower.body)).toBe(201);
+      expect(await profileOf((slower.body.data as Key).secret!)).toEqual({ requests_per_minute: 30, burst: 15, source: 'key' });
+      expectError(await asParent('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Zero', scopes: ['me:read'], rate_limit: { requests_per_minute: 0 } } }), 400, 'invalid_request');
+    });
+
+    it('cannot out-scope the key that makes it, through a child either', async () => {
+      const parent = await createOrgWithKey(h.stack.orm, { scopes: ['api_keys:write', 'me:read'] });
+      const child = (await apiClient(h.api.url, parent.key)('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Child', scopes: ['api_keys:write'] } })).body.data as Key;
+      const grandchild = await apiClient(h.api.url, child.secret)('POST', '/api/v1/api-keys', { headers: idem(), body: { name: 'Grandchild', scopes: ['me:read'] } });
+      expectError(grandchild, 403, 'forbidden');
+      expect(reasonOf(grandchild)).toBe('SCOPE_NOT_HELD');
+    });
+
+    it('is revoked with the key that made it, at every depth; a sibling and the key above it stay', async () => {
+      const root = await createOrgWithKey(h.stack.orm, { scopes: ['all'] });
+      const asRoot = apiClient(h.api.url, root.key);
+      const makeKey = async (as: typeof asRoot, name: string) => {
+        const made = await as('POST', '/api/v1/api-keys', { headers: idem(), body: { name, scopes: ['api_keys:write', 'me:read'] } });
+        expect(made.status, JSON.stringify(made.body)).toBe(201);
+        return made.body.data as Key;
+      };
+      const parent = await makeKey(asRoot, 'Parent');
+      const child = await makeKey(apiClient(h.api.url, parent.secret), 'Child');
+      const grandchild = await makeKey(apiClient(h.api.url, child.secret), 'Grandchild');
+      const sibling = await makeKey(asRoot, 'Sibling');
+      expect(grandchild.parent_key_id).toBe(child._id);
+      expect(child.parent_key_id).toBe(parent._id);
+
+      const revoked = await asRoot('DELETE', `/api/v1/api-keys/${parent._id}`, { headers: idem() });
+      expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+      const listed = (await asRoot('GET', '/api/v1/api-keys?limit=100')).body.data as Key[];
+      const byId = new Map(listed.map((key) => [key._id, key]));
+      for (const key of [parent, child, grandchild]) expect(byId.get(key._id)?.revoked_at, key.name).not.toBeNull();
+      expect(byId.get(sibling._id)?.revoked_at).toBeNull();
+      for (const key of [parent, child, grandchild]) await waitRefused(key.secret!);
+      expect((await me(sibling.secret!)).status).toBe(200);
+      expect((await me(root.key)).status).toBe(200);
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact } from '../../db/entities/index.ts';
+import { Contact, ContactImport, ContactImportError } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { EXPORT_COLUMNS } from '../../src/modules/contacts/contacts-export.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
@@ -41,7 +41,8 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
     const rows = parse<Record<string, string>>(text, { columns: true });
     expect(Object.keys(rows[0]!)).toEqual([...EXPORT_COLUMNS]);
     expect(rows.map((r) => r.email)).toEqual(['ada@example.com', 'bob@example.com']);
-    expect(rows[0]).toMatchObject({ first_name: 'Ada', last_name: tricky, company: '=SUM(A1)', status: 'active', created_at: '2026-01-01T00:00:00.000Z' });
+    // A cell a spreadsheet would run as a formula is escaped (see the next test).
+    expect(rows[0]).toMatchObject({ first_name: 'Ada', last_name: tricky, company: "'=SUM(A1)", status: 'active', created_at: '2026-01-01T00:00:00.000Z' });
     expect(JSON.parse(rows[0]!.tags!)).toEqual(['vip', 'a;b']);
     expect(JSON.parse(rows[0]!.custom_fields!)).toEqual({ plan: 'pro', seats: 3 });
     expect(rows[1]).toMatchObject({ tags: '', custom_fields: '', first_name: '' });
@@ -85,5 +86,50 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
     expectError(await ws.request('GET', '/api/v1/contacts/export?status=gone'), 400, 'invalid_request');
     const writer = await workspace(['contacts:write']);
     expectError(await writer.request('GET', '/api/v1/contacts/export'), 403, 'missing_scope');
+  });
+
+  describe('cells a spreadsheet would run as formulas (OWASP CSV injection)', () => {
+    const formulas = { firstName: '=HYPERLINK("http://evil.test","x")', lastName: '+1+cmd|\' /C calc\'!A0', company: '-2+3', tags: ['@SUM(1)'], customFields: { note: '\tTab' } };
+
+    it('escapes every cell starting with = + - @ tab or CR with a leading quote by default, and writes raw values with escape_formulas=false', async () => {
+      const ws = await workspace();
+      const em = scopeToOrg(h.stack.orm.em.fork(), ws.org.id);
+      em.create(Contact, { orgId: ws.org.id, email: 'eve@example.com', ...formulas });
+      em.create(Contact, { orgId: ws.org.id, email: 'ret@example.com', firstName: '\rReturn', lastName: 'O\'Brien', company: 'a=b' });
+      await em.flush();
+
+      const escaped = parse<Record<string, string>>((await download(ws.key)).text, { columns: true });
+      expect(escaped[0]).toMatchObject({
+        first_name: `'${formulas.firstName}`,
+        last_name: `'${formulas.lastName}`,
+        company: "'-2+3",
+        // JSON cells start with [ or {: nothing to escape.
+        tags: '["@SUM(1)"]',
+        custom_fields: '{"note":"\\tTab"}',
+      });
+      expect(escaped[1]).toMatchObject({ first_name: "'\rReturn", last_name: "O'Brien", company: 'a=b' });
+      expect(parse<Record<string, string>>((await download(ws.key, '?escape_formulas=true')).text, { columns: true })).toEqual(escaped);
+
+      const raw = parse<Record<string, string>>((await download(ws.key, '?escape_formulas=false')).text, { columns: true });
+      expect(raw[0]).toMatchObject({ first_name: formulas.firstName, last_name: formulas.lastName, company: '-2+3' });
+      expect(raw[1]).toMatchObject({ first_name: '\rReturn' });
+      expectError(await ws.request('GET', '/api/v1/contacts/export?escape_formulas=maybe'), 400, 'invalid_request');
+    });
+
+    it('escapes the error report of an import too (GET /contacts/imports/{id}/errors), raw with escape_formulas=false', async () => {
+      const ws = await workspace();
+      const em = scopeToOrg(h.stack.orm.em.fork(), ws.org.id);
+      const run = em.create(ContactImport, { orgId: ws.org.id, status: 'completed', uploadExpiresAt: new Date() });
+      await em.flush();
+      em.create(ContactImportError, { importId: run.id, orgId: ws.org.id, row: 1, line: 2, email: '=cmd|\' /C calc\'!A0', reason: 'INVALID_EMAIL', message: 'The email is not a valid address.' });
+      await em.flush();
+      const report = async (query = '') => {
+        const response = await fetch(`${h.api.url}/api/v1/contacts/imports/${run.id}/errors${query}`, { headers: { Authorization: `Bearer ${ws.key}` } });
+        expect(response.status).toBe(200);
+        return parse<Record<string, string>>(await response.text(), { columns: true });
+      };
+      expect(await report()).toEqual([{ row: '1', line: '2', email: "'=cmd|' /C calc'!A0", reason: 'INVALID_EMAIL', message: 'The email is not a valid address.' }]);
+      expect((await report('?escape_formulas=false'))[0]!.email).toBe("=cmd|' /C calc'!A0");
+    });
   });
 });

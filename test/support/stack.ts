@@ -64,6 +64,8 @@ export async function createTestStack(overrides: Record<string, string> = {}): P
     SMTP_SUBMISSION_PORT: '0',
     HERALD_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Direct delivery's fake MX hosts listen on 127.0.0.x.
+    SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'true',
     // Several herald processes share this host: none serves metrics unless a test asks.
     METRICS_PORT: '0',
     DNS_SERVERS: services.dnsServer,

@@ -36,11 +36,16 @@ type EmailRecord = { _id: string; status: string; recipients: { email: string; s
  */
 async function startMx(host: string, port: number, options: { greylist?: boolean; certificate?: TestCertificate } = {}) {
   const received: Received[] = [];
+  const connections: string[] = [];
   const seen = new Set<string>();
   const server = new SMTPServer({
     authOptional: true,
     disableReverseLookup: true,
     closeTimeout: 500,
+    onConnect(session, callback) {
+      connections.push(session.remoteAddress);
+      callback();
+    },
     ...(options.certificate ? { key: options.certificate.key, cert: options.certificate.cert } : {}),
     onRcptTo(address, _session, callback) {
       const rcpt = address.address.toLowerCase();
@@ -80,7 +85,7 @@ async function startMx(host: string, port: number, options: { greylist?: boolean
   });
   server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(port, host, resolve));
-  return { received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return { received, connections, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 /**
@@ -305,4 +310,70 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       expect(await messageProblems(message.raw, { orm: h.stack.orm }), message.subject).toEqual([]);
     }
   });
+});
+
+/**
+ * Without SMTP_DIRECT_ALLOW_PRIVATE_TARGETS, direct delivery judges every MX address by the
+ * address policy webhooks use: an MX on 127.0.0.1 is never connected to, and its recipient
+ * fails with the reason once the retry window closes.
+ */
+describe('direct-to-MX delivery refuses MX hosts on forbidden addresses without the opt-in', () => {
+  let h: ApiHarness;
+  let worker: RunningWorker;
+  let dns: TestDnsServer;
+  let mx: Awaited<ReturnType<typeof startMx>>;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    mx = await startMx('127.0.0.1', port);
+    dns = await startDnsServer({
+      'inside.test': { MX: [{ exchange: 'mx.inside.test', priority: 10 }] },
+      'mx.inside.test': { A: ['127.0.0.1'] },
+    });
+    h = await startApiHarness({
+      SMTP_DELIVERY: 'direct',
+      SMTP_DIRECT_PORT: String(port),
+      SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'false',
+      SMTP_MTA_STS: 'off',
+      DNS_SERVERS: dns.address,
+      EMAIL_RETRY_SCHEDULE: '0s,200ms',
+      EMAIL_RETRY_WINDOW: '1s',
+    });
+    installTemporalLogging(createLogger('silent'));
+    worker = await startWorker(h.stack.config, createLogger('silent'));
+    await setCredits(h.stack.orm, h.workspace.org.id, 10);
+  }, 120_000);
+
+  afterAll(async () => {
+    await worker?.shutdown();
+    await h?.close();
+    await mx?.close();
+    await dns?.close();
+  });
+
+  it('fails the recipient of a domain whose MX resolves to 127.0.0.1, saying why, and never connects to it', async () => {
+    const { domain } = await addSendingDomain(h.stack.orm, h.workspace.org.id);
+    const response = await h.request('POST', '/api/v1/outbox/emails', {
+      body: { from: `app@${domain}`, to: ['ida@inside.test'], subject: 'Inside', text: 'Hello' },
+      headers: idem(),
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(202);
+    const id = (response.body.data as EmailRecord)._id;
+    const email = await waitFor(
+      `email ${id} to fail`,
+      async () => {
+        const found = (await h.request('GET', `/api/v1/outbox/emails/${id}`)).body.data as EmailRecord;
+        return found.recipients.every((r) => !['queued', 'deferred'].includes(r.status)) ? found : undefined;
+      },
+      60_000,
+      100,
+    );
+    expect(email.recipients[0]).toMatchObject({
+      email: 'ida@inside.test',
+      status: 'failed',
+      last_response: expect.stringMatching(/the mail hosts of inside\.test have only addresses Herald does not deliver to: mx\.inside\.test \[127\.0\.0\.1\] \(loopback\)/),
+    });
+    expect(mx.connections).toEqual([]);
+    expect(mx.received).toEqual([]);
+  }, 90_000);
 });

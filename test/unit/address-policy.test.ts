@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forbiddenRangeOf, isForbiddenAddress } from '../../src/modules/webhooks/address-policy.ts';
+import { forbiddenRangeOf, isForbiddenAddress } from '../../src/net/address-policy.ts';
 
 describe('webhook address policy', () => {
   it.each([

@@ -164,12 +164,19 @@ describe('loadConfig', () => {
     expect(config.env).toBe('production');
   });
 
+  it('keeps direct delivery off private MX and policy hosts unless SMTP_DIRECT_ALLOW_PRIVATE_TARGETS opts in', () => {
+    const delivery = (env: Record<string, string>) => loadConfig({ SMTP_DELIVERY: 'direct', ...env }).delivery;
+    expect(delivery({})).toMatchObject({ mode: 'direct', allowPrivateTargets: false });
+    expect(delivery({ SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'true' })).toMatchObject({ mode: 'direct', allowPrivateTargets: true });
+  });
+
   it.each([
     ['PORT', 'eighty', 'PORT'],
     ['PORT', '70000', 'PORT'],
     ['DATABASE_URL', 'not a url', 'DATABASE_URL'],
     ['HERALD_ENCRYPTION_KEY', 'c2hvcnQ=', 'HERALD_ENCRYPTION_KEY'],
     ['WEBHOOK_ALLOW_PRIVATE_TARGETS', 'maybe', 'WEBHOOK_ALLOW_PRIVATE_TARGETS'],
+    ['SMTP_DIRECT_ALLOW_PRIVATE_TARGETS', 'maybe', 'SMTP_DIRECT_ALLOW_PRIVATE_TARGETS'],
     ['WEBHOOK_RETRY_SCHEDULE', '5s,10s', 'WEBHOOK_RETRY_SCHEDULE'],
     ['WEBHOOK_RETRY_SCHEDULE', '0s,soon', 'WEBHOOK_RETRY_SCHEDULE'],
     ['WEBHOOK_RETRY_SCHEDULE', '0s,8d', 'WEBHOOK_RETRY_SCHEDULE'],

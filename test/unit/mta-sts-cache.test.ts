@@ -34,17 +34,19 @@ describe('MTA-STS policy cache', () => {
     certificates.remove();
   });
 
-  const mtaSts = () =>
+  const mtaSts = (options: { allowPrivateTargets?: boolean; aaaa?: string[]; log?: (line: string) => void } = {}) =>
     createMtaSts({
       dns: {
         txt: () => Promise.resolve({ status: 'found', records: [`v=STSv1; id=${txtId}`] }),
         a: () => Promise.resolve({ status: 'found', records: ['127.0.0.1'] }),
-        aaaa: () => Promise.resolve({ status: 'none' }),
+        aaaa: () => Promise.resolve(options.aaaa ? { status: 'found', records: options.aaaa } : { status: 'none' }),
       },
-      logger: createLogger('silent'),
+      logger: options.log ? createLogger('warn', {}, options.log) : createLogger('silent'),
       ca: [readFileSync(authority.certFile, 'utf8')],
       port,
       now: () => now,
+      // The policy host listens on loopback: only the opt-in reaches it.
+      allowPrivateTargets: options.allowPrivateTargets ?? true,
     });
 
   it('fetches a policy once per id while it is younger than its max_age, then again', async () => {
@@ -72,5 +74,16 @@ describe('MTA-STS policy cache', () => {
     expect(await sts.policyFor('cache.test')).toEqual({ kind: 'none' });
     policyUp = true;
     txtId = 'a1';
+  });
+
+  it('never fetches a policy from a host whose addresses the address policy forbids, unless private targets are allowed', async () => {
+    const lines: string[] = [];
+    fetches = 0;
+    const refusing = mtaSts({ allowPrivateTargets: false, aaaa: ['::ffff:10.0.0.1'], log: (line) => lines.push(line) });
+    expect(await refusing.policyFor('cache.test')).toEqual({ kind: 'none' });
+    expect(fetches).toBe(0);
+    expect(lines.join('\n')).toMatch(/mta-sts\.cache\.test has only addresses Herald does not connect to: 127\.0\.0\.1 \(loopback\), ::ffff:10\.0\.0\.1 \(private\)/);
+    expect(await mtaSts({ allowPrivateTargets: true }).policyFor('cache.test')).toMatchObject({ kind: 'policy' });
+    expect(fetches).toBe(1);
   });
 });

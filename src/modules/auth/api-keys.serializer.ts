@@ -12,6 +12,7 @@ export function serializeApiKey(key: ApiKey) {
     last_used_at: key.lastUsedAt?.toISOString() ?? null,
     expires_at: key.expiresAt?.toISOString() ?? null,
     revoked_at: key.revokedAt?.toISOString() ?? null,
+    parent_key_id: key.parentKeyId ?? null,
   };
 }
 

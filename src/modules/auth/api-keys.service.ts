@@ -3,6 +3,7 @@ import { ApiKey, Organization, User, type ApiKeyMode } from '../../../db/entitie
 import { ALL_TENANTS } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
 import { generateApiKey } from './api-key.fns.ts';
+import { revokeKeyAndDescendants } from './api-keys.repo.ts';
 import { resolveGrantableScopes } from './scopes.ts';
 
 export interface CreateApiKeyInput {
@@ -13,6 +14,8 @@ export interface CreateApiKeyInput {
   rateLimitPerMinute?: number;
   burst?: number;
   expiresAt?: Date | null;
+  /** The key that creates this one through the API (revoking it revokes this one). */
+  parentKeyId?: string | null;
   /** The person the key acts for (a dashboard user, or the caller's key's); the workspace's first user when absent. */
   actorUserId?: string;
 }
@@ -58,17 +61,18 @@ export function createApiKeysService({ orm }: { orm: MikroORM }) {
         rateLimitPerMinute: input.rateLimitPerMinute ?? null,
         rateLimitBurst: input.burst ?? null,
         expiresAt: input.expiresAt ?? null,
+        parentKeyId: input.parentKeyId ?? null,
       });
       await em.flush();
       return { apiKey, key: generated.key };
     },
 
+    /** Revokes a key and every key made from it. */
     async revokeApiKey(id: string) {
       const em = orm.em.fork();
       const apiKey = await em.findOne(ApiKey, { id }, ALL_TENANTS);
       if (!apiKey) throw new AppError('not_found', `API key ${id} does not exist`);
-      apiKey.revokedAt ??= new Date();
-      await em.flush();
+      await revokeKeyAndDescendants(em, apiKey);
       return apiKey;
     },
 

@@ -5,6 +5,7 @@ import { listResult } from '../../http/paging.ts';
 import { csvDownload } from '../../http/csv-download.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { CsvDownloadQuery, csvOptionsOf } from './contacts.schemas.ts';
 import { AppError } from '../../errors.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
 import { IMPORT_REPORT_COLUMNS, type ContactImportsService } from './contact-imports.service.ts';
@@ -110,19 +111,20 @@ export function createContactImportsRoutes(deps: { imports: ContactImportsServic
       method: 'GET',
       path: '/contacts/imports/:id/errors',
       summary: 'The error report of a contact import (CSV)',
-      description: `Every skipped row, in file order, as CSV with a header line: ${IMPORT_REPORT_COLUMNS.join(', ')}. \`row\` counts data rows from 1; \`line\` is the file line the row starts on.`,
+      description: `Every skipped row, in file order, as CSV with a header line: ${IMPORT_REPORT_COLUMNS.join(', ')}. \`row\` counts data rows from 1; \`line\` is the file line the row starts on. Cells a spreadsheet would read as a formula get a leading ' unless \`escape_formulas=false\`.`,
       tag: 'Contacts',
       scope: 'contacts:read',
       extension: true,
       params: IdParams,
+      query: CsvDownloadQuery,
       response: {
         status: 200,
         description: 'The report',
         binary: { contentType: 'text/csv; charset=utf-8', headers: { 'Content-Disposition': 'attachment; filename="contact-import-<id>-errors.csv"' } },
       },
       errors: ['invalid_request', 'not_found'],
-      async handle({ caller, params }) {
-        const stream = await deps.imports.errorReport(caller.orgId, params.id);
+      async handle({ caller, params, query }) {
+        const stream = await deps.imports.errorReport(caller.orgId, params.id, csvOptionsOf(query));
         return csvDownload(stream, `contact-import-${params.id}-errors.csv`);
       },
     }),

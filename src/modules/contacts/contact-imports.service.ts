@@ -9,7 +9,7 @@ import { CONTACT_IMPORT_KIND, CONTACT_IMPORT_WORKFLOW, contactImportWorkflowId, 
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
-import { csvStream } from './csv.ts';
+import { csvStream, type CsvOptions } from './csv.ts';
 import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
 import { createUploadUrlSigner, invalidUploadSignature, isClientAbort, parseUploadExpiry } from '../attachments/upload-url.ts';
 import { lockStaticSegment } from '../segments/membership.repo.ts';
@@ -117,9 +117,10 @@ export function createContactImportsService(deps: {
 
     /**
      * The skipped rows of an import as CSV (row, line, email, reason, message), in row order,
-     * streamed from the database a page at a time.
+     * streamed from the database a page at a time; cells that could start a spreadsheet
+     * formula escaped unless `csv` says otherwise.
      */
-    async errorReport(orgId: string, id: string): Promise<Readable> {
+    async errorReport(orgId: string, id: string, csv: CsvOptions): Promise<Readable> {
       await find(orgId, id);
       const em = scopeToOrg(orm.em.fork(), orgId);
       async function* records() {
@@ -131,7 +132,7 @@ export function createContactImportsService(deps: {
           em.clear();
         }
       }
-      return csvStream(IMPORT_REPORT_COLUMNS, records());
+      return csvStream(IMPORT_REPORT_COLUMNS, records(), csv);
     },
 
     /**

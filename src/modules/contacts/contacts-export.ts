@@ -4,9 +4,11 @@
  * the client reads (backpressure: a slow client holds one page in memory, and a client that
  * goes away stops the reads). The columns are the ones an import takes back: tags and
  * custom_fields as JSON (tags may hold any character, so a separator could not round-trip).
+ * Cells that a spreadsheet would read as a formula are escaped unless the caller asks for raw
+ * values (csv.ts).
  */
 import type { Readable } from 'node:stream';
-import { csvStream } from './csv.ts';
+import { csvStream, type CsvOptions } from './csv.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { findExportPage, type ContactFilters, type ExportRow } from './contacts.repo.ts';
 
@@ -45,11 +47,11 @@ function cellsOf(row: ExportRow): string[] {
 }
 
 /** The CSV of the contacts of `filter` (header line first), as a stream of UTF-8 bytes. */
-export function exportContactsCsv(em: EntityManager, orgId: string, filter: ExportFilter): Readable {
+export function exportContactsCsv(em: EntityManager, orgId: string, filter: ExportFilter, options: CsvOptions): Readable {
   async function* records() {
     for await (const page of contactPages(em, orgId, filter)) {
       for (const row of page) yield cellsOf(row);
     }
   }
-  return csvStream(EXPORT_COLUMNS, records());
+  return csvStream(EXPORT_COLUMNS, records(), options);
 }

@@ -6,6 +6,7 @@ import { IdParams } from '../../http/schemas.ts';
 import type { ContactsService } from './contacts.service.ts';
 import {
   ContactResponse,
+  csvOptionsOf,
   CreateContactBody,
   DeletedContactResponse,
   ExportContactsQuery,
@@ -58,7 +59,8 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       description:
         `Every contact of the workspace, or of \`segment_id\` (any segment type), optionally of one \`status\`, oldest first, as CSV ` +
         `(RFC 4180, UTF-8, a header line): ${EXPORT_COLUMNS.join(', ')}. \`tags\` and \`custom_fields\` are JSON (empty when none). ` +
-        'The file is streamed as it is read: a very large export starts at once and holds little memory on either side. 404 for an unknown segment.',
+        'The file is streamed as it is read: a very large export starts at once and holds little memory on either side. 404 for an unknown segment. ' +
+        "Cells a spreadsheet would read as a formula (starting with = + - @, tab or carriage return) get a leading ' unless `escape_formulas=false`.",
       tag: 'Contacts',
       scope: 'contacts:read',
       extension: true,
@@ -70,7 +72,7 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       },
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, query }) {
-        const stream = await deps.contacts.exportContacts(caller.orgId, { status: query.status, segmentId: query.segment_id });
+        const stream = await deps.contacts.exportContacts(caller.orgId, { status: query.status, segmentId: query.segment_id }, csvOptionsOf(query));
         return csvDownload(stream, `contacts-${new Date().toISOString().slice(0, 10)}.csv`);
       },
     }),

@@ -45,10 +45,26 @@ export const ListContactsQuery = v.object({
   status: v.optional(Status),
 });
 
+/** The CSV downloads' choice of raw values (Herald extension): `escape_formulas=false`. */
+export const CsvDownloadQuery = v.object({
+  escape_formulas: v.optional(
+    v.pipe(
+      v.picklist(['true', 'false'], 'must be true or false'),
+      v.description(
+        "Cells starting with = + - @, a tab or a carriage return are written with a leading ' so a spreadsheet shows them as text (true, the default); false writes every value exactly as stored.",
+      ),
+    ),
+  ),
+});
+
+/** The CsvOptions of a CSV download's query: formulas escaped unless `escape_formulas=false`. */
+export const csvOptionsOf = (query: { escape_formulas?: 'true' | 'false' | undefined }) => ({ escapeFormulas: query.escape_formulas !== 'false' });
+
 /** GET /contacts/export (Herald extension). */
 export const ExportContactsQuery = v.object({
   segment_id: v.optional(v.pipe(IdSchema, v.description('Only the members of this segment.'))),
   status: v.optional(Status),
+  ...CsvDownloadQuery.entries,
 });
 
 export const ContactResponse = v.object({

@@ -13,6 +13,7 @@ import type { CreateContactInput, UpdateContactInput } from './contacts.schemas.
 import { serializeContact } from './contacts.serializer.ts';
 import { listContactPage } from './contacts.repo.ts';
 import { exportContactsCsv } from './contacts-export.ts';
+import type { CsvOptions } from './csv.ts';
 import { findSegmentRule } from '../segments/segments.repo.ts';
 import { createEmailQuality } from './email-quality.ts';
 
@@ -71,10 +72,10 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
     },
 
     /** The CSV export of the workspace's contacts or a segment's (404 for an unknown segment); see contacts-export.ts. */
-    async exportContacts(orgId: string, filter: { status?: ContactStatus | undefined; segmentId?: string | undefined }): Promise<Readable> {
+    async exportContacts(orgId: string, filter: { status?: ContactStatus | undefined; segmentId?: string | undefined }, csv: CsvOptions): Promise<Readable> {
       const em = orm.em.fork();
       const segment = filter.segmentId ? await findSegmentRule(em, orgId, filter.segmentId) : undefined;
-      return exportContactsCsv(em, orgId, { status: filter.status, segment });
+      return exportContactsCsv(em, orgId, { status: filter.status, segment }, csv);
     },
 
     async getContact(orgId: string, id: string): Promise<Contact> {

@@ -50,7 +50,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
     meaning: 'The operation is not allowed for this workspace in its current state.',
     causes: [
       'A business rule refuses it; error.details.reason says which (for example DOMAIN_NOT_READY).',
-      'Creating an API key with a scope the calling key does not hold (SCOPE_NOT_HELD), or a live key from a test key (MODE_NOT_HELD).',
+      'Creating an API key with a scope the calling key does not hold (SCOPE_NOT_HELD), a live key from a test key (MODE_NOT_HELD), an expiry later than the calling key\'s (EXPIRY_NOT_HELD) or a higher rate limit (RATE_LIMIT_NOT_HELD).',
       'An upload URL (attachment or contact import) that was altered (INVALID_SIGNATURE) or used after it expired (UPLOAD_URL_EXPIRED).',
     ],
     fix: 'Resolve the condition named in error.details.reason, then retry.',

@@ -3,6 +3,7 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import type { Logger } from '../../logger.ts';
+import { forbiddenRangeOf } from '../../net/address-policy.ts';
 import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
 import { buildTransportTls, createTlsFailureLog, type TlsFailureLog } from './relay-tls.ts';
 import { mxMatches, type MtaSts } from './mta-sts.ts';
@@ -26,6 +27,8 @@ export interface DirectDeliveryOptions {
   mtaSts?: MtaSts | null;
   /** The trusted certificate authorities (PEM) for hosts whose certificate is verified; Node's public roots when absent. */
   ca?: string[];
+  /** SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: MX addresses in the address policy's forbidden ranges are tried too (tests, private networks). */
+  allowPrivateTargets: boolean;
 }
 
 /** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
@@ -50,9 +53,16 @@ function shuffle<T>(items: T[]): T[] {
  * preferences in random order), each host's IPv4 then IPv6 addresses looked up through
  * Herald's resolver; without MX records the domain itself (its A/AAAA, the implicit MX). A
  * null MX (RFC 7505) or a domain with neither is a permanent "no mail server"; DNS that does
- * not answer is temporary.
+ * not answer is temporary. Unless `allowPrivateTargets`, an address in a range the address
+ * policy forbids (loopback, private, link-local, metadata…: src/net/address-policy.ts) is
+ * never tried; a domain whose hosts have only such addresses has no route, temporarily (its DNS
+ * may be mended, and the refusal is Herald's, not the recipient's: no bounce, no suppression).
  */
-export async function resolveMailRoute(dns: DirectDeliveryOptions['dns'], domain: string, maxHosts = MAX_HOSTS): Promise<MailRoute> {
+export async function resolveMailRoute(
+  dns: DirectDeliveryOptions['dns'],
+  domain: string,
+  { maxHosts = MAX_HOSTS, allowPrivateTargets = false }: { maxHosts?: number | undefined; allowPrivateTargets?: boolean } = {},
+): Promise<MailRoute> {
   const mx = await dns.mx(domain);
   if (mx.status === 'unreachable') return { kind: 'none', permanent: false, response: `DNS did not answer for the MX of ${domain} (${mx.error})` };
   let names: string[];
@@ -67,13 +77,21 @@ export async function resolveMailRoute(dns: DirectDeliveryOptions['dns'], domain
     names = [domain];
   }
   const hosts: { name: string; address: string }[] = [];
+  const refused: string[] = [];
   let unanswered = false;
   for (const name of names.slice(0, maxHosts)) {
     const [a, aaaa] = await Promise.all([dns.a(name), dns.aaaa(name)]);
     if (a.status === 'unreachable' || aaaa.status === 'unreachable') unanswered = true;
-    for (const address of [...(a.status === 'found' ? a.records : []), ...(aaaa.status === 'found' ? aaaa.records : [])]) hosts.push({ name, address });
+    for (const address of [...(a.status === 'found' ? a.records : []), ...(aaaa.status === 'found' ? aaaa.records : [])]) {
+      const range = allowPrivateTargets ? null : forbiddenRangeOf(address);
+      if (range) refused.push(`${name} [${address}] (${range})`);
+      else hosts.push({ name, address });
+    }
   }
   if (hosts.length > 0) return { kind: 'hosts', hosts };
+  if (refused.length > 0) {
+    return { kind: 'none', permanent: false, response: `the mail hosts of ${domain} have only addresses Herald does not deliver to: ${refused.join(', ')}` };
+  }
   if (unanswered) return { kind: 'none', permanent: false, response: `DNS did not answer for the mail hosts of ${domain}` };
   return {
     kind: 'none',
@@ -144,7 +162,7 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
 
   /** One domain's recipients: each host in turn until one answers. */
   async function sendToDomain(message: Mail.Options, from: string, domain: string, recipients: string[]): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
-    const route = await resolveMailRoute(options.dns, domain, options.maxHosts);
+    const route = await resolveMailRoute(options.dns, domain, { maxHosts: options.maxHosts, allowPrivateTargets: options.allowPrivateTargets });
     if (route.kind === 'none') {
       return { results: forAll(recipients, false, route.permanent ? 550 : null, route.response), response: route.response };
     }

@@ -2,6 +2,7 @@ import { request } from 'node:https';
 import { isIP } from 'node:net';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import type { Logger } from '../../logger.ts';
+import { forbiddenRangeOf } from '../../net/address-policy.ts';
 import { LRUCache } from 'lru-cache';
 
 /**
@@ -63,6 +64,8 @@ export interface MtaStsOptions {
   ca?: string[];
   /** The HTTPS port of policy hosts (443; another only in tests). */
   port?: number;
+  /** SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: policy hosts in the address policy's forbidden ranges are fetched too. */
+  allowPrivateTargets: boolean;
   now?: () => number;
 }
 
@@ -76,18 +79,24 @@ export function createMtaSts(options: MtaStsOptions) {
   // Each policy lives for its own max_age (a per-entry TTL); the least recently used go past CACHE_MAX.
   const cache = new LRUCache<string, { id: string; policy: MtaStsPolicy }>({ max: CACHE_MAX, ttlResolution: 0, perf: { now } });
 
-  /** The policy host's address, through Herald's resolver (the same DNS the MX lookups use). */
-  async function addressOf(host: string): Promise<string | null> {
-    const a = await options.dns.a(host);
-    if (a.status === 'found') return a.records[0]!;
-    const aaaa = await options.dns.aaaa(host);
-    return aaaa.status === 'found' ? aaaa.records[0]! : null;
+  /**
+   * The policy host's address, through Herald's resolver (the same DNS the MX lookups use): its
+   * first IPv4, else IPv6 address the address policy allows (any, with allowPrivateTargets).
+   */
+  async function addressOf(host: string): Promise<string> {
+    const [a, aaaa] = await Promise.all([options.dns.a(host), options.dns.aaaa(host)]);
+    const addresses = [...(a.status === 'found' ? a.records : []), ...(aaaa.status === 'found' ? aaaa.records : [])];
+    if (addresses.length === 0) throw new Error(`${host} has no address`);
+    const reachable = options.allowPrivateTargets ? addresses : addresses.filter((address) => forbiddenRangeOf(address) === null);
+    if (reachable.length === 0) {
+      throw new Error(`${host} has only addresses Herald does not connect to: ${addresses.map((address) => `${address} (${forbiddenRangeOf(address)})`).join(', ')}`);
+    }
+    return reachable[0]!;
   }
 
   async function fetchPolicy(domain: string): Promise<string> {
     const host = `mta-sts.${domain}`;
     const address = await addressOf(host);
-    if (!address) throw new Error(`${host} has no address`);
     return new Promise<string>((resolve, reject) => {
       const req = request(
         {

@@ -2,13 +2,13 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { forbiddenRangeOf } from './address-policy.ts';
+import { forbiddenRangeOf } from '../../net/address-policy.ts';
 
 /**
  * The one HTTP client of webhook deliveries, closed against SSRF and slow receivers:
  *
  * - the host is resolved here (every address) and refused when any address is forbidden
- *   (address-policy.ts) unless private targets are allowed; the socket then connects to the
+ *   (src/net/address-policy.ts) unless private targets are allowed; the socket then connects to the
  *   address that was checked (a `lookup` that answers with it), so a second DNS answer cannot
  *   move the request elsewhere (rebinding); Host and TLS SNI stay the URL's host name;
  * - redirects are never followed (a 3xx is a failed attempt that names the Location);

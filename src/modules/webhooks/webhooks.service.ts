@@ -9,7 +9,7 @@ import { decryptSecret, encryptSecret } from '../../crypto/secret-box.ts';
 import { AppError } from '../../errors.ts';
 import type { StoredResponse } from '../idempotency/idempotency.types.ts';
 import { ALL_EVENTS } from '../events/events.schemas.ts';
-import { forbiddenRangeOf } from './address-policy.ts';
+import { forbiddenRangeOf } from '../../net/address-policy.ts';
 import type { CreateWebhookInput, UpdateWebhookInput } from './webhooks.schemas.ts';
 
 /** `disabled_reason` of an endpoint switched off with PATCH `enabled: false`. */

@@ -2,12 +2,15 @@ import { isIPv4, isIPv6 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * Which IP addresses a webhook may never reach (SSRF): loopback, private (RFC 1918), CGNAT,
- * link-local (with the cloud metadata address), unspecified, multicast, reserved and
- * documentation ranges, IPv6 loopback / ULA / link-local / multicast, and IPv6 forms that
+ * Which IP addresses Herald may never reach on a customer's say-so (SSRF): webhook targets and,
+ * in direct delivery, destination MX hosts and MTA-STS policy hosts. Loopback, private
+ * (RFC 1918), CGNAT, link-local (with the cloud metadata address), unspecified, multicast,
+ * reserved and documentation ranges, IPv6 loopback / ULA / link-local / multicast, and IPv6 forms that
  * carry an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64, 6to4), judged by that address.
- * Pure functions: the API uses them on IP-literal URLs at registration, the delivery engine on
- * every resolved address at connect time. Anything that is not an IP address is forbidden
+ * Pure functions: the API uses them on IP-literal URLs at registration, the webhook delivery
+ * engine on every resolved address at connect time, direct delivery on every MX address.
+ * Each use has its own operator opt-in for private targets (WEBHOOK_ALLOW_PRIVATE_TARGETS,
+ * SMTP_DIRECT_ALLOW_PRIVATE_TARGETS). Anything that is not an IP address is forbidden
  * (fail closed). Node's isIPv4/isIPv6 decide what is an address (strictly: no octal or short
  * IPv4 forms); ipaddr.js parses it and matches the ranges.
  */
@@ -75,7 +78,7 @@ function embeddedV4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
 /**
  * The name of the forbidden range `ip` falls in (`loopback`, `private`, `cgnat`, `link-local`,
  * `metadata`, `unspecified`, `multicast`, `unique-local`, `site-local`, `reserved`, `documentation`,
- * `invalid`), or null for an address a webhook may reach. Accepts `[v6]` brackets and zone ids.
+ * `invalid`), or null for an address Herald may reach. Accepts `[v6]` brackets and zone ids.
  */
 export function forbiddenRangeOf(ip: string): string | null {
   const address = ip.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '');
@@ -88,7 +91,7 @@ export function forbiddenRangeOf(ip: string): string | null {
   return v4 ? v4RangeOf(v4) : null;
 }
 
-/** True when a webhook must not connect to `ip` (see forbiddenRangeOf). */
+/** True when Herald must not connect to `ip` (see forbiddenRangeOf). */
 export function isForbiddenAddress(ip: string): boolean {
   return forbiddenRangeOf(ip) !== null;
 }
