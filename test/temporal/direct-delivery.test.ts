@@ -166,7 +166,7 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       DNS_SERVERS: dns.address,
       EMAIL_RETRY_SCHEDULE: '0s,300ms',
       EMAIL_RETRY_WINDOW: '4s',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     sendingDomain = (await addSendingDomain(h.stack.orm, h.workspace.org.id)).domain;
@@ -223,8 +223,8 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       expect(message.helo).toBe('mta.herald.test');
       // Opportunistic STARTTLS: the MX offered it, Herald used it.
       expect(message.secure).toBe(true);
-      // The envelope sender is the email's own bounce address on the sending domain's bounce host.
-      expect(message.from).toMatch(new RegExp(`^bounce\\+${id}@bounces\\.${sendingDomain.replaceAll('.', '\\.')}$`));
+      // The envelope sender is the email's own signed bounce address on the sending domain's bounce host.
+      expect(message.from).toMatch(new RegExp(`^bounce\\+${id}-[0-9a-f]{20}@bounces\\.${sendingDomain.replaceAll('.', '\\.')}$`));
     }
     expect(new Set(got.map((m) => m.messageId)).size).toBe(1);
   }, 90_000);
@@ -338,7 +338,7 @@ describe('direct-to-MX delivery refuses MX hosts on forbidden addresses without 
       DNS_SERVERS: dns.address,
       EMAIL_RETRY_SCHEDULE: '0s,200ms',
       EMAIL_RETRY_WINDOW: '1s',
-    });
+    }, { keyMode: 'live' });
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     await setCredits(h.stack.orm, h.workspace.org.id, 10);
