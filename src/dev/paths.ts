@@ -2,12 +2,14 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DevEnv } from '../config.ts';
+import { DEV_SETTINGS } from '../settings/dev-settings.ts';
+import { fallbackOf } from '../settings/setting.ts';
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const MAIN_ENTRY = join(REPO_ROOT, 'src/cli/main.ts');
 
 /** The worker's V8 old-space limit by default, MB (HERALD_WORKER_HEAP_MB overrides; src/cli/herald.mjs applies the same). */
-export const WORKER_HEAP_MB = 512;
+export const WORKER_HEAP_MB = Number(fallbackOf(DEV_SETTINGS.HERALD_WORKER_HEAP_MB));
 
 /**
  * Node flags for a Herald process of `kind`. The worker gets a heap limit: with Node's default

@@ -170,6 +170,87 @@ describe('loadConfig', () => {
     expect(delivery({ SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'true' })).toMatchObject({ mode: 'direct', allowPrivateTargets: true });
   });
 
+  it('builds the whole config from an empty environment (pinned: a change here changes every default)', () => {
+    const DAY = 86_400_000;
+    expect(loadConfig({})).toEqual({
+      env: 'development',
+      logLevel: 'info',
+      database: { url: 'postgres://postgres@127.0.0.1:5432/herald', poolMax: 10 },
+      redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'herald:' },
+      temporal: {
+        address: '127.0.0.1:7233',
+        namespace: 'default',
+        taskQueue: 'herald-main',
+        legacyTaskQueues: ['herald-email', 'herald-webhooks', 'herald-inbound'],
+        schedulePrefix: 'herald',
+      },
+      http: { port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1, trustedProxies: [] },
+      metrics: { port: 9464, host: '127.0.0.1' },
+      smtp: { port: 2525, host: '0.0.0.0', rawRetentionMs: 30 * DAY },
+      submission: { port: 2587, host: '0.0.0.0' },
+      delivery: { mode: 'relay' },
+      relayUrl: 'smtp://127.0.0.1:2526',
+      sandboxRelay: null,
+      relayTls: { policy: 'opportunistic', source: 'loopback' },
+      bounceDomain: 'bounces.herald.localhost',
+      spfInclude: 'spf.herald.localhost',
+      blobDir: '.data/blobs',
+      webhooks: {
+        retrySchedule: '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h',
+        retryScheduleMs: [0, 5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 43_200_000, DAY, DAY],
+        allowPrivateTargets: false,
+        endpointConcurrency: 8,
+      },
+      queues: { drainLingerMs: 2_000, inboundConcurrency: 4 },
+      sends: {
+        retryScheduleMs: [0, 60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000],
+        retryWindowMs: 3 * DAY,
+        relayIsFinalHop: false,
+        relayPoolSize: 5,
+        handoffWaitMs: 0,
+      },
+      dns: { servers: [], timeoutMs: 2_000, checkContacts: true, cacheTtlMs: 60_000 },
+    });
+  });
+
+  it('builds direct delivery, the sandbox relay and the optional parts from their settings (pinned)', () => {
+    const config = loadConfig({
+      SMTP_DELIVERY: 'direct',
+      SMTP_HELO_NAME: ' MX.Example.com ',
+      SMTP_DIRECT_CA_FILE: '/etc/herald/mx-ca.pem',
+      SMTP_MTA_STS: 'off',
+      SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'yes',
+      SANDBOX_RELAY_URL: 'smtp://127.0.0.1:1025',
+      TEMPORAL_UI_URL: 'http://ui:8233//',
+      HERALD_WORKFLOW_BUNDLE: '/srv/bundle.js',
+      TRUSTED_PROXIES: '10.0.0.0/8, ::1',
+      DNS_SERVERS: '1.1.1.1, 8.8.8.8:53',
+      CONTACT_DNS_CHECK: 'off',
+      SMTP_SUBMISSION_PORT: 'off',
+      SPF_INCLUDE: ' SPF.Example.com ',
+      EMAIL_RETRY_WINDOW: '1d',
+    });
+    expect(config.delivery).toEqual({
+      mode: 'direct',
+      heloName: 'mx.example.com',
+      port: 25,
+      poolSize: 3,
+      ratePerMinute: 0,
+      tls: { policy: 'opportunistic', source: 'host' },
+      mtaSts: null,
+      caFile: '/etc/herald/mx-ca.pem',
+      allowPrivateTargets: true,
+    });
+    expect(config.sends).toMatchObject({ relayIsFinalHop: true, retryWindowMs: 86_400_000 });
+    expect(config.sandboxRelay).toEqual({ url: 'smtp://127.0.0.1:1025', tls: { policy: 'opportunistic', source: 'loopback' } });
+    expect(config.temporal).toMatchObject({ uiUrl: 'http://ui:8233', workflowBundlePath: '/srv/bundle.js' });
+    expect(config.http.trustedProxies).toEqual(['10.0.0.0/8', '::1']);
+    expect(config.dns).toMatchObject({ servers: ['1.1.1.1', '8.8.8.8:53'], checkContacts: false });
+    expect(config.submission).toBeNull();
+    expect(config.spfInclude).toBe('spf.example.com');
+    expect(loadConfig({ SMTP_DELIVERY: 'direct', SMTP_MTA_STS_PORT: '8443' }).delivery).toMatchObject({ mtaSts: { port: 8443 } });
+  });
+
   it.each([
     ['PORT', 'eighty', 'PORT'],
     ['PORT', '70000', 'PORT'],
@@ -182,6 +263,11 @@ describe('loadConfig', () => {
     ['WEBHOOK_RETRY_SCHEDULE', '0s,8d', 'WEBHOOK_RETRY_SCHEDULE'],
     ['WEBHOOK_RETRY_SCHEDULE', Array(31).fill('0s').join(','), 'WEBHOOK_RETRY_SCHEDULE'],
     ['NODE_ENV', 'staging', 'NODE_ENV'],
+    ['SMTP_RELAY_POOL_SIZE', 'five', 'SMTP_RELAY_POOL_SIZE'],
+    ['CONTACT_DNS_CHECK', 'maybe', 'CONTACT_DNS_CHECK'],
+    ['EMAIL_RETRY_WINDOW', 'soon', 'EMAIL_RETRY_WINDOW'],
+    ['TRUSTED_PROXIES', 'banana', 'TRUSTED_PROXIES'],
+    ['SANDBOX_RELAY_URL', 'not a url', 'SANDBOX_RELAY_URL'],
   ])('rejects %s=%s with a message naming the variable', (name, value, expected) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(new RegExp(`${expected}:`));
   });

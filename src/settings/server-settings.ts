@@ -1,0 +1,180 @@
+import * as v from 'valibot';
+import { parseTrustedProxies } from '../http/trusted-proxies.ts';
+import { SMTP_TLS_POLICIES } from '../smtp/tls-policy.ts';
+import { setting } from './setting.ts';
+import {
+  checkedBy,
+  concurrency,
+  encryptionKey,
+  flag,
+  hostName,
+  oneOf,
+  optionalText,
+  optionalUrl,
+  parseDuration,
+  parseRetrySchedule,
+  port,
+  portOrOff,
+  text,
+  url,
+  wholeNumber,
+} from './value-schemas.ts';
+
+/** The submission port outside production; `herald dev` starts there too. */
+export const DEV_SUBMISSION_PORT = '2587';
+
+/**
+ * The settings of Herald's services (`loadConfig` in src/config.ts), in the order of the
+ * README's configuration table. Each is declared here only: add one here, read it in
+ * `buildConfig`, and the README row test/unit/config-docs.test.ts asks for.
+ */
+export const SERVER_SETTINGS = {
+  NODE_ENV: setting(oneOf(['development', 'production', 'test'], 'development'), '`development`, `test` or `production`'),
+  LOG_LEVEL: setting(oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'), '`debug`, `info`, `warn`, `error`, `silent` (JSON lines on stderr)'),
+  DATABASE_URL: setting(url('postgres://postgres@127.0.0.1:5432/herald'), 'PostgreSQL', { requiredInProduction: true }),
+  DATABASE_POOL_MAX: setting(
+    v.pipe(v.optional(v.string(), '10'), v.transform(Number), v.integer(), v.minValue(1)),
+    'connections per process',
+  ),
+  REDIS_URL: setting(url('redis://127.0.0.1:6379'), 'Redis', { requiredInProduction: true }),
+  REDIS_KEY_PREFIX: setting(text('herald:'), 'prefix of every Redis key'),
+  TEMPORAL_ADDRESS: setting(text('127.0.0.1:7233'), 'Temporal frontend', { requiredInProduction: true }),
+  TEMPORAL_NAMESPACE: setting(text('default'), 'Temporal namespace'),
+  TEMPORAL_UI_URL: setting(optionalUrl(), "the Temporal Web UI, linked from the dashboard (a workspace's workflows); `npm start` sets it"),
+  HERALD_WORKFLOW_BUNDLE: setting(
+    optionalText(),
+    'a prebuilt workflow bundle for the worker to load (`herald dev` builds one per source version); unset: `.build/` if there, else bundled at start',
+  ),
+  TEMPORAL_TASK_QUEUE_PREFIX: setting(
+    v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9-]+$/, 'must be lower-case letters, digits and dashes')), 'herald'),
+    'the task queue is `<prefix>-main` and the inbound actor `inbound-intake:<prefix>` (earlier versions used `<prefix>-email`, `-webhooks`, `-inbound`; a worker polls those only while runs started there are open)',
+  ),
+  PORT: setting(port('3000'), 'API listen port'),
+  HOST: setting(text('0.0.0.0'), 'API listen address'),
+  API_PROCESSES: setting(
+    v.pipe(v.optional(v.string(), '1'), v.transform(Number), v.integer(), v.minValue(1), v.maxValue(64)),
+    'api processes `herald api` runs on `PORT` (node:cluster: they share the port, one that dies is replaced, `METRICS_PORT` serves their metrics summed); each has its own pool of `DATABASE_POOL_MAX`',
+  ),
+  PUBLIC_URL: setting(optionalUrl(), 'base URL clients reach: upload URLs, `docs_url`', {
+    computedDefault: '`http://127.0.0.1:$PORT`',
+    requiredInProduction: true,
+  }),
+  TRUSTED_PROXIES: setting(
+    checkedBy(parseTrustedProxies, ''),
+    'reverse proxies (comma-separated addresses or CIDRs, e.g. `10.0.0.0/8, ::1`) whose `X-Forwarded-For` and `X-Forwarded-Proto` the api believes; the client is then the right-most address that is not one of them. Empty: the direct peer is the client and the connection\'s scheme is the scheme (docs/security.md)',
+  ),
+  SMTP_PORT: setting(port('2525'), 'inbound SMTP port'),
+  SMTP_HOST: setting(text('0.0.0.0'), 'inbound SMTP listen address'),
+  METRICS_PORT: setting(
+    port('9464'),
+    'Prometheus metrics at `http://<METRICS_HOST>:<port>/metrics` from every process (`0`: off; `npm start` prints the URL)',
+  ),
+  METRICS_HOST: setting(text('127.0.0.1'), 'metrics listen address (`0.0.0.0` in a container that Prometheus scrapes)'),
+  SMTP_SUBMISSION_PORT: setting(
+    portOrOff(),
+    'the SMTP submission front door of `herald smtp` (AUTH with an API key; docs/smtp-submission.md); `0` any free port, `off` none',
+    { computedDefault: `\`587\` (production), \`${DEV_SUBMISSION_PORT}\`` },
+  ),
+  SMTP_SUBMISSION_HOST: setting(optionalText(), 'its listen address', { computedDefault: '`SMTP_HOST`' }),
+  SMTP_SUBMISSIONS_PORT: setting(
+    portOrOff(),
+    'submission over implicit TLS (RFC 8314); needs `SMTP_TLS_KEY_FILE` and `SMTP_TLS_CERT_FILE`',
+    { computedDefault: '`465` (production with TLS files), `off`' },
+  ),
+  SMTP_TLS_KEY_FILE: setting(optionalText(), 'PEM file of the private key; STARTTLS is offered only when it and `SMTP_TLS_CERT_FILE` are set'),
+  SMTP_TLS_CERT_FILE: setting(optionalText(), 'PEM file of the certificate chain, with `SMTP_TLS_KEY_FILE`'),
+  SMTP_RELAY_URL: setting(
+    url('smtp://127.0.0.1:2526'),
+    'outbound relay (`smtp://` or `smtps://`, optional `user:pass@`); `npm start` runs the dev mail sink there',
+  ),
+  SMTP_RELAY_TLS: setting(
+    oneOf([...SMTP_TLS_POLICIES, ''], ''),
+    "TLS with the relay: `opportunistic` (STARTTLS when offered, certificate not checked), `verify` (TLS required, certificate valid for the relay's host name), `none` (never upgrade); see docs/local-postfix.md",
+    { computedDefault: '`opportunistic` for a relay on loopback; `verify` for `smtps://`, any other host, or with `SMTP_RELAY_CA_FILE`' },
+  ),
+  SMTP_RELAY_CA_FILE: setting(text(''), "PEM file of CAs trusted for the relay's certificate (besides the public roots); implies `verify`"),
+  SANDBOX_RELAY_URL: setting(
+    optionalUrl(),
+    "where test keys' mail goes (an SMTP URL); unset: the worker's in-process mailbox simulator. Test-key mail never goes to `SMTP_RELAY_URL` or an MX; `npm start` points this at its mail sink (docs/sending.md, \"Testing your integration\")",
+  ),
+  SMTP_DELIVERY: setting(
+    oneOf(['relay', 'direct'], 'relay'),
+    "`relay`: every message through `SMTP_RELAY_URL`; `direct`: to each recipient domain's MX (`docs/direct-delivery.md`), acceptance by the MX counts as delivered",
+  ),
+  SMTP_HELO_NAME: setting(
+    v.optional(hostName(false)),
+    'the EHLO name in direct delivery: a name whose A record and PTR match the sending IP',
+    { computedDefault: "this machine's host name" },
+  ),
+  SMTP_DIRECT_PORT: setting(port('25', 1), 'the port of remote MX hosts (another only for tests and private networks)'),
+  SMTP_DIRECT_POOL_SIZE: setting(wholeNumber('3', 1, 50), 'connections to one destination MX host at most, per worker'),
+  SMTP_DIRECT_RATE_PER_MINUTE: setting(wholeNumber('0', 0, 100_000), 'messages per minute to one destination MX host at most, per worker (`0`: no limit)'),
+  SMTP_DIRECT_TLS: setting(
+    oneOf(SMTP_TLS_POLICIES, 'opportunistic'),
+    'STARTTLS with remote MX hosts: `opportunistic` (use it when offered), `verify` (refuse a host without a valid certificate for its name), `none`',
+  ),
+  SMTP_MTA_STS: setting(
+    oneOf(['enforce', 'off'], 'enforce'),
+    "honour destination domains' MTA-STS policies (RFC 8461) in direct delivery: only the MX hosts a policy names, over verified TLS; `off` to ignore them",
+  ),
+  SMTP_MTA_STS_PORT: setting(port('443', 1), 'the HTTPS port of MTA-STS policy hosts (another only for tests)'),
+  SMTP_DIRECT_CA_FILE: setting(text(''), 'PEM of extra certificate authorities trusted for MX hosts and policy hosts (private networks)'),
+  SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: setting(
+    flag(false),
+    'direct delivery may connect to MX hosts and MTA-STS policy hosts on loopback/private/link-local addresses (the webhook address policy; the dev stack and tests turn it on); off, a domain whose MX hosts have only such addresses is deferred, then fails',
+  ),
+  BOUNCE_DOMAIN: setting(text('bounces.herald.localhost'), 'VERP return-path domain'),
+  SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record'),
+  BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
+  HERALD_ENCRYPTION_KEY: setting(
+    encryptionKey(),
+    '32 bytes, base64 (`openssl rand -base64 32`): seals webhook secrets and DKIM keys',
+    { requiredInProduction: true },
+  ),
+  WEBHOOK_RETRY_SCHEDULE: setting(
+    checkedBy(parseRetrySchedule, '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h'),
+    'webhook attempts: the first at once, then each delay after the previous one (units `ms`, `s`, `m`, `h`, `d`; at most 30, each at most 7 days)',
+  ),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: setting(flag(false), 'allow loopback/private webhook targets (the dev stack and tests turn it on)'),
+  WEBHOOK_ENDPOINT_CONCURRENCY: setting(concurrency('8'), 'requests in flight to one webhook endpoint at most (1–64)'),
+  QUEUE_DRAIN_LINGER_MS: setting(
+    wholeNumber('2000', 0, 60_000),
+    "how long a queue drain (a webhook endpoint's, a sending domain's, the inbound actor's) waits for new rows once nothing is due before its activity returns (0–60000)",
+  ),
+  EMAIL_RETRY_SCHEDULE: setting(
+    checkedBy(parseRetrySchedule, '0s,1m,5m,15m,30m,1h,2h,4h'),
+    'attempts for deferred (4xx) recipients: the first at once, then these delays; the last delay repeats',
+  ),
+  EMAIL_RETRY_WINDOW: setting(checkedBy(parseDuration, '72h'), 'how long deferred recipients are retried before `email.failed`'),
+  SMTP_RELAY_FINAL_HOP: setting(flag(false), 'the relay is the final hop (the dev sink): acceptance counts as delivered'),
+  INBOUND_DRAIN_CONCURRENCY: setting(
+    concurrency('4'),
+    "raw inbound messages the inbound actor's drain ingests at once (1–64; parsing is CPU-bound)",
+  ),
+  SMTP_RELAY_POOL_SIZE: setting(wholeNumber('5', 1, 100), 'pooled SMTP connections to the relay per worker (1–100)'),
+  SEND_HANDOFF_WAIT_MS: setting(
+    wholeNumber('0', 0, 30_000),
+    'opt-in: how long `POST /outbox/emails` waits for the first attempt so an outright rejection by the relay answers 502 (`0`: 202 as soon as the email is committed; at most 30000)',
+  ),
+  DNS_SERVERS: setting(
+    v.optional(
+      v.pipe(v.string(), v.regex(/^\s*$|^[0-9a-fA-F.:[\]]+(\s*,\s*[0-9a-fA-F.:[\]]+)*\s*$/, 'must be a comma-separated list of IP[:port]')),
+      '',
+    ),
+    'comma-separated `IP[:port]` used for contact quality checks and domain verification',
+    { computedDefault: 'system resolvers' },
+  ),
+  CONTACT_DNS_CHECK: setting(
+    flag(true),
+    'refuse contact addresses whose domain has no mail server (422 NO_MAIL_SERVER); `npm start` turns it off when the machine\'s DNS resolves nothing',
+  ),
+  DNS_TIMEOUT_MS: setting(wholeNumber('2000', 100, 30_000), 'per-query DNS timeout (two tries; 100–30000)'),
+  INBOUND_RAW_RETENTION_DAYS: setting(
+    wholeNumber('30', 0, 3650),
+    'days the raw bytes of an ingested inbound message are kept (a daily Schedule deletes older ones; inbox messages and attachments stay); `0` keeps them forever (at most 3650)',
+  ),
+  DNS_CACHE_TTL_SECONDS: setting(
+    wholeNumber('60', 0, 3600),
+    'how long inbound SPF/DKIM/DMARC checks reuse a DNS answer or a definite "no such record" (0–3600; `0` asks every time)',
+  ),
+};
