@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Readable } from 'node:stream';
 import { convert } from 'html-to-text';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -64,20 +65,18 @@ const MAX_CACHED_KEYS = 10_000;
  * key is used within a minute and a drain does not load the domain and decrypt per email.
  */
 export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | null; config: Pick<Config, 'encryptionKey'> }) {
-  const signingKeys = new Map<string, { domain: string; selector: string; privateKey: string; until: number }>();
+  const signingKeys = new LRUCache<string, { domain: string; selector: string; privateKey: string }>({ max: MAX_CACHED_KEYS, ttl: DKIM_KEY_TTL_MS });
 
   async function signingKeyOf(domainId: string) {
     const cached = signingKeys.get(domainId);
-    if (cached && cached.until > Date.now()) return cached;
+    if (cached) return cached;
     const domain = await deps.orm.em.fork().findOneOrFail(Domain, { id: domainId }, ALL_TENANTS);
     if (!deps.config.encryptionKey) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the DKIM key cannot be read');
     const entry = {
       domain: domain.domain,
       selector: domain.dkimSelector,
       privateKey: decryptSecret(deps.config.encryptionKey, domain.dkimPrivateKeyEncrypted),
-      until: Date.now() + DKIM_KEY_TTL_MS,
     };
-    if (signingKeys.size >= MAX_CACHED_KEYS) signingKeys.clear();
     signingKeys.set(domainId, entry);
     return entry;
   }

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import type { DrainSummary, WebhookEndpointInput } from '../../../workflows/webhook-endpoint.ts';
@@ -94,12 +95,13 @@ function createRecorder(write: (records: AttemptRecord[]) => Promise<void>, onRe
 export function createEndpointDrainer(deps: EndpointDrainDeps) {
   const { orm, config, wakes } = deps;
   const queue = createEndpointQueue(orm);
-  const secrets = new Map<string, string | Error>();
+  // Keyed by the sealed form: a rotated secret is a new entry; the least recently used go first.
+  const secrets = new LRUCache<string, { opened: string | Error }>({ max: 10_000 });
 
   /** A sealed secret opened (cached by its sealed form), or why it cannot be. */
   function secretOf(sealed: string): string | Error {
     const cached = secrets.get(sealed);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) return cached.opened;
     let secret: string | Error;
     if (!config.encryptionKey) secret = new Error('HERALD_ENCRYPTION_KEY is not configured on the worker');
     else {
@@ -109,8 +111,7 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
         secret = new Error('the signing secret cannot be decrypted with HERALD_ENCRYPTION_KEY');
       }
     }
-    if (secrets.size > 10_000) secrets.clear();
-    secrets.set(sealed, secret);
+    secrets.set(sealed, { opened: secret });
     return secret;
   }
 
