@@ -5,7 +5,6 @@ export { webhookEndpointActor } from './webhook-endpoint.ts';
 export { cleanupUploads } from './uploads.ts';
 export { cleanupInboundRaw, ingestInbound } from './inbound.ts';
 export { inboundIntakeActor } from './inbound-intake.ts';
-export { sendEmail } from './sends.ts';
 export { sendDomainActor } from './send-domain.ts';
 export { contactImport } from './contact-imports.ts';
 export { broadcastSend } from './broadcasts.ts';
