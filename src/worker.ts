@@ -24,7 +24,6 @@ import { applyInboundReport } from './modules/sends/report-recorder.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
 import { startTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
-import { wakeEndpointActors } from './modules/webhooks/endpoint-actor.ts';
 import { wakeDomainActors } from './modules/sends/domain-actor.ts';
 import { startQueueWakes } from './queue/wakes.ts';
 import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
@@ -173,7 +172,6 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const sandboxRelay = createWorkerSandboxRelay({ config, orm, blobs, logger });
   const activities = createActivities({
     queueWakes,
-    wakeEndpointActors: (endpoints) => wakeEndpointActors(client, config, endpoints),
     wakeDomainActors: (domains) => wakeDomainActors(client, config, domains),
     orm,
     relay: smtpRelay,
