@@ -205,11 +205,6 @@ export interface Config {
     namespace: string;
     /** The one task queue of every workflow and activity (`<prefix>-main`). */
     taskQueue: string;
-    /**
-     * The per-pipeline queues of earlier versions (`<prefix>-email`, `-webhooks`, `-inbound`):
-     * a worker polls one only while runs started there before an upgrade are still open.
-     */
-    legacyTaskQueues: string[];
     /** Prefix of Herald's Temporal Schedule ids, so test runs sharing a server never collide. */
     schedulePrefix: string;
     /** The Temporal UI (TEMPORAL_UI_URL), linked from the dashboard; absent when unset. */
@@ -338,7 +333,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       address: env.TEMPORAL_ADDRESS,
       namespace: env.TEMPORAL_NAMESPACE,
       taskQueue: `${prefix}-main`,
-      legacyTaskQueues: [`${prefix}-email`, `${prefix}-webhooks`, `${prefix}-inbound`],
       schedulePrefix: prefix,
       ...(env.HERALD_WORKFLOW_BUNDLE ? { workflowBundlePath: env.HERALD_WORKFLOW_BUNDLE } : {}),
       ...(env.TEMPORAL_UI_URL ? { uiUrl: env.TEMPORAL_UI_URL.replace(/\/+$/, '') } : {}),
