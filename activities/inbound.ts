@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { drainContext } from './drain-context.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { DrainSummary } from '../workflows/queue-actor.ts';
 import type { InboundIntakeInput } from '../workflows/inbound-intake.ts';
@@ -32,8 +32,7 @@ export function createInboundActivities(deps: InboundActivityDeps) {
   const drainer = createIntakeDrainer({ orm: deps.orm, config: deps.config, ingestion, wakes: deps.queueWakes, logger: deps.logger });
   return {
     async drainInbound(_input: InboundIntakeInput): Promise<DrainSummary> {
-      const context = Context.current();
-      return drainer.drain({ heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
+      return drainer.drain(drainContext());
     },
 
     /**

@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { drainContext } from './drain-context.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { DrainSummary } from '../workflows/queue-actor.ts';
 import type { SendDomainInput } from '../workflows/send-domain.ts';
@@ -49,8 +50,7 @@ export function createSendActivities(deps: SendActivityDeps) {
   const drainer = createDomainDrainer({ orm: deps.orm, config: deps.config, delivery, wakes: deps.queueWakes, logger: deps.logger });
   return {
     async drainSendDomain(input: SendDomainInput): Promise<DrainSummary> {
-      const context = Context.current();
-      return drainer.drain(input, { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
+      return drainer.drain(input, drainContext());
     },
   };
 }

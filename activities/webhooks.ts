@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { drainContext } from './drain-context.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { DrainSummary, WebhookEndpointInput } from '../workflows/webhook-endpoint.ts';
 import type { Config } from '../src/config.ts';
@@ -22,8 +22,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
   const drainer = createEndpointDrainer({ orm: deps.orm, config: deps.config, wakes: deps.queueWakes });
   return {
     async drainWebhookEndpoint(input: WebhookEndpointInput): Promise<DrainSummary> {
-      const context = Context.current();
-      return drainer.drain(input, { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
+      return drainer.drain(input, drainContext());
     },
   };
 }
