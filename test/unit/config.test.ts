@@ -15,7 +15,7 @@ describe('loadConfig', () => {
       namespace: 'default',
       taskQueue: 'herald-main',
     });
-    expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1 });
+    expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1, trustedProxies: [] });
     expect(config.smtp.port).toBe(2525);
     expect(config.webhooks.allowPrivateTargets).toBe(false);
     expect(config.encryptionKey).toBeUndefined();
