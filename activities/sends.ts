@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { drainContext } from './drain-context.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { DrainSummary } from '../workflows/queue-actor.ts';
 import type { SendDomainInput } from '../workflows/send-domain.ts';
@@ -6,10 +7,9 @@ import type { BlobStore } from '../src/blob/blob-store.ts';
 import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
-import { createEmailDelivery, type DeliverResult } from '../src/modules/sends/delivery.ts';
+import { createEmailDelivery } from '../src/modules/sends/delivery.ts';
 import { createDomainDrainer } from '../src/modules/sends/domain-drain.ts';
 import { createSentRecorder } from '../src/modules/sends/sent-recorder.ts';
-import { handOverLegacySend } from '../src/modules/sends/legacy-handover.ts';
 import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
 import { createWorkerSandboxRelay } from '../src/modules/sandbox/sandbox-relay.ts';
 
@@ -19,8 +19,6 @@ export interface SendActivityDeps {
   config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls' | 'http' | 'sandboxRelay'>;
   logger: Logger;
   queueWakes: QueueWakes;
-  /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */
-  wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
   /** The worker's relay connection pool; built from SMTP_RELAY_URL when absent. */
   relay?: Relay;
   /** Where test keys' mail goes (src/modules/sandbox/); built from the configuration when absent. */
@@ -30,9 +28,7 @@ export interface SendActivityDeps {
 /**
  * Transactional send activities. drainSendDomain is the sending-domain actor's one activity: it
  * claims the domain's due emails and makes one delivery attempt each through the pooled relay
- * (src/modules/sends/domain-drain.ts), heartbeating while it works. deliverEmail and
- * expireEmail serve only sendEmail runs started before the domain actors: they hand the email
- * to its domain's actor (src/modules/sends/legacy-handover.ts) and send nothing themselves.
+ * (src/modules/sends/domain-drain.ts), heartbeating while it works.
  */
 export function createSendActivities(deps: SendActivityDeps) {
   const relay = deps.relay ?? createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize, tls: deps.config.relayTls, logger: deps.logger });
@@ -54,14 +50,7 @@ export function createSendActivities(deps: SendActivityDeps) {
   const drainer = createDomainDrainer({ orm: deps.orm, config: deps.config, delivery, wakes: deps.queueWakes, logger: deps.logger });
   return {
     async drainSendDomain(input: SendDomainInput): Promise<DrainSummary> {
-      const context = Context.current();
-      return drainer.drain(input, { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
-    },
-    async deliverEmail(input: { orgId: string; emailId: string; attempt: number; nextDelayMs: number | null }): Promise<DeliverResult> {
-      return handOverLegacySend(deps.orm, input, deps.wakeDomainActors);
-    },
-    async expireEmail(input: { orgId: string; emailId: string }): Promise<Pick<DeliverResult, 'status'>> {
-      return handOverLegacySend(deps.orm, input, deps.wakeDomainActors);
+      return drainer.drain(input, drainContext());
     },
   };
 }

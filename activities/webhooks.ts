@@ -1,12 +1,7 @@
-import { Context } from '@temporalio/activity';
+import { drainContext } from './drain-context.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { DrainSummary, WebhookEndpointInput } from '../workflows/webhook-endpoint.ts';
 import type { Config } from '../src/config.ts';
-import {
-  handOverLegacyAttempt,
-  type LegacyAttemptInput,
-  type LegacyAttemptResult,
-} from '../src/modules/webhooks/delivery-engine.ts';
 import { createEndpointDrainer } from '../src/modules/webhooks/endpoint-drain.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
 
@@ -15,27 +10,19 @@ export interface WebhookActivityDeps {
   config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKey'>;
   /** In-process wake-ups of running queue drains (one LISTEN per worker process). */
   queueWakes: QueueWakes;
-  /** Signal-with-start of endpoint actors (src/modules/webhooks/endpoint-actor.ts). */
-  wakeEndpointActors: (endpoints: WebhookEndpointInput[]) => Promise<void>;
 }
 
 /**
  * Webhook delivery activities. drainWebhookEndpoint is the endpoint actor's one activity: it
  * claims, sends and records the endpoint's due deliveries in batches and heartbeats while it
  * works (src/modules/webhooks/endpoint-drain.ts); a cancelled drain stops claiming and finishes
- * what is in flight. attemptWebhookDelivery serves only deliverWebhook runs started before the
- * endpoint actors: it hands the delivery to its endpoint's actor and tells the run to stop.
+ * what is in flight.
  */
 export function createWebhookActivities(deps: WebhookActivityDeps) {
   const drainer = createEndpointDrainer({ orm: deps.orm, config: deps.config, wakes: deps.queueWakes });
   return {
     async drainWebhookEndpoint(input: WebhookEndpointInput): Promise<DrainSummary> {
-      const context = Context.current();
-      return drainer.drain(input, { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal });
-    },
-
-    async attemptWebhookDelivery(input: LegacyAttemptInput): Promise<LegacyAttemptResult> {
-      return handOverLegacyAttempt(deps.orm, input, deps.wakeEndpointActors);
+      return drainer.drain(input, drainContext());
     },
   };
 }

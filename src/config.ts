@@ -103,7 +103,6 @@ function buildConfig(env: Env) {
        * The per-pipeline queues of earlier versions (`<prefix>-email`, `-webhooks`, `-inbound`):
        * a worker polls one only while runs started there before an upgrade are still open.
        */
-      legacyTaskQueues: [`${prefix}-email`, `${prefix}-webhooks`, `${prefix}-inbound`],
       /** Prefix of Herald's Temporal Schedule ids, so test runs sharing a server never collide. */
       schedulePrefix: prefix,
       /** A prebuilt workflow bundle to load instead of bundling at start (HERALD_WORKFLOW_BUNDLE). */

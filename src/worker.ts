@@ -24,7 +24,6 @@ import { applyInboundReport } from './modules/sends/report-recorder.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
 import { startTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
-import { wakeEndpointActors } from './modules/webhooks/endpoint-actor.ts';
 import { wakeDomainActors } from './modules/sends/domain-actor.ts';
 import { startQueueWakes } from './queue/wakes.ts';
 import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
@@ -39,10 +38,10 @@ export const WORKFLOW_BUNDLE_PATH = fileURLToPath(
 
 /**
  * Share of the workflow-task pollers that poll the task queue itself rather than this worker's
- * sticky queue. Herald's workflows mostly finish in their first workflow task (their steps are
- * local activities), so nearly every task is a new run's first one, from the task queue; the
- * SDK's default (0.2: 2 of 10 pollers) left those waiting seconds behind two pollers under a
- * burst while the sticky pollers idled. Measured in bench/webhooks.ts and bench/inbound.ts.
+ * sticky queue (the SDK's default is 0.2: 2 of 10 pollers). Chosen when every item was a
+ * workflow of its own and nearly every task was a new run's first one, from the task queue
+ * (docs/decisions.md, 2026-11-21); the actors' tasks mostly come from the sticky queue, and the
+ * share has not been measured again since.
  */
 const TASK_QUEUE_POLLER_SHARE = 0.8;
 const MAX_CACHED_WORKFLOWS = 200;
@@ -76,24 +75,8 @@ export function installTemporalLogging(logger: Logger): boolean {
   }
 }
 
-/**
- * The queues of earlier versions that still have open runs (a scheduled send, a retry, an
- * ingestion started before an upgrade): the worker polls them too, with the same workflows and
- * activities, until it restarts after they are done. One workflow Worker is one V8 isolate
- * (about 45 MB here), so a queue without runs is not polled.
- */
-async function openLegacyQueues(client: Client, config: Config, logger: Logger): Promise<string[]> {
-  const open: string[] = [];
-  for (const queue of config.temporal.legacyTaskQueues) {
-    const { count } = await client.workflow.count(`TaskQueue = '${queue}' AND ExecutionStatus = 'Running'`);
-    if (count > 0) open.push(queue);
-  }
-  if (open.length > 0) logger.info('polling task queues of an earlier version while their runs finish', { taskQueues: open });
-  return open;
-}
-
 export interface RunningWorker {
-  /** Resolves when every task-queue worker has stopped. */
+  /** Resolves when the Temporal worker has stopped. */
   done: Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -153,9 +136,8 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
 }
 
 /**
- * The worker process: one Temporal worker on Herald's task queue (plus one per queue of an
- * earlier version with open runs), sharing one connection, one ORM and one activity set.
- * Ensures Herald's schedules exist (on the current queue) before polling.
+ * The worker process: one Temporal worker on Herald's task queue, with one connection, one ORM
+ * and one activity set. Ensures Herald's schedules exist before polling.
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
@@ -173,7 +155,6 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const sandboxRelay = createWorkerSandboxRelay({ config, orm, blobs, logger });
   const activities = createActivities({
     queueWakes,
-    wakeEndpointActors: (endpoints) => wakeEndpointActors(client, config, endpoints),
     wakeDomainActors: (domains) => wakeDomainActors(client, config, domains),
     orm,
     relay: smtpRelay,
@@ -185,29 +166,25 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     reports: { classify: classifyInbound, apply: applyInboundReport },
   });
   const bundle = await workflowBundle(config, logger);
-  const queues = [config.temporal.taskQueue, ...(await openLegacyQueues(temporal.client, config, logger))];
-  const workers = await Promise.all(
-    queues.map((taskQueue) =>
-      Worker.create({
-        connection,
-        namespace: config.temporal.namespace,
-        taskQueue,
-        activities,
-        workflowBundle: bundle,
-        shutdownGraceTime: '10s',
-        nonStickyToStickyPollRatio: TASK_QUEUE_POLLER_SHARE,
-        // Long-lived actors and short runs: a few hundred cached runs per queue is plenty (the
-        // SDK's default sizes the cache from the heap limit, thousands).
-        maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
-      }),
-    ),
-  );
+  const taskQueue = config.temporal.taskQueue;
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue,
+    activities,
+    workflowBundle: bundle,
+    shutdownGraceTime: '10s',
+    nonStickyToStickyPollRatio: TASK_QUEUE_POLLER_SHARE,
+    // Long-lived actors and short runs: a few hundred cached runs is plenty (the SDK's default
+    // sizes the cache from the heap limit, thousands).
+    maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
+  });
   // This process reports the queues' depth and oldest due age at /metrics.
   reportQueuesFrom(() => readQueueDepths(orm.em));
   const schedules = await ensureSchedules(temporal.client, config);
   if (schedules.created.length > 0) logger.info('schedules created', schedules);
-  logger.info('worker polling', { taskQueues: queues, namespace: config.temporal.namespace });
-  const running = Promise.all(workers.map((worker) => worker.run()));
+  logger.info('worker polling', { taskQueue, namespace: config.temporal.namespace });
+  const running = worker.run();
   // Fans committed events out to webhook delivery rows and wakes the endpoints' actors.
   const relay = startOutboxRelay({ orm, databaseUrl: config.database.url, temporal: client, config, logger });
   // Wakes the inbound actor when raw messages the smtp process recorded got no wake-up.
@@ -232,9 +209,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     done,
     async shutdown() {
       await stopLoops();
-      for (const worker of workers) {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-      }
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
     },
   };

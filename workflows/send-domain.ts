@@ -34,7 +34,7 @@ const { drainSendDomain } = proxyActivities<Activities>({
 });
 
 /**
- * sendDomainActor — id `send-domain:<domainId>`, task queue herald-email, HeraldOrgId /
+ * sendDomainActor — id `send-domain:<domainId>`, task queue herald-main, HeraldOrgId /
  * HeraldKind = send-domain / HeraldDeliveryStatus = idle | retrying | failing. The domain's
  * emails are rows (transactional_emails with `next_attempt_at`: accepted, scheduled, deferred),
  * drained by the loop of queue-actor.ts; scheduled sends are rows due at `scheduled_at`, so the

@@ -36,7 +36,7 @@ const { drainWebhookEndpoint } = proxyActivities<Activities>({
 });
 
 /**
- * webhookEndpointActor — id `webhook-endpoint:<endpointId>`, task queue herald-webhooks,
+ * webhookEndpointActor — id `webhook-endpoint:<endpointId>`, task queue herald-main,
  * HeraldOrgId / HeraldKind = webhook-endpoint / HeraldDeliveryStatus = idle | retrying | failing.
  * The endpoint's deliveries are rows (webhook_deliveries), drained by the loop of
  * queue-actor.ts. Started and woken by signal-with-start from the fan-out, replays and the

@@ -47,7 +47,7 @@ export const SERVER_SETTINGS = {
   ),
   TEMPORAL_TASK_QUEUE_PREFIX: setting(
     v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9-]+$/, 'must be lower-case letters, digits and dashes')), 'herald'),
-    'the task queue is `<prefix>-main` and the inbound actor `inbound-intake:<prefix>` (earlier versions used `<prefix>-email`, `-webhooks`, `-inbound`; a worker polls those only while runs started there are open)',
+    'the task queue is `<prefix>-main` and the inbound actor `inbound-intake:<prefix>`',
   ),
   PORT: setting(port('3000'), 'API listen port'),
   HOST: setting(text('0.0.0.0'), 'API listen address'),

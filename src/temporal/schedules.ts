@@ -74,28 +74,13 @@ function inboundRawCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOp
   return periodicMaintenance(config, { ...DAILY, scheduleId: inboundRawCleanupScheduleId(config), workflowType: 'cleanupInboundRaw', taskQueue: config.temporal.taskQueue });
 }
 
-/**
- * A schedule created by an earlier version starts its runs on that version's task queue: point
- * it at the current one (its spec, policies and state are left as they are).
- */
-async function moveToQueue(client: Client, scheduleId: string, taskQueue: string): Promise<void> {
-  const handle = client.schedule.getHandle(scheduleId);
-  const described = await handle.describe();
-  if (described.action.type !== 'startWorkflow' || described.action.taskQueue === taskQueue) return;
-  await handle.update((previous) => {
-    if (previous.action.type !== 'startWorkflow') return previous;
-    return { ...previous, action: { ...previous.action, taskQueue } };
-  });
-}
-
-/** Creates a schedule unless one with its id exists (then moves it to the current queue); returns the ids it created. */
+/** Creates a schedule unless one with its id exists; returns the ids it created. */
 async function createIfMissing(client: Client, options: ScheduleOptions): Promise<string[]> {
   try {
     await client.schedule.create(options);
     return [options.scheduleId];
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-    if (options.action.type === 'startWorkflow') await moveToQueue(client, options.scheduleId, options.action.taskQueue);
     return [];
   }
 }
@@ -134,7 +119,6 @@ export async function ensureSchedules(
     return { created: [scheduleId, ...created] };
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
-    await moveToQueue(client, scheduleId, config.temporal.taskQueue);
     return { created };
   }
 }

@@ -13,7 +13,7 @@ export const HERALD_SEARCH_ATTRIBUTES = [
 
 export const PLATFORM_ORG_ID = 'platform';
 
-export type WorkflowKind = 'maintenance' | 'email' | 'send-domain' | 'webhook-delivery' | 'webhook-endpoint' | 'inbound' | 'inbound-intake' | 'domain-verify' | 'contact-import' | 'broadcast';
+export type WorkflowKind = 'maintenance' | 'send-domain' | 'webhook-endpoint' | 'inbound-intake' | 'domain-verify' | 'contact-import' | 'broadcast';
 
 /** The search attributes every Herald workflow starts with. */
 export function workflowSearchAttributes(

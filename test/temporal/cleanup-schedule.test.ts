@@ -101,15 +101,6 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
     expect(await ensureSchedules(client, stack.config)).toEqual({ created: [] });
   });
 
-  it('moves a schedule of an earlier version (on its per-pipeline queue) to the current queue', async () => {
-    const handle = client.schedule.getHandle(cleanupScheduleId(stack.config));
-    const legacyQueue = stack.config.temporal.legacyTaskQueues[0]!;
-    await handle.update((previous) => (previous.action.type === 'startWorkflow' ? { ...previous, action: { ...previous.action, taskQueue: legacyQueue } } : previous));
-    expect((await handle.describe()).action).toMatchObject({ taskQueue: legacyQueue });
-    await ensureSchedules(client, stack.config);
-    expect((await handle.describe()).action).toMatchObject({ taskQueue: stack.config.temporal.taskQueue });
-  });
-
   it('loses nothing when the worker process is killed: a run started meanwhile completes after restart', async () => {
     await worker!.shutdown();
     worker = undefined;

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Event, InboundMessage, InboxAttachment, InboxMessage } from '../../db/entities/index.ts';
 import { readBlob } from '../../src/blob/blob-store.ts';
@@ -10,14 +9,13 @@ import { AttachmentsIncompleteError } from '../../src/modules/inbound/attachment
 import { createInboundIngestion } from '../../src/modules/inbound/ingestion.ts';
 import { connectTemporalClient } from '../../src/temporal/client.ts';
 import { HeraldKind, HeraldOrgId, PLATFORM_ORG_ID } from '../../src/temporal/search-attributes.ts';
-import type { ingestInbound } from '../../workflows/inbound.ts';
 import { INBOUND_INTAKE_KIND, INBOUND_INTAKE_WORKFLOW, inboundIntakeWorkflowId } from '../../workflows/inbound-intake.ts';
 import { INBOUND_FIXTURES, startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
 /**
  * Ingestion of what arrives over real SMTP: the steps and their states (pending → ready or
  * partial_failure), attachments stored byte for byte, email.received, several workspaces,
- * malformed mail. The first tests drive the activities' steps directly, before a worker runs.
+ * malformed mail. The first tests drive the ingestion steps directly, before a worker runs.
  */
 describe('inbound ingestion (real SMTP → blob store → Temporal → worker)', () => {
   let h: InboundHarness;
@@ -173,7 +171,7 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
 
     const temporal = await connectTemporalClient(h.stack.config);
     try {
-      // One actor for every message and workspace, filed under the platform; no workflow per message.
+      // One actor for every message and workspace, filed under the platform.
       const actor = temporal.client.workflow.getHandle(inboundIntakeWorkflowId(h.stack.config.temporal.schedulePrefix));
       const described = await actor.describe();
       expect(described.type).toBe(INBOUND_INTAKE_WORKFLOW);
@@ -184,33 +182,10 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
         const { events } = await actor.fetchHistory();
         return events?.some((event) => event.activityTaskCompletedEventAttributes) ? true : undefined;
       }, 30_000, 200);
-      await expect(temporal.client.workflow.getHandle(`inbound:${inboundId}`).describe()).rejects.toThrow(WorkflowNotFoundError);
     } finally {
       await temporal.close();
     }
   }, 90_000);
-
-  it('still runs an ingestInbound workflow of an earlier version to its end beside the actor (legacy, registered)', async () => {
-    await h.startWorker();
-    const inboundId = await h.send({ from: 'legacy@remote.example', to: 'support@acme.example', subject: 'Legacy run', text: 'hi', attachments: [{ filename: 'a.txt', content: 'x' }] });
-    const temporal = await connectTemporalClient(h.stack.config);
-    try {
-      // As the smtp process of an earlier version started it; the actor may take the message first.
-      const result = await temporal.client.workflow.execute<typeof ingestInbound>('ingestInbound', {
-        workflowId: `inbound:${inboundId}`,
-        taskQueue: h.stack.config.temporal.taskQueue,
-        args: [{ inboundId }],
-      });
-      expect(['ingested', 'settled']).toContain(result);
-    } finally {
-      await temporal.close();
-    }
-    expect((await h.ended(inboundId)).status).toBe('ingested');
-    const messages = await h.inbox().find(InboxMessage, { inboundId });
-    expect(messages).toHaveLength(1);
-    expect(messages[0]).toMatchObject({ attachmentIngestStatus: 'ready', attachmentCount: 1 });
-    expect(await h.inbox().count(InboxAttachment, { messageId: messages[0]!.id })).toBe(1);
-  }, 60_000);
 
   it('records one message per workspace reached, each with its own stored attachments', async () => {
     const content = randomBytes(50_000);

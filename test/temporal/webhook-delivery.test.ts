@@ -22,8 +22,6 @@ import { createTestStack, type TestStack } from '../support/stack.ts';
 import { startWebhookReceiver, type ReceivedRequest, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { spawnWorkerProcess } from '../support/worker-process.ts';
 import { WEBHOOK_ENDPOINT_WORKFLOW, webhookEndpointWorkflowId } from '../../workflows/webhook-endpoint.ts';
-import { DELIVER_WEBHOOK_WORKFLOW, deliveryWorkflowId } from '../../workflows/webhooks.ts';
-import { workflowSearchAttributes } from '../../src/temporal/search-attributes.ts';
 
 const SCHEDULE = '0s,200ms,200ms,200ms';
 const ATTEMPTS = 4;
@@ -309,38 +307,6 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
       return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
     }, 30_000, 50);
     expect(receiver.requests('/orphan')).toHaveLength(2);
-  });
-
-  it('hands a delivery whose per-delivery workflow was started before the upgrade to its endpoint actor, sending it once', async () => {
-    const orgId = (await createOrg(stack.orm)).org.id;
-    receiver.respond('/legacy', (_request, index) => (index === 0 ? { status: 500 } : {}));
-    const { endpoint } = await createEndpoint(stack, orgId, receiver.url('/legacy'));
-    const event = await emit(stack, orgId);
-    const failed = await waitForDelivery(stack, event.id, endpoint.id, ['failed']);
-    // As the old design left it: the actor is gone, a deliverWebhook run waits for the retry.
-    await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id)).terminate('test: before the upgrade');
-    await stack.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { drainLeaseUntil: null }, ALL_TENANTS);
-    const legacyQueue = stack.config.temporal.legacyTaskQueues.find((queue) => queue.endsWith('-webhooks'))!;
-    const legacy = await temporal.client.workflow.start(DELIVER_WEBHOOK_WORKFLOW, {
-      workflowId: deliveryWorkflowId(failed.id, 0),
-      taskQueue: legacyQueue,
-      args: [{ orgId, deliveryId: failed.id, series: 0, resume: { attemptNumber: 2, schedule: [0, 200, 200, 200], busyStreak: 0 } }],
-      typedSearchAttributes: workflowSearchAttributes(orgId, 'webhook-delivery'),
-    });
-    // The upgraded worker starts: it finds the open run on the old queue and polls that queue too.
-    await waitFor('the run to be visible on the old queue', async () => {
-      const { count } = await temporal.client.workflow.count(`TaskQueue = '${legacyQueue}' AND ExecutionStatus = 'Running'`);
-      return count > 0 ? true : undefined;
-    }, 30_000, 100);
-    const upgraded = await startWorker(stack.config, logger);
-    try {
-      expect(await legacy.result()).toMatchObject({ outcome: 'stopped' });
-    } finally {
-      await upgraded.shutdown();
-    }
-    const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
-    expect((await attemptsOf(stack, delivery.id)).map((a) => [a.attemptNumber, a.statusCode])).toEqual([[1, 500], [2, 200]]);
-    expect(receiver.requests('/legacy')).toHaveLength(2);
   });
 
   it('does not let a hanging endpoint delay a healthy one (per-endpoint concurrency limit)', async () => {

@@ -6,15 +6,12 @@ import { createLogger } from '../../src/logger.ts';
 import { installTemporalLogging, WORKFLOWS_PATH } from '../../src/worker.ts';
 
 /**
- * Histories recorded by real runs (real SMTP → smtp process → Temporal → worker, through
- * test/temporal/inbound-harness.ts), replayed against today's workflow code: a change that
- * would make a run recorded before it fail on replay (a non-determinism error) fails here.
- * `*.19f7782.json` were recorded with the code of commit 19f7782, before recording a message
- * also marked it ingested (two or three steps per message); `ingest-inbound-*.current.json` with
- * the code since (one or two). The actors' histories (a webhook endpoint draining a failed and
- * retried delivery, woken by signals; a sending domain draining, then sleeping until a
- * scheduled send; the inbound actor draining, sleeping, woken by the smtp process's signal and
- * draining again) were recorded running, with the first version of the actors.
+ * Histories recorded by real runs, replayed against today's workflow code: a change that would
+ * make a run recorded before it fail on replay (a non-determinism error) fails here. The
+ * actors' histories (a webhook endpoint draining a failed and retried delivery, woken by
+ * signals; a sending domain draining, then sleeping until a scheduled send; the inbound actor
+ * draining, sleeping, woken by the smtp process's signal and draining again) were recorded
+ * running, with the first version of the actors.
  */
 const HISTORIES = new URL('../fixtures/histories/', import.meta.url);
 
@@ -29,10 +26,6 @@ describe('workflow replay of recorded histories', () => {
   });
 
   it.each([
-    ['ingest-inbound-plain.19f7782.json', 'MARKER_RECORDED', 2],
-    ['ingest-inbound-attachments.19f7782.json', 'MARKER_RECORDED', 3],
-    ['ingest-inbound-plain.current.json', 'MARKER_RECORDED', 1],
-    ['ingest-inbound-attachments.current.json', 'MARKER_RECORDED', 2],
     ['webhook-endpoint-actor.current.json', 'ACTIVITY_TASK_COMPLETED', 2],
     ['send-domain-actor.current.json', 'TIMER_FIRED', 1],
     ['inbound-intake-actor.current.json', 'TIMER_CANCELED', 1],

@@ -14,7 +14,6 @@ describe('loadConfig', () => {
       address: '127.0.0.1:7233',
       namespace: 'default',
       taskQueue: 'herald-main',
-      legacyTaskQueues: ['herald-email', 'herald-webhooks', 'herald-inbound'],
     });
     expect(config.http).toEqual({ port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1, trustedProxies: [] });
     expect(config.smtp.port).toBe(2525);
@@ -181,7 +180,6 @@ describe('loadConfig', () => {
         address: '127.0.0.1:7233',
         namespace: 'default',
         taskQueue: 'herald-main',
-        legacyTaskQueues: ['herald-email', 'herald-webhooks', 'herald-inbound'],
         schedulePrefix: 'herald',
       },
       http: { port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1, trustedProxies: [] },

@@ -66,10 +66,10 @@ function emailReceivedData(message: InboxMessage) {
 }
 
 /**
- * Ingestion of one raw inbound message (the steps the inbound actor's drain runs, and the
- * activities of legacy `inbound:<id>` workflows). Every
- * step is idempotent: messages are unique per (raw message, workspace) and attachments per
- * (message, position), so a retry after a crash finishes the work without duplicating it.
+ * Ingestion of one raw inbound message: the steps the inbound actor's drain runs
+ * (intake-drain.ts). Every step is idempotent: messages are unique per (raw message,
+ * workspace) and attachments per (message, position), so a retry after a crash finishes the
+ * work without duplicating it.
  */
 export function createInboundIngestion(deps: InboundIngestionDeps) {
   const { orm, config, reports } = deps;

@@ -85,10 +85,10 @@ function acceptedByAll(result: RelayResult, pending: readonly SendRecipient[]): 
 }
 
 /**
- * Delivery attempts of transactional emails (the domain drain's, and the activities of the
- * legacy workflows/sends.ts). An attempt sends one SMTP transaction to the relay for the
- * recipients not yet settled and records each answer before returning, so a retry after a
- * crash never sends to a recorded recipient again. The only window for a duplicate is a crash
+ * Delivery attempts of transactional emails, made by the domain drain (domain-drain.ts). An
+ * attempt sends one SMTP transaction to the relay for the recipients not yet settled and
+ * records each answer before returning, so a retry after a crash never sends to a recorded
+ * recipient again. The only window for a duplicate is a crash
  * between the relay's 250 and the commit of its record; the Message-ID stays the same, so
  * receivers can deduplicate. An attempt the relay accepts whole (the common case) is recorded
  * by the group-commit recorder when one is given; anything else (a refusal, a deferral, a

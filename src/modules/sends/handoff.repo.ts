@@ -1,14 +1,20 @@
 /**
- * The send API's opt-in hand-off read (what the first attempt came to), and the read of an
- * email's status and domain for the hand-over of a legacy sendEmail run (legacy-handover.ts).
- * Both through `workspaceDb`, which confines them (recipient subqueries included) to the workspace.
+ * The send API's opt-in hand-off read (what the first attempt came to), through `workspaceDb`,
+ * which confines it (recipient subqueries included) to the workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../../../db/entities/index.ts';
 import { workspaceDb } from '../../../db/workspace-db.ts';
-import type { HandoffResult } from '../../../workflows/sends.ts';
 
-export type { HandoffResult } from '../../../workflows/sends.ts';
+/**
+ * accepted: the relay took the message for at least one recipient (or all were settled one
+ * by one) · deferred: every recipient got a temporary failure or the relay was unreachable;
+ * Herald retries · rejected: the relay refused the message itself (5xx at MAIL FROM or DATA):
+ * nothing was sent, credits and quota were released · cancelled: cancelled before sending.
+ */
+export interface HandoffResult {
+  outcome: 'accepted' | 'deferred' | 'rejected' | 'cancelled';
+  response: string | null;
+}
 
 /**
  * What the first attempt of an email came to, or null while it has none: accepted (the relay
@@ -34,9 +40,4 @@ export async function readHandoff(em: EntityManager, orgId: string, emailId: str
   if (row.status === 'sent' || row.status === 'failed' || row.handed) return { outcome: 'accepted', response: null };
   if (row.deferred) return { outcome: 'deferred', response: row.last_error };
   return null;
-}
-
-/** Reads a workspace's email's status and sending domain, or undefined when it has no such email. */
-export async function findEmailStatus(em: EntityManager, orgId: string, emailId: string): Promise<{ status: EmailStatus; domain_id: string } | undefined> {
-  return workspaceDb(em, orgId).selectFrom('transactional_emails').select(['status', 'domain_id']).where('id', '=', emailId).executeTakeFirst();
 }

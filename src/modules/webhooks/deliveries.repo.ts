@@ -1,12 +1,12 @@
 /**
  * The delivery log's two statements that the ORM's query API does not express well: the
  * attempts of a whole page of deliveries in one query (window-limited per delivery), and the
- * replay's atomic check-and-update; and the read of a delivery's status for the hand-over of a
- * legacy delivery run. They go through `workspaceDb`, which adds `org_id = <workspace>` for
- * every workspace table a statement names (CTE and subqueries included).
+ * replay's atomic check-and-update. They go through `workspaceDb`, which adds
+ * `org_id = <workspace>` for every workspace table a statement names (CTE and subqueries
+ * included).
  */
 import { sql } from 'kysely';
-import { WebhookAttempt, type WebhookDeliveryStatus } from '../../../db/entities/index.ts';
+import { WebhookAttempt } from '../../../db/entities/index.ts';
 import type { EntityManager } from '../../../db/orm.ts';
 import { workspaceDb } from '../../../db/workspace-db.ts';
 import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
@@ -92,9 +92,4 @@ export async function markForReplay(
 /** Pokes a drain of the endpoint that may be running in some worker (delivered at commit). */
 export async function notifyEndpointDrain(em: EntityManager, webhookId: string): Promise<void> {
   await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', ?)`, [webhookId]);
-}
-
-/** Reads a workspace's delivery's status and endpoint, or undefined when it has no such delivery. */
-export async function findDeliveryStatus(em: EntityManager, orgId: string, deliveryId: string): Promise<{ status: WebhookDeliveryStatus; webhook_id: string } | undefined> {
-  return workspaceDb(em, orgId).selectFrom('webhook_deliveries').select(['status', 'webhook_id']).where('id', '=', deliveryId).executeTakeFirst();
 }

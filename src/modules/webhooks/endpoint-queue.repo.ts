@@ -11,9 +11,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 
-/** An attempt in flight whose drain stopped longer than this ago counts as abandoned (legacy rows: since updated_at). */
-const LEGACY_DELIVERING_LEASE = `interval '75 seconds'`;
-const LAPSED = `coalesce(lease_until, updated_at + ${LEGACY_DELIVERING_LEASE}) < now()`;
+/** An attempt in flight whose lease lapsed: its drain died; it counts as abandoned. */
+const LAPSED = `lease_until < now()`;
 
 export interface LeasedEndpoint {
   url: string;
@@ -184,7 +183,7 @@ export function createEndpointQueue(orm: MikroORM) {
                   (select coalesce(max(a.attempt_number), 0) from webhook_attempts a
                     where a.delivery_id = d.id and a.series = d.replay_count)::int as series_attempts
              from webhook_deliveries d
-            where d.webhook_id = ? and d.org_id = ? and d.status = 'delivering' and ${LAPSED.replace(/lease_until|updated_at/g, (c) => `d.${c}`)}
+            where d.webhook_id = ? and d.org_id = ? and d.status = 'delivering' and d.${LAPSED}
             for update skip locked`,
           [endpointId, orgId],
         );
@@ -228,7 +227,7 @@ export function createEndpointQueue(orm: MikroORM) {
         `select (extract(epoch from least(
                   (select min(next_attempt_at) from webhook_deliveries
                     where webhook_id = ? and org_id = ? and status in ('queued', 'failed')),
-                  (select min(coalesce(lease_until, updated_at + ${LEGACY_DELIVERING_LEASE})) from webhook_deliveries
+                  (select min(lease_until) from webhook_deliveries
                     where webhook_id = ? and org_id = ? and status = 'delivering'))) * 1000)::float8 as next_due_ms`,
         [endpointId, orgId, endpointId, orgId],
       );
@@ -239,7 +238,7 @@ export function createEndpointQueue(orm: MikroORM) {
     async state(orgId: string, endpointId: string): Promise<QueueState> {
       const [row] = await db().execute<QueueState[]>(
         `select (extract(epoch from min(case when status = 'delivering'
-                     then coalesce(lease_until, updated_at + ${LEGACY_DELIVERING_LEASE}) else next_attempt_at end)) * 1000)::float8 as next_due_ms,
+                     then lease_until else next_attempt_at end)) * 1000)::float8 as next_due_ms,
                 count(*)::int as open
            from webhook_deliveries
           where webhook_id = ? and org_id = ? and status in ('queued', 'failed', 'delivering')`,

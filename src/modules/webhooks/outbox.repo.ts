@@ -80,7 +80,7 @@ export async function findStrandedEndpoints(em: EntityManager, marginMs: number,
     `select s.webhook_id as id, s.org_id
        from (select distinct d.webhook_id, d.org_id from webhook_deliveries d
               where (d.status in ('queued', 'failed') and d.next_attempt_at < now() - make_interval(secs => ?))
-                 or (d.status = 'delivering' and coalesce(d.lease_until, d.updated_at + interval '75 seconds') < now() - make_interval(secs => ?))) s
+                 or (d.status = 'delivering' and d.lease_until < now() - make_interval(secs => ?))) s
        left join webhook_endpoints w on w.id = s.webhook_id and w.org_id = s.org_id
       where w.drain_lease_until is null or w.drain_lease_until < now()
       order by s.webhook_id
