@@ -8,10 +8,11 @@ module.exports = {
       name: 'no-circular',
       severity: 'error',
       comment:
-        'An import cycle makes load order matter and couples parts that should not know each other. A cycle closed only ' +
-        'by a type import is erased at run time (workflows name their activities by the Activities type) and allowed.',
+        'An import cycle makes load order matter and couples parts that should not know each other; a cycle of type ' +
+        'imports couples them as much. Contracts shared by layers live with their owner (a workflow file declares its input, ' +
+        'id, signals and activities; activities/ and src/ import them), never in the implementation.',
       from: {},
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      to: { circular: true },
     },
     {
       name: 'modules-not-to-http',
@@ -27,11 +28,10 @@ module.exports = {
       severity: 'error',
       comment:
         'Workflow code runs in the deterministic sandbox and is bundled on its own: it imports other workflow files and ' +
-        "Temporal's workflow packages only (types from activities/ are erased).",
+        "Temporal's workflow packages only, types included: each workflow file declares the activities it calls.",
       from: { path: '^workflows/' },
       to: {
         pathNot: ['^workflows/', '@temporalio/(workflow|common)'],
-        dependencyTypesNot: ['type-only'],
       },
     },
     {

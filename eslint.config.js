@@ -8,11 +8,11 @@ const WORKFLOW_FENCE = {
     {
       regex: '^(?!@temporalio/(workflow|common)$|\\.{1,2}/).*',
       message:
-        'workflows/ may import only @temporalio/workflow, @temporalio/common (deterministic: search-attribute keys, failures), its own files and (type-only) activities/.',
+        'workflows/ may import only @temporalio/workflow, @temporalio/common (deterministic: search-attribute keys, failures) and its own files; each workflow file declares the activities it calls.',
     },
     {
-      group: ['../src/*', '../db/*', '../../*'],
-      message: 'workflows/ may not import src/ or db/: pass ids and call activities instead.',
+      group: ['../src/*', '../db/*', '../activities/*', '../../*'],
+      message: 'workflows/ may not import src/, db/ or activities/: pass ids, call activities through the contract the workflow file declares.',
     },
   ],
 };
@@ -53,18 +53,6 @@ export default tseslint.config(
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', WORKFLOW_FENCE],
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['../activities/*'],
-              allowTypeImports: true,
-              message: 'workflows/ may import only types from activities/.',
-            },
-          ],
-        },
-      ],
     },
   },
   {

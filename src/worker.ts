@@ -24,7 +24,8 @@ import { applyInboundReport } from './modules/sends/report-recorder.ts';
 import { startSendReconciler } from './modules/sends/send-reconciler.ts';
 import { startTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
-import { wakeDomainActors } from './modules/sends/domain-actor.ts';
+import { sendDomainActorContract } from '../workflows/send-domain.ts';
+import { wakeActors } from './temporal/actor-wake.ts';
 import { startQueueWakes } from './queue/wakes.ts';
 import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
 import { connectTemporalClient } from './temporal/client.ts';
@@ -155,7 +156,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const sandboxRelay = createWorkerSandboxRelay({ config, orm, blobs, logger });
   const activities = createActivities({
     queueWakes,
-    wakeDomainActors: (domains) => wakeDomainActors(client, config, domains),
+    wakeDomainActors: (domains) => wakeActors(client, config, sendDomainActorContract, domains),
     orm,
     relay: smtpRelay,
     sandboxRelay,

@@ -1,5 +1,4 @@
 import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
 
 /** The contract of a broadcast's send workflow, written once: src/ imports these. */
 export const BROADCAST_SEND_WORKFLOW = 'broadcastSend';
@@ -17,14 +16,31 @@ export function broadcastSendWorkflowId(broadcastId: string): string {
 /** "The broadcast's status changed" (cancelled): the workflow stops waiting and looks. */
 export const broadcastChangedSignal = defineSignal('changed');
 
+/** What a broadcast's steps report (src/modules/broadcasts/broadcast-sender.ts). */
+export interface BroadcastState {
+  status: string;
+  /** Epoch ms of `scheduled_at` for a scheduled broadcast. */
+  scheduledAtMs: number | null;
+  audienceWritten: boolean;
+}
+
+/** The activities a broadcast's send runs (activities/broadcasts.ts implements them); each idempotent. */
+export interface BroadcastActivities {
+  broadcastState(input: BroadcastSendInput): Promise<BroadcastState>;
+  beginBroadcast(input: BroadcastSendInput): Promise<BroadcastState>;
+  writeBroadcastAudience(input: BroadcastSendInput): Promise<{ status: string; written: number }>;
+  refreshBroadcast(input: BroadcastSendInput): Promise<BroadcastState>;
+  failBroadcast(input: BroadcastSendInput & { reason: string }): Promise<void>;
+}
+
 /** Writing the audience heartbeats after every page; a lost worker's pass resumes from the checkpoint. */
-const audience = proxyActivities<Activities>({
+const audience = proxyActivities<BroadcastActivities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 20 },
 });
 
-const steps = proxyActivities<Activities>({
+const steps = proxyActivities<BroadcastActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 30 },
 });

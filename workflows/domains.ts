@@ -1,24 +1,67 @@
 import { continueAsNew, executeChild, log, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
 import { HeraldKind, HeraldOrgId } from './search-attributes.ts';
 
-const { checkDomainDns } = proxyActivities<Activities>({
+/** The contract of a domain's verification, written once: src/ imports these. */
+export const VERIFY_DOMAIN_WORKFLOW = 'verifyDomain';
+export const DOMAIN_VERIFY_KIND = 'domain-verify';
+
+export interface VerifyDomainInput {
+  orgId: string;
+  domainId: string;
+}
+
+/** Business id of a domain's verification run: one at a time per domain. */
+export function domainVerifyWorkflowId(domainId: string): string {
+  return `${DOMAIN_VERIFY_KIND}:${domainId}`;
+}
+
+/** A domain's status (db/entities/domain.ts DOMAIN_STATUSES). */
+export type DomainStatus = 'pending' | 'verified' | 'attention';
+
+/** One DNS record of a domain as a check saw it: what to publish and what DNS answered. */
+export interface DomainCheckRecord {
+  type: 'TXT' | 'CNAME' | 'MX';
+  name: string;
+  value: string;
+  required: boolean;
+  status: 'verified' | 'missing' | 'mismatch' | 'unknown';
+  /** What DNS returned (several joined by a newline), or null. */
+  found: string | null;
+}
+
+/** The result of one DNS check of a domain (small: it travels through workflow history). */
+export interface DomainCheckOutcome {
+  orgId: string;
+  domainId: string;
+  domain: string;
+  previousStatus: DomainStatus;
+  status: DomainStatus;
+  checkedAt: string;
+  records: Record<'spf' | 'dkim' | 'dmarc' | 'return_path', DomainCheckRecord>;
+}
+
+/** Domains due for a re-check, and where the next page starts. */
+export interface RecheckPage {
+  domains: VerifyDomainInput[];
+  nextAfterId: string | null;
+}
+
+/** The verification activities (activities/domains.ts implements them). */
+export interface DomainActivities {
+  checkDomainDns(input: VerifyDomainInput): Promise<DomainCheckOutcome>;
+  listDomainsForRecheck(input: { afterId: string | null; limit: number }): Promise<RecheckPage>;
+}
+
+const { checkDomainDns } = proxyActivities<DomainActivities>({
   // Four lookups in parallel, each bounded by DNS_TIMEOUT_MS and one retry.
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '5s', maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 
-const { listDomainsForRecheck } = proxyActivities<Activities>({
+const { listDomainsForRecheck } = proxyActivities<DomainActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '10s', maximumInterval: '5 minutes', maximumAttempts: 10 },
 });
-
-export type DomainCheckOutcome = Awaited<ReturnType<Activities['checkDomainDns']>>;
-
-/** Business id of a domain's verification run (as in src/modules/domains/domain-verification.starter.ts). */
-function domainVerifyWorkflowId(domainId: string): string {
-  return `domain-verify:${domainId}`;
-}
 
 /**
  * verifyDomain — id `domain-verify:<domainId>`, HeraldOrgId = the domain's workspace,
@@ -26,7 +69,7 @@ function domainVerifyWorkflowId(domainId: string): string {
  * (pending → verified, verified ⇄ attention; DNS unreachable changes nothing). Started by
  * `herald admin domain verify` and by recheckDomains.
  */
-export async function verifyDomain(input: { orgId: string; domainId: string }): Promise<DomainCheckOutcome> {
+export async function verifyDomain(input: VerifyDomainInput): Promise<DomainCheckOutcome> {
   return checkDomainDns(input);
 }
 
@@ -47,7 +90,7 @@ const CONCURRENCY = 5;
 function verifySearchAttributes(orgId: string) {
   return [
     { key: HeraldOrgId, value: orgId },
-    { key: HeraldKind, value: 'domain-verify' },
+    { key: HeraldKind, value: DOMAIN_VERIFY_KIND },
   ];
 }
 

@@ -1,5 +1,5 @@
 import { continueAsNew, defineSignal, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
+import { PLATFORM_ORG_ID, type ActorContract } from './actor-contract.ts';
 import { runQueueActor, type DrainSummary } from './queue-actor.ts';
 
 /**
@@ -23,7 +23,20 @@ export type InboundIntakeInput = Record<string, never>;
  * namespace keep their own actor.
  */
 export function inboundIntakeWorkflowId(installationPrefix: string): string {
-  return `inbound-intake:${installationPrefix}`;
+  return `${INBOUND_INTAKE_KIND}:${installationPrefix}`;
+}
+
+export const inboundIntakeActorContract: ActorContract<InboundIntakeInput> = {
+  workflowType: INBOUND_INTAKE_WORKFLOW,
+  kind: INBOUND_INTAKE_KIND,
+  workflowId: (_input, installation) => inboundIntakeWorkflowId(installation),
+  orgIdOf: () => PLATFORM_ORG_ID,
+  wake: wakeInboundIntakeSignal,
+};
+
+/** The actor's one activity (activities/ implements it through the drainer). */
+export interface InboundIntakeActivities {
+  drainInbound(input: InboundIntakeInput): Promise<DrainSummary>;
 }
 
 /**
@@ -32,7 +45,7 @@ export function inboundIntakeWorkflowId(installationPrefix: string): string {
  * works, so a worker killed mid-batch is noticed within the heartbeat timeout and the drain runs
  * again elsewhere (the dead one's messages fall due again when their lease lapses).
  */
-const { drainInbound } = proxyActivities<Activities>({
+const { drainInbound } = proxyActivities<InboundIntakeActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },

@@ -1,8 +1,12 @@
 import { log, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
 import { deleteInBatches } from './batches.ts';
 
-const { deleteExpiredInboundRaw } = proxyActivities<Activities>({
+/** The activity this cleanup runs (activities/ implements it). */
+export interface InboundCleanupActivities {
+  deleteExpiredInboundRaw(input: { batchSize: number }): Promise<{ deleted: number }>;
+}
+
+const { deleteExpiredInboundRaw } = proxyActivities<InboundCleanupActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '10s', maximumInterval: '5 minutes', maximumAttempts: 10 },
 });

@@ -1,7 +1,14 @@
 import { log, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
 
-const { deleteExpiredIdempotencyRecords } = proxyActivities<Activities>({
+/** HeraldKind of the scheduled cleanups (idempotency records, uploads, raw inbound). */
+export const MAINTENANCE_KIND = 'maintenance';
+
+/** The activity this cleanup runs (activities/ implements it). */
+export interface MaintenanceActivities {
+  deleteExpiredIdempotencyRecords(): Promise<{ deleted: number }>;
+}
+
+const { deleteExpiredIdempotencyRecords } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '10s', maximumInterval: '5 minutes', maximumAttempts: 10 },
 });

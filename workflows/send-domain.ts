@@ -1,5 +1,5 @@
 import { continueAsNew, defineSignal, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
+import type { ActorContract } from './actor-contract.ts';
 import { runQueueActor, type DrainSummary } from './queue-actor.ts';
 
 /**
@@ -18,7 +18,20 @@ export interface SendDomainInput {
 }
 
 export function sendDomainWorkflowId(domainId: string): string {
-  return `send-domain:${domainId}`;
+  return `${SEND_DOMAIN_KIND}:${domainId}`;
+}
+
+export const sendDomainActorContract: ActorContract<SendDomainInput> = {
+  workflowType: SEND_DOMAIN_WORKFLOW,
+  kind: SEND_DOMAIN_KIND,
+  workflowId: (input) => sendDomainWorkflowId(input.domainId),
+  orgIdOf: (input) => input.orgId,
+  wake: wakeDomainSignal,
+};
+
+/** The actor's one activity (activities/ implements it through the drainer). */
+export interface SendDomainActivities {
+  drainSendDomain(input: SendDomainInput): Promise<DrainSummary>;
 }
 
 /**
@@ -27,7 +40,7 @@ export function sendDomainWorkflowId(domainId: string): string {
  * worker killed mid-batch is noticed within the heartbeat timeout and the drain runs again
  * elsewhere (the dead one's emails fall due again when their lease lapses).
  */
-const { drainSendDomain } = proxyActivities<Activities>({
+const { drainSendDomain } = proxyActivities<SendDomainActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },

@@ -1,5 +1,5 @@
 import { continueAsNew, defineSignal, proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.ts';
+import type { ActorContract } from './actor-contract.ts';
 import { runQueueActor, type DrainSummary } from './queue-actor.ts';
 
 export type { DrainSummary } from './queue-actor.ts';
@@ -20,7 +20,20 @@ export interface WebhookEndpointInput {
 }
 
 export function webhookEndpointWorkflowId(endpointId: string): string {
-  return `webhook-endpoint:${endpointId}`;
+  return `${WEBHOOK_ENDPOINT_KIND}:${endpointId}`;
+}
+
+export const webhookEndpointActorContract: ActorContract<WebhookEndpointInput> = {
+  workflowType: WEBHOOK_ENDPOINT_WORKFLOW,
+  kind: WEBHOOK_ENDPOINT_KIND,
+  workflowId: (input) => webhookEndpointWorkflowId(input.endpointId),
+  orgIdOf: (input) => input.orgId,
+  wake: wakeEndpointSignal,
+};
+
+/** The actor's one activity (activities/ implements it through the drainer). */
+export interface WebhookEndpointActivities {
+  drainWebhookEndpoint(input: WebhookEndpointInput): Promise<DrainSummary>;
 }
 
 /**
@@ -29,7 +42,7 @@ export function webhookEndpointWorkflowId(endpointId: string): string {
  * worker killed mid-batch is noticed within the heartbeat timeout and the drain runs again
  * elsewhere (the dead one's claimed rows lapse and are retried as abandoned attempts).
  */
-const { drainWebhookEndpoint } = proxyActivities<Activities>({
+const { drainWebhookEndpoint } = proxyActivities<WebhookEndpointActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },

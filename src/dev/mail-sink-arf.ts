@@ -1,7 +1,7 @@
 import { createTransport } from 'nodemailer';
 import type { Logger } from '../logger.ts';
 import { buildArfReport } from '../modules/sandbox/arf-report.ts';
-import type { SinkMessage } from './mail-sink.ts';
+import type { SinkMessage } from './mail-sink-store.ts';
 
 /**
  * Sends the ARF report for `original` to Herald's inbound SMTP. Failures (no feedback target,

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../logger.ts';
-import type { SinkMessage } from './mail-sink.ts';
+import type { SinkMessage } from './mail-sink-store.ts';
 import type { SinkStore } from './mail-sink-store.ts';
 import { escapeHtml } from '../html-escape.ts';
 

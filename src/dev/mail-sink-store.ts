@@ -1,7 +1,18 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../logger.ts';
-import type { SinkMessage } from './mail-sink.ts';
+
+/** A message the sink accepted: its envelope, a few headers and its bytes. */
+export interface SinkMessage {
+  id: string;
+  receivedAt: string;
+  mailFrom: string;
+  rcptTo: string[];
+  sizeBytes: number;
+  subject: string | null;
+  messageId: string | null;
+  raw: Buffer;
+}
 
 /** One line of `<dir>/index.jsonl`: a message without its bytes (those are in `<id>.eml`). */
 type IndexEntry = Omit<SinkMessage, 'raw'>;

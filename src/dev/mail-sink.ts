@@ -7,7 +7,7 @@ import { headerBlock } from '../modules/sandbox/arf-report.ts';
 import { sendArfReport } from './mail-sink-arf.ts';
 import { startSinkViewer, type SinkViewer } from './mail-sink-http.ts';
 import { rcptReply, REJECT_REPLY, SIMULATOR_DOMAIN, simulatedMailbox, softBounceKey, type SmtpReply } from '../modules/sandbox/mailbox-simulator.ts';
-import { createSinkStore } from './mail-sink-store.ts';
+import { createSinkStore, type SinkMessage } from './mail-sink-store.ts';
 
 export { SIMULATOR_DOMAIN };
 
@@ -17,16 +17,7 @@ export const SINK_MAX_MESSAGE_BYTES = 30 * 1024 * 1024;
 /** How long after accepting a complaint@ message its ARF report goes out. */
 const COMPLAINT_DELAY_MS = 100;
 
-export interface SinkMessage {
-  id: string;
-  receivedAt: string;
-  mailFrom: string;
-  rcptTo: string[];
-  sizeBytes: number;
-  subject: string | null;
-  messageId: string | null;
-  raw: Buffer;
-}
+export type { SinkMessage };
 
 export interface MailSinkOptions {
   host?: string;

@@ -1,6 +1,14 @@
 import type { IdempotencyClaim } from '../modules/idempotency/idempotency.types.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
-import type { RateLimitMeta } from './middleware/rate-limit.ts';
+
+export interface RateLimitMeta {
+  limit: number;
+  remaining: number | null;
+  reset: number | null;
+  requests_per_minute: number;
+  burst: number;
+  degraded?: true;
+}
 
 /** What Herald's middleware puts on `ctx.state`. */
 export interface HeraldState {

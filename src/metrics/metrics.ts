@@ -27,7 +27,7 @@ import type { QueueDepth } from '../queue/queue-depth.repo.ts';
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry, prefix: 'herald_' });
 
-export type Pipeline = 'webhooks' | 'sends' | 'inbound';
+export type { Pipeline } from '../queue/queue-depth.repo.ts';
 
 export const deliveriesTotal = new Counter({
   name: 'herald_deliveries_total',

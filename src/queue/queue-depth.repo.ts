@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Pipeline } from '../metrics/metrics.ts';
+
+/** Herald's queue pipelines, as metrics label them. */
+export type Pipeline = 'webhooks' | 'sends' | 'inbound';
 
 /** A pipeline's queue at one instant: its open rows and how long the oldest due one has waited. */
 export interface QueueDepth {

@@ -8,12 +8,12 @@ import { ALL_TENANTS } from '../../db/orm.ts';
 import type { BlobStore } from '../blob/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { wakeInboundIntake } from '../modules/inbound/intake-actor.ts';
+import { inboundIntakeActorContract } from '../../workflows/inbound-intake.ts';
+import { createActorWaker } from '../temporal/actor-wake.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
 import { routeOf } from '../modules/inbound/routing.ts';
 import { createVerpSigner } from '../modules/sends/verp.ts';
 import { inboundRefusedRecipients } from '../metrics/metrics.ts';
-import { createCoalescedWake } from '../queue/coalesced-wake.ts';
 
 /** The largest message accepted: the spec's 25 MB body-plus-attachments ceiling. */
 export const MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
@@ -96,14 +96,9 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
     return found ? 'accepted' : 'unknown_domain';
   }
 
-  const coalesced = createCoalescedWake({ drainLingerMs: config.queues.drainLingerMs });
+  const wakeIntake = temporal ? createActorWaker({ client: temporal, config, logger, actor: inboundIntakeActorContract, deadlineMs: WAKE_DEADLINE_MS }) : null;
   function wakeIngestion(inboundId: string): void {
-    if (!temporal) return;
-    const woken = coalesced.fire(
-      'inbound-intake',
-      () => temporal.connection.withDeadline(Date.now() + WAKE_DEADLINE_MS, () => wakeInboundIntake(temporal, config)),
-      (error) => logger.warn('inbound: could not wake the inbound actor; the reconciler will', { inboundId, error: error instanceof Error ? error.message : String(error) }),
-    );
+    const woken = wakeIntake?.({}, { inboundId });
     if (!woken) return;
     const tracked = woken.finally(() => wakes.delete(tracked));
     wakes.add(tracked);

@@ -2,6 +2,7 @@ import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type Schedu
 import type { Config } from '../config.ts';
 import type * as workflows from '../../workflows/index.ts';
 import { PLATFORM_ORG_ID, workflowSearchAttributes } from './search-attributes.ts';
+import { MAINTENANCE_KIND } from '../../workflows/maintenance.ts';
 
 export function cleanupScheduleId(config: Pick<Config, 'temporal'>): string {
   return `${config.temporal.schedulePrefix}-cleanup-idempotency`;
@@ -42,9 +43,9 @@ function periodicMaintenance(
       ...(options.args ? { args: options.args } : {}),
       taskQueue: options.taskQueue,
       workflowExecutionTimeout: options.timeout,
-      typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
+      typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, MAINTENANCE_KIND),
     },
-    typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
+    typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, MAINTENANCE_KIND),
   };
 }
 
@@ -112,9 +113,9 @@ export async function ensureSchedules(
         workflowType: 'cleanupIdempotencyRecords' satisfies keyof typeof workflows,
         taskQueue: config.temporal.taskQueue,
         workflowExecutionTimeout: '30 minutes',
-        typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
+        typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, MAINTENANCE_KIND),
       },
-      typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, 'maintenance'),
+      typedSearchAttributes: workflowSearchAttributes(PLATFORM_ORG_ID, MAINTENANCE_KIND),
     });
     return { created: [scheduleId, ...created] };
   } catch (error) {

@@ -11,15 +11,10 @@ export const HERALD_SEARCH_ATTRIBUTES = [
   HeraldDeliveryStatus,
 ] as const;
 
-export const PLATFORM_ORG_ID = 'platform';
+export { PLATFORM_ORG_ID } from '../../workflows/actor-contract.ts';
 
-export type WorkflowKind = 'maintenance' | 'send-domain' | 'webhook-endpoint' | 'inbound-intake' | 'domain-verify' | 'contact-import' | 'broadcast';
-
-/** The search attributes every Herald workflow starts with. */
-export function workflowSearchAttributes(
-  orgId: string,
-  kind: WorkflowKind,
-): SearchAttributePair[] {
+/** The search attributes every Herald workflow starts with; `kind` is the KIND its workflow file exports. */
+export function workflowSearchAttributes(orgId: string, kind: string): SearchAttributePair[] {
   return [
     { key: HeraldOrgId, value: orgId },
     { key: HeraldKind, value: kind },

@@ -15,14 +15,14 @@ describe('the workflow fence (eslint)', () => {
     return (result?.messages ?? []).map((m) => `${m.ruleId}: ${m.message}`);
   }
 
-  it('allows @temporalio/workflow, its own files and type-only activity imports', async () => {
+  it('allows @temporalio/workflow and its own files, types included', async () => {
     const messages = await lint(
       [
         "import { proxyActivities } from '@temporalio/workflow';",
-        "import type { Activities } from '../activities/index.ts';",
+        "import type { MaintenanceActivities } from './maintenance.ts';",
         "import { cleanupIdempotencyRecords } from './maintenance.ts';",
         'export const probe = [proxyActivities, cleanupIdempotencyRecords];',
-        'export type Probe = Activities;',
+        'export type Probe = MaintenanceActivities;',
         '',
       ].join('\n'),
     );
@@ -35,6 +35,8 @@ describe('the workflow fence (eslint)', () => {
     ["import { loadConfig } from '../src/config.ts';", 'loadConfig'],
     ["import { newId } from '../db/ids.ts';", 'newId'],
     ["import { createActivities } from '../activities/index.ts';", 'createActivities'],
+    ["import type { HeraldActivities } from '../activities/index.ts';", 'undefined as unknown as HeraldActivities'],
+    ["import type { Domain } from '../db/entities/index.ts';", 'undefined as unknown as Domain'],
   ])('refuses %s', async (line, name) => {
     const messages = await lint(`${line}\nexport const probe = ${name};\n`);
     expect(messages.join('\n')).toMatch(/restricted/);

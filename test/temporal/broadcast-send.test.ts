@@ -5,7 +5,8 @@ import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink, type SinkMessage } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createRecipientLinks } from '../../src/modules/broadcasts/recipient-links.ts';
-import { wakeDomainActors } from '../../src/modules/sends/domain-actor.ts';
+import { sendDomainActorContract } from '../../workflows/send-domain.ts';
+import { wakeActors } from '../../src/temporal/actor-wake.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
@@ -333,7 +334,7 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const patched = await h.request('PATCH', `/api/v1/contacts/${waiting[0]!.id}`, { headers: idem(), body: { status: 'unsubscribed' } });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     await h.stack.orm.em.fork().nativeUpdate(Domain, { id: domain.id }, { dailyCap: 3 }, ALL_TENANTS);
-    await wakeDomainActors(temporal.client, h.stack.config, [{ orgId, domainId: domain.id }]);
+    await wakeActors(temporal.client, h.stack.config, sendDomainActorContract, [{ orgId, domainId: domain.id }]);
     await until('a third message', () => Promise.resolve(messagesFrom(domain).length), (n) => n >= 3);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const delivered = messagesFrom(domain).flatMap((m) => m.rcptTo);
@@ -348,7 +349,7 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expect((cancelled.body.data as BroadcastBody).status).toBe('cancelled');
     await until('queued messages to be cancelled', () => em().count(TransactionalEmail, { broadcastId: id, status: 'queued' }), (n) => n === 0);
     await h.stack.orm.em.fork().nativeUpdate(Domain, { id: domain.id }, { dailyCap: null }, ALL_TENANTS);
-    await wakeDomainActors(temporal.client, h.stack.config, [{ orgId, domainId: domain.id }]);
+    await wakeActors(temporal.client, h.stack.config, sendDomainActorContract, [{ orgId, domainId: domain.id }]);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(messagesFrom(domain)).toHaveLength(3);
     const final = await getBroadcast(id);

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
-import { wakeDomainActors } from '../../src/modules/sends/domain-actor.ts';
+import { sendDomainActorContract } from '../../workflows/send-domain.ts';
+import { wakeActors } from '../../src/temporal/actor-wake.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem } from '../support/api.ts';
@@ -61,7 +62,7 @@ describe('a burst of 10,000 sends on one domain', () => {
        select substr(md5(id || 'r'), 1, 24), ?, id, 'to', 'burst-' || id || '@example.com', 'queued', 0, now(), now() from emails`,
       [BURST, org.id, busy.id, busy.domain, `app@${busy.domain}`, busy.domain, org.id],
     );
-    await wakeDomainActors(temporal.client, stack.config, [{ orgId: org.id, domainId: busy.id }]);
+    await wakeActors(temporal.client, stack.config, sendDomainActorContract, [{ orgId: org.id, domainId: busy.id }]);
     await waitFor('the burst to be under way', () => Promise.resolve(relay.total() >= 200 ? true : undefined), 60_000, 10);
 
     const response = await apiClient(api.url, key)('POST', '/api/v1/outbox/emails', {

@@ -11,7 +11,8 @@ import { waitFor, type Service } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { EventType } from '../../src/modules/events/events.schemas.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
-import { wakeEndpointActors } from '../../src/modules/webhooks/endpoint-actor.ts';
+import { webhookEndpointActorContract } from '../../workflows/webhook-endpoint.ts';
+import { wakeActors } from '../../src/temporal/actor-wake.ts';
 import { startOutboxRelay } from '../../src/modules/webhooks/outbox-relay.ts';
 import { verifyHeraldSignature } from '../../src/modules/webhooks/signing.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
@@ -269,7 +270,7 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     // What the replay route does: back to queued under the next series, due now, then wake the endpoint's actor.
     for (const series of [1, 2]) {
       await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: exhausted.id }, { status: 'queued', replayCount: series, nextAttemptAt: new Date() }, ALL_TENANTS);
-      await wakeEndpointActors(temporal.client, stack.config, [{ orgId, endpointId: endpoint.id }]);
+      await wakeActors(temporal.client, stack.config, webhookEndpointActorContract, [{ orgId, endpointId: endpoint.id }]);
       await waitFor(`series ${series} to be delivered`, async () => {
         const row = await findDelivery(stack, event.id, endpoint.id);
         return row?.status === 'delivered' && row.replayCount === series ? row : undefined;

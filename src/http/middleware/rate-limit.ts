@@ -2,16 +2,10 @@ import type { Middleware } from 'koa';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { TokenBucket } from '../../modules/rate-limit/token-bucket.ts';
-import { callerOf, type HeraldState } from '../state.ts';
+import { callerOf, type HeraldState, type RateLimitMeta } from '../state.ts';
 
-export interface RateLimitMeta {
-  limit: number;
-  remaining: number | null;
-  reset: number | null;
-  requests_per_minute: number;
-  burst: number;
-  degraded?: true;
-}
+export type { RateLimitMeta };
+
 
 /**
  * Per-key token bucket. Every authenticated response carries RateLimit-Limit (the burst),

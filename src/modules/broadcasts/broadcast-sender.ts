@@ -30,7 +30,7 @@ export interface BroadcastState {
 export function createBroadcastSender(deps: {
   orm: MikroORM;
   logger: Logger;
-  /** Signal-with-start of sending-domain actors (src/modules/sends/domain-actor.ts). */
+  /** Signal-with-start of sending-domain actors (src/temporal/actor-wake.ts). */
   wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
   pageSize?: number;
 }) {

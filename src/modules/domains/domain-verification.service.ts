@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Domain, SenderIdentity, type DomainStatus } from '../../../db/entities/index.ts';
+import { Domain, SenderIdentity } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import { recordEvent } from '../events/events.fns.ts';
@@ -9,28 +9,12 @@ import {
   evaluateRecords,
   expectedRecords,
   nextDomainStatus,
-  type DeliverabilityRecord,
-  type DnsRecordKey,
   type RecordSettings,
 } from './deliverability.fns.ts';
 import { serializeDomainOption } from './domains.serializer.ts';
+import type { DomainCheckOutcome, RecheckPage } from '../../../workflows/domains.ts';
 
-/** The result of one DNS check of a domain (small: it travels through workflow history). */
-export interface DomainCheckOutcome {
-  orgId: string;
-  domainId: string;
-  domain: string;
-  previousStatus: DomainStatus;
-  status: DomainStatus;
-  checkedAt: string;
-  records: Record<DnsRecordKey, DeliverabilityRecord>;
-}
-
-/** A domain due for a re-check, and where the next page starts. */
-export interface RecheckPage {
-  domains: { orgId: string; domainId: string }[];
-  nextAfterId: string | null;
-}
+export type { DomainCheckOutcome, RecheckPage } from '../../../workflows/domains.ts';
 
 export interface DomainVerificationDeps {
   orm: MikroORM;

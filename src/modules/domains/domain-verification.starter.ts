@@ -2,17 +2,13 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { Domain } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
-import type { verifyDomain } from '../../../workflows/index.ts';
+import { DOMAIN_VERIFY_KIND, VERIFY_DOMAIN_WORKFLOW, domainVerifyWorkflowId, type DomainCheckOutcome, type verifyDomain } from '../../../workflows/domains.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { connectTemporalClient } from '../../temporal/client.ts';
 import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
-import type { DomainCheckOutcome } from './domain-verification.service.ts';
 
-/** Business id of a domain's verification run: one at a time per domain. */
-export function domainVerifyWorkflowId(domainId: string): string {
-  return `domain-verify:${domainId}`;
-}
+export { domainVerifyWorkflowId };
 
 /**
  * Starts verifyDomain for a domain (or joins the run already in progress for it) and waits
@@ -25,13 +21,13 @@ export async function runDomainVerification(
   target: { orgId: string; domainId: string },
   timeoutMs: number,
 ): Promise<DomainCheckOutcome> {
-  const handle = await client.workflow.start<typeof verifyDomain>('verifyDomain', {
+  const handle = await client.workflow.start<typeof verifyDomain>(VERIFY_DOMAIN_WORKFLOW, {
     workflowId: domainVerifyWorkflowId(target.domainId),
     taskQueue: config.temporal.taskQueue,
     args: [target],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     workflowExecutionTimeout: '10 minutes',
-    typedSearchAttributes: workflowSearchAttributes(target.orgId, 'domain-verify'),
+    typedSearchAttributes: workflowSearchAttributes(target.orgId, DOMAIN_VERIFY_KIND),
   });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {

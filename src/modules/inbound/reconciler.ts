@@ -4,7 +4,8 @@ import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
 import { createInboundQueue } from './inbound-queue.repo.ts';
-import { wakeInboundIntake } from './intake-actor.ts';
+import { inboundIntakeActorContract } from '../../../workflows/inbound-intake.ts';
+import { wakeActors } from '../../temporal/actor-wake.ts';
 
 export interface InboundReconcilerOptions {
   orm: MikroORM;
@@ -38,7 +39,7 @@ export function startInboundReconciler(options: InboundReconcilerOptions): Inbou
 
   async function pass(): Promise<number> {
     if (!(await queue.isStranded(afterMs))) return 0;
-    await temporal.connection.withDeadline(Date.now() + wakeDeadlineMs, () => wakeInboundIntake(temporal, config));
+    await wakeActors(temporal, config, inboundIntakeActorContract, [{}], { deadlineMs: wakeDeadlineMs });
     logger.info('inbound reconciler woke the inbound actor');
     return 1;
   }

@@ -13,6 +13,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { EmailAttachmentRecord } from '../../../db/entities/index.ts';
 import type { BroadcastContent } from '../broadcasts/broadcast-message.ts';
 import type { ClaimedSend, SendRecipient } from './delivery.ts';
+import { BY_EMAIL_ID } from './sent-record.repo.ts';
 import { utcDay } from './sends.fns.ts';
 
 const OPEN = `status in ('scheduled', 'queued', 'sending')`;
@@ -20,14 +21,6 @@ const OPEN = `status in ('scheduled', 'queued', 'sending')`;
 const TRANSACTIONAL = `${OPEN} and broadcast_id is null`;
 const BROADCAST = `${OPEN} and broadcast_id is not null`;
 
-/**
- * Why a claimed email's recipients are looked up by its id alone: the email row is the
- * workspace's, and so are its recipients. With the workspace's condition as well, PostgreSQL
- * without fresh statistics (right after an audience of 100,000 was written, before autovacuum
- * analyzed it) combined the unique (email_id, email) index with a scan of every recipient row
- * of the workspace: 6 ms per claimed email at 100,000.
- */
-export const BY_EMAIL_ID = 'recipients reached through their email, whose workspace the statement names';
 
 /** How often a paused domain's broadcast messages are looked at again. */
 const PAUSED_RECHECK_SECONDS = 60;

@@ -3,7 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
-import { wakeDomainActors } from './domain-actor.ts';
+import { sendDomainActorContract } from '../../../workflows/send-domain.ts';
+import { wakeActors } from '../../temporal/actor-wake.ts';
 import { createDomainQueue } from './domain-queue.repo.ts';
 
 export interface SendReconcilerOptions {
@@ -38,9 +39,7 @@ export function startSendReconciler(options: SendReconcilerOptions): SendReconci
   async function pass(): Promise<number> {
     const stranded = await queue.findStranded(afterMs, batchSize);
     if (stranded.length === 0) return 0;
-    await temporal.connection.withDeadline(Date.now() + 10_000, () =>
-      wakeDomainActors(temporal, config, stranded.map((d) => ({ orgId: d.org_id, domainId: d.id }))),
-    );
+    await wakeActors(temporal, config, sendDomainActorContract, stranded.map((d) => ({ orgId: d.org_id, domainId: d.id })), { deadlineMs: 10_000 });
     logger.info('send reconciler woke sending-domain actors', { count: stranded.length });
     return stranded.length;
   }

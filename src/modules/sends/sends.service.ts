@@ -23,7 +23,11 @@ import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
 import { checkSendingDomain } from './send-checks.ts';
 import { resolveSchedule } from './schedule.fns.ts';
 import { messageSize, messageTooLarge, prepareAttachments } from './send-attachments.ts';
-import { createDomainWaker } from './domain-actor.ts';
+import { sendDomainActorContract } from '../../../workflows/send-domain.ts';
+import { createActorWaker } from '../../temporal/actor-wake.ts';
+
+/** How long the API's wake-up of a domain's actor may wait for Temporal before the reconciler takes over. */
+const DOMAIN_WAKE_DEADLINE_MS = 2_000;
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { decodeBase64, envelopeRecipients, listUnsubscribeProblems, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
@@ -84,7 +88,8 @@ const HANDOFF_POLL_MS = 20;
 export function createSendsService(deps: SendsServiceDeps) {
   const { orm, config, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const wakeDomain = createDomainWaker({ temporal: deps.temporal, config, logger });
+  // A lost wake-up is the send reconciler's to repeat; the 202 never waits for Temporal.
+  const wakeDomain = createActorWaker({ client: deps.temporal, config, logger, actor: sendDomainActorContract, deadlineMs: DOMAIN_WAKE_DEADLINE_MS });
   const templates = deps.templates ?? createTemplatesService({ orm });
 
   /**
@@ -123,7 +128,7 @@ export function createSendsService(deps: SendsServiceDeps) {
    */
   async function afterCommit(orgId: string, accepted: AcceptedEmail & { charge: CreditCharge; domainId: string }) {
     const { email, recipients, charge } = accepted;
-    if (!email.scheduledAt && !charge.domainDraining) wakeDomain({ orgId, domainId: accepted.domainId }, email.id);
+    if (!email.scheduledAt && !charge.domainDraining) void wakeDomain({ orgId, domainId: accepted.domainId }, { emailId: email.id });
     const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, email.id, config.sends.handoffWaitMs);
     if (handoff?.outcome === 'rejected') {
       throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {

@@ -7,7 +7,8 @@ import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { findRecentAttempts, markForReplay, notifyEndpointDrain } from './deliveries.repo.ts';
-import { wakeEndpointActors } from './endpoint-actor.ts';
+import { webhookEndpointActorContract } from '../../../workflows/webhook-endpoint.ts';
+import { wakeActors } from '../../temporal/actor-wake.ts';
 
 /** How long a replay waits for Temporal to take the wake-up before leaving it to the reconciler. */
 const WAKE_DEADLINE_MS = 5_000;
@@ -34,7 +35,7 @@ export function createDeliveriesService(deps: {
 
   async function wakeEndpoint(orgId: string, endpointId: string): Promise<void> {
     try {
-      await temporal.withDeadline(Date.now() + WAKE_DEADLINE_MS, () => wakeEndpointActors(temporal, deps.config, [{ orgId, endpointId }]));
+      await wakeActors(temporal, deps.config, webhookEndpointActorContract, [{ orgId, endpointId }], { deadlineMs: WAKE_DEADLINE_MS });
     } catch (error) {
       logger.warn('replay: endpoint actor not woken; the webhook reconciler will wake it', { orgId, endpointId, error });
     }

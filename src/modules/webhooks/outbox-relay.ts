@@ -5,7 +5,8 @@ import { EVENTS_NOTIFY_CHANNEL } from '../../../db/entities/index.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { endpointReceives } from '../events/events.schemas.ts';
-import { wakeEndpointActors } from './endpoint-actor.ts';
+import { webhookEndpointActorContract } from '../../../workflows/webhook-endpoint.ts';
+import { wakeActors } from '../../temporal/actor-wake.ts';
 import { claimUnfannedEvents, drainingEndpoints, findCandidates, findStrandedEndpoints, insertDeliveries, markFannedOut, type EndpointRef } from './outbox.repo.ts';
 
 /**
@@ -96,9 +97,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   /** Signal-with-start of each endpoint's actor, within the deadline. */
   const wake = (endpoints: readonly EndpointRef[]) =>
-    temporal.connection.withDeadline(Date.now() + wakeDeadlineMs, () =>
-      wakeEndpointActors(temporal, config, endpoints.map((e) => ({ orgId: e.org_id, endpointId: e.id }))),
-    );
+    wakeActors(temporal, config, webhookEndpointActorContract, endpoints.map((e) => ({ orgId: e.org_id, endpointId: e.id })), { deadlineMs: wakeDeadlineMs });
 
   /** One batch (steps 1–4); resolves with the events claimed and the endpoints that got rows. */
   async function fanOutBatch(): Promise<{ claimed: number; endpoints: EndpointRef[] }> {
