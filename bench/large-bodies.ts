@@ -24,7 +24,7 @@ import { loadConfig } from '../src/config.ts';
 import { KIB, bodyLimitOf } from '../src/http/body-limits.ts';
 import { createCursorCodec } from '../src/http/cursor.ts';
 import { isWrite } from '../src/http/route.ts';
-import { createApiServices, createRoutes } from '../src/http/routes.ts';
+import { createApiServices, createRoutes } from '../src/api-composition.ts';
 import { createDomainsService } from '../src/modules/domains/domains.service.ts';
 import { createOrgsService } from '../src/modules/orgs/orgs.service.ts';
 import type { BenchContext } from './lib/context.ts';

@@ -14,7 +14,7 @@ import type { Config } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createCursorCodec } from './http/cursor.ts';
 import type { AnyRoute } from './http/route.ts';
-import { createApiServices, createRoutes } from './http/routes.ts';
+import { createApiServices, createRoutes } from './api-composition.ts';
 import type { Logger } from './logger.ts';
 import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
 import { createRecipientLinksRouter } from './modules/broadcasts/recipient-links.router.ts';

@@ -27,7 +27,7 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
   let other: Awaited<ReturnType<typeof createOrgWithKey>>;
 
   // Routes are known only once the api runs; vitest needs the list while collecting.
-  const { createApiServices, createRoutes } = await import('../../src/http/routes.ts');
+  const { createApiServices, createRoutes } = await import('../../src/api-composition.ts');
   const { createCursorCodec } = await import('../../src/http/cursor.ts');
   const { loadConfig } = await import('../../src/config.ts');
   const declared = createRoutes(

@@ -1,6 +1,6 @@
 import { isId } from '../../../db/ids.ts';
 import { AppError } from '../../errors.ts';
-import type { ApiServices } from '../../http/routes.ts';
+import type { ApiServices } from '../../api-composition.ts';
 import { deliverabilityRecords } from '../domains/deliverability.fns.ts';
 import { domainPage, domainsPage, PENDING_RELOAD_SECONDS, type DomainsPageModel } from './dashboard-domains.pages.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { isId } from '../../../db/ids.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { AppError } from '../../errors.ts';
-import type { ApiServices } from '../../http/routes.ts';
+import type { ApiServices } from '../../api-composition.ts';
 import { ListEmailsQuery, type ListEmailsFilters } from '../sends/sends.schemas.ts';
 import { emailPage, emailsPage, type EmailFilters } from './dashboard-emails.pages.ts';
 import type { DashboardArea, DashboardKit } from './dashboard.router.ts';

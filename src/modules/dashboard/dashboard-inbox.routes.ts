@@ -1,7 +1,7 @@
 import type { InboxAttachment, InboxMessage } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { AppError, type ErrorCode } from '../../errors.ts';
-import type { ApiServices } from '../../http/routes.ts';
+import type { ApiServices } from '../../api-composition.ts';
 import { contentDisposition } from '../inbox/inbox.fns.ts';
 import type { InboxCaller } from '../inbox/inbox.service.ts';
 import { type DashboardArea, type DashboardKit, form, one } from './dashboard.router.ts';

@@ -1,4 +1,4 @@
-import type { ApiServices } from '../../http/routes.ts';
+import type { ApiServices } from '../../api-composition.ts';
 import type { DashboardArea, DashboardContext } from './dashboard.router.ts';
 import { DASHBOARD_PERIODS, metricsPage } from './dashboard-metrics.pages.ts';
 

@@ -1,7 +1,7 @@
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus, type WebhookEndpoint } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { AppError, type ErrorCode } from '../../errors.ts';
-import type { ApiServices } from '../../http/routes.ts';
+import type { ApiServices } from '../../api-composition.ts';
 import { type DashboardArea, type DashboardContext, type DashboardKit, form, one } from './dashboard.router.ts';
 import { deliveryPage, endpointPage, ROTATION_CHOICES, webhooksPage, type EndpointPageModel } from './dashboard-webhooks.pages.ts';
 
