@@ -124,8 +124,12 @@ export class BenchContext {
     return withDatabase(this.services.pgServerUrl, database);
   }
 
-  /** A workspace with an all-scopes key whose rate limit never throttles (the limiter still runs). */
-  async workspace(databaseUrl: string): Promise<Workspace> {
+  /**
+   * A workspace with an all-scopes key whose rate limit never throttles (the limiter still runs):
+   * a test key (webhook benchmarks register http endpoints), or `live` where mail must reach the
+   * benchmark's relay (a test key's mail stays in the sandbox).
+   */
+  async workspace(databaseUrl: string, options: { mode?: 'live' | 'test' } = {}): Promise<Workspace> {
     const orm = await createOrm({ databaseUrl, poolMax: 1 });
     this.workspaces += 1;
     try {
@@ -133,6 +137,7 @@ export class BenchContext {
       const { key } = await createApiKeysService({ orm }).createApiKey({
         orgId: org.id,
         scopes: ['all'],
+        mode: options.mode ?? 'test',
         rateLimitPerMinute: 1_000_000_000,
         burst: 100_000_000,
       });

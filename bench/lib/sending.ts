@@ -15,7 +15,7 @@ export async function sendingWorkspace(context: BenchContext) {
   const sink = await startMailSink({ smtpPort: 0, feedback: null, logger: createLogger('silent') });
   context.defer(() => sink.close());
   const databaseUrl = await context.database();
-  const workspace = await context.workspace(databaseUrl);
+  const workspace = await context.workspace(databaseUrl, { mode: 'live' });
   const orm = await createOrm({ databaseUrl, poolMax: 2 });
   context.defer(() => orm.close());
   const domain = `bench-${randomBytes(3).toString('hex')}.example.com`;
