@@ -1,10 +1,12 @@
 import { Context } from '@temporalio/activity';
+import type { DrainContext } from '../src/queue/drainer.ts';
 
 /**
- * The running activity's heartbeat and cancellation, as a queue drain takes them: a drain
- * heartbeats while it works and stops claiming once its activity is cancelled.
+ * The running activity's heartbeat and cancellation, as a queue drain takes them
+ * (src/queue/drainer.ts): a drain heartbeats while it works and stops claiming once its
+ * activity is cancelled.
  */
-export function drainContext(): { heartbeat(): void; signal: AbortSignal } {
+export function drainContext(): DrainContext {
   const context = Context.current();
   return { heartbeat: () => context.heartbeat(), signal: context.cancellationSignal };
 }

@@ -1,40 +1,11 @@
-import type { DrainSummary } from '../../workflows/queue-actor.ts';
-
 /**
- * The sliding window every queue drain runs (a webhook endpoint's, a sending domain's): keep up
- * to `concurrency` items in flight, claiming due rows as slots free up (half the window at a
+ * The sliding window a queue drain runs inside its frame (drainer.ts): keep up to
+ * `concurrency` items in flight, claiming due rows as slots free up (half the window at a
  * time, so claims stay few and large); once nothing is due and nothing is in flight, linger up
  * to `lingerMs` for a wake-up or a row falling due meanwhile, then return. `tick` runs at least
  * every `tickMs` (heartbeat, lease refresh); `settle` commits what is buffered before lingering
  * and at the end. An abort stops claiming; items in flight always finish.
  */
-
-/** What a drain counted while it ran. */
-export interface DrainTally {
-  delivered: number;
-  failed: number;
-  exhausted: number;
-  lastOutcome: string | null;
-  /** The last attempt did not succeed. */
-  lastFailed: boolean;
-}
-
-export function newTally(): DrainTally {
-  return { delivered: 0, failed: 0, exhausted: 0, lastOutcome: null, lastFailed: false };
-}
-
-/** The report a drain returns to its actor: what it did, and its queue after it released its lease. */
-export function drainSummary(tally: DrainTally, queue: { next_due_ms: number | null; open: number }): DrainSummary {
-  return {
-    nextDueAt: queue.next_due_ms === null ? null : Math.round(queue.next_due_ms),
-    open: queue.open,
-    delivered: tally.delivered,
-    failed: tally.failed,
-    exhausted: tally.exhausted,
-    state: queue.open === 0 ? 'idle' : tally.lastFailed ? 'failing' : 'retrying',
-    lastOutcome: tally.lastOutcome,
-  };
-}
 
 export interface DrainWindowOptions<T> {
   concurrency: number;

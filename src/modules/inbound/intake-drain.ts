@@ -2,17 +2,16 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { DrainSummary } from '../../../workflows/queue-actor.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
-import { drainSummary, drainWindow, newTally, type DrainTally } from '../../queue/drain-window.ts';
+import { createDrainer, type DrainContext, type DrainRun } from '../../queue/drainer.ts';
 import { INBOUND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { INBOUND_INTAKE_LEASE } from '../../../workflows/inbound-intake.ts';
-import { createInboundQueue, type ClaimedInbound } from './inbound-queue.repo.ts';
+import { createInboundQueue, type ClaimedInbound, type InboundQueue } from './inbound-queue.repo.ts';
 import type { InboundIngestion } from './ingestion.ts';
 
 /**
- * One drain of the inbound queue, as the inbound actor's activity runs it: take the actor's
- * drain lease, then keep up to `queues.inboundConcurrency` raw messages in flight
- * (drain-window.ts), each one attempt through the idempotent steps of ingestion.ts: record the
+ * One drain of the inbound queue, as the inbound actor's activity runs it in the drain frame
+ * (src/queue/drainer.ts: the actor's drain lease, lingering, the report): keep up to
+ * `queues.inboundConcurrency` raw messages in flight, each one attempt through the idempotent steps of ingestion.ts: record the
  * inbox messages, store their attachments when some are pending, mark the raw message
  * ingested. A failed attempt is due again after a backoff (1 s doubling to 1 min) with its
  * error in `last_error`; the last attempt (INBOUND_MAX_ATTEMPTS) records the message even if
@@ -34,10 +33,8 @@ export interface IntakeDrainDeps {
 
 /** Attempts of a raw message before it is marked failed (as the per-message workflow had). */
 export const INBOUND_MAX_ATTEMPTS = 6;
-const DRAIN_LEASE_SECONDS = 30;
 /** A claimed message's lease; extended every tick while its attempt runs. */
 const MESSAGE_LEASE_SECONDS = 30;
-const TICK_MS = 5_000;
 const RETRY_FIRST_MS = 1_000;
 const RETRY_MAX_MS = 60_000;
 
@@ -52,10 +49,8 @@ function describe(error: unknown): string {
   return error.cause instanceof Error ? error.cause.message : error.message;
 }
 
-export function createIntakeDrainer(deps: IntakeDrainDeps) {
-  const { orm, config, ingestion, wakes, logger } = deps;
-  const queue = createInboundQueue(orm);
-
+/** One attempt at a claimed raw message, its outcome counted in the drain's run. */
+function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps, 'ingestion' | 'logger'> & { queue: InboundQueue }) {
   /** The steps of one attempt; resolves with the outcome counted in the drain's tally. */
   async function ingestOne(message: ClaimedInbound): Promise<'ingested' | 'failed' | 'settled'> {
     const final = message.attempt >= INBOUND_MAX_ATTEMPTS;
@@ -70,15 +65,15 @@ export function createIntakeDrainer(deps: IntakeDrainDeps) {
     return 'ingested';
   }
 
-  async function attempt(message: ClaimedInbound, tally: DrainTally): Promise<void> {
+  return async function attempt(message: ClaimedInbound, run: DrainRun): Promise<void> {
+    const { tally } = run;
     try {
       const outcome = await ingestOne(message);
       if (outcome === 'ingested') tally.delivered += 1;
       if (outcome === 'failed') tally.exhausted += 1;
       tally.lastFailed = outcome === 'failed';
       tally.lastOutcome = outcome;
-      deliveriesTotal.inc({ pipeline: 'inbound', outcome });
-      deliveryLatency.observe({ pipeline: 'inbound' }, Math.max(0, Date.now() - message.dueMs) / 1000);
+      run.count(outcome, message.dueMs);
     } catch (error) {
       const reason = describe(error);
       tally.lastFailed = true;
@@ -87,52 +82,45 @@ export function createIntakeDrainer(deps: IntakeDrainDeps) {
         logger.warn('inbound ingestion failed on its last attempt', { inboundId: message.id, attempt: message.attempt, error: reason });
         await ingestion.markFailed(message.id, reason);
         tally.exhausted += 1;
-        deliveriesTotal.inc({ pipeline: 'inbound', outcome: 'failed' });
+        run.count('failed');
       } else {
         logger.warn('inbound ingestion attempt failed; retried later', { inboundId: message.id, attempt: message.attempt, error: reason });
         await queue.retryLater(message.id, inboundRetryDelay(message.attempt), reason);
         tally.failed += 1;
-        deliveriesTotal.inc({ pipeline: 'inbound', outcome: 'deferred' });
+        run.count('deferred');
       }
     }
-  }
+  };
+}
 
+/** The inbound actor's drain: the frame (src/queue/drainer.ts) with the inbound queue, its claim and the attempt above. */
+export function createIntakeDrainer(deps: IntakeDrainDeps) {
+  const queue = createInboundQueue(deps.orm);
+  const attempt = createIntakeAttempt({ ...deps, queue });
+  const drainer = createDrainer<null, ClaimedInbound>({
+    pipeline: 'inbound',
+    wakes: deps.wakes,
+    wakeChannel: INBOUND_WAKE_CHANNEL,
+    lingerMs: deps.config.queues.drainLingerMs,
+    plan: (_owner, run) => ({
+      ownerId: INBOUND_INTAKE_LEASE,
+      concurrency: deps.config.queues.inboundConcurrency,
+      // One actor owns the whole queue: its lease is always there to take.
+      lease: (seconds) => queue.leaseActor(seconds).then(() => true),
+      release: () => queue.releaseActor(),
+      async claim(limit) {
+        const items = await queue.claim(limit, MESSAGE_LEASE_SECONDS);
+        return { claimed: items.length, items };
+      },
+      work: (message) => attempt(message, run),
+      extendLeases: (ids) => queue.extendLeases(ids, MESSAGE_LEASE_SECONDS),
+      // Every received message is claimable once due: nothing else can hold one back (no recover).
+      nextDue: () => queue.nextDue(),
+      state: () => queue.state(),
+    }),
+  });
   return {
     /** Drains the due raw messages. Throws only for infrastructure failures (database). */
-    async drain(context: { heartbeat(): void; signal: AbortSignal }): Promise<DrainSummary> {
-      const tally = newTally();
-      const inFlight = new Set<string>();
-      await queue.leaseActor(DRAIN_LEASE_SECONDS);
-      await drainWindow<ClaimedInbound>({
-        concurrency: config.queues.inboundConcurrency,
-        lingerMs: config.queues.drainLingerMs,
-        tickMs: TICK_MS,
-        signal: context.signal,
-        subscribe: (onWake) => wakes.subscribe(INBOUND_WAKE_CHANNEL, INBOUND_INTAKE_LEASE, onWake),
-        async claim(limit) {
-          const items = await queue.claim(limit, MESSAGE_LEASE_SECONDS);
-          return { claimed: items.length, items };
-        },
-        async run(message) {
-          inFlight.add(message.id);
-          try {
-            await attempt(message, tally);
-          } finally {
-            inFlight.delete(message.id);
-          }
-        },
-        async tick() {
-          context.heartbeat();
-          await queue.leaseActor(DRAIN_LEASE_SECONDS);
-          await queue.extendLeases([...inFlight], MESSAGE_LEASE_SECONDS);
-        },
-        settle: () => Promise.resolve(),
-        nextDue: () => queue.nextDue(),
-        // Every received message is claimable once due: nothing else can hold one back.
-        onDueUnclaimed: () => Promise.resolve(false),
-      });
-      await queue.releaseActor();
-      return drainSummary(tally, await queue.state());
-    },
+    drain: (context: DrainContext): Promise<DrainSummary> => drainer.drain(null, context),
   };
 }

@@ -1,20 +1,19 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { DrainSummary } from '../../../workflows/queue-actor.ts';
 import type { SendDomainInput } from '../../../workflows/send-domain.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { deliveriesTotal, deliveryLatency, sendStepDuration } from '../../metrics/metrics.ts';
-import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
+import { sendStepDuration } from '../../metrics/metrics.ts';
+import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { renderBroadcastMessage, skipReason } from '../broadcasts/broadcast-message.ts';
 import { createRecipientLinks } from '../broadcasts/recipient-links.ts';
 import type { EmailDelivery } from './delivery.ts';
-import { createDomainQueue, type ClaimedEmail, type QueueCursor } from './domain-queue.repo.ts';
+import { createDomainQueue, type ClaimedEmail, type DomainQueue, type QueueCursor } from './domain-queue.repo.ts';
 
 /**
- * One drain of a sending domain's queue, as the domain actor's activity runs it: take the
- * domain's drain lease, then keep up to four emails per relay pool connection in
- * flight (drain-window.ts), each one delivery attempt (delivery.ts: the recipients not yet
+ * One drain of a sending domain's queue, as the domain actor's activity runs it in the drain
+ * frame (src/queue/drainer.ts: the domain's drain lease, lingering, the report): keep up to
+ * four emails per relay pool connection in flight, each one delivery attempt (delivery.ts: the recipients not yet
  * settled, one SMTP transaction, every answer recorded before it returns), and put each email
  * back on the queue at its retry time while deferred recipients remain, or take it off once
  * settled; when the retry window would close before the next try, what is still deferred fails.
@@ -34,10 +33,8 @@ export interface DomainDrainDeps {
   logger: Logger;
 }
 
-const DRAIN_LEASE_SECONDS = 30;
 /** A claimed email's lease; extended every tick while its attempt runs. */
 const EMAIL_LEASE_SECONDS = 30;
-const TICK_MS = 5_000;
 /**
  * Emails in flight per relay connection: one on the wire, the next built and signed, and the
  * ones whose answer waits for its group commit (a slot is held until the record commits).
@@ -51,16 +48,12 @@ export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, f
   return delay !== null && now - firstAttemptMs + delay <= config.sends.retryWindowMs ? delay : null;
 }
 
-export function createDomainDrainer(deps: DomainDrainDeps) {
-  const { orm, config, delivery, wakes, logger } = deps;
-  const queue = createDomainQueue(orm);
-  const recipientLinks = config.encryptionKey ? createRecipientLinks(config.encryptionKey, config.http.publicUrl) : null;
+/** A broadcast message at its turn: skipped (null) when its contact may no longer be mailed or the broadcast was cancelled, otherwise rendered for the contact as it is now. */
+type BroadcastRender = (email: ClaimedEmail) => Promise<ClaimedEmail | null>;
 
-  /**
-   * A broadcast message at its turn: skipped (null) when its contact may no longer be mailed or
-   * the broadcast was cancelled, otherwise rendered for the contact as it is now.
-   */
-  async function broadcastMessage(email: ClaimedEmail): Promise<ClaimedEmail | null> {
+function createBroadcastRender(delivery: EmailDelivery, config: DomainDrainDeps['config']): BroadcastRender {
+  const recipientLinks = config.encryptionKey ? createRecipientLinks(config.encryptionKey, config.http.publicUrl) : null;
+  return async (email) => {
     const content = email.broadcast;
     if (!content) return email;
     const reason = skipReason(content);
@@ -78,69 +71,76 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
       feedbackId: `${content.broadcastId}:${email.orgId}:herald`,
     });
     return { ...email, subject: rendered.subject, html: rendered.html, text: rendered.text, headers: { ...email.headers, ...rendered.headers } };
+  };
+}
+
+interface AttemptDeps extends Pick<DomainDrainDeps, 'config' | 'delivery' | 'logger'> {
+  queue: DomainQueue;
+  render: BroadcastRender;
+}
+
+/** One delivery attempt at a claimed email, its outcome counted in the drain's run. */
+function createEmailAttempt({ config, delivery, logger, queue, render }: AttemptDeps) {
+  async function expireAfterFailure(email: ClaimedEmail, run: DrainRun): Promise<void> {
+    try {
+      const { status } = await delivery.expire({ orgId: email.orgId, emailId: email.id });
+      run.tally.exhausted += 1;
+      run.count(status);
+    } catch (error) {
+      logger.warn('send attempt failed after the retry window closed and the email could not be ended; retried when its lease lapses', { emailId: email.id, error });
+    }
   }
 
-  return {
-    /** Drains the domain's due emails. Throws only for infrastructure failures (database). */
-    async drain(input: SendDomainInput, context: { heartbeat(): void; signal: AbortSignal }): Promise<DrainSummary> {
-      const { orgId, domainId } = input;
-      const summary = newTally();
-      if (!(await queue.leaseDomain(orgId, domainId, DRAIN_LEASE_SECONDS))) {
-        return { nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: 0, state: 'idle', lastOutcome: 'domain deleted' };
+  return async function attempt(email: ClaimedEmail, run: DrainRun): Promise<void> {
+    const { tally } = run;
+    const nextDelayMs = nextRetryDelay(config, email.handoffAttempts, email.firstAttemptMs, Date.now());
+    try {
+      const message = await render(email);
+      if (!message) {
+        tally.lastOutcome = 'skipped';
+        run.count('skipped');
+        return;
       }
-      const inFlight = new Set<string>();
+      let { status } = await delivery.deliverClaimed(message, nextDelayMs);
+      if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId: email.orgId, emailId: email.id })).status;
+      // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
+      if (status === 'sending') await queue.reschedule(email.orgId, email.id, nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs));
+      run.count(status === 'sending' ? 'deferred' : status, email.dueMs);
+      if (status === 'sent') tally.delivered += 1;
+      else if (status === 'failed') tally.exhausted += 1;
+      else if (status === 'sending') tally.failed += 1;
+      tally.lastFailed = status !== 'sent' && status !== 'cancelled';
+      tally.lastOutcome = status;
+    } catch (error) {
+      // This email only: it stays claimed until its lease lapses, then the next drain tries it
+      // again (each claim counts an attempt). Once the retry window has closed, an attempt
+      // that keeps failing ends the email: what is still pending fails, as for SMTP deferrals.
+      logger.warn('send attempt failed; the email is retried when its lease lapses', { emailId: email.id, attempt: email.handoffAttempts, error });
+      tally.lastFailed = true;
+      tally.lastOutcome = error instanceof Error ? error.message : String(error);
+      if (nextDelayMs === null) await expireAfterFailure(email, run);
+    }
+  };
+}
+
+/** The sending domain's drain: the frame (src/queue/drainer.ts) with the domain's queue, its claim and the attempt above. */
+export function createDomainDrainer(deps: DomainDrainDeps): Drainer<SendDomainInput> {
+  const { orm, config, delivery, wakes } = deps;
+  const queue = createDomainQueue(orm);
+  const attempt = createEmailAttempt({ ...deps, queue, render: createBroadcastRender(delivery, config) });
+  return createDrainer<SendDomainInput, ClaimedEmail>({
+    pipeline: 'sends',
+    wakes,
+    wakeChannel: SEND_WAKE_CHANNEL,
+    lingerMs: config.queues.drainLingerMs,
+    plan({ orgId, domainId }, run) {
       let broadcastCursor: QueueCursor | null = null;
-
-      async function expireAfterFailure(emailId: string): Promise<void> {
-        try {
-          const { status } = await delivery.expire({ orgId, emailId });
-          summary.exhausted += 1;
-          deliveriesTotal.inc({ pipeline: 'sends', outcome: status });
-        } catch (error) {
-          logger.warn('send attempt failed after the retry window closed and the email could not be ended; retried when its lease lapses', { emailId, error });
-        }
-      }
-
-      async function attempt(email: ClaimedEmail): Promise<void> {
-        inFlight.add(email.id);
-        const nextDelayMs = nextRetryDelay(config, email.handoffAttempts, email.firstAttemptMs, Date.now());
-        try {
-          const message = await broadcastMessage(email);
-          if (!message) {
-            summary.lastOutcome = 'skipped';
-            deliveriesTotal.inc({ pipeline: 'sends', outcome: 'skipped' });
-            return;
-          }
-          let { status } = await delivery.deliverClaimed(message, nextDelayMs);
-          if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId, emailId: email.id })).status;
-          // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
-          if (status === 'sending') await queue.reschedule(orgId, email.id, nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs));
-          deliveriesTotal.inc({ pipeline: 'sends', outcome: status === 'sending' ? 'deferred' : status });
-          deliveryLatency.observe({ pipeline: 'sends' }, Math.max(0, Date.now() - email.dueMs) / 1000);
-          if (status === 'sent') summary.delivered += 1;
-          else if (status === 'failed') summary.exhausted += 1;
-          else if (status === 'sending') summary.failed += 1;
-          summary.lastFailed = status !== 'sent' && status !== 'cancelled';
-          summary.lastOutcome = status;
-        } catch (error) {
-          // This email only: it stays claimed until its lease lapses, then the next drain tries it
-          // again (each claim counts an attempt). Once the retry window has closed, an attempt
-          // that keeps failing ends the email: what is still pending fails, as for SMTP deferrals.
-          logger.warn('send attempt failed; the email is retried when its lease lapses', { emailId: email.id, attempt: email.handoffAttempts, error });
-          summary.lastFailed = true;
-          summary.lastOutcome = error instanceof Error ? error.message : String(error);
-          if (nextDelayMs === null) await expireAfterFailure(email.id);
-        } finally {
-          inFlight.delete(email.id);
-        }
-      }
-
-      await drainWindow<ClaimedEmail>({
+      return {
+        ownerId: domainId,
         concurrency: config.sends.relayPoolSize * IN_FLIGHT_PER_CONNECTION,
-        lingerMs: config.queues.drainLingerMs,
-        tickMs: TICK_MS,
-        signal: context.signal,
-        subscribe: (onWake) => wakes.subscribe(SEND_WAKE_CHANNEL, domainId, onWake),
+        lease: (seconds) => queue.leaseDomain(orgId, domainId, seconds),
+        release: () => queue.releaseDomain(orgId, domainId),
+        ownerGone: () => Promise.resolve(ownerGoneSummary('domain deleted')),
         async claim(limit) {
           const claimed = sendStepDuration.startTimer({ step: 'claim' });
           const items = await queue.claim(orgId, domainId, limit, EMAIL_LEASE_SECONDS, broadcastCursor).finally(claimed);
@@ -148,20 +148,12 @@ export function createDomainDrainer(deps: DomainDrainDeps) {
           broadcastCursor = items.findLast((item) => item.broadcast !== null)?.cursor ?? broadcastCursor;
           return { claimed: items.length, items };
         },
-        run: attempt,
-        async tick() {
-          context.heartbeat();
-          await queue.leaseDomain(orgId, domainId, DRAIN_LEASE_SECONDS);
-          await queue.extendLeases(orgId, [...inFlight], EMAIL_LEASE_SECONDS);
-        },
-        settle: () => Promise.resolve(),
+        work: (email) => attempt(email, run),
+        extendLeases: (ids) => queue.extendLeases(orgId, ids, EMAIL_LEASE_SECONDS),
+        // Every open email is claimable once due: nothing else can hold one back (no recover).
         nextDue: () => queue.nextDue(orgId, domainId),
-        // Every open email is claimable once due: nothing else can hold one back.
-        onDueUnclaimed: () => Promise.resolve(false),
-      });
-      await queue.releaseDomain(orgId, domainId);
-      const state = await queue.state(orgId, domainId);
-      return drainSummary(summary, state);
+        state: () => queue.state(orgId, domainId),
+      };
     },
-  };
+  });
 }

@@ -1,46 +1,36 @@
 import { LRUCache } from 'lru-cache';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
-import type { DrainSummary, WebhookEndpointInput } from '../../../workflows/webhook-endpoint.ts';
+import type { WebhookEndpointInput } from '../../../workflows/webhook-endpoint.ts';
 import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
 import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
-import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type LeasedEndpoint } from './endpoint-queue.repo.ts';
-import { deliveriesTotal, deliveryLatency } from '../../metrics/metrics.ts';
-import { drainSummary, drainWindow, newTally } from '../../queue/drain-window.ts';
+import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type EndpointQueue, type LeasedEndpoint } from './endpoint-queue.repo.ts';
+import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
 import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
 
 /**
- * One drain of a webhook endpoint's queue, as the endpoint actor's activity runs it:
+ * One drain of a webhook endpoint's queue, as the endpoint actor's activity runs it in the drain
+ * frame (src/queue/drainer.ts: the endpoint's drain lease, which also loads the endpoint;
+ * lingering for a wake-up from the fan-out; the report read after the release):
  *
- * 1. Take the endpoint's drain lease (writers then know it is awake and do not signal it) and
- *    load the endpoint; record attempts that a dead drain left in flight as abandoned.
- * 2. Sliding window: keep up to `endpointConcurrency` requests in flight, claiming due rows
- *    (`FOR UPDATE SKIP LOCKED`, oldest due first) as slots free up, so `delivering` always means
- *    "a request is in flight" and a slow endpoint holds only its own slots.
+ * 1. Record attempts that a dead drain left in flight as abandoned (at the start, every tick,
+ *    and when a due row could not be claimed).
+ * 2. Keep up to `endpointConcurrency` requests in flight, claiming due rows (`FOR UPDATE SKIP
+ *    LOCKED`, oldest due first) as slots free up, so `delivering` always means "a request is in
+ *    flight" and a slow endpoint holds only its own slots.
  * 3. Record outcomes in group commits (one statement per group): delivered (2xx), failed with
  *    `next_attempt_at` (the schedule's delay ±20 %, or Retry-After), exhausted (last attempt,
  *    410 Gone, which also disables the endpoint).
- * 4. When nothing is due and nothing is in flight, linger up to `drainLingerMs` for a wake-up
- *    (NOTIFY from the fan-out) or a retry that falls due meanwhile before returning; then release the lease and report the queue,
- *    so the workflow sleeps until the next due row. The report is read after the lease is
- *    released: a row committed while a writer still saw the lease is counted as due now.
  *
  * Delivery is at least once: a request whose answer was not recorded (the worker died) is sent
  * again after its lease lapses, with the same delivery id; the attempt log shows the abandoned
  * attempt. Order: oldest due first with up to `endpointConcurrency` in flight, so receivers must
  * not rely on arrival order (events carry created_at).
  */
-
-export interface DrainContext {
-  /** Called at least every few seconds while the drain works. */
-  heartbeat(): void;
-  /** Aborted when the activity is cancelled or the worker shuts down: stop claiming, finish in-flight requests. */
-  signal: AbortSignal;
-}
 
 export interface EndpointDrainDeps {
   orm: MikroORM;
@@ -50,11 +40,8 @@ export interface EndpointDrainDeps {
   http?: Partial<PostOptions>;
 }
 
-/** The drain lease and a claimed row's lease: long enough for one 15 s attempt and a slow record. */
-const DRAIN_LEASE_SECONDS = 30;
+/** A claimed row's lease: long enough for one 15 s attempt and a slow record. */
 const ROW_LEASE_SECONDS = 30;
-/** Lease refresh, heartbeat and a look for lapsed attempts, this often. */
-const TICK_MS = 5_000;
 /** Outcomes are committed in groups of up to this many, or after this long. */
 export const RECORD_GROUP = 64;
 const RECORD_DELAY_MS = 5;
@@ -92,62 +79,63 @@ function createRecorder(write: (records: AttemptRecord[]) => Promise<void>, onRe
   };
 }
 
-export function createEndpointDrainer(deps: EndpointDrainDeps) {
-  const { orm, config, wakes } = deps;
-  const queue = createEndpointQueue(orm);
-  // Keyed by the sealed form: a rotated secret is a new entry; the least recently used go first.
+/** Opens sealed signing secrets, cached by their sealed form (a rotated secret is a new entry; the least recently used go first). */
+function createSecretOpener(encryptionKey: Config['encryptionKey']) {
   const secrets = new LRUCache<string, { opened: string | Error }>({ max: 10_000 });
-
-  /** A sealed secret opened (cached by its sealed form), or why it cannot be. */
-  function secretOf(sealed: string): string | Error {
+  /** A sealed secret opened, or why it cannot be. */
+  return function secretOf(sealed: string): string | Error {
     const cached = secrets.get(sealed);
     if (cached !== undefined) return cached.opened;
     let secret: string | Error;
-    if (!config.encryptionKey) secret = new Error('HERALD_ENCRYPTION_KEY is not configured on the worker');
+    if (!encryptionKey) secret = new Error('HERALD_ENCRYPTION_KEY is not configured on the worker');
     else {
       try {
-        secret = decryptSecret(config.encryptionKey, sealed);
+        secret = decryptSecret(encryptionKey, sealed);
       } catch {
         secret = new Error('the signing secret cannot be decrypted with HERALD_ENCRYPTION_KEY');
       }
     }
     secrets.set(sealed, { opened: secret });
     return secret;
-  }
+  };
+}
 
-  /** The record of one attempt from its HTTP result. */
-  function outcomeOf(row: ClaimedDelivery, startedAt: Date, result: PostResult): AttemptRecord {
-    const schedule = config.webhooks.retryScheduleMs;
-    const attemptNumber = row.series_attempts + 1;
-    const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300 && result.error === null;
-    const gone = result.statusCode === 410;
-    const last = attemptNumber >= schedule.length;
-    let status: WebhookDeliveryStatus;
-    let nextAttemptAt: Date | null = null;
-    if (delivered) status = 'delivered';
-    else if (gone || last) status = 'exhausted';
-    else {
-      status = 'failed';
-      const delay = nextDelay(schedule[attemptNumber]!, 0.8 + Math.random() * 0.4, retryAfterMs(result.statusCode, result.headers));
-      nextAttemptAt = new Date(Date.now() + delay);
-    }
-    return {
-      dueMs: row.due_ms,
-      deliveryId: row.id,
-      series: row.replay_count,
-      attemptNumber,
-      startedAt,
-      statusCode: result.statusCode,
-      latencyMs: result.latencyMs,
-      error: clip(failureText(result)),
-      excerpt: clip(result.excerpt),
-      status,
-      nextAttemptAt,
-      gone,
-    };
+/** The record of one attempt from its HTTP result. */
+function outcomeOf(schedule: readonly number[], row: ClaimedDelivery, startedAt: Date, result: PostResult): AttemptRecord {
+  const attemptNumber = row.series_attempts + 1;
+  const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300 && result.error === null;
+  const gone = result.statusCode === 410;
+  const last = attemptNumber >= schedule.length;
+  let status: WebhookDeliveryStatus;
+  let nextAttemptAt: Date | null = null;
+  if (delivered) status = 'delivered';
+  else if (gone || last) status = 'exhausted';
+  else {
+    status = 'failed';
+    const delay = nextDelay(schedule[attemptNumber]!, 0.8 + Math.random() * 0.4, retryAfterMs(result.statusCode, result.headers));
+    nextAttemptAt = new Date(Date.now() + delay);
   }
+  return {
+    dueMs: row.due_ms,
+    deliveryId: row.id,
+    series: row.replay_count,
+    attemptNumber,
+    startedAt,
+    statusCode: result.statusCode,
+    latencyMs: result.latencyMs,
+    error: clip(failureText(result)),
+    excerpt: clip(result.excerpt),
+    status,
+    nextAttemptAt,
+    gone,
+  };
+}
 
-  async function attempt(endpoint: LeasedEndpoint, row: ClaimedDelivery): Promise<AttemptRecord> {
+/** One POST of a claimed delivery to its endpoint, as the record of its attempt. */
+function createDeliveryAttempt(deps: Pick<EndpointDrainDeps, 'config' | 'http'>) {
+  const { config } = deps;
+  const secretOf = createSecretOpener(config.encryptionKey);
+  return async function attempt(endpoint: LeasedEndpoint, row: ClaimedDelivery): Promise<AttemptRecord> {
     const startedAt = new Date();
     const secret = secretOf(endpoint.secret_encrypted);
     // A previous secret that cannot be opened only loses its extra signature.
@@ -169,65 +157,74 @@ export function createEndpointDrainer(deps: EndpointDrainDeps) {
             },
             http: { allowPrivateTargets: config.webhooks.allowPrivateTargets, ...deps.http },
           });
-    return outcomeOf(row, startedAt, result);
+    return outcomeOf(config.webhooks.retryScheduleMs, row, startedAt, result);
+  };
+}
+
+/** A recorded attempt in the drain's run: its outcome counted, its latency observed. */
+function countRecord(record: AttemptRecord, run: DrainRun): void {
+  const outcome: Outcome = record.status === 'delivered' ? 'delivered' : record.status === 'exhausted' ? 'exhausted' : 'failed';
+  run.tally[outcome] += 1;
+  run.count(outcome, record.dueMs);
+  run.tally.lastFailed = outcome !== 'delivered';
+  run.tally.lastOutcome = record.statusCode !== null ? `HTTP ${record.statusCode}` : (record.error ?? outcome);
+}
+
+/**
+ * Claims due rows for the endpoint as it was last leased: a disabled endpoint's rows end without
+ * an attempt (up to 500 at a time); rows whose event no longer exists end too; the rest are sent.
+ */
+async function claimDeliveries(queue: EndpointQueue, owner: { orgId: string; endpointId: string }, endpoint: LeasedEndpoint, limit: number, run: DrainRun) {
+  const { orgId, endpointId } = owner;
+  const rows = await queue.claim(orgId, endpointId, endpoint.enabled ? limit : 500, ROW_LEASE_SECONDS);
+  if (!endpoint.enabled) {
+    await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}`);
+    run.tally.exhausted += rows.length;
+    return { claimed: rows.length, items: [] };
   }
+  const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
+  await queue.finishWithoutAttempt(orgId, orphans.map((r) => r.id), 'the event no longer exists');
+  run.tally.exhausted += orphans.length;
+  return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
+}
 
-  return {
-    /** Drains the endpoint's due rows (see the module comment). Throws only for infrastructure failures. */
-    async drain(input: WebhookEndpointInput, context: DrainContext): Promise<DrainSummary> {
-      const { orgId, endpointId } = input;
-      const summary = newTally();
-      const schedule = config.webhooks.retryScheduleMs;
-      let endpoint = await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS);
-      if (!endpoint) {
-        const ended = await queue.finishAllOpen(orgId, endpointId, 'the webhook endpoint no longer exists');
-        return { nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: ended, state: 'idle', lastOutcome: ended > 0 ? 'endpoint deleted' : null };
-      }
-      const recorder = createRecorder((records) => queue.record(orgId, endpointId, records), (record) => {
-        const outcome: Outcome = record.status === 'delivered' ? 'delivered' : record.status === 'exhausted' ? 'exhausted' : 'failed';
-        summary[outcome] += 1;
-        deliveriesTotal.inc({ pipeline: 'webhooks', outcome });
-        if (record.dueMs !== undefined) deliveryLatency.observe({ pipeline: 'webhooks' }, Math.max(0, Date.now() - record.dueMs) / 1000);
-        summary.lastFailed = outcome !== 'delivered';
-        summary.lastOutcome = record.statusCode !== null ? `HTTP ${record.statusCode}` : (record.error ?? outcome);
-      });
-      const reap = async () => (await queue.reapLapsed(orgId, endpointId, schedule.length, ABANDONED_ERROR)) > 0;
-
-      await reap();
-      await drainWindow<ClaimedDelivery>({
+/** The endpoint's drain: the frame (src/queue/drainer.ts) with the endpoint's queue, its claim, the attempt and the recorder above. */
+export function createEndpointDrainer(deps: EndpointDrainDeps): Drainer<WebhookEndpointInput> {
+  const { orm, config, wakes } = deps;
+  const queue = createEndpointQueue(orm);
+  const attempt = createDeliveryAttempt(deps);
+  return createDrainer<WebhookEndpointInput, ClaimedDelivery>({
+    pipeline: 'webhooks',
+    wakes,
+    wakeChannel: WEBHOOK_WAKE_CHANNEL,
+    lingerMs: config.queues.drainLingerMs,
+    plan(owner, run) {
+      const { orgId, endpointId } = owner;
+      // Set by the first lease; a renewal that finds the endpoint gone keeps the last one seen.
+      let endpoint: LeasedEndpoint | null = null;
+      const recorder = createRecorder((records) => queue.record(orgId, endpointId, records), (record) => countRecord(record, run));
+      return {
+        ownerId: endpointId,
         concurrency: config.webhooks.endpointConcurrency,
-        lingerMs: config.queues.drainLingerMs,
-        tickMs: TICK_MS,
-        signal: context.signal,
-        subscribe: (onWake) => wakes.subscribe(WEBHOOK_WAKE_CHANNEL, endpointId, onWake),
-        async claim(limit) {
-          const current = endpoint!;
-          const rows = await queue.claim(orgId, endpointId, current.enabled ? limit : 500, ROW_LEASE_SECONDS);
-          if (!current.enabled) {
-            await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${current.disabled_reason ? `: ${current.disabled_reason}` : ''}`);
-            summary.exhausted += rows.length;
-            return { claimed: rows.length, items: [] };
-          }
-          const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
-          await queue.finishWithoutAttempt(orgId, orphans.map((r) => r.id), 'the event no longer exists');
-          summary.exhausted += orphans.length;
-          return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
+        async lease(seconds) {
+          const leased = await queue.leaseEndpoint(orgId, endpointId, seconds);
+          endpoint = leased ?? endpoint;
+          return leased !== null;
         },
-        run: async (row) => recorder.add(await attempt(endpoint!, row)),
-        async tick() {
-          context.heartbeat();
-          endpoint = (await queue.leaseEndpoint(orgId, endpointId, DRAIN_LEASE_SECONDS)) ?? endpoint;
-          await reap();
+        release: () => queue.releaseEndpoint(orgId, endpointId),
+        async ownerGone() {
+          const ended = await queue.finishAllOpen(orgId, endpointId, 'the webhook endpoint no longer exists');
+          return ownerGoneSummary(ended > 0 ? 'endpoint deleted' : null, ended);
         },
+        claim: (limit) => claimDeliveries(queue, owner, endpoint!, limit, run),
+        work: async (row) => recorder.add(await attempt(endpoint!, row)),
+        recover: async () => (await queue.reapLapsed(orgId, endpointId, config.webhooks.retryScheduleMs.length, ABANDONED_ERROR)) > 0,
         settle: () => recorder.flush(),
         nextDue: () => queue.nextDue(orgId, endpointId),
-        onDueUnclaimed: reap,
-      });
-      await queue.releaseEndpoint(orgId, endpointId);
-      const state = await queue.state(orgId, endpointId);
-      return drainSummary(summary, state);
+        state: () => queue.state(orgId, endpointId),
+      };
     },
-  };
+  });
 }
 
 export type EndpointDrainer = ReturnType<typeof createEndpointDrainer>;
