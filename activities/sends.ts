@@ -7,10 +7,10 @@ import type { BlobStore } from '../src/blob/blob-store.ts';
 import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
-import { createEmailDelivery } from '../src/modules/sends/delivery.ts';
-import { createDomainDrainer } from '../src/modules/sends/domain-drain.ts';
-import { createSentRecorder } from '../src/modules/sends/sent-recorder.ts';
-import { createRelay, type Relay } from '../src/modules/sends/relay.ts';
+import { createEmailDelivery } from '../src/modules/outbound/delivery.ts';
+import { createDomainDrainer } from '../src/modules/outbound/domain-drain.ts';
+import { createSentRecorder } from '../src/modules/outbound/sent-recorder.ts';
+import { createRelay, type Relay } from '../src/modules/outbound/relay.ts';
 import { createWorkerSandboxRelay } from '../src/modules/sandbox/sandbox-relay.ts';
 
 export interface SendActivityDeps {
@@ -28,7 +28,7 @@ export interface SendActivityDeps {
 /**
  * Transactional send activities. drainSendDomain is the sending-domain actor's one activity: it
  * claims the domain's due emails and makes one delivery attempt each through the pooled relay
- * (src/modules/sends/domain-drain.ts), heartbeating while it works.
+ * (src/modules/outbound/domain-drain.ts), heartbeating while it works.
  */
 export function createSendActivities(deps: SendActivityDeps) {
   const relay = deps.relay ?? createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize, tls: deps.config.relayTls, logger: deps.logger });

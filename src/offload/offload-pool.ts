@@ -1,6 +1,6 @@
 import type { ResourceLimits } from 'node:worker_threads';
 import type Mail from 'nodemailer/lib/mailer/index.js';
-import type { Envelope } from '../modules/sends/message-composer.ts';
+import type { Envelope } from '../modules/outbound/message-composer.ts';
 import { AppError } from '../errors.ts';
 import type { OffloadResult, OffloadTask } from './offload-tasks.ts';
 import { transferableOf } from './offload-tasks.ts';

@@ -3,7 +3,7 @@ import { JSON_BOUNDS } from '../http/body-limits.ts';
 import { requestFingerprint } from '../canonical-json.ts';
 import { parseJsonBody } from '../http/json-body.ts';
 import type Mail from 'nodemailer/lib/mailer/index.js';
-import { composeMessage, type Envelope } from '../modules/sends/message-composer.ts';
+import { composeMessage, type Envelope } from '../modules/outbound/message-composer.ts';
 import { decodeBase64 } from '../modules/sends/sends.fns.ts';
 
 /** The work a process can hand to its offload thread: pure functions of their input. */

@@ -12,7 +12,7 @@ import { inboundIntakeActorContract } from '../../workflows/inbound-intake.ts';
 import { createActorWaker } from '../temporal/actor-wake.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
 import { routeOf } from '../modules/inbound/routing.ts';
-import { createVerpSigner } from '../modules/sends/verp.ts';
+import { createVerpSigner } from '../modules/outbound/verp.ts';
 import { inboundRefusedRecipients } from '../metrics/metrics.ts';
 
 /** The largest message accepted: the spec's 25 MB body-plus-attachments ceiling. */
@@ -62,7 +62,7 @@ function envelopeOf(session: SMTPServerSession): InboundEnvelope {
 
 /**
  * Inbound MX. RCPT: an address on a domain some workspace has verified, or a return path Herald
- * signed (src/modules/sends/verp.ts), else 550 5.1.1 (a pending domain receives nothing; an
+ * signed (src/modules/outbound/verp.ts), else 550 5.1.1 (a pending domain receives nothing; an
  * unsigned or forged bounce address is refused and counted); past `maxRecipients` 452 4.5.3. DATA: the message is streamed into the blob store and its
  * InboundMessage row recorded (src/modules/inbound/intake.ts), and only then answered 250 with
  * the id; over the size limit 552 5.3.4 after draining; any failure to store or record 451 4.3.0

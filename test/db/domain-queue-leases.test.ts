@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Domain, TransactionalEmail } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { utcDay } from '../../src/modules/sends/sends.fns.ts';
-import { createDomainQueue } from '../../src/modules/sends/domain-queue.repo.ts';
+import { createDomainQueue } from '../../src/modules/outbound/domain-queue.repo.ts';
 import { createOrg } from '../support/factories.ts';
 import { addSendingDomain, insertScheduledEmail } from '../support/sending.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Domain } from '../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { deliveriesTotal } from '../../src/metrics/metrics.ts';
-import { createDomainQueue } from '../../src/modules/sends/domain-queue.repo.ts';
+import { createDomainQueue } from '../../src/modules/outbound/domain-queue.repo.ts';
 import { createDrainer, ownerGoneSummary, type DrainPlan, type DrainRun } from '../../src/queue/drainer.ts';
 import type { QueueWakes } from '../../src/queue/wakes.ts';
 import { createOrg } from '../support/factories.ts';

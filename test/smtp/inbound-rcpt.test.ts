@@ -7,7 +7,7 @@ import { createLogger } from '../../src/logger.ts';
 import { startSmtp } from '../../src/main-smtp.ts';
 import type { RunningSmtp } from '../../src/smtp/inbound-server.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
-import { createVerpSigner } from '../../src/modules/sends/verp.ts';
+import { createVerpSigner } from '../../src/modules/outbound/verp.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { createRelay, type Relay, type RelayResult } from '../../src/modules/sends/relay.ts';
+import { createRelay, type Relay, type RelayResult } from '../../src/modules/outbound/relay.ts';
 import type { RelayTlsSettings } from '../../src/smtp/tls-policy.ts';
 import { createTestCertificates } from '../support/test-certificates.ts';
 import { startTlsRelay } from '../support/tls-relay.ts';

@@ -4,7 +4,7 @@ import { scopeToOrg } from '../../db/orm.ts';
 import type { Service } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
-import { IN_FLIGHT_PER_CONNECTION } from '../../src/modules/sends/domain-drain.ts';
+import { IN_FLIGHT_PER_CONNECTION } from '../../src/modules/outbound/domain-drain.ts';
 import { idem } from '../support/api.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
 import { createOrgWithKey, unique } from '../support/factories.ts';

@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import { createLogger } from '../../src/logger.ts';
 import { createSendsService } from '../../src/modules/sends/sends.service.ts';
 import { SendEmailBody } from '../../src/modules/sends/sends.schemas.ts';
-import { createVerpSigner } from '../../src/modules/sends/verp.ts';
+import { createVerpSigner } from '../../src/modules/outbound/verp.ts';
 import { lazyTemporalClient } from '../../src/temporal/client.ts';
 import { setCredits } from '../support/sending.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';

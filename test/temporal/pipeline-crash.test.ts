@@ -16,7 +16,7 @@ import { createTestStack, type TestStack } from '../support/stack.ts';
 import { insertSigningEndpoint } from '../support/webhook-rows.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 import { spawnWorkerProcess } from '../support/worker-process.ts';
-import { IN_FLIGHT_PER_CONNECTION } from '../../src/modules/sends/domain-drain.ts';
+import { IN_FLIGHT_PER_CONNECTION } from '../../src/modules/outbound/domain-drain.ts';
 
 /**
  * kill -9 of a `herald worker` process while its actors drain 1,000 sends and 1,000 webhook

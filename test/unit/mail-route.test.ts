@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MxRecord } from 'node:dns';
 import type { DnsLookup } from '../../src/dns/resolver.ts';
-import { resolveMailRoute } from '../../src/modules/sends/direct-relay.ts';
+import { resolveMailRoute } from '../../src/modules/outbound/direct-relay.ts';
 
 type Zone = Record<string, { MX?: MxRecord[]; A?: string[]; AAAA?: string[] }>;
 

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { createMtaSts } from '../../src/modules/sends/mta-sts.ts';
+import { createMtaSts } from '../../src/modules/outbound/mta-sts.ts';
 import { createTestCertificates } from '../support/test-certificates.ts';
 
 /** The policy cache of RFC 8461 §5.1, against a policy host on 127.0.0.1 and a scripted DNS. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mxMatches, parseMtaStsPolicy } from '../../src/modules/sends/mta-sts.ts';
+import { mxMatches, parseMtaStsPolicy } from '../../src/modules/outbound/mta-sts.ts';
 
 describe('MTA-STS policy rules (RFC 8461)', () => {
   it('parses a policy with CRLF or LF lines, several mx patterns, and caps max_age at a year', () => {

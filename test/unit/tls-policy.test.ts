@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { createTlsFailureLog, describeTlsFailure } from '../../src/modules/sends/relay-tls.ts';
+import { createTlsFailureLog, describeTlsFailure } from '../../src/modules/outbound/relay-tls.ts';
 import { describeRelayTls, isLoopbackHost, resolveRelayTls, type RelayTlsSettings } from '../../src/smtp/tls-policy.ts';
 
 describe('resolveRelayTls', () => {

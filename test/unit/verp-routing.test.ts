@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { emailIdFromVerp } from '../../src/modules/inbound/report-classifier.ts';
 import { routeOf } from '../../src/modules/inbound/routing.ts';
-import { createVerpSigner } from '../../src/modules/sends/verp.ts';
+import { createVerpSigner } from '../../src/modules/outbound/verp.ts';
 
 const ID = '0123456789abcdef01234567';
 const BOUNCE_DOMAIN = 'bounces.herald.test';

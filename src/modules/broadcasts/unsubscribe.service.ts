@@ -3,7 +3,7 @@ import { Contact, TransactionalEmail } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import type { Config } from '../../config.ts';
 import { recordEmailEvent } from '../metrics/email-events.ts';
-import { moveContact } from '../sends/outcomes.ts';
+import { moveContact } from '../outbound/outcomes.ts';
 import { suppressAddress } from '../sends/suppression.repo.ts';
 import { createRecipientLinks } from './recipient-links.ts';
 

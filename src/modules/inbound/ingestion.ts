@@ -15,7 +15,7 @@ import { countIngestAttempt } from './inbound-queue.repo.ts';
 import { parseMessageStream, scanSubject, type ParsedMessage } from './mime.ts';
 import { appliesReport, CLASSIFY_MAX_BYTES, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
 import { routeRecipients, type InboundRoute } from './routing.ts';
-import { createVerpSigner } from '../sends/verp.ts';
+import { createVerpSigner } from '../outbound/verp.ts';
 
 export interface InboundIngestionDeps {
   orm: MikroORM;

@@ -63,7 +63,7 @@ export function emailIdFromMessageId(messageId: string): string | null {
 /**
  * The email id a VERP recipient `bounce+<emailId>[-<tag>]@<host>` (BOUNCE_DOMAIN or a sending
  * domain's `bounces.` host) claims, or null. A claim only: routing verifies the tag
- * (src/modules/sends/verp.ts) and only a verified address lets the report change anything.
+ * (src/modules/outbound/verp.ts) and only a verified address lets the report change anything.
  */
 export function emailIdFromVerp(rcptTo: string[], bounceDomain: string): string | null {
   const domain = bounceDomain.trim().toLowerCase();

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Domain, TransactionalEmail } from '../../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../../db/orm.ts';
 import { bounceHostOf } from '../sends/sends.fns.ts';
-import type { VerpSigner } from '../sends/verp.ts';
+import type { VerpSigner } from '../outbound/verp.ts';
 
 /** A workspace an inbound message reaches, and through which recipient. */
 export interface InboundRoute {

@@ -6,8 +6,8 @@ import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { createInboundIntake } from '../inbound/intake.ts';
-import { composeMessage, type Envelope } from '../sends/message-composer.ts';
-import { createRelay, type Relay, type RelayRecipientResult } from '../sends/relay.ts';
+import { composeMessage, type Envelope } from '../outbound/message-composer.ts';
+import { createRelay, type Relay, type RelayRecipientResult } from '../outbound/relay.ts';
 import { buildArfReport } from './arf-report.ts';
 import { rcptReply, REJECT_REPLY, SIMULATOR_DOMAIN, simulatedMailbox, softBounceKey } from './mailbox-simulator.ts';
 

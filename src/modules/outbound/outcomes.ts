@@ -11,7 +11,7 @@ import { serializeContact } from '../contacts/contacts.serializer.ts';
 import type { EventType } from '../events/events.schemas.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import type { EmailEventInput } from '../metrics/email-events.ts';
-import { suppressAddress } from './suppression.repo.ts';
+import { suppressAddress } from '../sends/suppression.repo.ts';
 
 /**
  * What happened to one recipient of one transactional email, as the relay, a DSN or a

@@ -6,7 +6,7 @@ import type { InboundReport } from '../inbound/report-classifier.ts';
 import type { InboundRoute } from '../inbound/routing.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome, emailEventData } from './outcomes.ts';
-import { messageIdFor } from './sends.fns.ts';
+import { messageIdFor } from '../sends/sends.fns.ts';
 
 /** Why a report changed nothing (the `result` label of herald_inbound_reports_total besides `applied`). */
 export type UnappliedReason =

@@ -15,12 +15,12 @@ import type { Config } from '../../config.ts';
 import { sendStepDuration } from '../../metrics/metrics.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { applyRecipientOutcome, type RecipientOutcome } from './outcomes.ts';
-import { releaseEmailQuota } from './quota.repo.ts';
+import { releaseEmailQuota } from '../sends/quota.repo.ts';
 import type { Relay, RelayResult } from './relay.ts';
-import type { HandoffResult } from './handoff.repo.ts';
+import type { HandoffResult } from '../sends/handoff.repo.ts';
 import { BuildFailure, createMessageBuilder, type MessageSource } from './message-builder.ts';
 import type { SentRecorder } from './sent-recorder.ts';
-import { bounceHostOf } from './sends.fns.ts';
+import { bounceHostOf } from '../sends/sends.fns.ts';
 import { createVerpSigner } from './verp.ts';
 
 export interface DeliverInput {

@@ -14,7 +14,7 @@ import type { EmailAttachmentRecord } from '../../../db/entities/index.ts';
 import type { BroadcastContent } from '../broadcasts/broadcast-message.ts';
 import type { ClaimedSend, SendRecipient } from './delivery.ts';
 import { BY_EMAIL_ID } from './sent-record.repo.ts';
-import { utcDay } from './sends.fns.ts';
+import { utcDay } from '../sends/sends.fns.ts';
 
 const OPEN = `status in ('scheduled', 'queued', 'sending')`;
 /** The two halves of the queue, each on its own partial index (transactional_emails_due_index, _broadcast_due_index). */
