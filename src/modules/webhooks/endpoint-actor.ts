@@ -17,7 +17,7 @@ const WAKE_CONCURRENCY = 16;
  * Wakes the actors of some endpoints (`webhook-endpoint:<id>`), starting any that is not
  * running, with one signal-with-start each. Callers wake only endpoints whose drain is not
  * already running (see EndpointQueue.leaseEndpoint), after the rows they wrote are committed;
- * a lost wake-up is caught by the outbox relay's reconciler. Rejects with the first failure.
+ * a lost wake-up is caught by the webhook reconciler. Rejects with the first failure.
  */
 export async function wakeEndpointActors(
   client: Client,
@@ -46,4 +46,19 @@ export async function wakeEndpointActors(
   };
   await Promise.all(Array.from({ length: Math.min(WAKE_CONCURRENCY, endpoints.length) }, lane));
   if (failure !== undefined) throw failure instanceof Error ? failure : new Error('wake-up failed', { cause: failure });
+}
+
+/**
+ * `wakeEndpointActors` for endpoints as the outbox queries return them, giving up on an
+ * unresponsive Temporal after `deadlineMs`.
+ */
+export function wakeEndpointsWithin(
+  client: Client,
+  config: Pick<Config, 'temporal'>,
+  endpoints: readonly { id: string; org_id: string }[],
+  deadlineMs: number,
+): Promise<void> {
+  return client.connection.withDeadline(Date.now() + deadlineMs, () =>
+    wakeEndpointActors(client, config, endpoints.map((e) => ({ orgId: e.org_id, endpointId: e.id }))),
+  );
 }
