@@ -138,8 +138,9 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
 }
 
 /**
- * The worker process: one Temporal worker on Herald's task queue, with one connection, one ORM
- * and one activity set. Ensures Herald's schedules exist before polling.
+ * The worker process: one Temporal worker on Herald's task queue, with one connection, one ORM,
+ * one activity set and one LISTEN connection (src/queue/wakes.ts). Ensures Herald's schedules
+ * exist before polling, then starts its background loops (one list, stopped in reverse order).
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
