@@ -11,7 +11,7 @@ import { createDnsResolver } from './dns/resolver.ts';
 import { reportQueuesFrom } from './metrics/metrics.ts';
 import { readQueueDepths } from './queue/queue-depth.repo.ts';
 import type { Logger } from './logger.ts';
-import { startInboundReconciler } from './modules/inbound/reconciler.ts';
+import { createInboundReconciler } from './modules/inbound/reconciler.ts';
 import { composedElsewhere, maskRelayUrl, type Relay } from './modules/outbound/relay.ts';
 import { createThreadedRelay } from './modules/outbound/relay-thread.ts';
 import { createWorkerSandboxRelay } from './modules/sandbox/sandbox-relay.ts';
@@ -21,13 +21,15 @@ import { createMtaSts } from './modules/outbound/mta-sts.ts';
 import { readTrustedAuthorities } from './modules/outbound/relay-tls.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/outbound/report-recorder.ts';
-import { startSendReconciler } from './modules/outbound/send-reconciler.ts';
-import { startTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
+import { createSendReconciler } from './modules/outbound/send-reconciler.ts';
+import { createTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
 import { sendDomainActorContract } from '../workflows/send-domain.ts';
 import { wakeActors } from './temporal/actor-wake.ts';
+import { startLoops } from './queue/background-loop.ts';
 import { startQueueWakes } from './queue/wakes.ts';
-import { startOutboxRelay } from './modules/webhooks/outbox-relay.ts';
+import { createWebhookFanOut } from './modules/webhooks/outbox-relay.ts';
+import { createWebhookReconciler } from './modules/webhooks/webhook-reconciler.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
 
@@ -137,8 +139,9 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
 }
 
 /**
- * The worker process: one Temporal worker on Herald's task queue, with one connection, one ORM
- * and one activity set. Ensures Herald's schedules exist before polling.
+ * The worker process: one Temporal worker on Herald's task queue, with one connection, one ORM,
+ * one activity set and one LISTEN connection (src/queue/wakes.ts). Ensures Herald's schedules
+ * exist before polling, then starts its background loops (one list, stopped in reverse order).
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
@@ -150,6 +153,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const smtpRelay = outboundDelivery(config, logger, offload);
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
+  // The process's one LISTEN connection: drains' wake-ups and the webhook fan-out's.
   const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });
   const blobs = createBlobStore(config);
   // Where test keys' mail ends (never the relay above): src/modules/sandbox/.
@@ -186,17 +190,23 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   if (schedules.created.length > 0) logger.info('schedules created', schedules);
   logger.info('worker polling', { taskQueue, namespace: config.temporal.namespace });
   const running = worker.run();
-  // Fans committed events out to webhook delivery rows and wakes the endpoints' actors.
-  const relay = startOutboxRelay({ orm, databaseUrl: config.database.url, temporal: client, config, logger });
-  // Wakes the inbound actor when raw messages the smtp process recorded got no wake-up.
-  const inboundReconciler = startInboundReconciler({ orm, temporal: client, config, logger });
-  // Wakes the actors of sending domains whose due emails got no wake-up.
-  const sendReconciler = startSendReconciler({ orm, temporal: client, config, logger });
-  // Judges broadcast open and click hits (bursts flagged, first open and click counted).
-  const trackingCounter = startTrackingCounter({ orm, logger });
-  const stopLoops = () => Promise.all([relay.stop(), inboundReconciler.stop(), sendReconciler.stop(), trackingCounter.stop()]);
+  const loops = startLoops(
+    [
+      // Fans committed events out to webhook delivery rows and wakes the endpoints' actors.
+      createWebhookFanOut({ orm, temporal: client, config }),
+      // Wakes the actors of endpoints whose due deliveries got no wake-up.
+      createWebhookReconciler({ orm, temporal: client, config, logger }),
+      // Wakes the inbound actor when raw messages the smtp process recorded got no wake-up.
+      createInboundReconciler({ orm, temporal: client, config, logger }),
+      // Wakes the actors of sending domains whose due emails got no wake-up.
+      createSendReconciler({ orm, temporal: client, config, logger }),
+      // Judges broadcast open and click hits (bursts flagged, first open and click counted).
+      createTrackingCounter({ orm }),
+    ],
+    { logger, wakes: queueWakes },
+  );
 
-  const done = running.finally(stopLoops).then(async () => {
+  const done = running.finally(() => loops.stop()).then(async () => {
     reportQueuesFrom(null);
     smtpRelay.close();
     sandboxRelay.close();
@@ -209,7 +219,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   return {
     done,
     async shutdown() {
-      await stopLoops();
+      await loops.stop();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
     },

@@ -19,7 +19,7 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 /** No wake-ups: the drains here linger for nothing (lingerMs 0). */
-const noWakes: QueueWakes = { subscribe: () => () => {}, stop: () => Promise.resolve() };
+const noWakes: QueueWakes = { subscribe: () => () => {}, subscribeChannel: () => () => {}, stop: () => Promise.resolve() };
 const context = () => ({ heartbeat: () => {}, signal: new AbortController().signal });
 
 interface FakeItem {

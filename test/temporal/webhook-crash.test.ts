@@ -21,7 +21,7 @@ import { spawnWorkerProcess } from '../support/worker-process.ts';
 /**
  * Crash robustness of webhook delivery on the real stack: a `herald worker` process killed while
  * it waits for the receiver's answer, and deliveries whose endpoint actor is gone (terminated by
- * an operator, lost with the Temporal server's state) finished once the relay's reconciler wakes it.
+ * an operator, lost with the Temporal server's state) finished once the webhook reconciler wakes it.
  */
 
 const logger = createLogger('warn');
@@ -151,12 +151,12 @@ describe('webhook delivery when the worker process is killed during an HTTP atte
 
     // While the dead drain's leases hold, nothing counts as stranded; once they lapse (moved into
     // the past here rather than waited for), the reconciler wakes the endpoint.
-    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0 }, async (relay) => {
-      expect(await relay.reconcile()).toBe(0);
+    await withManualReconciler(stack, temporal.client, { afterMs: 0 }, async (reconciler) => {
+      expect(await reconciler.poke()).toBe(0);
       const past = new Date(Date.now() - 1_000);
       await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: deliveryId }, { leaseUntil: past }, ALL_TENANTS);
       await stack.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { drainLeaseUntil: past }, ALL_TENANTS);
-      expect(await relay.reconcile()).toBe(1);
+      expect(await reconciler.poke()).toBe(1);
     });
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     await expectAbandonedThenDelivered({ path, orgId, secret, delivery });
@@ -194,9 +194,9 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     const failed = await waitForDelivery(stack, event.id, endpoint.id, ['failed']);
     const handle = temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id));
 
-    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 200 }, async (relay) => {
+    await withManualReconciler(stack, temporal.client, { afterMs: 200 }, async (reconciler) => {
       // The retry is not yet overdue: nothing to reconcile.
-      expect(await relay.reconcile()).toBe(0);
+      expect(await reconciler.poke()).toBe(0);
       await handle.terminate('test: operator terminated the actor');
       expect((await handle.describe()).status.name).toBe('TERMINATED');
       // The terminated drain's lease lapses as a killed one's would.
@@ -208,7 +208,7 @@ describe('webhook reconciler: failed and queued deliveries', () => {
       expect(receiver.requests(path)).toHaveLength(1);
       expect((await waitForDelivery(stack, event.id, endpoint.id, ['failed'])).attemptCount).toBe(1);
 
-      expect(await relay.reconcile()).toBe(1);
+      expect(await reconciler.poke()).toBe(1);
     });
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     expect(delivery).toMatchObject({ attemptCount: 2, lastResponseStatus: 200, lastError: null });
@@ -244,8 +244,8 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     const em = stack.orm.em.fork();
     await em.nativeUpdate(WebhookDelivery, { id: b.id }, { status: 'queued', replayCount: 1, nextAttemptAt: new Date(Date.now() - 10_000) }, ALL_TENANTS);
 
-    await withManualReconciler(stack, temporal.client, { reconcileAfterMs: 0 }, async (relay) => {
-      expect(await relay.reconcile()).toBe(1); // B only: A's row is not due for an hour
+    await withManualReconciler(stack, temporal.client, { afterMs: 0 }, async (reconciler) => {
+      expect(await reconciler.poke()).toBe(1); // B only: A's row is not due for an hour
     });
     await waitFor('the replay of B to be delivered', async () => {
       const row = await stack.orm.em.fork().findOne(WebhookDelivery, { id: b.id }, ALL_TENANTS);

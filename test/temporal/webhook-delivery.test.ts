@@ -13,7 +13,10 @@ import type { EventType } from '../../src/modules/events/events.schemas.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { webhookEndpointActorContract } from '../../workflows/webhook-endpoint.ts';
 import { wakeActors } from '../../src/temporal/actor-wake.ts';
-import { startOutboxRelay } from '../../src/modules/webhooks/outbox-relay.ts';
+import { createWebhookFanOut } from '../../src/modules/webhooks/outbox-relay.ts';
+import { createWebhookReconciler } from '../../src/modules/webhooks/webhook-reconciler.ts';
+import { startLoops } from '../../src/queue/background-loop.ts';
+import { startQueueWakes } from '../../src/queue/wakes.ts';
 import { verifyHeraldSignature } from '../../src/modules/webhooks/signing.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
@@ -302,7 +305,7 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
       ALL_TENANTS,
     );
     // The worker's own relay reconciles too; whichever gets there first wakes the actor.
-    await withManualReconciler(stack, temporal.client, {}, (relay) => relay.reconcile());
+    await withManualReconciler(stack, temporal.client, {}, (reconciler) => reconciler.poke());
     await waitFor('the replay to be delivered', async () => {
       const row = await findDelivery(stack, event.id, endpoint.id);
       return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
@@ -400,7 +403,10 @@ describe('webhook fan-out while Temporal is unreachable', () => {
 
     // A relay whose Temporal frontend does not answer: rows are written and committed, no actor can be woken.
     const unreachable = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }), namespace: stack.config.temporal.namespace });
-    const relay = startOutboxRelay({ orm: stack.orm, databaseUrl: stack.databaseUrl, temporal: unreachable, config: stack.config, logger: createLogger('error'), pollIntervalMs: 500, wakeDeadlineMs: 2_000 });
+    const relayLogger = createLogger('error');
+    const wakes = startQueueWakes({ databaseUrl: stack.databaseUrl, logger: relayLogger });
+    const relayOptions = { orm: stack.orm, temporal: unreachable, config: stack.config, logger: relayLogger, wakeDeadlineMs: 2_000 };
+    const relay = startLoops([createWebhookFanOut({ ...relayOptions, intervalMs: 500 }), createWebhookReconciler(relayOptions)], { logger: relayLogger, wakes });
     const events: Event[] = [];
     try {
       for (let i = 0; i < 10; i += 1) events.push(await emit(stack, orgId, i % 2 === 0 ? 'contact.created' : 'contact.deleted'));
@@ -411,6 +417,7 @@ describe('webhook fan-out while Temporal is unreachable', () => {
       await new Promise((resolve) => setTimeout(resolve, 1_500));
     } finally {
       await relay.stop();
+      await wakes.stop();
       await unreachable.connection.close().catch(() => {});
     }
     const unfanned = await stack.orm.em.fork().count(Event, { orgId, fannedOutAt: null }, ALL_TENANTS);

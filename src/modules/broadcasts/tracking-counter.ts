@@ -1,7 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { TrackingHitState } from '../../../db/entities/index.ts';
-import type { Logger } from '../../logger.ts';
-import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
+import type { LoopSpec } from '../../queue/background-loop.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { claimPendingHits, engagementOf, hitsOfMessages, setHitStates, type HitRow } from './tracking.repo.ts';
 
@@ -27,10 +26,13 @@ export function inBurst(hit: Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>, neig
  * first open and first click each become one `opened` / `clicked` email event (feeding the
  * broadcast's metrics and GET /metrics), later ones are repeats. A counted click also counts an
  * open when none was counted (images are often blocked; the click proves the message was
- * opened). One transaction per pass; hits stay pending if it fails.
+ * opened). A background loop of the worker, every `intervalMs` (default 2 s); one transaction
+ * per pass, hits stay pending if it fails. A pass resolves with the hits judged.
  */
-export function createTrackingCounter(deps: { orm: MikroORM }) {
+export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number }): LoopSpec {
   return {
+    name: 'tracking counter',
+    intervalMs: deps.intervalMs ?? 2_000,
     async pass(): Promise<number> {
       return deps.orm.em.fork().transactional(async (tx) => {
         const pending = await claimPendingHits(tx, TRACKING_SETTLE_MS, PASS_LIMIT);
@@ -69,8 +71,3 @@ export function createTrackingCounter(deps: { orm: MikroORM }) {
   };
 }
 
-/** The worker's loop that judges tracking hits every `intervalMs`. */
-export function startTrackingCounter(options: { orm: MikroORM; logger: Logger; intervalMs?: number }): ReconcileLoop {
-  const counter = createTrackingCounter(options);
-  return startReconcileLoop({ name: 'tracking counter', intervalMs: options.intervalMs ?? 2_000, logger: options.logger, pass: () => counter.pass() });
-}

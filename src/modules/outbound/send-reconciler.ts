@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { startReconcileLoop, type ReconcileLoop } from '../../temporal/reconcile-loop.ts';
+import type { LoopSpec } from '../../queue/background-loop.ts';
 import { sendDomainActorContract } from '../../../workflows/send-domain.ts';
 import { wakeActors } from '../../temporal/actor-wake.ts';
 import { createDomainQueue } from './domain-queue.repo.ts';
@@ -20,29 +20,29 @@ export interface SendReconcilerOptions {
   batchSize?: number;
 }
 
-export type SendReconciler = ReconcileLoop;
-
 /**
- * The send reconciler (runs in every worker process). The API wakes a sending domain's actor
+ * The send reconciler (a background loop in every worker process). The API wakes a sending domain's actor
  * right after the acceptance commit; if Temporal did not take that wake-up (down, the api died
  * in between) or the actor is gone (terminated, lost with the Temporal server's state), the
  * domain's emails stay due with no drain lease. Every pass wakes the actor of each such domain
- * (signal-with-start: an actor that is merely late costs one signal).
+ * (signal-with-start: an actor that is merely late costs one signal). A pass resolves with the
+ * actors woken.
  */
-export function startSendReconciler(options: SendReconcilerOptions): SendReconciler {
+export function createSendReconciler(options: SendReconcilerOptions): LoopSpec {
   const { orm, temporal, config, logger } = options;
-  const intervalMs = options.intervalMs ?? 10_000;
   const afterMs = options.afterMs ?? 5_000;
   const batchSize = options.batchSize ?? 200;
   const queue = createDomainQueue(orm);
 
-  async function pass(): Promise<number> {
-    const stranded = await queue.findStranded(afterMs, batchSize);
-    if (stranded.length === 0) return 0;
-    await wakeActors(temporal, config, sendDomainActorContract, stranded.map((d) => ({ orgId: d.org_id, domainId: d.id })), { deadlineMs: 10_000 });
-    logger.info('send reconciler woke sending-domain actors', { count: stranded.length });
-    return stranded.length;
-  }
-
-  return startReconcileLoop({ name: 'send reconciler', intervalMs, logger, pass });
+  return {
+    name: 'send reconciler',
+    intervalMs: options.intervalMs ?? 10_000,
+    async pass() {
+      const stranded = await queue.findStranded(afterMs, batchSize);
+      if (stranded.length === 0) return 0;
+      await wakeActors(temporal, config, sendDomainActorContract, stranded.map((d) => ({ orgId: d.org_id, domainId: d.id })), { deadlineMs: 10_000 });
+      logger.info('send reconciler woke sending-domain actors', { count: stranded.length });
+      return stranded.length;
+    },
+  };
 }

@@ -1,0 +1,54 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../../config.ts';
+import type { Logger } from '../../logger.ts';
+import type { LoopSpec } from '../../queue/background-loop.ts';
+import { wakeEndpoints } from './outbox-relay.ts';
+import { findStrandedEndpoints } from './outbox.repo.ts';
+
+export interface WebhookReconcilerOptions {
+  orm: MikroORM;
+  temporal: Client;
+  config: Pick<Config, 'temporal'>;
+  logger: Logger;
+  /** Between passes (default 30 s). */
+  intervalMs?: number;
+  /** How long a row may be due with no drain running before its actor is woken (default 10 s). */
+  afterMs?: number;
+  /** Endpoints woken per pass at most (default 500). */
+  batchSize?: number;
+  /** A wake-up gives up on an unresponsive Temporal after this long (default 10 s). */
+  wakeDeadlineMs?: number;
+}
+
+/**
+ * The webhook reconciler (a background loop in every worker process), the other half of the
+ * outbox relay (`outbox-relay.ts` fans events out). Each pass wakes the actor of every endpoint
+ * that has rows due for longer than `afterMs` (or attempts whose lease lapsed) and no drain
+ * lease: an actor that was terminated, lost with the Temporal server's state, or never started
+ * because Temporal was down when the fan-out or a replay tried. A wake of an actor that is
+ * merely slow is harmless (one signal). The first pass, at start, uses no margin: a due row
+ * whose endpoint holds no drain lease has nobody on it (a worker coming back after an outage).
+ * A pass resolves with the endpoint actors woken.
+ */
+export function createWebhookReconciler(options: WebhookReconcilerOptions): LoopSpec {
+  const { orm, temporal, config, logger } = options;
+  const afterMs = options.afterMs ?? 10_000;
+  const batchSize = options.batchSize ?? 500;
+  const wakeDeadlineMs = options.wakeDeadlineMs ?? 10_000;
+  let marginMs = 0;
+
+  return {
+    name: 'webhook reconciler',
+    intervalMs: options.intervalMs ?? 30_000,
+    async pass() {
+      const margin = marginMs;
+      marginMs = afterMs;
+      const stranded = await findStrandedEndpoints(orm.em.fork(), margin, batchSize);
+      if (stranded.length === 0) return 0;
+      await wakeEndpoints(temporal, config, stranded, wakeDeadlineMs);
+      logger.info('webhook reconciler woke endpoint actors with stranded deliveries', { count: stranded.length });
+      return stranded.length;
+    },
+  };
+}
