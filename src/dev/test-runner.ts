@@ -24,7 +24,7 @@ function run(label: string, script: string, args: string[], env: NodeJS.ProcessE
 /**
  * `herald test` (npm test): makes sure the Temporal CLI exists (building it once per
  * machine) and Chromium for the browser tests (installing Debian's package once, as root),
- * then typecheck, lint, the architecture and duplication checks and the vitest suite. The suite's global setup starts its own
+ * then typecheck, lint, the formatting check, the architecture and duplication checks and the vitest suite. The suite's global setup starts its own
  * Temporal dev server and uses its own databases, so dev data is never touched.
  */
 export async function runTests(vitestArgs: string[]): Promise<number> {
@@ -39,6 +39,8 @@ export async function runTests(vitestArgs: string[]): Promise<number> {
   const steps: [string, string, string[]][] = [
     ['typecheck', 'node_modules/typescript/bin/tsc', ['--noEmit', '-p', 'tsconfig.json']],
     ['lint', 'node_modules/eslint/bin/eslint.js', ['--max-warnings', '0', '.']],
+    // One formatting, 140 columns (.prettierrc.json); `npm run format` rewrites what this refuses.
+    ['format', 'node_modules/prettier/bin/prettier.cjs', ['--check', '--log-level', 'warn', '.']],
     // The layers' import rules (.dependency-cruiser.cjs) and no copied code (.jscpd.json): CONTRIBUTING.md.
     ['architecture', 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs', ['src', 'db', 'workflows', 'activities', '--config', '.dependency-cruiser.cjs']],
     ['duplication', 'node_modules/jscpd/bin/jscpd', ['--config', '.jscpd.json']],
