@@ -12,7 +12,8 @@ const WORKFLOW_FENCE = {
     },
     {
       group: ['../src/*', '../db/*', '../activities/*', '../../*'],
-      message: 'workflows/ may not import src/, db/ or activities/: pass ids, call activities through the contract the workflow file declares.',
+      message:
+        'workflows/ may not import src/, db/ or activities/: pass ids, call activities through the contract the workflow file declares.',
     },
   ],
 };
@@ -37,11 +38,7 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-import-type-side-effects': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-syntax': [
-        'error',
-        { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' },
-        KYSELY_THROUGH_HELPERS,
-      ],
+      'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' }, KYSELY_THROUGH_HELPERS],
     },
   },
   {
@@ -60,7 +57,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['../src/*', '../../src/*', '../workflows/*', '../activities/*', '../../workflows/*', '../../activities/*'], message: 'db/ is a leaf: it imports nothing from src/, workflows/ or activities/.' }] },
+        {
+          patterns: [
+            {
+              group: ['../src/*', '../../src/*', '../workflows/*', '../activities/*', '../../workflows/*', '../../activities/*'],
+              message: 'db/ is a leaf: it imports nothing from src/, workflows/ or activities/.',
+            },
+          ],
+        },
       ],
     },
   },
@@ -77,7 +81,17 @@ export default tseslint.config(
   {
     // The dashboard's browser script.
     files: ['src/modules/dashboard/assets/*.js'],
-    languageOptions: { globals: { document: 'readonly', window: 'readonly', navigator: 'readonly', Element: 'readonly', HTMLFormElement: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
+    languageOptions: {
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        navigator: 'readonly',
+        Element: 'readonly',
+        HTMLFormElement: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+      },
+    },
   },
   {
     files: ['**/*.js', '**/*.mjs'],

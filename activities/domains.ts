@@ -2,11 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../src/config.ts';
 import type { DnsResolver } from '../src/dns/resolver.ts';
-import {
-  createDomainVerification,
-  type DomainCheckOutcome,
-  type RecheckPage,
-} from '../src/modules/domains/domain-verification.service.ts';
+import { createDomainVerification, type DomainCheckOutcome, type RecheckPage } from '../src/modules/domains/domain-verification.service.ts';
 
 export interface DomainActivityDeps {
   orm: MikroORM;

@@ -30,7 +30,14 @@ export type HeraldActivities = BroadcastActivities &
   UploadCleanupActivities &
   WebhookEndpointActivities;
 
-export type ActivityDeps = MaintenanceDeps & ContactImportActivityDeps & DomainActivityDeps & WebhookActivityDeps & UploadActivityDeps & InboundActivityDeps & SendActivityDeps & BroadcastActivityDeps;
+export type ActivityDeps = MaintenanceDeps &
+  ContactImportActivityDeps &
+  DomainActivityDeps &
+  WebhookActivityDeps &
+  UploadActivityDeps &
+  InboundActivityDeps &
+  SendActivityDeps &
+  BroadcastActivityDeps;
 
 /** Builds every activity the worker registers, from the process's shared dependencies. */
 export function createActivities(deps: ActivityDeps): HeraldActivities {
@@ -45,4 +52,3 @@ export function createActivities(deps: ActivityDeps): HeraldActivities {
     ...createBroadcastActivities(deps),
   };
 }
-

@@ -15,11 +15,7 @@ export function createMaintenanceActivities({ orm }: MaintenanceDeps) {
     /** Deletes idempotency records whose 24-hour window has passed; returns how many. */
     async deleteExpiredIdempotencyRecords(): Promise<{ deleted: number }> {
       const em = orm.em.fork();
-      const deleted = await em.nativeDelete(
-        IdempotencyRecord,
-        { expiresAt: { $lt: new Date() } },
-        ALL_TENANTS,
-      );
+      const deleted = await em.nativeDelete(IdempotencyRecord, { expiresAt: { $lt: new Date() } }, ALL_TENANTS);
       return { deleted };
     },
   };

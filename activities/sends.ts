@@ -31,7 +31,9 @@ export interface SendActivityDeps {
  * (src/modules/outbound/domain-drain.ts), heartbeating while it works.
  */
 export function createSendActivities(deps: SendActivityDeps) {
-  const relay = deps.relay ?? createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize, tls: deps.config.relayTls, logger: deps.logger });
+  const relay =
+    deps.relay ??
+    createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize, tls: deps.config.relayTls, logger: deps.logger });
   const delivery = createEmailDelivery({
     orm: deps.orm,
     blobs: deps.blobs,

@@ -94,8 +94,10 @@ export const benchmark: Benchmark = {
     await context.spawnNode('bare-koa', [join(import.meta.dirname, 'lib/bare-koa.ts'), file, String(koaPort)], 'bare koa listening');
 
     const herald = (durationSec: number) => runHttpLoad({ url: `${api.url}${LIST_PATH}`, headers, connections: CONNECTIONS, durationSec });
-    const heraldSingle = (durationSec: number) => runHttpLoad({ url: `${single.url}${LIST_PATH}`, headers, connections: CONNECTIONS, durationSec });
-    const koa = (durationSec: number) => runHttpLoad({ url: `http://127.0.0.1:${koaPort}${LIST_PATH}`, connections: CONNECTIONS, durationSec });
+    const heraldSingle = (durationSec: number) =>
+      runHttpLoad({ url: `${single.url}${LIST_PATH}`, headers, connections: CONNECTIONS, durationSec });
+    const koa = (durationSec: number) =>
+      runHttpLoad({ url: `http://127.0.0.1:${koaPort}${LIST_PATH}`, connections: CONNECTIONS, durationSec });
     const pgLoop = (durationSec: number) =>
       runPgLoop({ databaseUrl, poolMax: POOL, concurrency: CONNECTIONS, durationSec, statement: () => ({ text: sql, values: [] }) });
     const { durationSec, warmupSec } = context.options;

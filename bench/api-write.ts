@@ -58,7 +58,15 @@ export const benchmark: Benchmark = {
     );
 
     const herald = (durationSec: number) =>
-      runHttpLoad({ url: `${api.url}${PATH}`, method: 'POST', headers, body: BODY, uniqueIds: true, connections: CONNECTIONS, durationSec });
+      runHttpLoad({
+        url: `${api.url}${PATH}`,
+        method: 'POST',
+        headers,
+        body: BODY,
+        uniqueIds: true,
+        connections: CONNECTIONS,
+        durationSec,
+      });
     let batch = 0;
     const pgLoop = (durationSec: number) => {
       const tag = `${(batch += 1).toString(16).padStart(4, '0')}${randomBytes(6).toString('hex')}`;
@@ -67,7 +75,10 @@ export const benchmark: Benchmark = {
         poolMax: POOL,
         concurrency: CONNECTIONS,
         durationSec,
-        statement: (i) => ({ text: INSERT_SQL, values: [`${tag}${i.toString(16).padStart(8, '0')}`, workspace.orgId, `pg-${tag}-${i}@example.com`] }),
+        statement: (i) => ({
+          text: INSERT_SQL,
+          values: [`${tag}${i.toString(16).padStart(8, '0')}`, workspace.orgId, `pg-${tag}-${i}@example.com`],
+        }),
       });
     };
     const { durationSec, warmupSec } = context.options;

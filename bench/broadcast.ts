@@ -34,7 +34,10 @@ function timeline(offsetsMs: number[]): string {
     const step = Math.floor(offset / 1000 / TIMELINE_STEP_S);
     counts[step] = (counts[step] ?? 0) + 1;
   }
-  return Array.from(counts, (count = 0, step) => `${step * TIMELINE_STEP_S}–${(step + 1) * TIMELINE_STEP_S} s: ${count} (${fmt(count / TIMELINE_STEP_S)}/s)`).join('\n');
+  return Array.from(
+    counts,
+    (count = 0, step) => `${step * TIMELINE_STEP_S}–${(step + 1) * TIMELINE_STEP_S} s: ${count} (${fmt(count / TIMELINE_STEP_S)}/s)`,
+  ).join('\n');
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -58,7 +61,7 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
     description:
       shape === 'split'
         ? 'A 100,000-recipient broadcast: launch to last message at the relay, messages/s against plain pooled DKIM-signing nodemailer; peak RSS of the api and worker; 202-to-relay p99 of transactional sends (10/s) meanwhile.'
-        : 'The broadcast benchmark with Herald as one process (api, worker and smtp: `herald all`, as `npm start` runs it): messages/s, the process\'s peak RSS, transactional p99.',
+        : "The broadcast benchmark with Herald as one process (api, worker and smtp: `herald all`, as `npm start` runs it): messages/s, the process's peak RSS, transactional p99.",
     needsTemporal: true,
 
     async setup(context: BenchContext) {
@@ -68,18 +71,34 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
       const sink = await startCountingRelay();
       context.defer(() => sink.close());
       await seedContacts(databaseUrl, workspace.orgId, Math.ceil((eligible * 17) / 16));
-      const [{ active }] = await withClient(databaseUrl, async (client) =>
-        (await client.query<{ active: number }>(`select count(*)::int as active from contacts where org_id = $1 and status = 'active'`, [workspace.orgId])).rows as [{ active: number }],
+      const [{ active }] = await withClient(
+        databaseUrl,
+        async (client) =>
+          (
+            await client.query<{ active: number }>(`select count(*)::int as active from contacts where org_id = $1 and status = 'active'`, [
+              workspace.orgId,
+            ])
+          ).rows as [{ active: number }],
       );
 
-      const relayEnv = { SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.port}`, SMTP_RELAY_FINAL_HOP: 'true', SMTP_RELAY_POOL_SIZE: String(POOL), BLOB_DIR: '' };
+      const relayEnv = {
+        SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.port}`,
+        SMTP_RELAY_FINAL_HOP: 'true',
+        SMTP_RELAY_POOL_SIZE: String(POOL),
+        BLOB_DIR: '',
+      };
       const started = async (kind: 'worker' | 'api' | 'all', profile: boolean): Promise<{ process: HeraldProcess; member: Member }> => {
         const metricsPort = await context.freePort();
-        const process = await context.start(kind, await context.env(databaseUrl, { ...relayEnv, METRICS_PORT: String(metricsPort) }), { profile });
+        const process = await context.start(kind, await context.env(databaseUrl, { ...relayEnv, METRICS_PORT: String(metricsPort) }), {
+          profile,
+        });
         return { process, member: { name: kind === 'all' ? 'herald' : kind, pid: process.pid, metricsPort } };
       };
       type Started = Awaited<ReturnType<typeof started>>;
-      const [sender, api]: [Started, Started] = shape === 'split' ? [await started('worker', true), await started('api', false)] : await started('all', true).then((one) => [one, one]);
+      const [sender, api]: [Started, Started] =
+        shape === 'split'
+          ? [await started('worker', true), await started('api', false)]
+          : await started('all', true).then((one) => [one, one]);
       const members = shape === 'split' ? [api.member, sender.member] : [sender.member];
       /** The worker's send-step histograms: seconds spent and count per step (claim, build, relay, record). */
       async function sendSteps(): Promise<Map<string, { sum: number; count: number }>> {
@@ -104,7 +123,11 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
       const headers = { Authorization: `Bearer ${workspace.key}`, 'Content-Type': 'application/json' };
 
       async function call(method: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-        const response = await fetch(`${api.process.url}${path}`, { method, headers: { ...headers, 'Idempotency-Key': `bench-${randomBytes(8).toString('hex')}` }, body: JSON.stringify(body) });
+        const response = await fetch(`${api.process.url}${path}`, {
+          method,
+          headers: { ...headers, 'Idempotency-Key': `bench-${randomBytes(8).toString('hex')}` },
+          body: JSON.stringify(body),
+        });
         const json = (await response.json()) as { data?: Record<string, unknown> };
         if (response.status >= 300 || !json.data) throw new Error(`${method} ${path} answered ${response.status}: ${JSON.stringify(json)}`);
         return json.data;
@@ -112,7 +135,8 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
 
       const segment = await call('POST', '/api/v1/segments', { name: 'Everyone', tags: [] });
       const fromBounces = `@bounces.${domain}`;
-      const isBroadcastMessage = (m: { mailFrom: string; rcptTo: string[] }) => m.mailFrom.endsWith(fromBounces) && (m.rcptTo[0]?.startsWith('contact') ?? false);
+      const isBroadcastMessage = (m: { mailFrom: string; rcptTo: string[] }) =>
+        m.mailFrom.endsWith(fromBounces) && (m.rcptTo[0]?.startsWith('contact') ?? false);
       /** Broadcast messages at the relay since the last clear, counted incrementally (the list only grows). */
       let counted = 0;
       let seen = 0;
@@ -136,7 +160,12 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
           html: '<html><body><h1>Hello {{first_name}} {{last_name}}</h1><p>Your plan: {{plan}}. News of the week from {{company}}.</p></body></html>',
           plain_text: 'Hello {{first_name}}, your plan: {{plan}}.',
         });
-        const cpu = cpuAccount({ ...Object.fromEntries(members.map((m) => [m.name, m.pid])), temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
+        const cpu = cpuAccount({
+          ...Object.fromEntries(members.map((m) => [m.name, m.pid])),
+          temporal: temporal.pid,
+          postgres: postgresOf(databaseUrl),
+          bench: 'this',
+        });
         const stepsBefore = await sendSteps();
         const memoryBefore = await memory();
         const launchedAt = Date.now();
@@ -148,7 +177,12 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
         const transactional = (async () => {
           for (let i = 0; !done; i += 1) {
             const started = Date.now();
-            const sent = await call('POST', '/api/v1/outbox/emails', { from: `Shop <shop@${domain}>`, to: `tx-${label}-${i}@simulator.herald.test`, subject: 'Receipt', text: 'Thanks.' });
+            const sent = await call('POST', '/api/v1/outbox/emails', {
+              from: `Shop <shop@${domain}>`,
+              to: `tx-${label}-${i}@simulator.herald.test`,
+              subject: 'Receipt',
+              text: 'Thanks.',
+            });
             answeredAt.set(String(sent.message_id), Date.now());
             await sleep(Math.max(0, 1000 / TRANSACTIONAL_RATE - (Date.now() - started)));
           }
@@ -164,14 +198,21 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
         const arrived = arrivals.filter(isBroadcastMessage);
         const last = arrived.reduce((latest, m) => Math.max(latest, m.receivedAt), 0);
         const seconds = (last - launchedAt) / 1000;
-        const [written] = await withClient(databaseUrl, async (client) =>
-          (await client.query<{ audience_s: number | null }>(
-            `select extract(epoch from audience_written_at - sending_at)::float8 as audience_s from broadcasts where id = $1 and org_id = $2`,
-            [draft._id, workspace.orgId],
-          )).rows,
+        const [written] = await withClient(
+          databaseUrl,
+          async (client) =>
+            (
+              await client.query<{ audience_s: number | null }>(
+                `select extract(epoch from audience_written_at - sending_at)::float8 as audience_s from broadcasts where id = $1 and org_id = $2`,
+                [draft._id, workspace.orgId],
+              )
+            ).rows,
         );
         const stepsAfter = await sendSteps();
-        context.note(`broadcast ${label}: memory (MB) before the launch and after the last message`, `before:\n${memoryBefore}\nafter:\n${await memory()}`);
+        context.note(
+          `broadcast ${label}: memory (MB) before the launch and after the last message`,
+          `before:\n${memoryBefore}\nafter:\n${await memory()}`,
+        );
         context.note(
           `broadcast ${label}: the worker's send steps (herald_send_step_seconds)`,
           [...stepsAfter]
@@ -182,12 +223,24 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
             })
             .join('\n'),
         );
-        context.note(`broadcast ${label}: messages at the relay per ${TIMELINE_STEP_S} s from the launch`, timeline(arrived.map((m) => m.receivedAt - launchedAt)));
+        context.note(
+          `broadcast ${label}: messages at the relay per ${TIMELINE_STEP_S} s from the launch`,
+          timeline(arrived.map((m) => m.receivedAt - launchedAt)),
+        );
         const latencies = arrivals
           .filter((m) => m.messageId !== null && answeredAt.has(m.messageId))
           .map((m) => m.receivedAt - answeredAt.get(m.messageId as string)!)
           .sort((a, b) => a - b);
-        return { arrived: arrived.length, seconds, rate: arrived.length / seconds, audienceSeconds: written?.audience_s ?? Number.NaN, rss, latencies, transactionalSent: answeredAt.size, cpu: cpu.perUnit(arrived.length) };
+        return {
+          arrived: arrived.length,
+          seconds,
+          rate: arrived.length / seconds,
+          audienceSeconds: written?.audience_s ?? Number.NaN,
+          rss,
+          latencies,
+          transactionalSent: answeredAt.size,
+          cpu: cpu.perUnit(arrived.length),
+        };
       }
 
       async function plainNodemailer(count: number): Promise<number> {
@@ -205,7 +258,13 @@ export function broadcastBenchmark(shape: HeraldShape): Benchmark {
           Array.from({ length: 50 }, async () => {
             while (next < count) {
               next += 1;
-              await transport.sendMail({ from: `news@${domain}`, to: `plain-${next}@example.com`, subject: 'News for First', html: '<html><body><h1>Hello First Last</h1><p>Your plan: pro.</p></body></html>', text: 'Hello First, your plan: pro.' });
+              await transport.sendMail({
+                from: `news@${domain}`,
+                to: `plain-${next}@example.com`,
+                subject: 'News for First',
+                html: '<html><body><h1>Hello First Last</h1><p>Your plan: pro.</p></body></html>',
+                text: 'Hello First, your plan: pro.',
+              });
             }
           }),
         );

@@ -77,7 +77,13 @@ try {
   const key = `contact-imports/${orgId}/bench.csv`;
   await blobs.put(key, createReadStream(file));
   const em = scopeToOrg(orm.em.fork(), orgId);
-  const row = em.create(ContactImport, { orgId, status: 'validating', blobKey: key, sizeBytes: size, uploadExpiresAt: new Date(Date.now() + 3_600_000) });
+  const row = em.create(ContactImport, {
+    orgId,
+    status: 'validating',
+    blobKey: key,
+    sizeBytes: size,
+    uploadExpiresAt: new Date(Date.now() + 3_600_000),
+  });
   await em.flush();
   const target = { orgId, importId: row.id };
   const runner = createContactImportRunner({ orm, blobs, logger: createLogger('silent') });
@@ -98,8 +104,12 @@ try {
   peak = Math.max(peak, process.memoryUsage().rss);
 
   log(`validate: ${seconds(validateMs)} (${Math.round(ROWS / (validateMs / 1000))} rows/s), status ${validated.status}`);
-  log(`import: ${seconds(importMs)} (${Math.round(ROWS / (importMs / 1000))} rows/s): created ${done.created}, updated ${done.updated}, unchanged ${done.unchanged}, skipped ${done.skipped}`);
-  log(`bench contact-import: ${ROWS} rows in ${seconds(validateMs + importMs)} (${Math.round(ROWS / ((validateMs + importMs) / 1000))} rows/s); RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), after ${mb(process.memoryUsage().rss)}`);
+  log(
+    `import: ${seconds(importMs)} (${Math.round(ROWS / (importMs / 1000))} rows/s): created ${done.created}, updated ${done.updated}, unchanged ${done.unchanged}, skipped ${done.skipped}`,
+  );
+  log(
+    `bench contact-import: ${ROWS} rows in ${seconds(validateMs + importMs)} (${Math.round(ROWS / ((validateMs + importMs) / 1000))} rows/s); RSS before ${mb(before)}, peak ${mb(peak)} (+${mb(peak - before)}), after ${mb(process.memoryUsage().rss)}`,
+  );
 } finally {
   await orm.close();
   await dropDatabase(postgres.serverUrl, database);

@@ -54,7 +54,16 @@ export const benchmark: Benchmark = {
 
     const api = await context.start('api', await context.env(databaseUrl));
     const newest = lpadHex(emails);
-    const pages = ['/dashboard/keys', '/dashboard/domains', '/dashboard/emails', `/dashboard/emails/${newest}`, '/dashboard/emails?status=sent', '/dashboard/webhooks', '/dashboard/inbox', '/dashboard/metrics?period=90d'];
+    const pages = [
+      '/dashboard/keys',
+      '/dashboard/domains',
+      '/dashboard/emails',
+      `/dashboard/emails/${newest}`,
+      '/dashboard/emails?status=sent',
+      '/dashboard/webhooks',
+      '/dashboard/inbox',
+      '/dashboard/metrics?period=90d',
+    ];
 
     async function load(path: string): Promise<number> {
       const begun = performance.now();
@@ -83,7 +92,11 @@ export const benchmark: Benchmark = {
           p95s[path] = quantile(samples, 0.95);
         }
         const slowest = Object.entries(p95s).sort((a, b) => b[1] - a[1])[0]!;
-        context.log(`p95 per page: ${Object.entries(p95s).map(([p, v]) => `${p} ${fmt(v)} ms`).join(', ')}`);
+        context.log(
+          `p95 per page: ${Object.entries(p95s)
+            .map(([p, v]) => `${p} ${fmt(v)} ms`)
+            .join(', ')}`,
+        );
         return { slowest_first_load_ms: Math.max(...firstLoads.values()), slowest_p95_ms: slowest[1], emails, events };
       },
       close: () => Promise.resolve(),

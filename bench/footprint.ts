@@ -66,7 +66,11 @@ export const benchmark: Benchmark = {
     const worker = await context.start('worker', env);
     const smtp = await context.start('smtp', env);
     const temporal = await context.temporal();
-    const bare = await context.spawnNode('bare-node', ['-e', 'console.log("bare node ready"); setInterval(() => {}, 60_000)'], 'bare node ready');
+    const bare = await context.spawnNode(
+      'bare-node',
+      ['-e', 'console.log("bare node ready"); setInterval(() => {}, 60_000)'],
+      'bare node ready',
+    );
     const pids = { api: api.pid, worker: worker.pid, smtp: smtp.pid, temporal: temporal.pid };
 
     const authorization = `Bearer ${workspace.key}`;
@@ -107,13 +111,11 @@ export const benchmark: Benchmark = {
   },
 
   summarize(stats) {
-    return PROCESSES.map(
-      (name): Summary => ({
-        name: `footprint-${name}`,
-        figure: `idle ${fmt(med(stats, `${name}_idle_mb`))} MB, under load ${fmt(med(stats, `${name}_load_mb`))} MB`,
-        ratio: med(stats, `${name}_ratio`),
-        baseline: `a bare Node process, ${fmt(med(stats, 'bare_node_mb'))} MB`,
-      }),
-    );
+    return PROCESSES.map((name): Summary => ({
+      name: `footprint-${name}`,
+      figure: `idle ${fmt(med(stats, `${name}_idle_mb`))} MB, under load ${fmt(med(stats, `${name}_load_mb`))} MB`,
+      ratio: med(stats, `${name}_ratio`),
+      baseline: `a bare Node process, ${fmt(med(stats, 'bare_node_mb'))} MB`,
+    }));
   },
 };

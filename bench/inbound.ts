@@ -46,7 +46,11 @@ export const benchmark: Benchmark = {
     const databaseUrl = await context.database();
     const workspace = await context.workspace(databaseUrl);
     const orm = await createOrm({ databaseUrl, poolMax: 2 });
-    await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({ orgId: workspace.orgId, domain: DOMAIN, verified: true });
+    await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({
+      orgId: workspace.orgId,
+      domain: DOMAIN,
+      verified: true,
+    });
     await orm.close();
 
     const env = await context.env(databaseUrl, { BLOB_DIR: blobDir });
@@ -145,7 +149,14 @@ export const benchmark: Benchmark = {
         await withWatcher(new Date(Date.now() - 1000), async () => {
           // CPU of every process on the path; `bench` is this process: the SMTP clients and the API poller.
           pollEveryMs = 250;
-          const cpu = cpuAccount({ smtp: smtp.pid, worker: worker.pid, temporal: temporal.pid, api: api.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
+          const cpu = cpuAccount({
+            smtp: smtp.pid,
+            worker: worker.pid,
+            temporal: temporal.pid,
+            api: api.pid,
+            postgres: postgresOf(databaseUrl),
+            bench: 'this',
+          });
           const started = performance.now();
           const subjects = await load(smtp.port, duration, '');
           acceptRate = subjects.length / duration;

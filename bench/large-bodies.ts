@@ -47,7 +47,8 @@ interface Payload {
 
 /** Exactly `bytes` bytes of JSON: within the bounds, as many small values as allowed, padded by one string. */
 function largestBody(bytes: number): Buffer {
-  const dense = bytes >= 256 * KIB ? `"d":{${Array.from({ length: 98 }, (_, i) => `"k${i}":[${new Array(1000).fill(0).join(',')}]`).join(',')}},` : '';
+  const dense =
+    bytes >= 256 * KIB ? `"d":{${Array.from({ length: 98 }, (_, i) => `"k${i}":[${new Array(1000).fill(0).join(',')}]`).join(',')}},` : '';
   const head = `{${dense}"p":"`;
   return Buffer.from(head + 'a'.repeat(bytes - head.length - 2) + '"}');
 }
@@ -58,7 +59,13 @@ function objectWithKeys(count: number): Buffer {
 
 /** The write routes of the API with the largest body each allows. */
 function routePayloads(): Payload[] {
-  const services = createApiServices({ orm: undefined as never, config: loadConfig({}), temporal: undefined as never, logger: undefined as never, idempotency: undefined as never });
+  const services = createApiServices({
+    orm: undefined as never,
+    config: loadConfig({}),
+    temporal: undefined as never,
+    logger: undefined as never,
+    idempotency: undefined as never,
+  });
   const routes = createRoutes(services, createCursorCodec(undefined));
   return routes.filter(isWrite).map((route) => ({
     label: `${route.method} ${route.path}`,
@@ -69,15 +76,29 @@ function routePayloads(): Payload[] {
 }
 
 /** Sends `body`; resolves with the status and the ms from the start to the end of the answer. */
-function post(agent: Agent, url: string, method: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; ms: number }> {
+function post(
+  agent: Agent,
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<{ status: number; ms: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let status = 0;
-    const req = httpRequest(url, { method, agent, headers: { ...headers, 'content-length': String(body.length), 'idempotency-key': `bench-${randomBytes(9).toString('hex')}` } }, (res) => {
-      status = res.statusCode ?? 0;
-      res.resume();
-      res.on('end', () => resolve({ status, ms: performance.now() - t0 }));
-    });
+    const req = httpRequest(
+      url,
+      {
+        method,
+        agent,
+        headers: { ...headers, 'content-length': String(body.length), 'idempotency-key': `bench-${randomBytes(9).toString('hex')}` },
+      },
+      (res) => {
+        status = res.statusCode ?? 0;
+        res.resume();
+        res.on('end', () => resolve({ status, ms: performance.now() - t0 }));
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => (status && error.code === 'EPIPE' ? undefined : reject(error)));
     req.end(body);
   });
@@ -95,7 +116,11 @@ export const benchmark: Benchmark = {
     const orm = await createOrm({ databaseUrl, poolMax: 1 });
     const domain = `bench-${randomBytes(3).toString('hex')}.example.com`;
     try {
-      await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({ orgId: attacker.orgId, domain, verified: true });
+      await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({
+        orgId: attacker.orgId,
+        domain,
+        verified: true,
+      });
       await createOrgsService({ orm }).setCredits(attacker.orgId, 100_000_000);
     } finally {
       await orm.close();
@@ -109,14 +134,30 @@ export const benchmark: Benchmark = {
       const entry = JSON.parse(line) as { requestId: string; ms: number };
       serverMs.set(entry.requestId, entry.ms);
     };
-    const api = await context.start('api', await context.env(databaseUrl, { BLOB_DIR: blobDir, SEND_HANDOFF_WAIT_MS: '0', LOG_LEVEL: 'debug' }), { profile: true, onLine });
+    const api = await context.start(
+      'api',
+      await context.env(databaseUrl, { BLOB_DIR: blobDir, SEND_HANDOFF_WAIT_MS: '0', LOG_LEVEL: 'debug' }),
+      { profile: true, onLine },
+    );
 
-    const attachment = (size: number, i: number) => ({ filename: `part-${i}.bin`, content_type: 'application/octet-stream', content: randomBytes(size).toString('base64') });
+    const attachment = (size: number, i: number) => ({
+      filename: `part-${i}.bin`,
+      content_type: 'application/octet-stream',
+      content: randomBytes(size).toString('base64'),
+    });
     const inlineSend: Payload = {
       label: 'POST /outbox/emails (25 MB inline)',
       method: 'POST',
       path: '/api/v1/outbox/emails',
-      body: Buffer.from(JSON.stringify({ from: `Bench <bench@${domain}>`, to: 'delivered@simulator.herald.test', subject: 'Large', text: 'See attached.', attachments: [12 * MB, 12 * MB, MB - 100].map(attachment) })),
+      body: Buffer.from(
+        JSON.stringify({
+          from: `Bench <bench@${domain}>`,
+          to: 'delivered@simulator.herald.test',
+          subject: 'Large',
+          text: 'See attached.',
+          attachments: [12 * MB, 12 * MB, MB - 100].map(attachment),
+        }),
+      ),
     };
     const payloads = [...routePayloads(), inlineSend];
     const attackHeaders = { authorization: `Bearer ${attacker.key}`, 'content-type': 'application/json' };
@@ -159,7 +200,13 @@ export const benchmark: Benchmark = {
         const ids: string[] = [];
         for (let i = 0; i < 5; i += 1) {
           const id = `hostile-${payload.label}-${randomBytes(6).toString('hex')}`;
-          const answer = await post(agent, `${api.url}${payload.path}`, payload.method, { ...attackHeaders, 'x-request-id': id }, payload.body);
+          const answer = await post(
+            agent,
+            `${api.url}${payload.path}`,
+            payload.method,
+            { ...attackHeaders, 'x-request-id': id },
+            payload.body,
+          );
           if (answer.status < 400 || answer.status >= 500) throw new Error(`${payload.label} answered ${answer.status}`);
           times.push(answer.ms);
           ids.push(id);
@@ -201,7 +248,11 @@ export const benchmark: Benchmark = {
 
   summarize(stats) {
     const p99 = med(stats, 'p99_ms');
-    const slowestRefusal = Math.max(med(stats, 'deep_server_max_ms'), med(stats, 'keys_contacts_server_max_ms'), med(stats, 'keys_send_server_max_ms'));
+    const slowestRefusal = Math.max(
+      med(stats, 'deep_server_max_ms'),
+      med(stats, 'keys_contacts_server_max_ms'),
+      med(stats, 'keys_send_server_max_ms'),
+    );
     return [
       {
         name: 'large-bodies',

@@ -46,7 +46,20 @@ import { summarizeRuns } from './lib/stats.ts';
 import type { Benchmark, Figures } from './lib/types.ts';
 
 /** Every benchmark in report order; a name whose file does not exist yet is skipped. */
-export const BENCHMARKS = ['api-read', 'api-write', 'sends', 'webhooks', 'inbound', 'submission', 'scale', 'footprint', 'large-bodies', 'broadcast', 'broadcast-one-process', 'dashboard'] as const;
+export const BENCHMARKS = [
+  'api-read',
+  'api-write',
+  'sends',
+  'webhooks',
+  'inbound',
+  'submission',
+  'scale',
+  'footprint',
+  'large-bodies',
+  'broadcast',
+  'broadcast-one-process',
+  'dashboard',
+] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const DATABASE_PREFIX = 'herald_bench_';
@@ -185,7 +198,11 @@ try {
       await session.warmup();
       for (let i = 0; i < options.runs && !interrupted; i += 1) {
         const figures = await session.run(i);
-        log(`${name} run ${i + 1}/${options.runs}: ${Object.entries(figures).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(' ')}`);
+        log(
+          `${name} run ${i + 1}/${options.runs}: ${Object.entries(figures)
+            .map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`)
+            .join(' ')}`,
+        );
         runs.push(figures);
       }
     } catch (caught) {
@@ -221,7 +238,9 @@ try {
   }
 } finally {
   if (temporal) await (await temporal.catch(() => undefined))?.stop();
-  await dropDatabase(postgres.serverUrl, templateDatabase).catch((error: unknown) => log(`could not drop ${templateDatabase}: ${String(error)}`));
+  await dropDatabase(postgres.serverUrl, templateDatabase).catch((error: unknown) =>
+    log(`could not drop ${templateDatabase}: ${String(error)}`),
+  );
   await redis.service?.stop();
   await postgres.stop();
   rmSync(scratch, { recursive: true, force: true });
@@ -241,12 +260,16 @@ if (options.profileDir) {
   }
   log(`profiled figures are not written to the results (the profiler slows the api); profile summaries in ${args.out}`);
 } else if (Object.keys(results).length > 0) {
-  const written = writeResults(args.out, {
-    date,
-    machine: { cpus: availableParallelism(), node: process.version, loadAverage: loadavg() },
-    options: { runs: options.runs, durationSec: options.durationSec, warmupSec: options.warmupSec, quick: options.quick },
-    benchmarks: results,
-  }, BENCHMARKS);
+  const written = writeResults(
+    args.out,
+    {
+      date,
+      machine: { cpus: availableParallelism(), node: process.version, loadAverage: loadavg() },
+      options: { runs: options.runs, durationSec: options.durationSec, warmupSec: options.warmupSec, quick: options.quick },
+      benchmarks: results,
+    },
+    BENCHMARKS,
+  );
   log(`wrote ${written.json} and ${written.markdown} in ${Math.round((performance.now() - started) / 1000)} s`);
 }
 process.exitCode = failed || interrupted ? 1 : 0;

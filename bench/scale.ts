@@ -59,7 +59,10 @@ export const benchmark: Benchmark = {
     if (response.status !== 200 || page.data?.length !== LIMIT || page.meta?.pagination?.has_more !== false) {
       throw new Error(`page ${depth} answered ${response.status}: ${JSON.stringify(page).slice(0, 300)}`);
     }
-    context.note(`EXPLAIN ANALYZE of page ${depth}`, await explainAnalyze(databaseUrl, await capturedListQuery(databaseUrl, '(created_at, id) <')));
+    context.note(
+      `EXPLAIN ANALYZE of page ${depth}`,
+      await explainAnalyze(databaseUrl, await capturedListQuery(databaseUrl, '(created_at, id) <')),
+    );
 
     const metrics = await fetch(`${api.url}${METRICS_PATH}`, { headers });
     if (metrics.status !== 200) throw new Error(`GET ${METRICS_PATH} answered ${metrics.status}: ${(await metrics.text()).slice(0, 300)}`);

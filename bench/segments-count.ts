@@ -122,17 +122,23 @@ try {
   log(`GET /segments, a page of 50 with live counts: ${summary(listSamples)}`);
 
   const page = await segments.listSegments(orgId, { limit: 50 });
-  const counting = segmentCountQuery(workspaceDb(orm.em.fork(), orgId), page.items.map((segment) => segment.id));
+  const counting = segmentCountQuery(
+    workspaceDb(orm.em.fork(), orgId),
+    page.items.map((segment) => segment.id),
+  );
   const plan = await counting.explain<{ 'QUERY PLAN': string }>(undefined, sql`analyze, costs off`);
-  log('plan of the page\'s counting statement:');
+  log("plan of the page's counting statement:");
   for (const row of plan) log(`  ${row['QUERY PLAN'].slice(0, 200)}`);
 
   let n = 0;
-  const broad = await time(Math.min(RUNS, 10), () => segments.createSegment(orgId, { name: `broad ${(n += 1)}`, description: '', tags: ['customer'] }));
+  const broad = await time(Math.min(RUNS, 10), () =>
+    segments.createSegment(orgId, { name: `broad ${(n += 1)}`, description: '', tags: ['customer'] }),
+  );
   log(`POST /segments, tag on 60 % of contacts: ${summary(broad)}`);
-  const narrow = await time(Math.min(RUNS, 10), () => segments.createSegment(orgId, { name: `narrow ${(n += 1)}`, description: '', tags: ['cohort-7'] }));
+  const narrow = await time(Math.min(RUNS, 10), () =>
+    segments.createSegment(orgId, { name: `narrow ${(n += 1)}`, description: '', tags: ['cohort-7'] }),
+  );
   log(`POST /segments, tag on 0.1 % of contacts: ${summary(narrow)}`);
-
 } finally {
   await orm.close();
   await dropDatabase(postgres.serverUrl, database);

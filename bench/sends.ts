@@ -61,7 +61,13 @@ export const benchmark: Benchmark = {
 
     const headers = { Authorization: `Bearer ${workspace.key}`, 'Content-Type': 'application/json', 'Idempotency-Key': 'bench-[<id>]' };
     const body = (tag: string) =>
-      JSON.stringify({ from: `Bench <bench@${domain}>`, to: `delivered+${tag}@simulator.herald.test`, subject: 'Bench', text: 'Hello from the benchmark.', html: '<p>Hello from the benchmark.</p>' });
+      JSON.stringify({
+        from: `Bench <bench@${domain}>`,
+        to: `delivered+${tag}@simulator.herald.test`,
+        subject: 'Bench',
+        text: 'Hello from the benchmark.',
+        html: '<p>Hello from the benchmark.</p>',
+      });
 
     /** Runs `count` times over CONNECTIONS concurrent loops. */
     async function inParallel(count: number, task: (index: number) => Promise<unknown>): Promise<void> {
@@ -102,7 +108,15 @@ export const benchmark: Benchmark = {
       let accepted;
       try {
         const acceptCpu = cpuAccount({ api: target.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl), bench: 'this' });
-        const load = await runHttpLoad({ url: `${target.url}/api/v1/outbox/emails`, method: 'POST', headers, body: body(`${tag}-[<id>]`), uniqueIds: true, connections: CONNECTIONS, durationSec: duration });
+        const load = await runHttpLoad({
+          url: `${target.url}/api/v1/outbox/emails`,
+          method: 'POST',
+          headers,
+          body: body(`${tag}-[<id>]`),
+          uniqueIds: true,
+          connections: CONNECTIONS,
+          durationSec: duration,
+        });
         accepted = { load, cpuPerAccept: acceptCpu.perUnit(load.total - load.failures) };
       } finally {
         process.kill(worker.pid, 'SIGCONT');
@@ -115,7 +129,13 @@ export const benchmark: Benchmark = {
       while (sink.messages().length - before < load.total - load.failures && Date.now() < deadline) await sleep(50);
       const arrived = sink.messages().slice(before);
       const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
-      return { load, arrived: arrived.length, relayRate: arrived.length / ((last - resumed) / 1000), cpuPerAccept: accepted.cpuPerAccept, cpuPerDelivery: drainCpu.perUnit(arrived.length) };
+      return {
+        load,
+        arrived: arrived.length,
+        relayRate: arrived.length / ((last - resumed) / 1000),
+        cpuPerAccept: accepted.cpuPerAccept,
+        cpuPerDelivery: drainCpu.perUnit(arrived.length),
+      };
     }
 
     async function plainNodemailer(count: number): Promise<number> {
@@ -129,7 +149,13 @@ export const benchmark: Benchmark = {
       });
       const started = performance.now();
       await inParallel(count, (i) =>
-        transport.sendMail({ from: `bench@${domain}`, to: `plain-${i + 1}@simulator.herald.test`, subject: 'Bench', text: 'Hello from the benchmark.', html: '<p>Hello from the benchmark.</p>' }),
+        transport.sendMail({
+          from: `bench@${domain}`,
+          to: `plain-${i + 1}@simulator.herald.test`,
+          subject: 'Bench',
+          text: 'Hello from the benchmark.',
+          html: '<p>Hello from the benchmark.</p>',
+        }),
       );
       transport.close();
       return count / ((performance.now() - started) / 1000);
@@ -162,7 +188,11 @@ export const benchmark: Benchmark = {
         const wait = started + (i * 1000) / RATE - performance.now();
         if (wait > 0) await sleep(wait);
         requests.push(
-          fetch(`${api.url}/api/v1/outbox/emails`, { method: 'POST', headers: { ...headers, 'Idempotency-Key': `lat-${randomBytes(8).toString('hex')}` }, body: body(`lat${i}`) }).then(async (response) => {
+          fetch(`${api.url}/api/v1/outbox/emails`, {
+            method: 'POST',
+            headers: { ...headers, 'Idempotency-Key': `lat-${randomBytes(8).toString('hex')}` },
+            body: body(`lat${i}`),
+          }).then(async (response) => {
             const at = performance.now() + epochOffset;
             const json = (await response.json()) as { data?: { message_id: string } };
             if (response.status !== 202 || !json.data) throw new Error(`send answered ${response.status}`);
@@ -182,7 +212,15 @@ export const benchmark: Benchmark = {
     return {
       async warmup() {
         await startEmptyWorkflows(100);
-        await runHttpLoad({ url: `${api.url}/api/v1/outbox/emails`, method: 'POST', headers, body: body('warm-[<id>]'), uniqueIds: true, connections: 10, durationSec: context.options.warmupSec });
+        await runHttpLoad({
+          url: `${api.url}/api/v1/outbox/emails`,
+          method: 'POST',
+          headers,
+          body: body('warm-[<id>]'),
+          uniqueIds: true,
+          connections: 10,
+          durationSec: context.options.warmupSec,
+        });
         await plainNodemailer(100);
         await latency(1);
       },

@@ -30,7 +30,16 @@ export const benchmark: Benchmark = {
     await context.start('smtp', await context.env(databaseUrl, { ...relayEnv, SMTP_SUBMISSION_PORT: String(submissionPort) }));
 
     async function submit(tag: string, messages: number): Promise<{ rate: number; arrived: number; listed: number }> {
-      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: submissionPort, secure: false, ignoreTLS: true, pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity, auth: { user: 'herald', pass: workspace.key } });
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: submissionPort,
+        secure: false,
+        ignoreTLS: true,
+        pool: true,
+        maxConnections: CONNECTIONS,
+        maxMessages: Infinity,
+        auth: { user: 'herald', pass: workspace.key },
+      });
       const subject = `Submission ${tag}`;
       const arrived = () => sink.messages().filter((m) => m.subject === subject).length;
       let next = 0;
@@ -39,7 +48,12 @@ export const benchmark: Benchmark = {
         Array.from({ length: CONNECTIONS }, async () => {
           while (next < messages) {
             const i = (next += 1);
-            await transport.sendMail({ from: `Bench <bench@${domain}>`, to: `delivered+${tag}-${i}@simulator.herald.test`, subject, text: 'Hello through SMTP.' });
+            await transport.sendMail({
+              from: `Bench <bench@${domain}>`,
+              to: `delivered+${tag}-${i}@simulator.herald.test`,
+              subject,
+              text: 'Hello through SMTP.',
+            });
           }
         }),
       );
@@ -55,7 +69,9 @@ export const benchmark: Benchmark = {
       let total = 0;
       let cursor: string | null = null;
       do {
-        const response = await fetch(`${api.url}/api/v1/outbox/emails?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { Authorization: `Bearer ${workspace.key}` } });
+        const response = await fetch(`${api.url}/api/v1/outbox/emails?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+          headers: { Authorization: `Bearer ${workspace.key}` },
+        });
         const page = (await response.json()) as { data: { subject: string }[]; meta: { pagination: { next_cursor: string | null } } };
         total += page.data.filter((email) => email.subject === subject).length;
         cursor = page.meta.pagination.next_cursor;
@@ -64,8 +80,22 @@ export const benchmark: Benchmark = {
     }
 
     const headers = { Authorization: `Bearer ${workspace.key}`, 'Content-Type': 'application/json', 'Idempotency-Key': 'bench-[<id>]' };
-    const body = JSON.stringify({ from: `Bench <bench@${domain}>`, to: 'delivered+api-[<id>]@simulator.herald.test', subject: 'Bench API', text: 'Hello through the API.' });
-    const apiLoad = (durationSec: number) => runHttpLoad({ url: `${api.url}/api/v1/outbox/emails`, method: 'POST', headers, body, uniqueIds: true, connections: CONNECTIONS, durationSec });
+    const body = JSON.stringify({
+      from: `Bench <bench@${domain}>`,
+      to: 'delivered+api-[<id>]@simulator.herald.test',
+      subject: 'Bench API',
+      text: 'Hello through the API.',
+    });
+    const apiLoad = (durationSec: number) =>
+      runHttpLoad({
+        url: `${api.url}/api/v1/outbox/emails`,
+        method: 'POST',
+        headers,
+        body,
+        uniqueIds: true,
+        connections: CONNECTIONS,
+        durationSec,
+      });
 
     return {
       async warmup() {
@@ -75,7 +105,14 @@ export const benchmark: Benchmark = {
       async run(index) {
         const smtp = await submit(`run${index}`, count);
         const viaApi = await apiLoad(context.options.durationSec);
-        return { submitted_per_s: smtp.rate, api_accepted_per_s: viaApi.rps, ratio_of_api: smtp.rate / viaApi.rps, submitted: count, arrived_at_relay: smtp.arrived, listed_by_api: smtp.listed };
+        return {
+          submitted_per_s: smtp.rate,
+          api_accepted_per_s: viaApi.rps,
+          ratio_of_api: smtp.rate / viaApi.rps,
+          submitted: count,
+          arrived_at_relay: smtp.arrived,
+          listed_by_api: smtp.listed,
+        };
       },
       close: () => Promise.resolve(),
     };

@@ -35,7 +35,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One signed POST on a fresh connection, as the delivery engine sends it. */
 function signedPost(port: number, path: string, secret: string, id: string): Promise<void> {
-  const body = JSON.stringify({ id, object: 'event', type: 'contact.created', created_at: new Date().toISOString(), api_version: '1.0.0', data: { n: id } });
+  const body = JSON.stringify({
+    id,
+    object: 'event',
+    type: 'contact.created',
+    created_at: new Date().toISOString(),
+    api_version: '1.0.0',
+    data: { n: id },
+  });
   const headers = {
     'Content-Type': 'application/json',
     'Content-Length': String(Buffer.byteLength(body)),
@@ -119,7 +126,13 @@ export const benchmark: Benchmark = {
         await signedPost(receiver.port, '/baseline', secret, `s${i}`);
         single.push(performance.now() - t0);
       }
-      return { rps, p50Ms: quantile(single.sort((a, b) => a - b), 0.5) };
+      return {
+        rps,
+        p50Ms: quantile(
+          single.sort((a, b) => a - b),
+          0.5,
+        ),
+      };
     }
 
     /** Deliveries/s, and the CPU each process on the path spent per delivery (`bench`: this process, the receiver and the writer). */
@@ -131,7 +144,11 @@ export const benchmark: Benchmark = {
       const started = performance.now();
       await commit('contact.created', events);
       await waitFor(`${total} deliveries`, () => Promise.resolve(throughputCount() - before >= total ? true : undefined), 600_000, 20);
-      const arrivals = receiver.requests().filter((r) => r.path.startsWith('/throughput-')).slice(before).map((r) => r.at);
+      const arrivals = receiver
+        .requests()
+        .filter((r) => r.path.startsWith('/throughput-'))
+        .slice(before)
+        .map((r) => r.at);
       return { rate: total / ((Math.max(...arrivals) - started) / 1000), cpuPerDelivery: cpu.perUnit(total) };
     }
 
@@ -147,7 +164,12 @@ export const benchmark: Benchmark = {
       }
       await Promise.all(writes);
       latencySeen += count;
-      await waitFor('the latency deliveries', () => Promise.resolve(receiver.requests('/latency-0').length >= latencySeen ? true : undefined), 120_000, 20);
+      await waitFor(
+        'the latency deliveries',
+        () => Promise.resolve(receiver.requests('/latency-0').length >= latencySeen ? true : undefined),
+        120_000,
+        20,
+      );
       return receiver
         .requests('/latency-0')
         .flatMap((r) => {

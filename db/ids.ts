@@ -13,9 +13,7 @@ export const ID_PATTERN = /^[a-fA-F0-9]{24}$/;
 export function newId(now: Date = new Date()): string {
   counter = (counter + 1) % 0x1000000;
   const seconds = Math.floor(now.getTime() / 1000);
-  return (
-    seconds.toString(16).padStart(8, '0') + processRandom + counter.toString(16).padStart(6, '0')
-  );
+  return seconds.toString(16).padStart(8, '0') + processRandom + counter.toString(16).padStart(6, '0');
 }
 
 export function isId(value: string): boolean {

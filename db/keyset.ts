@@ -42,10 +42,7 @@ export async function findKeysetPage<T extends { id: string; createdAt: Date }>(
   const conditions: unknown[] = [where];
   if (after) {
     conditions.push({
-      $or: [
-        { [sortField]: { [beyond]: after.sortValue } },
-        { [sortField]: after.sortValue, id: { [beyond]: after.id } },
-      ],
+      $or: [{ [sortField]: { [beyond]: after.sortValue } }, { [sortField]: after.sortValue, id: { [beyond]: after.id } }],
     });
   }
   const rows = await em.find(entity, { $and: conditions } as FilterQuery<T>, {

@@ -164,11 +164,17 @@ export type HeraldDb = { [Table in keyof InferredDb]: { [Column in keyof Inferre
 type InferredDb = InferKyselyDB<(typeof ENTITY_SCHEMAS)[number]>;
 type DateAsText<T> = T extends Date ? string : T;
 type DatesReadAsText<V> =
-  V extends ColumnType<infer Read, infer Insert, infer Update> ? ColumnType<DateAsText<Read>, Insert, Update> : [Extract<V, Date>] extends [never] ? V : ColumnType<DateAsText<V>, V | string, V | string>;
+  V extends ColumnType<infer Read, infer Insert, infer Update>
+    ? ColumnType<DateAsText<Read>, Insert, Update>
+    : [Extract<V, Date>] extends [never]
+      ? V
+      : ColumnType<DateAsText<V>, V | string, V | string>;
 
 /** Tables whose rows belong to one workspace (an `org_id` column): what raw SQL must scope (test/unit/sql-review.test.ts). */
 export function tenantTableNames(): string[] {
-  return ENTITY_SCHEMAS.filter((schema) => 'orgId' in schema.meta.properties).map((schema) => schema.meta.tableName ?? schema.meta.collection);
+  return ENTITY_SCHEMAS.filter((schema) => 'orgId' in schema.meta.properties).map(
+    (schema) => schema.meta.tableName ?? schema.meta.collection,
+  );
 }
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));

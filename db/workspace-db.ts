@@ -90,7 +90,10 @@ class ScopeTransformer extends OperationNodeTransformer {
   protected override transformSelectQuery(node: SelectQueryNode, queryId?: QueryId): SelectQueryNode {
     const transformed = super.transformSelectQuery(node, queryId);
     const scoped = this.#scopeJoins(transformed);
-    return this.#andWhere(scoped, (transformed.from?.froms ?? []).flatMap((from) => this.#tenantReference(from)));
+    return this.#andWhere(
+      scoped,
+      (transformed.from?.froms ?? []).flatMap((from) => this.#tenantReference(from)),
+    );
   }
 
   protected override transformUpdateQuery(node: UpdateQueryNode, queryId?: QueryId): UpdateQueryNode {
@@ -135,7 +138,11 @@ class ScopeTransformer extends OperationNodeTransformer {
   }
 
   #condition(reference: string): OperationNode {
-    return BinaryOperationNode.create(ReferenceNode.create(ColumnNode.create('org_id'), TableNode.create(reference)), OperatorNode.create('='), ValueNode.create(this.#orgId));
+    return BinaryOperationNode.create(
+      ReferenceNode.create(ColumnNode.create('org_id'), TableNode.create(reference)),
+      OperatorNode.create('='),
+      ValueNode.create(this.#orgId),
+    );
   }
 
   #andWhere<T extends SelectQueryNode | UpdateQueryNode | DeleteQueryNode>(node: T, tables: string[]): T {
@@ -149,7 +156,9 @@ class ScopeTransformer extends OperationNodeTransformer {
       const [table] = this.#tenantReference(join.table);
       if (!table) return join;
       const condition = this.#condition(table);
-      return join.on ? JoinNode.cloneWithOn(join, condition) : JoinNode.createWithOn(join.joinType === 'CrossJoin' ? 'InnerJoin' : join.joinType, join.table, condition);
+      return join.on
+        ? JoinNode.cloneWithOn(join, condition)
+        : JoinNode.createWithOn(join.joinType === 'CrossJoin' ? 'InnerJoin' : join.joinType, join.table, condition);
     });
     return { ...node, joins };
   }

@@ -65,7 +65,15 @@ export function createApiServices(deps: ApiServiceDeps) {
   const templates = createTemplatesService({ orm: deps.orm });
   const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts });
   const inbox = createInboxService({ orm: deps.orm, blobs });
-  const sends = createSendsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config, logger: deps.logger, templates, ...(deps.offload ? { offload: deps.offload } : {}) });
+  const sends = createSendsService({
+    orm: deps.orm,
+    blobs,
+    temporal: deps.temporal,
+    config: deps.config,
+    logger: deps.logger,
+    templates,
+    ...(deps.offload ? { offload: deps.offload } : {}),
+  });
   return {
     config: deps.config,
     domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
@@ -85,7 +93,11 @@ export function createApiServices(deps: ApiServiceDeps) {
     metrics: createMetricsService({ orm: deps.orm }),
     inbox,
     inboxState: createInboxStateService({ orm: deps.orm, inbox }),
-    webhooks: createWebhooksService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey, allowPrivateTargets: deps.config.webhooks.allowPrivateTargets }),
+    webhooks: createWebhooksService({
+      orm: deps.orm,
+      encryptionKey: deps.config.encryptionKey,
+      allowPrivateTargets: deps.config.webhooks.allowPrivateTargets,
+    }),
     deliveries: createDeliveriesService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
   };
 }

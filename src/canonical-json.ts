@@ -20,5 +20,7 @@ function sortKeys(value: unknown): unknown {
 
 /** The idempotency fingerprint of a request: SHA-256 of method, path and canonical JSON body. */
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method}\n${path}\n${canonicalJson(body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${method}\n${path}\n${canonicalJson(body)}`)
+    .digest('hex');
 }

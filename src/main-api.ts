@@ -61,13 +61,17 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     routes,
     offload,
     uploads: createUploadsRouter({ attachments: services.attachments, contactImports: services.contactImports }),
-    recipientLinks: createRecipientLinksRouter({ unsubscribe: createUnsubscribeService({ orm, config }), tracking: createTrackingService({ orm, config }) }),
+    recipientLinks: createRecipientLinksRouter({
+      unsubscribe: createUnsubscribeService({ orm, config }),
+      tracking: createTrackingService({ orm, config }),
+    }),
     dashboard: createDashboardRouter({
       auth: dashboardAuth,
       keys: services.workspaceKeys,
       bucket,
       publicUrl: config.http.publicUrl,
-      formSentOnce: async (sessionId, nonce) => (await redis.set(redisKeys.dashboardFormSent(sessionId, nonce), '1', 'EX', 86_400, 'NX')) === 'OK',
+      formSentOnce: async (sessionId, nonce) =>
+        (await redis.set(redisKeys.dashboardFormSent(sessionId, nonce), '1', 'EX', 86_400, 'NX')) === 'OK',
       workflowsUi: config.temporal.uiUrl ? { url: config.temporal.uiUrl, namespace: config.temporal.namespace } : undefined,
       areas: [
         domainsArea(services),

@@ -41,7 +41,10 @@ async function startSubmission(
     // One guard for both ports: the connection cap counts a client's connections to either.
     guard: createSubmissionGuard(redis, logger, shared.limits),
   };
-  const servers = [createSubmissionServer(deps), ...(listen.implicitTlsPort !== undefined ? [createSubmissionServer(deps, { implicitTls: true })] : [])];
+  const servers = [
+    createSubmissionServer(deps),
+    ...(listen.implicitTlsPort !== undefined ? [createSubmissionServer(deps, { implicitTls: true })] : []),
+  ];
   for (const server of servers) server.on('error', (error) => logger.warn('smtp submission connection error', { error }));
   const port = await listenSmtp(servers[0]!, listen.port, listen.host);
   logger.info('smtp submission listening', { port, host: listen.host });
@@ -67,11 +70,20 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
   const temporal = lazyTemporalClient(config);
   const blobs = options.blobs === undefined ? createBlobStore(config) : options.blobs;
   if (!blobs) logger.warn('smtp: BLOB_DIR is empty; every message will be answered 451');
-  const inbound = createInboundServer({ config, orm, logger, blobs, temporal: temporal.client, ...(options.limits ? { limits: options.limits } : {}) });
+  const inbound = createInboundServer({
+    config,
+    orm,
+    logger,
+    blobs,
+    temporal: temporal.client,
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
   inbound.server.on('error', (error) => logger.warn('smtp connection error', { error }));
   const port = await listenSmtp(inbound.server, config.smtp.port, config.smtp.host);
   logger.info('smtp listening', { port, host: config.smtp.host });
-  const submission = config.submission ? await startSubmission(config, config.submission, logger, { orm, blobs, temporal: temporal.client, limits: options.submissionLimits }) : null;
+  const submission = config.submission
+    ? await startSubmission(config, config.submission, logger, { orm, blobs, temporal: temporal.client, limits: options.submissionLimits })
+    : null;
   return {
     port,
     submissionPort: submission?.port ?? null,

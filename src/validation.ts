@@ -45,5 +45,9 @@ export async function parseInput<TSchema extends AnySchema>(
   const where = first?.path ? `${first.location}.${first.path}` : (first?.location ?? location);
   const more = fields.length > 1 ? ` (and ${fields.length - 1} more)` : '';
   const reason = reasonOf?.(fields);
-  throw new AppError('invalid_request', `Invalid ${where}: ${first?.message ?? 'invalid'}${more}.`, reason ? { reason, fields } : { fields });
+  throw new AppError(
+    'invalid_request',
+    `Invalid ${where}: ${first?.message ?? 'invalid'}${more}.`,
+    reason ? { reason, fields } : { fields },
+  );
 }

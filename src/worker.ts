@@ -35,9 +35,7 @@ import { ensureSchedules } from './temporal/schedules.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 /** Where `herald bundle-workflows` writes the ahead-of-time bundle used in production. */
-export const WORKFLOW_BUNDLE_PATH = fileURLToPath(
-  new URL('../.build/workflow-bundle.js', import.meta.url),
-);
+export const WORKFLOW_BUNDLE_PATH = fileURLToPath(new URL('../.build/workflow-bundle.js', import.meta.url));
 
 /**
  * Share of the workflow-task pollers that poll the task queue itself rather than this worker's
@@ -111,7 +109,15 @@ const COMPOSER_HEAP = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 
 function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool): Relay {
   if (config.delivery.mode === 'direct') {
     const { heloName, port, poolSize, ratePerMinute, tls, mtaSts, caFile, allowPrivateTargets } = config.delivery;
-    logger.info('outbound delivery: direct to MX', { heloName, port, poolSize, ratePerMinute, tls: tls.policy, mtaSts: mtaSts ? 'enforce' : 'off', allowPrivateTargets });
+    logger.info('outbound delivery: direct to MX', {
+      heloName,
+      port,
+      poolSize,
+      ratePerMinute,
+      tls: tls.policy,
+      mtaSts: mtaSts ? 'enforce' : 'off',
+      allowPrivateTargets,
+    });
     // Routes repeat in bursts (many messages to one domain): answers are reused for a minute.
     const dns = createDnsResolver(config, { cache: { ttlMs: 60_000, maxEntries: 10_000 } });
     // The public roots plus SMTP_DIRECT_CA_FILE's authorities; Node's own roots when unset.
@@ -206,16 +212,18 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     { logger, wakes: queueWakes },
   );
 
-  const done = running.finally(() => loops.stop()).then(async () => {
-    reportQueuesFrom(null);
-    smtpRelay.close();
-    sandboxRelay.close();
-    await offload.close();
-    await queueWakes.stop();
-    await temporal.close();
-    await connection.close();
-    if (!shared.orm) await orm.close();
-  });
+  const done = running
+    .finally(() => loops.stop())
+    .then(async () => {
+      reportQueuesFrom(null);
+      smtpRelay.close();
+      sandboxRelay.close();
+      await offload.close();
+      await queueWakes.stop();
+      await temporal.close();
+      await connection.close();
+      if (!shared.orm) await orm.close();
+    });
   return {
     done,
     async shutdown() {

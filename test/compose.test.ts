@@ -32,11 +32,7 @@ interface RunResult {
   stderr: string;
 }
 
-function run(
-  command: string,
-  args: string[],
-  options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs: number },
-): Promise<RunResult> {
+function run(command: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<RunResult> {
   return new Promise((resolve) => {
     execFile(
       command,
@@ -241,8 +237,7 @@ describe('docker-compose.yml', () => {
         .sort(),
     );
 
-    const published = (name: string) =>
-      (service(model, name).ports ?? []).map((port) => `${port.published ?? ''}->${port.target}`);
+    const published = (name: string) => (service(model, name).ports ?? []).map((port) => `${port.published ?? ''}->${port.target}`);
     expect(published('api')).toEqual(['3000->3000']);
     expect(published('smtp')).toEqual(['25->2525']);
     expect(published('temporal-ui')).toEqual(['8080->8080']);

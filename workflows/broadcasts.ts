@@ -1,4 +1,14 @@
-import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  condition,
+  continueAsNew,
+  defineSignal,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 
 /** The contract of a broadcast's send workflow, written once: src/ imports these. */
 export const BROADCAST_SEND_WORKFLOW = 'broadcastSend';

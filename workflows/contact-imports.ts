@@ -47,7 +47,6 @@ const { giveUpContactImport } = proxyActivities<ContactImportActivities>({
   retry: { initialInterval: '5s', maximumInterval: '1 minute' },
 });
 
-
 /**
  * contactImport — id `contact-import:<importId>`, HeraldOrgId = the import's workspace,
  * HeraldKind = contact-import. Started by the signed PUT of the import's file. Validates the

@@ -1,4 +1,12 @@
-import { condition, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo, type SignalDefinition } from '@temporalio/workflow';
+import {
+  condition,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+  type SignalDefinition,
+} from '@temporalio/workflow';
 import { HeraldDeliveryStatus } from './search-attributes.ts';
 
 /**
@@ -46,7 +54,9 @@ export async function runQueueActor(options: {
     woken = false;
     last = await options.drain();
     const nextDue = last.nextDueAt === null ? 'none' : new Date(last.nextDueAt).toISOString();
-    setCurrentDetails(`open ${last.open}; last drain: ${last.delivered} delivered, ${last.failed} failed, ${last.exhausted} ended; next due ${nextDue}`);
+    setCurrentDetails(
+      `open ${last.open}; last drain: ${last.delivered} delivered, ${last.failed} failed, ${last.exhausted} ended; next due ${nextDue}`,
+    );
     if (last.state !== shownState) {
       shownState = last.state;
       upsertSearchAttributes([{ key: HeraldDeliveryStatus, value: last.state }]);

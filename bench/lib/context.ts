@@ -189,7 +189,11 @@ export class BenchContext {
    * Starts `herald <kind>` as a child process on free ports and waits for its ready line.
    * With `profile`, the process writes a CPU profile when the harness runs with --profile.
    */
-  async start(kind: ProcessKind, env: Record<string, string>, options: { profile?: boolean; onLine?: (line: string) => void } = {}): Promise<HeraldProcess> {
+  async start(
+    kind: ProcessKind,
+    env: Record<string, string>,
+    options: { profile?: boolean; onLine?: (line: string) => void } = {},
+  ): Promise<HeraldProcess> {
     const port = await freePort();
     const nodeFlags: string[] = nodeFlagsFor(kind, env);
     if (options.profile && this.options.profileDir) {
@@ -205,7 +209,15 @@ export class BenchContext {
       name: kind,
       command: process.execPath,
       args: [...nodeFlags, MAIN_ENTRY, kind],
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...(kind === 'api' || kind === 'all' ? { PORT: String(port) } : {}), ...(kind === 'smtp' || kind === 'all' ? { SMTP_PORT: String(smtpPort), SMTP_SUBMISSION_PORT: env.SMTP_SUBMISSION_PORT ?? '0' } : {}) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        ...env,
+        ...(kind === 'api' || kind === 'all' ? { PORT: String(port) } : {}),
+        ...(kind === 'smtp' || kind === 'all'
+          ? { SMTP_PORT: String(smtpPort), SMTP_SUBMISSION_PORT: env.SMTP_SUBMISSION_PORT ?? '0' }
+          : {}),
+      },
       onLine: (line) => {
         for (const ready of waitingFor) if (line.includes(ready)) waitingFor.delete(ready);
         options.onLine?.(line);
@@ -219,7 +231,10 @@ export class BenchContext {
     const exited = service.exited.then((code) => {
       throw new Error(`herald ${kind} exited with ${code} while starting:\n${recent.join('\n')}`);
     });
-    await Promise.race([exited, waitFor(`herald ${kind} to be ready`, () => Promise.resolve(waitingFor.size === 0 ? true : undefined), 180_000, 100)]);
+    await Promise.race([
+      exited,
+      waitFor(`herald ${kind} to be ready`, () => Promise.resolve(waitingFor.size === 0 ? true : undefined), 180_000, 100),
+    ]);
     exited.catch(() => {});
     return { kind, pid: service.child.pid!, url: `http://127.0.0.1:${port}`, port, stop };
   }

@@ -103,7 +103,13 @@ export async function runPgLoop(options: {
     );
     const elapsed = (performance.now() - started) / 1000;
     latencies.sort((a, b) => a - b);
-    return { rps: latencies.length / elapsed, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), failures: 0, total: latencies.length };
+    return {
+      rps: latencies.length / elapsed,
+      p50Ms: quantile(latencies, 0.5),
+      p99Ms: quantile(latencies, 0.99),
+      failures: 0,
+      total: latencies.length,
+    };
   } finally {
     await pool.end();
   }
@@ -136,7 +142,13 @@ export async function sampleLatency(url: string, headers: Record<string, string>
     }
     const elapsed = (performance.now() - started) / 1000;
     latencies.sort((a, b) => a - b);
-    return { rps: latencies.length / elapsed, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), failures: 0, total: latencies.length };
+    return {
+      rps: latencies.length / elapsed,
+      p50Ms: quantile(latencies, 0.5),
+      p99Ms: quantile(latencies, 0.99),
+      failures: 0,
+      total: latencies.length,
+    };
   } finally {
     agent.destroy();
   }
@@ -154,7 +166,9 @@ export async function sampleAtRate(url: string, headers: Record<string, string>,
       const t0 = performance.now();
       const req = httpRequest(url, { agent, headers }, (res) => {
         res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`GET ${url} answered ${res.statusCode}`))));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`GET ${url} answered ${res.statusCode}`)),
+        );
       });
       req.on('error', reject);
       req.end();

@@ -52,7 +52,8 @@ export async function databaseWorkPerRequest(databaseUrl: string, requests: numb
       ['rows inserted', now.n_tup_ins - then.n_tup_ins],
       ['rows updated', now.n_tup_upd - then.n_tup_upd],
     ].filter(([, delta]) => Number(delta) > 0);
-    if (scans.length > 0) lines.push(`  ${table}: ${scans.map(([name, delta]) => `${name} ${(Number(delta) / requests).toFixed(2)}`).join(', ')}`);
+    if (scans.length > 0)
+      lines.push(`  ${table}: ${scans.map(([name, delta]) => `${name} ${(Number(delta) / requests).toFixed(2)}`).join(', ')}`);
   }
   return lines.join('\n');
 }

@@ -44,7 +44,8 @@ export function cpuMsOfCommand(comm: string): number {
 }
 
 /** PostgreSQL's shared background processes (their command line after `postgres: <cluster>: `). */
-const PG_BACKGROUND = /: (walwriter|checkpointer|background writer|autovacuum launcher|logical replication launcher|archiver|stats collector)\s*$/;
+const PG_BACKGROUND =
+  /: (walwriter|checkpointer|background writer|autovacuum launcher|logical replication launcher|archiver|stats collector)\s*$/;
 
 /**
  * CPU time (ms) used so far by PostgreSQL for one database: its backends (and autovacuum
@@ -87,9 +88,7 @@ export function cpuAccount(sources: Record<string, number | 'this' | `comm:${str
   const before = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, read(source)]));
   return {
     perUnit(units: number): Record<string, number> {
-      const figures = Object.fromEntries(
-        Object.entries(sources).map(([name, source]) => [name, (read(source) - before[name]!) / units]),
-      );
+      const figures = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, (read(source) - before[name]!) / units]));
       return { ...figures, total: Object.values(figures).reduce((sum, value) => sum + value, 0) };
     },
   };

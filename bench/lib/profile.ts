@@ -27,7 +27,9 @@ function owner(url: string, functionName: string): string {
 }
 
 function frameKey(frame: ProfileNode['callFrame']): string {
-  const where = frame.url ? `${frame.url.replace(`file://${REPO_ROOT}/`, '').replace(/^.*node_modules\//, '')}:${frame.lineNumber + 1}` : '';
+  const where = frame.url
+    ? `${frame.url.replace(`file://${REPO_ROOT}/`, '').replace(/^.*node_modules\//, '')}:${frame.lineNumber + 1}`
+    : '';
   return `${frame.functionName || '(anonymous)'} ${where}`.trim();
 }
 
@@ -73,7 +75,11 @@ export function summarizeCpuProfile(profile: CpuProfile, top = 20): { busyMicros
   }
   const share = (micros: number) => `${((micros / (busy || 1)) * 100).toFixed(1).padStart(5)} %`;
   const sorted = (map: Map<string, number>, count: number) => [...map].sort((a, b) => b[1] - a[1]).slice(0, count);
-  const lines = [`${(busy / 1e6).toFixed(1)} s busy, ${(idle / 1e6).toFixed(1)} s idle; shares are of the busy time`, '', 'self time by owner:'];
+  const lines = [
+    `${(busy / 1e6).toFixed(1)} s busy, ${(idle / 1e6).toFixed(1)} s idle; shares are of the busy time`,
+    '',
+    'self time by owner:',
+  ];
   for (const [who, micros] of sorted(owners, 15)) lines.push(`  ${share(micros)}  ${who}`);
   lines.push('', `top ${top} frames by self time:`);
   for (const [key, micros] of sorted(frames, top)) lines.push(`  ${share(micros)}  ${key}`);

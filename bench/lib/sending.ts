@@ -19,7 +19,11 @@ export async function sendingWorkspace(context: BenchContext) {
   const orm = await createOrm({ databaseUrl, poolMax: 2 });
   context.defer(() => orm.close());
   const domain = `bench-${randomBytes(3).toString('hex')}.example.com`;
-  await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({ orgId: workspace.orgId, domain, verified: true });
+  await createDomainsService({ orm, encryptionKey: Buffer.from(context.services.encryptionKey, 'base64') }).addDomain({
+    orgId: workspace.orgId,
+    domain,
+    verified: true,
+  });
   await createOrgsService({ orm }).setCredits(workspace.orgId, 100_000_000);
   return { sink, databaseUrl, workspace, orm, domain };
 }

@@ -2,7 +2,12 @@ import { p } from '@mikro-orm/core';
 import { newId } from '../ids.ts';
 
 /** Primary key: 24-hex time-ordered id assigned on create. */
-export const idColumn = () => p.string().length(24).primary().onCreate(() => newId());
+export const idColumn = () =>
+  p
+    .string()
+    .length(24)
+    .primary()
+    .onCreate(() => newId());
 
 /**
  * Owning workspace of a tenant row; scoped by the `tenant` filter. Indexed on its own unless

@@ -1,13 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './columns.ts';
 
-export const CONTACT_STATUSES = [
-  'active',
-  'unsubscribed',
-  'bounced',
-  'complained',
-  'suppressed',
-] as const;
+export const CONTACT_STATUSES = ['active', 'unsubscribed', 'bounced', 'complained', 'suppressed'] as const;
 export type ContactStatus = (typeof CONTACT_STATUSES)[number];
 
 /** A contact; `email` is normalised and unique per workspace. Tags carry a GIN index. */

@@ -157,10 +157,7 @@ export const InboxMessageSchema = defineEntity({
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
-  uniques: [
-    { properties: ['inboundId', 'orgId'] },
-    { properties: ['emailId'] },
-  ],
+  uniques: [{ properties: ['inboundId', 'orgId'] }, { properties: ['emailId'] }],
   indexes: [
     { properties: ['orgId', 'updatedAt', 'id'] },
     { properties: ['orgId', 'rfcMessageId'] },

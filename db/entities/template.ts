@@ -3,13 +3,7 @@ import { createdAtColumn, idColumn, orgIdColumn, updatedAtColumn } from './colum
 
 export const TEMPLATE_STATUSES = ['draft', 'published', 'archived'] as const;
 export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number];
-export const TEMPLATE_CATEGORIES = [
-  'marketing',
-  'transactional',
-  'newsletter',
-  'welcome',
-  'other',
-] as const;
+export const TEMPLATE_CATEGORIES = ['marketing', 'transactional', 'newsletter', 'welcome', 'other'] as const;
 export type TemplateCategory = (typeof TEMPLATE_CATEGORIES)[number];
 
 /** An email template owned by one workspace (`orgId`), possibly shared with others. */

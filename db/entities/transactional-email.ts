@@ -14,16 +14,7 @@ export type EmailStatus = (typeof EMAIL_STATUSES)[number];
  * retrying) · bounced (5xx, a DSN, or retries ran out) · complained · failed (never handed over)
  * · cancelled.
  */
-export const RECIPIENT_STATUSES = [
-  'queued',
-  'sent',
-  'delivered',
-  'deferred',
-  'bounced',
-  'complained',
-  'failed',
-  'cancelled',
-] as const;
+export const RECIPIENT_STATUSES = ['queued', 'sent', 'delivered', 'deferred', 'bounced', 'complained', 'failed', 'cancelled'] as const;
 export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
 export const RECIPIENT_KINDS = ['to', 'cc', 'bcc'] as const;
 export type RecipientKind = (typeof RECIPIENT_KINDS)[number];
@@ -111,7 +102,13 @@ export const TransactionalEmailSchema = defineEntity({
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
-  uniques: [{ name: 'transactional_emails_broadcast_contact_unique', properties: ['broadcastId', 'contactId'], where: { broadcastId: { $ne: null } } }],
+  uniques: [
+    {
+      name: 'transactional_emails_broadcast_contact_unique',
+      properties: ['broadcastId', 'contactId'],
+      where: { broadcastId: { $ne: null } },
+    },
+  ],
   indexes: [
     // The email log (transactional emails only: a broadcast's messages are read through the broadcast).
     { name: 'transactional_emails_log_index', properties: ['orgId', 'createdAt', 'id'], where: { broadcastId: null } },
@@ -119,8 +116,16 @@ export const TransactionalEmailSchema = defineEntity({
     // The domain actor's claims and next due times, transactional emails and broadcast messages
     // apart (transactional first, and a broadcast's backlog never sits in front of them), and the
     // reconciler's look for stranded emails.
-    { name: 'transactional_emails_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null } },
-    { name: 'transactional_emails_broadcast_due_index', properties: ['domainId', 'nextAttemptAt', 'id'], where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: { $ne: null } } },
+    {
+      name: 'transactional_emails_due_index',
+      properties: ['domainId', 'nextAttemptAt', 'id'],
+      where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null },
+    },
+    {
+      name: 'transactional_emails_broadcast_due_index',
+      properties: ['domainId', 'nextAttemptAt', 'id'],
+      where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: { $ne: null } },
+    },
   ],
 });
 

@@ -74,7 +74,11 @@ export const WebhookDeliverySchema = defineEntity({
     { properties: ['orgId', 'createdAt'] },
     { properties: ['orgId', 'webhookId', 'status'] },
     // The endpoint actor's claim and its next due time: the open rows of one endpoint by due time.
-    { name: 'webhook_deliveries_due_index', properties: ['webhookId', 'nextAttemptAt', 'id'], where: { status: { $in: ['queued', 'failed'] } } },
+    {
+      name: 'webhook_deliveries_due_index',
+      properties: ['webhookId', 'nextAttemptAt', 'id'],
+      where: { status: { $in: ['queued', 'failed'] } },
+    },
     // Attempts cut off by a dead drain, and the reconciler's look for endpoints with due rows.
     { name: 'webhook_deliveries_delivering_index', properties: ['webhookId', 'leaseUntil'], where: { status: 'delivering' } },
   ],

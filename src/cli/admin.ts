@@ -9,7 +9,15 @@ import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createDomainVerificationRunner } from '../modules/domains/domain-verification.starter.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
 import { createTemplatesAdmin } from '../modules/templates/templates.admin.ts';
-import { describeApiKey, describeAutomation, describeDomain, describeDomainCheck, describeOrg, describeSender, describeShare } from './describe.ts';
+import {
+  describeApiKey,
+  describeAutomation,
+  describeDomain,
+  describeDomainCheck,
+  describeOrg,
+  describeSender,
+  describeShare,
+} from './describe.ts';
 
 /** A usage mistake: reported on stderr with exit code 2. */
 export class UsageError extends Error {}
@@ -54,14 +62,17 @@ function onOff(values: Values, name: string): boolean | undefined {
   throw new UsageError(`--${name} must be on or off`);
 }
 
-
 type Cell = string | number | boolean | string[] | null | undefined;
 
 function table(rows: Record<string, Cell>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
   const cells = rows.map((row) => columns.map((c) => String(row[c] ?? '')));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns), ...cells.map(line)].join('\n');
 }
 
@@ -89,7 +100,11 @@ function commands(svc: () => Services): Record<string, Command> {
       async run(values) {
         const slug = values.slug as string | undefined;
         const credits = integer(values, 'credits');
-        const { org, owner, credits: balance } = await svc().orgs.createOrganization({
+        const {
+          org,
+          owner,
+          credits: balance,
+        } = await svc().orgs.createOrganization({
           name: required(values, 'name'),
           ...(slug !== undefined ? { slug } : {}),
           ...(credits !== undefined ? { credits } : {}),
@@ -116,10 +131,21 @@ function commands(svc: () => Services): Record<string, Command> {
         const role = values.role ?? 'member';
         if (role !== 'owner' && role !== 'member') throw new UsageError('--role must be owner or member');
         const services = svc();
-        const { token, invite } = await services.dashboard.invite({ orgId: required(values, 'org'), email: required(values, 'email'), role });
+        const { token, invite } = await services.dashboard.invite({
+          orgId: required(values, 'org'),
+          email: required(values, 'email'),
+          role,
+        });
         const url = `${services.publicUrl}/dashboard/invite/${token}`;
         return {
-          json: { invite_id: invite.id, org_id: invite.orgId, email: invite.email, role: invite.role, url, expires_at: invite.expiresAt.toISOString() },
+          json: {
+            invite_id: invite.id,
+            org_id: invite.orgId,
+            email: invite.email,
+            role: invite.role,
+            url,
+            expires_at: invite.expiresAt.toISOString(),
+          },
           text: `invitation for ${invite.email} (${invite.role}), valid until ${invite.expiresAt.toISOString()}:\n${url}`,
         };
       },
@@ -129,9 +155,15 @@ function commands(svc: () => Services): Record<string, Command> {
       options: { ...json, org: { type: 'string' }, email: { type: 'string' } },
       async run(values) {
         const services = svc();
-        const { token, link } = await services.dashboard.signInLink({ orgId: required(values, 'org'), ...(typeof values.email === 'string' ? { email: values.email } : {}) });
+        const { token, link } = await services.dashboard.signInLink({
+          orgId: required(values, 'org'),
+          ...(typeof values.email === 'string' ? { email: values.email } : {}),
+        });
         const url = `${services.publicUrl}/dashboard/sign-in/${token}`;
-        return { json: { org_id: link.orgId, email: link.email, url, expires_at: link.expiresAt.toISOString() }, text: `sign-in link for ${link.email}, valid until ${link.expiresAt.toISOString()}:\n${url}` };
+        return {
+          json: { org_id: link.orgId, email: link.email, url, expires_at: link.expiresAt.toISOString() },
+          text: `sign-in link for ${link.email}, valid until ${link.expiresAt.toISOString()}:\n${url}`,
+        };
       },
     },
     'key create': {
@@ -148,7 +180,10 @@ function commands(svc: () => Services): Record<string, Command> {
       async run(values) {
         const mode = values.mode ?? 'test';
         if (mode !== 'live' && mode !== 'test') throw new UsageError('--mode must be live or test');
-        const scopes = required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean);
+        const scopes = required(values, 'scopes')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
         const perMinute = integer(values, 'rate-limit-per-minute');
         const burst = integer(values, 'burst');
         const { apiKey, key } = await svc().keys.createApiKey({
@@ -308,7 +343,10 @@ function commands(svc: () => Services): Record<string, Command> {
         if (values.clear !== true && typeof values.address !== 'string') throw new UsageError('--address or --clear is required');
         const address = values.clear === true ? null : String(values.address).replace(/\\n/g, '\n');
         const { org, credits } = await svc().orgs.setPostalAddress(required(values, 'org'), address);
-        return { json: describeOrg({ org, credits }), text: `workspace ${org.id}: postal address ${org.postalAddress ? JSON.stringify(org.postalAddress) : 'none'}` };
+        return {
+          json: describeOrg({ org, credits }),
+          text: `workspace ${org.id}: postal address ${org.postalAddress ? JSON.stringify(org.postalAddress) : 'none'}`,
+        };
       },
     },
     'credits set': {
@@ -318,14 +356,21 @@ function commands(svc: () => Services): Record<string, Command> {
         const amount = integer(values, 'amount');
         if (amount === undefined) throw new UsageError('--amount is required');
         const { org, credits: balance } = await svc().orgs.setCredits(required(values, 'org'), amount, onOff(values, 'overage'));
-        return { json: describeOrg({ org, credits: balance }), text: `workspace ${org.id}: ${balance.balance} credits, overage ${org.overageEnabled ? 'on' : 'off'}` };
+        return {
+          json: describeOrg({ org, credits: balance }),
+          text: `workspace ${org.id}: ${balance.balance} credits, overage ${org.overageEnabled ? 'on' : 'off'}`,
+        };
       },
     },
   };
 }
 
 export function adminUsage(): string {
-  const lines = Object.values(commands(() => { throw new Error('usage only'); })).map((c) => `  herald admin ${c.usage} [--json]`);
+  const lines = Object.values(
+    commands(() => {
+      throw new Error('usage only');
+    }),
+  ).map((c) => `  herald admin ${c.usage} [--json]`);
   return `usage:\n${lines.join('\n')}`;
 }
 
@@ -333,15 +378,21 @@ export function adminUsage(): string {
  * The command `argv` names: one word (`invite`, `sign-in-link`) or a noun and a verb
  * (`org create`); the words after it are its options and positionals.
  */
-function findCommand(table: Record<string, Command>, argv: string[]): { name: string; spec: Command; rest: string[] } | { problem: string } {
+function findCommand(
+  table: Record<string, Command>,
+  argv: string[],
+): { name: string; spec: Command; rest: string[] } | { problem: string } {
   const [first, second, ...others] = argv;
   if (first === undefined || first.startsWith('-')) return { problem: 'missing command' };
   const single = table[first];
   if (single) return { name: first, spec: single, rest: argv.slice(1) };
   const pair = second !== undefined ? table[`${first} ${second}`] : undefined;
   if (pair) return { name: `${first} ${second}`, spec: pair, rest: others };
-  const verbs = Object.keys(table).filter((n) => n.startsWith(`${first} `)).map((n) => n.slice(first.length + 1));
-  if (verbs.length > 0 && (second === undefined || second.startsWith('-'))) return { problem: `"${first}" needs one of: ${verbs.join(', ')}` };
+  const verbs = Object.keys(table)
+    .filter((n) => n.startsWith(`${first} `))
+    .map((n) => n.slice(first.length + 1));
+  if (verbs.length > 0 && (second === undefined || second.startsWith('-')))
+    return { problem: `"${first}" needs one of: ${verbs.join(', ')}` };
   const words = second === undefined || second.startsWith('-') ? first : `${first} ${second}`;
   return { problem: `unknown command "${words}"` };
 }
@@ -364,7 +415,12 @@ export async function runAdmin(argv: string[], connect: () => Promise<AdminDeps>
     stderr: `herald admin: ${message}\n${exitCode === 2 ? adminUsage() + '\n' : ''}`,
     exitCode,
   });
-  const lookup = findCommand(commands(() => { throw new Error('usage only'); }), argv);
+  const lookup = findCommand(
+    commands(() => {
+      throw new Error('usage only');
+    }),
+    argv,
+  );
   if ('problem' in lookup) return fail('usage', lookup.problem, 2);
   const { name, spec, rest } = lookup;
   let parsed: { values: Values; positionals: string[] };

@@ -42,12 +42,16 @@ async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { service: `herald-${name}` });
   // API_PROCESSES > 1: this process supervises that many api processes sharing the port.
-  const clusterRole = name === 'api' && config.http.processes > 1 ? ((await import('node:cluster')).default.isPrimary ? 'primary' : 'worker') : null;
+  const clusterRole =
+    name === 'api' && config.http.processes > 1 ? ((await import('node:cluster')).default.isPrimary ? 'primary' : 'worker') : null;
   if (clusterRole === 'primary') return (await import('../http/api-cluster.ts')).runApiCluster(config, logger);
   const stops: (() => Promise<void>)[] = [];
   let workerDone: Promise<void> | null = null;
   // `all` runs the three on one ORM (one pool of DATABASE_POOL_MAX connections).
-  const shared = name === 'all' ? { orm: await (await import('../../db/orm.ts')).createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }) } : {};
+  const shared =
+    name === 'all'
+      ? { orm: await (await import('../../db/orm.ts')).createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }) }
+      : {};
   if (name === 'worker' || name === 'all') {
     const { installTemporalLogging, startWorker } = await import('../worker.ts');
     installTemporalLogging(logger);

@@ -41,7 +41,7 @@ export function resolveChromium(options: { explicit?: string | undefined; log: (
         '  or set CHROMIUM_BIN to a Chromium or Chrome executable.',
     );
   }
-  options.log('installing Debian\'s chromium package for the browser tests (first run on this machine, a minute or two)...');
+  options.log("installing Debian's chromium package for the browser tests (first run on this machine, a minute or two)...");
   const started = Date.now();
   apt(['update']);
   apt(['install', '-y', '--no-install-recommends', 'chromium']);

@@ -19,7 +19,10 @@ export function readEnvFile(file: string): Record<string, string> {
 
 export function writeEnvFile(file: string, values: Record<string, string>): void {
   mkdirSync(dirname(file), { recursive: true });
-  const body = Object.entries(values).map(([k, v]) => `${k}=${v}`).join('\n') + '\n';
+  const body =
+    Object.entries(values)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n') + '\n';
   writeFileSync(file, body, { mode: 0o600 });
 }
 

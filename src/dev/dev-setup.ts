@@ -33,22 +33,37 @@ function workflowSourcesHash(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-export async function runDevSetup(options: { databaseUrl: string; temporalAddress: string; namespace: string; encryptionKey: string; dataDir: string }): Promise<void> {
-  await waitFor('the Temporal namespace', async () => {
-    try {
-      await ensureTemporalReady(options.temporalAddress, options.namespace);
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 90_000, 300);
+export async function runDevSetup(options: {
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  encryptionKey: string;
+  dataDir: string;
+}): Promise<void> {
+  await waitFor(
+    'the Temporal namespace',
+    async () => {
+      try {
+        await ensureTemporalReady(options.temporalAddress, options.namespace);
+        return true;
+      } catch {
+        return undefined;
+      }
+    },
+    90_000,
+    300,
+  );
   const orm = await createOrm({ databaseUrl: options.databaseUrl });
   let applied: string[];
   let workspace: DevWorkspace;
   let dashboardSignIn: string;
   try {
     applied = await migrateUp(orm);
-    workspace = await ensureDevWorkspace({ orm, encryptionKey: Buffer.from(options.encryptionKey, 'base64'), keyFile: join(options.dataDir, 'dev-key') });
+    workspace = await ensureDevWorkspace({
+      orm,
+      encryptionKey: Buffer.from(options.encryptionKey, 'base64'),
+      keyFile: join(options.dataDir, 'dev-key'),
+    });
     dashboardSignIn = (await createDashboardAuthService({ orm }).signInLink({ orgId: workspace.orgId })).token;
   } finally {
     await orm.close();
@@ -57,7 +72,17 @@ export async function runDevSetup(options: { databaseUrl: string; temporalAddres
   if (!existsSync(workflowBundle)) {
     const { bundleWorkflowCode } = await import('@temporalio/worker');
     const { WORKFLOWS_PATH } = await import('../worker.ts');
-    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log: () => {}, trace: () => {}, debug: () => {}, info: () => {}, warn: () => {}, error: (m) => process.stderr.write(`${m}\n`) } });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      logger: {
+        log: () => {},
+        trace: () => {},
+        debug: () => {},
+        info: () => {},
+        warn: () => {},
+        error: (m) => process.stderr.write(`${m}\n`),
+      },
+    });
     writeFileSync(`${workflowBundle}.tmp`, code);
     renameSync(`${workflowBundle}.tmp`, workflowBundle);
   }

@@ -62,9 +62,7 @@ export async function runDev(): Promise<void> {
     if (temporalAddress) {
       // dev-setup (below) waits for it and registers the search attributes.
     } else if (await isListening('127.0.0.1', TEMPORAL_PORT)) {
-      throw new Error(
-        `port ${TEMPORAL_PORT} is taken: stop what runs there, or set TEMPORAL_ADDRESS to use that Temporal server`,
-      );
+      throw new Error(`port ${TEMPORAL_PORT} is taken: stop what runs there, or set TEMPORAL_ADDRESS to use that Temporal server`);
     } else {
       const binary = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
       say('starting the Temporal dev server...');
@@ -96,7 +94,7 @@ export async function runDev(): Promise<void> {
     const { workspace } = setup;
 
     const dnsOnline = await systemDnsWorks();
-    if (!dnsOnline) say('the machine\'s DNS resolves nothing (offline?): contact mail-server checks are off (CONTACT_DNS_CHECK=false)');
+    if (!dnsOnline) say("the machine's DNS resolves nothing (offline?): contact mail-server checks are off (CONTACT_DNS_CHECK=false)");
     const relay = await startDevRelay({
       relayUrl: env.SMTP_RELAY_URL,
       httpPort: MAIL_SINK_HTTP_PORT,
@@ -104,7 +102,11 @@ export async function runDev(): Promise<void> {
       inboundSmtpPort: SMTP_PORT,
       logger: createLogger('info', { service: 'herald-mail-sink' }, (line) => process.stdout.write(`[mail-sink] ${line}\n`)),
     });
-    const relayTls = resolveRelayTls({ url: relay.relayUrl, policy: env.SMTP_RELAY_TLS || undefined, caFile: env.SMTP_RELAY_CA_FILE || undefined });
+    const relayTls = resolveRelayTls({
+      url: relay.relayUrl,
+      policy: env.SMTP_RELAY_TLS || undefined,
+      caFile: env.SMTP_RELAY_CA_FILE || undefined,
+    });
     if (typeof relayTls === 'string') throw new Error(relayTls);
     if (relay.sink) {
       const sink = relay.sink;
@@ -178,7 +180,25 @@ export async function runDev(): Promise<void> {
     ]);
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
-    printBanner({ smtpPort: SMTP_PORT, submissionPort, relayLines: [...relay.bannerLines, `  Relay TLS     ${describeRelayTls(relayTls)}`, `  Test keys     their mail stays in the sandbox (${relay.sink ? 'shown in the mail sink' : 'the worker\'s mailbox simulator'}); live keys deliver`], publicUrl, temporalUi, temporalAddress, key: workspace.key, dashboardSignIn: setup.dashboardSignIn, orgId: workspace.orgId, domain: workspace.domain, databaseUrl, redisUrl: redis.url, metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics` });
+    printBanner({
+      smtpPort: SMTP_PORT,
+      submissionPort,
+      relayLines: [
+        ...relay.bannerLines,
+        `  Relay TLS     ${describeRelayTls(relayTls)}`,
+        `  Test keys     their mail stays in the sandbox (${relay.sink ? 'shown in the mail sink' : "the worker's mailbox simulator"}); live keys deliver`,
+      ],
+      publicUrl,
+      temporalUi,
+      temporalAddress,
+      key: workspace.key,
+      dashboardSignIn: setup.dashboardSignIn,
+      orgId: workspace.orgId,
+      domain: workspace.domain,
+      databaseUrl,
+      redisUrl: redis.url,
+      metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics`,
+    });
   } catch (error) {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
@@ -234,7 +254,7 @@ function printBanner(info: {
     '  Herald is running',
     '',
     `  Dashboard     ${info.publicUrl}/dashboard/sign-in/${info.dashboardSignIn}`,
-    '                (signs you in as the dev workspace\'s owner: one use, 15 minutes;',
+    "                (signs you in as the dev workspace's owner: one use, 15 minutes;",
     `                 another: npx herald admin sign-in-link --org ${info.orgId})`,
     `  API           ${info.publicUrl}/api/v1`,
     `  Docs          ${info.publicUrl}/docs`,

@@ -65,7 +65,11 @@ export async function runMailSink(args: string[]): Promise<void> {
   const sink = await startMailSink({
     host: values.host,
     smtpPort: portArg('smtp-port', values['smtp-port']),
-    httpPort: values['no-http'] ? null : values['http-port'] !== undefined ? portArg('http-port', values['http-port']) : env.MAIL_SINK_HTTP_PORT,
+    httpPort: values['no-http']
+      ? null
+      : values['http-port'] !== undefined
+        ? portArg('http-port', values['http-port'])
+        : env.MAIL_SINK_HTTP_PORT,
     dir: values.memory ? null : (values.dir ?? join(dataDir(env), 'mail-sink')),
     softBounceAttempts: Number(attempts),
     feedback,

@@ -6,7 +6,14 @@ import { createLogger, type Logger } from '../logger.ts';
 import { headerBlock } from '../modules/sandbox/arf-report.ts';
 import { sendArfReport } from './mail-sink-arf.ts';
 import { startSinkViewer, type SinkViewer } from './mail-sink-http.ts';
-import { rcptReply, REJECT_REPLY, SIMULATOR_DOMAIN, simulatedMailbox, softBounceKey, type SmtpReply } from '../modules/sandbox/mailbox-simulator.ts';
+import {
+  rcptReply,
+  REJECT_REPLY,
+  SIMULATOR_DOMAIN,
+  simulatedMailbox,
+  softBounceKey,
+  type SmtpReply,
+} from '../modules/sandbox/mailbox-simulator.ts';
 import { createSinkStore, type SinkMessage } from './mail-sink-store.ts';
 
 export { SIMULATOR_DOMAIN };

@@ -65,15 +65,11 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
 }
 
 export async function dropDatabase(serverUrl: string, database: string): Promise<void> {
-  await withAdminClient(serverUrl, (client) =>
-    client.query(`drop database if exists ${quoteIdent(database)} with (force)`),
-  );
+  await withAdminClient(serverUrl, (client) => client.query(`drop database if exists ${quoteIdent(database)} with (force)`));
 }
 
 export async function createDatabaseFromTemplate(serverUrl: string, database: string, template: string) {
-  await withAdminClient(serverUrl, (client) =>
-    client.query(`create database ${quoteIdent(database)} template ${quoteIdent(template)}`),
-  );
+  await withAdminClient(serverUrl, (client) => client.query(`create database ${quoteIdent(database)} template ${quoteIdent(template)}`));
 }
 
 /**

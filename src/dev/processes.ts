@@ -55,12 +55,7 @@ export function spawnService(options: SpawnServiceOptions): Service {
   };
 }
 
-export async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs: number,
-  intervalMs = 250,
-): Promise<T> {
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {

@@ -31,11 +31,7 @@ async function storedKeyIsValid(orm: MikroORM, key: string): Promise<boolean> {
  * all-scopes test key. The key's secret is kept in `keyFile` (mode 0600, under .data/) so
  * later starts can print it again; a missing or revoked key is replaced.
  */
-export async function ensureDevWorkspace(options: {
-  orm: MikroORM;
-  encryptionKey: Buffer;
-  keyFile: string;
-}): Promise<DevWorkspace> {
+export async function ensureDevWorkspace(options: { orm: MikroORM; encryptionKey: Buffer; keyFile: string }): Promise<DevWorkspace> {
   const { orm } = options;
   const orgs = createOrgsService({ orm });
   const domains = createDomainsService({ orm, encryptionKey: options.encryptionKey });

@@ -43,10 +43,14 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
   if (options.dbFile) {
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push(
-      '--db-filename', options.dbFile,
-      '--sqlite-pragma', 'journal_mode=WAL',
-      '--sqlite-pragma', 'synchronous=NORMAL',
-      '--sqlite-pragma', 'busy_timeout=5000',
+      '--db-filename',
+      options.dbFile,
+      '--sqlite-pragma',
+      'journal_mode=WAL',
+      '--sqlite-pragma',
+      'synchronous=NORMAL',
+      '--sqlite-pragma',
+      'busy_timeout=5000',
     );
   }
   if (options.namespace !== 'default') args.push('--namespace', options.namespace);

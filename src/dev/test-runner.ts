@@ -42,9 +42,17 @@ export async function runTests(vitestArgs: string[]): Promise<number> {
     // One formatting, 140 columns (.prettierrc.json); `npm run format` rewrites what this refuses.
     ['format', 'node_modules/prettier/bin/prettier.cjs', ['--check', '--log-level', 'warn', '.']],
     // The layers' import rules (.dependency-cruiser.cjs) and no copied code (.jscpd.json): CONTRIBUTING.md.
-    ['architecture', 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs', ['src', 'db', 'workflows', 'activities', '--config', '.dependency-cruiser.cjs']],
+    [
+      'architecture',
+      'node_modules/dependency-cruiser/bin/dependency-cruise.mjs',
+      ['src', 'db', 'workflows', 'activities', '--config', '.dependency-cruiser.cjs'],
+    ],
     ['duplication', 'node_modules/jscpd/bin/jscpd', ['--config', '.jscpd.json']],
-    ['tests', 'node_modules/vitest/vitest.mjs', ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...vitestArgs]],
+    [
+      'tests',
+      'node_modules/vitest/vitest.mjs',
+      ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...vitestArgs],
+    ],
   ];
   let failed = 0;
   for (const [label, script, args] of steps) {
@@ -57,6 +65,8 @@ export async function runTests(vitestArgs: string[]): Promise<number> {
     : { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0 };
   rmSync(scratch, { recursive: true, force: true });
   const stepFailures = failed - (counts.numFailedTests > 0 ? 1 : 0);
-  process.stdout.write(`${counts.numPassedTests} passed, ${counts.numFailedTests + Math.max(0, stepFailures)} failed, ${counts.numPendingTests} skipped\n`);
+  process.stdout.write(
+    `${counts.numPassedTests} passed, ${counts.numFailedTests + Math.max(0, stepFailures)} failed, ${counts.numPendingTests} skipped\n`,
+  );
   return failed === 0 ? 0 : 1;
 }

@@ -4,10 +4,7 @@ import { cacheDnsAnswers, type DnsAnswerCacheOptions, type DnsQuery } from './an
 import type { Config } from '../config.ts';
 
 /** A DNS answer: records found, a definite "none" (NXDOMAIN or no data), or no answer at all. */
-export type DnsLookup<T> =
-  | { status: 'found'; records: T[] }
-  | { status: 'none' }
-  | { status: 'unreachable'; error: string };
+export type DnsLookup<T> = { status: 'found'; records: T[] } | { status: 'none' } | { status: 'unreachable'; error: string };
 
 const DEFINITELY_NONE = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
 

@@ -24,7 +24,6 @@ import type { AnyRoute } from './route.ts';
 import type { HeraldState } from './state.ts';
 import { parseTrustedProxies } from './trusted-proxies.ts';
 
-
 export interface AppDeps {
   config: Pick<Config, 'http'>;
   orm: MikroORM;
@@ -98,7 +97,12 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   api.use(apiResponseHeaders());
   api.use(authenticate(deps.authenticator));
   api.use(rateLimit(deps.bucket, deps.logger));
-  mountRoutes(api, deps.routes, { idempotency: deps.idempotency, publicUrl, logger: deps.logger, ...(deps.offload ? { offload: deps.offload } : {}) });
+  mountRoutes(api, deps.routes, {
+    idempotency: deps.idempotency,
+    publicUrl,
+    logger: deps.logger,
+    ...(deps.offload ? { offload: deps.offload } : {}),
+  });
   app.use(api.routes());
   app.use(api.allowedMethods());
   return app;

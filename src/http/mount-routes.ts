@@ -66,47 +66,56 @@ export function mountRoutes(
         }),
       );
     }
-    router.register(route.path, [route.method], [
-      ...middleware,
-      async (ctx) => {
-        const rawQuery = queryObject(ctx.querystring);
-        const rawBody = route.body ? ctx.state.body : undefined;
-        refuseNul(ctx.params, 'path');
-        refuseNul(rawQuery, 'query');
-        refuseNul(rawBody, 'body');
-        const params = route.params ? await parseInput(route.params, ctx.params, 'path') : undefined;
-        const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
-        const body = route.body ? await parseInput(route.body, rawBody, 'body', route.bodyErrorReason) : undefined;
-        const record = ctx.state.idempotencyRecord;
-        const idempotentAnswer: IdempotentAnswer | undefined = record
-          ? {
-              cte: (status, data) => {
-                const envelope = successEnvelope(ctx.state, data);
-                return deps.idempotency.answerCte(record.id, status, route.storedResponse ? route.storedResponse.seal(envelope) : envelope);
-              },
-              stored: () => {
-                record.stored = true;
-              },
-              ...(record.claim ? { claim: record.claim } : {}),
-            }
-          : undefined;
-        const result = await route.handle({
-          caller: callerOf(ctx.state),
-          params,
-          query,
-          body,
-          requestId: ctx.state.requestId,
-          ...(idempotentAnswer ? { idempotentAnswer, idempotencyKey: ctx.get(IDEMPOTENCY_HEADER) } : {}),
-        });
-        if ('stream' in result) {
-          ctx.status = result.status;
-          ctx.body = result.stream;
-          // After the body: Koa's body setter may drop a Content-Length set before it.
-          ctx.set(result.headers);
-          return;
-        }
-        respond(ctx, result.status, result.data, result.pagination ? { pagination: result.pagination } : {});
-      },
-    ], { name: route.operationId });
+    router.register(
+      route.path,
+      [route.method],
+      [
+        ...middleware,
+        async (ctx) => {
+          const rawQuery = queryObject(ctx.querystring);
+          const rawBody = route.body ? ctx.state.body : undefined;
+          refuseNul(ctx.params, 'path');
+          refuseNul(rawQuery, 'query');
+          refuseNul(rawBody, 'body');
+          const params = route.params ? await parseInput(route.params, ctx.params, 'path') : undefined;
+          const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
+          const body = route.body ? await parseInput(route.body, rawBody, 'body', route.bodyErrorReason) : undefined;
+          const record = ctx.state.idempotencyRecord;
+          const idempotentAnswer: IdempotentAnswer | undefined = record
+            ? {
+                cte: (status, data) => {
+                  const envelope = successEnvelope(ctx.state, data);
+                  return deps.idempotency.answerCte(
+                    record.id,
+                    status,
+                    route.storedResponse ? route.storedResponse.seal(envelope) : envelope,
+                  );
+                },
+                stored: () => {
+                  record.stored = true;
+                },
+                ...(record.claim ? { claim: record.claim } : {}),
+              }
+            : undefined;
+          const result = await route.handle({
+            caller: callerOf(ctx.state),
+            params,
+            query,
+            body,
+            requestId: ctx.state.requestId,
+            ...(idempotentAnswer ? { idempotentAnswer, idempotencyKey: ctx.get(IDEMPOTENCY_HEADER) } : {}),
+          });
+          if ('stream' in result) {
+            ctx.status = result.status;
+            ctx.body = result.stream;
+            // After the body: Koa's body setter may drop a Content-Length set before it.
+            ctx.set(result.headers);
+            return;
+          }
+          respond(ctx, result.status, result.data, result.pagination ? { pagination: result.pagination } : {});
+        },
+      ],
+      { name: route.operationId },
+    );
   }
 }

@@ -30,7 +30,10 @@ export function openApiPath(path: string): string {
 
 function parameters(route: AnyRoute): JsonSchema[] {
   const out: JsonSchema[] = [];
-  for (const [location, schema] of [['path', route.params], ['query', route.query]] as const) {
+  for (const [location, schema] of [
+    ['path', route.params],
+    ['query', route.query],
+  ] as const) {
     if (!schema) continue;
     const object = jsonSchema(schema, 'input');
     const required = new Set((object.required as string[] | undefined) ?? []);
@@ -153,7 +156,10 @@ const RATE_LIMIT_META: JsonSchema = {
 };
 
 const DELIVERY_HEADERS: readonly [string, string][] = [
-  ['Herald-Signature', '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` keyed with the whole signing secret; `stripe.webhooks.constructEvent(body, header, secret)` verifies it.'],
+  [
+    'Herald-Signature',
+    '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` keyed with the whole signing secret; `stripe.webhooks.constructEvent(body, header, secret)` verifies it.',
+  ],
   ['webhook-id', 'Standard Webhooks: the delivery id, the same on every retry and replay.'],
   ['webhook-timestamp', 'Standard Webhooks: unix seconds of this attempt.'],
   ['webhook-signature', 'Standard Webhooks: `v1,<base64 signature>` from the same secret.'],
@@ -171,10 +177,18 @@ function webhooks(): Record<string, JsonSchema> {
         post: {
           summary: event.description.replaceAll('`', ''),
           description: `${event.description} Category: ${event.category}. The whole catalog: /docs/events.`,
-          parameters: DELIVERY_HEADERS.map(([name, description]) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } })),
+          parameters: DELIVERY_HEADERS.map(([name, description]) => ({
+            name,
+            in: 'header',
+            required: true,
+            description,
+            schema: { type: 'string' },
+          })),
           requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(eventEnvelopeSchema(event), 'output') } } },
           responses: {
-            '2XX': { description: 'Accepted: answer only after durable processing. Anything else is retried; 410 Gone disables the endpoint.' },
+            '2XX': {
+              description: 'Accepted: answer only after durable processing. Anything else is retried; 410 Gone disables the endpoint.',
+            },
           },
         },
       },
@@ -195,7 +209,7 @@ export function buildOpenApi(routes: readonly AnyRoute[], options: { publicUrl: 
       title: 'Herald API',
       version: '1.0.0',
       description:
-        'Herald\'s public REST API. Authenticate with `Authorization: Bearer <key>`; every operation needs the scope shown. ' +
+        "Herald's public REST API. Authenticate with `Authorization: Bearer <key>`; every operation needs the scope shown. " +
         'Writes take an `Idempotency-Key`. Errors are described at /docs/api/errors; webhook event types at /docs/events.',
     },
     servers: [{ url: options.publicUrl }],
@@ -207,7 +221,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], options: { publicUrl: 
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: `API keys hrld_live_… / hrld_test_…. Scopes: ${SCOPE_CATALOG.filter((s) => s.launch === 'public').map((s) => s.id).join(', ')}.`,
+          description: `API keys hrld_live_… / hrld_test_…. Scopes: ${SCOPE_CATALOG.filter((s) => s.launch === 'public')
+            .map((s) => s.id)
+            .join(', ')}.`,
         },
       },
       headers: {

@@ -51,7 +51,13 @@ export async function listResult<T, E extends object = object>(
   const last = page.items.at(-1);
   const position = options.position ?? createdAtPosition;
   const cursorAfter = (page.hasMore || options.resumable === true) && last !== undefined ? position(last) : null;
-  return pageResult(options, request, page.items.map((item) => serialize(item, page)), page.hasMore, cursorAfter);
+  return pageResult(
+    options,
+    request,
+    page.items.map((item) => serialize(item, page)),
+    page.hasMore,
+    cursorAfter,
+  );
 }
 
 /** The answer of a list route: its items and `meta.pagination`, with a `next_cursor` at `cursorAfter` (none when null). */
@@ -91,7 +97,10 @@ export async function listJsonResult(
  * are signed for: one per filter combination, so a cursor replayed with other filters is
  * refused instead of silently skipping rows.
  */
-export function filteredList<Q extends { limit: number; cursor?: string | undefined }>(list: string, query: Q): { list: string; filters: Omit<Q, 'limit' | 'cursor'> } {
+export function filteredList<Q extends { limit: number; cursor?: string | undefined }>(
+  list: string,
+  query: Q,
+): { list: string; filters: Omit<Q, 'limit' | 'cursor'> } {
   const { limit: _limit, cursor: _cursor, ...filters } = query;
   return { list: `${list}:${JSON.stringify(filters)}`, filters };
 }

@@ -63,7 +63,11 @@ export type RouteResponse =
  * its handler. The same definition mounts the Koa route, documents it in OpenAPI and enrols
  * it in the shared auth/tenancy test suite, so the three cannot drift apart.
  */
-export interface RouteDefinition<P extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, B extends Schema | undefined = Schema | undefined> {
+export interface RouteDefinition<
+  P extends Schema | undefined = Schema | undefined,
+  Q extends Schema | undefined = Schema | undefined,
+  B extends Schema | undefined = Schema | undefined,
+> {
   operationId: string;
   method: HttpMethod;
   /** Koa-style path below /api/v1, e.g. `/contacts/:id`. */

@@ -11,10 +11,7 @@ export const JsonObject = v.custom<Record<string, unknown>>(
 JSON_SCHEMA_OVERRIDES.set(JsonObject, { type: 'object' });
 
 /** Shared request and response schemas: ids, pages, the envelopes. */
-export const IdSchema = v.pipe(
-  v.string(),
-  v.regex(/^[a-fA-F0-9]{24}$/, 'must be a 24-character hexadecimal id'),
-);
+export const IdSchema = v.pipe(v.string(), v.regex(/^[a-fA-F0-9]{24}$/, 'must be a 24-character hexadecimal id'));
 
 export const IdParams = v.object({ id: IdSchema });
 

@@ -43,7 +43,10 @@ function bareAddress(text: string): string {
  */
 export function parseTrustedProxies(text: string): TrustedProxies | string {
   const ranges: Range[] = [];
-  for (const entry of text.split(',').map((item) => item.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean)) {
     const [address = '', prefix] = entry.split('/');
     const normalized = normalizeAddress(address);
     if (normalized === null) return `"${entry}" is not an IP address or CIDR range`;
@@ -78,12 +81,18 @@ export function resolveClient(
   const connectionScheme = request.encrypted ? 'https' : 'http';
   if (!trusted.trusts(peer)) return { address: peer, scheme: connectionScheme };
   let address = peer;
-  const chain = request.forwardedFor.split(',').map((item) => item.trim()).filter(Boolean);
+  const chain = request.forwardedFor
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
   for (let index = chain.length - 1; index >= 0 && trusted.trusts(address); index -= 1) {
     const hop = normalizeAddress(chain[index]!);
     if (hop === null) break;
     address = hop;
   }
-  const proto = request.forwardedProto.split(',').map((item) => item.trim().toLowerCase()).at(-1);
+  const proto = request.forwardedProto
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .at(-1);
   return { address, scheme: proto === 'https' || proto === 'http' ? proto : connectionScheme };
 }

@@ -100,8 +100,16 @@ function queueGauge(name: string, help: string, column: 'depth' | 'oldest_due_s'
   });
 }
 
-const queueDepth = queueGauge('herald_queue_depth', 'Open items per pipeline queue (webhook deliveries, emails, inbound messages not yet ingested).', 'depth');
-const oldestDue = queueGauge('herald_queue_oldest_due_age_seconds', 'How long the oldest due item of each pipeline has waited (0 when none is due).', 'oldest_due_s');
+const queueDepth = queueGauge(
+  'herald_queue_depth',
+  'Open items per pipeline queue (webhook deliveries, emails, inbound messages not yet ingested).',
+  'depth',
+);
+const oldestDue = queueGauge(
+  'herald_queue_oldest_due_age_seconds',
+  'How long the oldest due item of each pipeline has waited (0 when none is due).',
+  'oldest_due_s',
+);
 void queueDepth;
 void oldestDue;
 
@@ -139,7 +147,10 @@ export function clusterMetricsSource(): MetricsSource {
 }
 
 /** Serves `source` (this process's registry by default) at /metrics (anything else is 404). */
-export async function startMetricsServer(options: { port: number; host: string }, source: MetricsSource = processMetrics): Promise<MetricsServer> {
+export async function startMetricsServer(
+  options: { port: number; host: string },
+  source: MetricsSource = processMetrics,
+): Promise<MetricsServer> {
   const server: Server = createServer((request, response) => {
     if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
       response.writeHead(404).end();

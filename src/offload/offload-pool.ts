@@ -27,7 +27,11 @@ export interface OffloadPool {
 
 /** One worker thread, started on first use and again after a crash (the tasks in flight then reject). */
 export function createOffloadPool(options: { resourceLimits?: ResourceLimits } = {}): OffloadPool {
-  const channel = createWorkerChannel<OffloadTask, OffloadResult>({ url: WORKER_URL, name: 'offload worker', resourceLimits: options.resourceLimits });
+  const channel = createWorkerChannel<OffloadTask, OffloadResult>({
+    url: WORKER_URL,
+    name: 'offload worker',
+    resourceLimits: options.resourceLimits,
+  });
   const run = (task: OffloadTask, transfer: ArrayBuffer[]) => channel.request(task, transfer);
 
   function unwrap<K extends OffloadResult['kind']>(result: OffloadResult, kind: K): Extract<OffloadResult, { kind: K }> {

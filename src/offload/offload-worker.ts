@@ -12,7 +12,11 @@ if (!port) throw new Error('offload-worker.ts runs as a worker thread');
 
 port.on('message', ({ id, request }: { id: number; request: OffloadTask }) => {
   runOffloadTask(request).then(
-    (result) => port.postMessage({ id, result }, result.kind === 'decodedBase64' || result.kind === 'composedMessage' ? transferableOf(result.bytes) : []),
+    (result) =>
+      port.postMessage(
+        { id, result },
+        result.kind === 'decodedBase64' || result.kind === 'composedMessage' ? transferableOf(result.bytes) : [],
+      ),
     (error: unknown) => port.postMessage({ id, crash: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
   );
 });

@@ -53,7 +53,8 @@ export function createWorkerChannel<Request, Result>(options: {
       }
       const entry = pending.get(message.id);
       pending.delete(message.id);
-      if (message.crash !== undefined || message.result === undefined) entry?.reject(new Error(`${options.name} task failed: ${message.crash ?? 'no result'}`));
+      if (message.crash !== undefined || message.result === undefined)
+        entry?.reject(new Error(`${options.name} task failed: ${message.crash ?? 'no result'}`));
       else entry?.resolve(message.result);
     });
     created.on('error', (error: Error) => {

@@ -80,7 +80,8 @@ export function startQueueWakes(options: { databaseUrl: string; logger: Logger }
       // Whatever was notified while not listening: every running drain looks once more.
       pokeAll();
     } catch (error) {
-      if (failures === 0) options.logger.warn('queue wake-ups: LISTEN failed; retrying', { error: error instanceof Error ? error.message : String(error) });
+      if (failures === 0)
+        options.logger.warn('queue wake-ups: LISTEN failed; retrying', { error: error instanceof Error ? error.message : String(error) });
       retry();
     }
   }

@@ -30,7 +30,10 @@ export const DEV_SUBMISSION_PORT = '2587';
  */
 export const SERVER_SETTINGS = {
   NODE_ENV: setting(oneOf(['development', 'production', 'test'], 'development'), '`development`, `test` or `production`'),
-  LOG_LEVEL: setting(oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'), '`debug`, `info`, `warn`, `error`, `silent` (JSON lines on stderr)'),
+  LOG_LEVEL: setting(
+    oneOf(['debug', 'info', 'warn', 'error', 'silent'], 'info'),
+    '`debug`, `info`, `warn`, `error`, `silent` (JSON lines on stderr)',
+  ),
   DATABASE_URL: setting(url('postgres://postgres@127.0.0.1:5432/herald'), 'PostgreSQL', { requiredInProduction: true }),
   DATABASE_POOL_MAX: setting(
     v.pipe(v.optional(v.string(), '10'), v.transform(Number), v.integer(), v.minValue(1)),
@@ -61,7 +64,7 @@ export const SERVER_SETTINGS = {
   }),
   TRUSTED_PROXIES: setting(
     checkedBy(parseTrustedProxies, ''),
-    'reverse proxies (comma-separated addresses or CIDRs, e.g. `10.0.0.0/8, ::1`) whose `X-Forwarded-For` and `X-Forwarded-Proto` the api believes; the client is then the right-most address that is not one of them. Empty: the direct peer is the client and the connection\'s scheme is the scheme (docs/security.md)',
+    "reverse proxies (comma-separated addresses or CIDRs, e.g. `10.0.0.0/8, ::1`) whose `X-Forwarded-For` and `X-Forwarded-Proto` the api believes; the client is then the right-most address that is not one of them. Empty: the direct peer is the client and the connection's scheme is the scheme (docs/security.md)",
   ),
   SMTP_PORT: setting(port('2525'), 'inbound SMTP port'),
   SMTP_HOST: setting(text('0.0.0.0'), 'inbound SMTP listen address'),
@@ -81,7 +84,10 @@ export const SERVER_SETTINGS = {
     'submission over implicit TLS (RFC 8314); needs `SMTP_TLS_KEY_FILE` and `SMTP_TLS_CERT_FILE`',
     { computedDefault: '`465` (production with TLS files), `off`' },
   ),
-  SMTP_TLS_KEY_FILE: setting(optionalText(), 'PEM file of the private key; STARTTLS is offered only when it and `SMTP_TLS_CERT_FILE` are set'),
+  SMTP_TLS_KEY_FILE: setting(
+    optionalText(),
+    'PEM file of the private key; STARTTLS is offered only when it and `SMTP_TLS_CERT_FILE` are set',
+  ),
   SMTP_TLS_CERT_FILE: setting(optionalText(), 'PEM file of the certificate chain, with `SMTP_TLS_KEY_FILE`'),
   SMTP_RELAY_URL: setting(
     url('smtp://127.0.0.1:2526'),
@@ -95,7 +101,7 @@ export const SERVER_SETTINGS = {
   SMTP_RELAY_CA_FILE: setting(text(''), "PEM file of CAs trusted for the relay's certificate (besides the public roots); implies `verify`"),
   SANDBOX_RELAY_URL: setting(
     optionalUrl(),
-    "where test keys' mail goes (an SMTP URL); unset: the worker's in-process mailbox simulator. Test-key mail never goes to `SMTP_RELAY_URL` or an MX; `npm start` points this at its mail sink (docs/sending.md, \"Testing your integration\")",
+    'where test keys\' mail goes (an SMTP URL); unset: the worker\'s in-process mailbox simulator. Test-key mail never goes to `SMTP_RELAY_URL` or an MX; `npm start` points this at its mail sink (docs/sending.md, "Testing your integration")',
   ),
   SMTP_DELIVERY: setting(
     oneOf(['relay', 'direct'], 'relay'),
@@ -108,7 +114,10 @@ export const SERVER_SETTINGS = {
   ),
   SMTP_DIRECT_PORT: setting(port('25', 1), 'the port of remote MX hosts (another only for tests and private networks)'),
   SMTP_DIRECT_POOL_SIZE: setting(wholeNumber('3', 1, 50), 'connections to one destination MX host at most, per worker'),
-  SMTP_DIRECT_RATE_PER_MINUTE: setting(wholeNumber('0', 0, 100_000), 'messages per minute to one destination MX host at most, per worker (`0`: no limit)'),
+  SMTP_DIRECT_RATE_PER_MINUTE: setting(
+    wholeNumber('0', 0, 100_000),
+    'messages per minute to one destination MX host at most, per worker (`0`: no limit)',
+  ),
   SMTP_DIRECT_TLS: setting(
     oneOf(SMTP_TLS_POLICIES, 'opportunistic'),
     'STARTTLS with remote MX hosts: `opportunistic` (use it when offered), `verify` (refuse a host without a valid certificate for its name), `none`',
@@ -126,11 +135,9 @@ export const SERVER_SETTINGS = {
   BOUNCE_DOMAIN: setting(text('bounces.herald.localhost'), 'VERP return-path domain'),
   SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record'),
   BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
-  HERALD_ENCRYPTION_KEY: setting(
-    encryptionKey(),
-    '32 bytes, base64 (`openssl rand -base64 32`): seals webhook secrets and DKIM keys',
-    { requiredInProduction: true },
-  ),
+  HERALD_ENCRYPTION_KEY: setting(encryptionKey(), '32 bytes, base64 (`openssl rand -base64 32`): seals webhook secrets and DKIM keys', {
+    requiredInProduction: true,
+  }),
   WEBHOOK_RETRY_SCHEDULE: setting(
     checkedBy(parseRetrySchedule, '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h'),
     'webhook attempts: the first at once, then each delay after the previous one (units `ms`, `s`, `m`, `h`, `d`; at most 30, each at most 7 days)',
@@ -166,7 +173,7 @@ export const SERVER_SETTINGS = {
   ),
   CONTACT_DNS_CHECK: setting(
     flag(true),
-    'refuse contact addresses whose domain has no mail server (422 NO_MAIL_SERVER); `npm start` turns it off when the machine\'s DNS resolves nothing',
+    "refuse contact addresses whose domain has no mail server (422 NO_MAIL_SERVER); `npm start` turns it off when the machine's DNS resolves nothing",
   ),
   DNS_TIMEOUT_MS: setting(wholeNumber('2000', 100, 30_000), 'per-query DNS timeout (two tries; 100–30000)'),
   INBOUND_RAW_RETENTION_DAYS: setting(

@@ -37,7 +37,9 @@ export function schemasOf<T extends Record<string, Setting>>(settings: T): Schem
 
 /** The text a setting takes when unset (its schema's fallback), or undefined. */
 export function fallbackOf(declared: Setting): string | undefined {
-  return v.getDefault<v.OptionalSchema<v.GenericSchema, string | undefined>>(declared.schema as v.OptionalSchema<v.GenericSchema, string | undefined>);
+  return v.getDefault<v.OptionalSchema<v.GenericSchema, string | undefined>>(
+    declared.schema as v.OptionalSchema<v.GenericSchema, string | undefined>,
+  );
 }
 
 /** The README's default cell: the fallback in code style, `*(empty)*`, `unset`, or the computed default's words. */

@@ -57,14 +57,26 @@ export function checkedBy(check: (text: string) => unknown, fallback: string) {
 
 /** A whole number from `min` to `max`. */
 export const wholeNumber = (fallback: string, min: number, max: number) =>
-  v.pipe(v.optional(v.string(), fallback), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(min), v.maxValue(max));
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.regex(/^\d+$/, 'must be a whole number'),
+    v.transform(Number),
+    v.minValue(min),
+    v.maxValue(max),
+  );
 
 /** A whole number of concurrent items, 1 to 64. */
 export const concurrency = (fallback: string) => wholeNumber(fallback, 1, 64);
 
 /** A TCP port (`min` 0: any free one). */
 export const port = (fallback: string, min = 0) =>
-  v.pipe(v.optional(v.string(), fallback), v.regex(/^\d{1,5}$/, 'must be a port number'), v.transform(Number), v.minValue(min), v.maxValue(65535));
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.regex(/^\d{1,5}$/, 'must be a port number'),
+    v.transform(Number),
+    v.minValue(min),
+    v.maxValue(65535),
+  );
 
 /** A port, or `off`; unset is left to the caller (its default depends on other settings). */
 export const portOrOff = () => v.optional(v.pipe(v.string(), v.regex(/^(\d{1,5}|off)$/, 'must be a port number or off')));
@@ -93,7 +105,12 @@ export const oneOf = <const T extends readonly [string, ...string[]]>(choices: T
 
 /** A DNS host name, lower-cased; `dotted`: at least two labels. */
 export const hostName = (dotted: boolean) =>
-  v.pipe(v.string(), v.trim(), v.toLowerCase(), v.regex(dotted ? /^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/ : /^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/, 'must be a host name'));
+  v.pipe(
+    v.string(),
+    v.trim(),
+    v.toLowerCase(),
+    v.regex(dotted ? /^[a-z0-9_-]+(\.[a-z0-9_-]+)+$/ : /^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/, 'must be a host name'),
+  );
 
 /** Free text (a path, an address, a name). */
 export const text = (fallback: string) => v.optional(v.string(), fallback);

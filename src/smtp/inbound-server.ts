@@ -92,11 +92,15 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
     const route = routeOf(address, config.bounceDomain, verp);
     if (route.kind === 'refused') return 'forged_return_path';
     if (route.kind === 'verp') return 'accepted';
-    const found = await orm.em.fork().findOne(Domain, { domain: route.domain, status: { $ne: 'pending' } }, { ...ALL_TENANTS, fields: ['id'] });
+    const found = await orm.em
+      .fork()
+      .findOne(Domain, { domain: route.domain, status: { $ne: 'pending' } }, { ...ALL_TENANTS, fields: ['id'] });
     return found ? 'accepted' : 'unknown_domain';
   }
 
-  const wakeIntake = temporal ? createActorWaker({ client: temporal, config, logger, actor: inboundIntakeActorContract, deadlineMs: WAKE_DEADLINE_MS }) : null;
+  const wakeIntake = temporal
+    ? createActorWaker({ client: temporal, config, logger, actor: inboundIntakeActorContract, deadlineMs: WAKE_DEADLINE_MS })
+    : null;
   function wakeIngestion(inboundId: string): void {
     const woken = wakeIntake?.({}, { inboundId });
     if (!woken) return;
@@ -127,7 +131,10 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
           }
           inboundRefusedRecipients.inc({ reason: verdict });
           if (verdict === 'forged_return_path') {
-            logger.info('inbound: refused a bounce address Herald did not sign', { rcpt: address.address.slice(0, 320), remoteAddress: session.remoteAddress });
+            logger.info('inbound: refused a bounce address Herald did not sign', {
+              rcpt: address.address.slice(0, 320),
+              remoteAddress: session.remoteAddress,
+            });
             callback(reply(550, '5.1.1 Recipient address rejected: unknown bounce address'));
             return;
           }

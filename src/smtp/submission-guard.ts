@@ -47,8 +47,12 @@ export function createSubmissionGuard(redis: Redis, logger: Logger, overrides: P
   const limits = { ...DEFAULT_SUBMISSION_LIMITS, ...overrides };
   const open = new Map<string, string>();
   const perAddress = new Map<string, number>();
-  const keys = (address: string, user?: string) => [redisKeys.smtpAuthFailures('ip', address), ...(user === undefined ? [] : [redisKeys.smtpAuthFailures('user', userKey(user))])];
-  const locked = (counts: (string | null)[]) => Number(counts[0] ?? 0) >= limits.failuresPerAddress || (counts.length > 1 && Number(counts[1] ?? 0) >= limits.failuresPerUser);
+  const keys = (address: string, user?: string) => [
+    redisKeys.smtpAuthFailures('ip', address),
+    ...(user === undefined ? [] : [redisKeys.smtpAuthFailures('user', userKey(user))]),
+  ];
+  const locked = (counts: (string | null)[]) =>
+    Number(counts[0] ?? 0) >= limits.failuresPerAddress || (counts.length > 1 && Number(counts[1] ?? 0) >= limits.failuresPerUser);
 
   return {
     admit(connectionId, address) {

@@ -55,21 +55,35 @@ const callerOf = (session: SMTPServerSession): KeyContext | undefined => session
  */
 export function createSubmissionServer(deps: SubmissionDeps, options: { implicitTls?: boolean } = {}): SMTPServer {
   const { config, logger } = deps;
-  const tlsFiles = config.smtp.tlsKeyFile && config.smtp.tlsCertFile ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) } : null;
+  const tlsFiles =
+    config.smtp.tlsKeyFile && config.smtp.tlsCertFile
+      ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
+      : null;
   if (options.implicitTls && !tlsFiles) throw new Error('smtp submission: implicit TLS needs SMTP_TLS_KEY_FILE and SMTP_TLS_CERT_FILE');
-  if (!tlsFiles && config.env === 'production') logger.warn('smtp submission: no SMTP_TLS_KEY_FILE/SMTP_TLS_CERT_FILE, so AUTH is refused (keys never travel in plain text in production)');
+  if (!tlsFiles && config.env === 'production')
+    logger.warn(
+      'smtp submission: no SMTP_TLS_KEY_FILE/SMTP_TLS_CERT_FILE, so AUTH is refused (keys never travel in plain text in production)',
+    );
   // Implicit TLS (RFC 8314): the whole session is TLS from the first byte, so STARTTLS is not offered.
-  const tls: Partial<SMTPServerOptions> = tlsFiles ? (options.implicitTls ? { ...tlsFiles, secure: true } : tlsFiles) : { hideSTARTTLS: true };
+  const tls: Partial<SMTPServerOptions> = tlsFiles
+    ? options.implicitTls
+      ? { ...tlsFiles, secure: true }
+      : tlsFiles
+    : { hideSTARTTLS: true };
 
   async function accept(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const caller = callerOf(session);
     if (!caller) throw smtpReply(530, '5.7.0 Authentication required');
     if (deps.bucket) {
       const decision = await deps.bucket.take(caller.keyId ?? caller.orgId, caller.rateLimit).catch(() => null);
-      if (decision && !decision.allowed) throw smtpReply(451, `4.7.1 Rate limit exceeded; retry in ${Math.ceil(decision.retryAfterMs / 1000)} s`);
+      if (decision && !decision.allowed)
+        throw smtpReply(451, `4.7.1 Rate limit exceeded; retry in ${Math.ceil(decision.retryAfterMs / 1000)} s`);
     }
     const parsed = await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true });
-    const request = sendRequestOf(parsed, { mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : null, rcptTo: session.envelope.rcptTo.map((r) => r.address) });
+    const request = sendRequestOf(parsed, {
+      mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : null,
+      rcptTo: session.envelope.rcptTo.map((r) => r.address),
+    });
     const input = await parseInput(SendEmailBody, request, 'body', sendBodyErrorReason);
     if (!parsed.messageId) return (await deps.sends.sendEmail(caller.orgId, caller, input)).email.id;
 
@@ -84,12 +98,16 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
     };
     const begun = await deps.idempotency.begin(scope);
     if (begun.kind === 'replay') return (begun.body as { email_id: string }).email_id;
-    if (begun.kind === 'mismatch') throw smtpReply(550, '5.7.1 This Message-ID was already submitted with different content; give the message a new Message-ID');
+    if (begun.kind === 'mismatch')
+      throw smtpReply(550, '5.7.1 This Message-ID was already submitted with different content; give the message a new Message-ID');
     if (begun.kind === 'in_progress') throw smtpReply(451, '4.3.0 A message with this Message-ID is being submitted; try again shortly');
     let stored = false;
     try {
       const accepted = await deps.sends.sendEmail(caller.orgId, caller, input, {
-        answer: { cte: (email) => deps.idempotency.answerCte(begun.recordId, 202, { email_id: email.email.id }), stored: () => (stored = true) },
+        answer: {
+          cte: (email) => deps.idempotency.answerCte(begun.recordId, 202, { email_id: email.email.id }),
+          stored: () => (stored = true),
+        },
       });
       if (!stored) await deps.idempotency.complete(begun.recordId, 202, { email_id: accepted.email.id });
       return accepted.email.id;
@@ -109,8 +127,12 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
     socketTimeout: 60_000,
     // A locked-out address is turned away at once, and past its connection cap (421 closes).
     onConnect(session: SMTPServerSession, callback) {
-      if (!deps.guard.admit(session.id, session.remoteAddress)) return callback(smtpReply(421, '4.7.0 Too many connections from your address; try again later'));
-      deps.guard.isLocked(session.remoteAddress).then((locked) => callback(locked ? LOCKED_OUT() : undefined), () => callback());
+      if (!deps.guard.admit(session.id, session.remoteAddress))
+        return callback(smtpReply(421, '4.7.0 Too many connections from your address; try again later'));
+      deps.guard.isLocked(session.remoteAddress).then(
+        (locked) => callback(locked ? LOCKED_OUT() : undefined),
+        () => callback(),
+      );
     },
     onClose(session: SMTPServerSession) {
       deps.guard.release(session.id);
@@ -124,7 +146,8 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
         if (await deps.guard.isLocked(session.remoteAddress, user)) return callback(LOCKED_OUT());
         const context = await deps.authenticator.authenticate(auth.password ?? '');
         if (!context) return refuse(smtpReply(535, '5.7.8 Authentication failed: the password must be a valid Herald API key'));
-        if (!context.scopes.includes(SUBMISSION_SCOPE)) return refuse(smtpReply(535, `5.7.8 Authentication failed: the key lacks the ${SUBMISSION_SCOPE} scope`));
+        if (!context.scopes.includes(SUBMISSION_SCOPE))
+          return refuse(smtpReply(535, `5.7.8 Authentication failed: the key lacks the ${SUBMISSION_SCOPE} scope`));
         callback(null, { user: context });
       })().catch((error: unknown) => {
         logger.error('smtp submission: authentication failed', { error });
@@ -135,14 +158,16 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
       callback(callerOf(session) ? undefined : smtpReply(530, '5.7.0 Authentication required'));
     },
     onRcptTo(_address, session: SMTPServerSession, callback) {
-      if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpReply(452, `4.5.3 Too many recipients (at most ${MAX_RECIPIENTS} per message)`));
+      if (session.envelope.rcptTo.length >= MAX_RECIPIENTS)
+        return callback(smtpReply(452, `4.5.3 Too many recipients (at most ${MAX_RECIPIENTS} per message)`));
       callback();
     },
     onData(stream, session: SMTPServerSession, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
-        if (stream.sizeExceeded) return callback(smtpReply(552, `5.3.4 Message exceeds the ${Math.round(MAX_MESSAGE_BYTES / 1024 / 1024)} MB size limit`));
+        if (stream.sizeExceeded)
+          return callback(smtpReply(552, `5.3.4 Message exceeds the ${Math.round(MAX_MESSAGE_BYTES / 1024 / 1024)} MB size limit`));
         accept(session, Buffer.concat(chunks)).then(
           (emailId) => callback(null, `2.0.0 Ok: queued as ${emailId}`),
           (error: unknown) => {

@@ -14,7 +14,9 @@ export function smtpReply(code: number, text: string): Error & { responseCode: n
 }
 
 const addressesOf = (field: AddressObject | AddressObject[] | undefined): { address: string; name: string }[] =>
-  (Array.isArray(field) ? field : field ? [field] : []).flatMap((object) => object.value).flatMap((entry) => (entry.address ? [{ address: entry.address, name: entry.name }] : []));
+  (Array.isArray(field) ? field : field ? [field] : [])
+    .flatMap((object) => object.value)
+    .flatMap((entry) => (entry.address ? [{ address: entry.address, name: entry.name }] : []));
 
 /** Headers a submitted message keeps: any the API accepts (not reserved by Herald), single-line, in the API's bound. */
 function keptHeaders(parsed: ParsedMail): Record<string, string> {
@@ -22,7 +24,10 @@ function keptHeaders(parsed: ParsedMail): Record<string, string> {
   for (const line of parsed.headerLines) {
     const name = line.line.slice(0, line.line.indexOf(':')).trim();
     if (!name || isReservedHeader(name) || name.toLowerCase().startsWith('content-')) continue;
-    const value = line.line.slice(line.line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+    const value = line.line
+      .slice(line.line.indexOf(':') + 1)
+      .replace(/\r?\n[ \t]+/g, ' ')
+      .trim();
     if (value.length > 0 && value.length <= 4000 && Object.keys(kept).length < 50) kept[name] = value;
   }
   return kept;

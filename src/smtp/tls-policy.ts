@@ -46,11 +46,13 @@ export function isLoopbackHost(hostname: string): boolean {
  */
 export function resolveRelayTls(input: { url: string; policy?: SmtpTlsPolicy; caFile?: string }): RelayTlsSettings | string {
   const url = new URL(input.url);
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') return `SMTP_RELAY_URL: must start with smtp:// or smtps:// (not ${url.protocol}//)`;
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    return `SMTP_RELAY_URL: must start with smtp:// or smtps:// (not ${url.protocol}//)`;
   const implicitTls = url.protocol === 'smtps:';
   const ca = input.caFile ? { caFile: input.caFile } : {};
   if (input.policy) {
-    if (implicitTls && input.policy === 'none') return 'SMTP_RELAY_TLS: none cannot apply to smtps:// (TLS from the first byte); use smtp://';
+    if (implicitTls && input.policy === 'none')
+      return 'SMTP_RELAY_TLS: none cannot apply to smtps:// (TLS from the first byte); use smtp://';
     if (input.caFile && input.policy !== 'verify') return `SMTP_RELAY_CA_FILE: only used with SMTP_RELAY_TLS=verify (not ${input.policy})`;
     return { policy: input.policy, source: 'SMTP_RELAY_TLS', ...ca };
   }

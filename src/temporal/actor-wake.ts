@@ -58,6 +58,10 @@ export function createActorWaker<Input>(deps: {
     coalesced.fire(
       deps.actor.workflowId(input, deps.config.temporal.schedulePrefix),
       () => wakeActors(deps.client, deps.config, deps.actor, [input], { deadlineMs: deps.deadlineMs }),
-      (error) => deps.logger.warn(`${deps.actor.kind} actor not woken; its reconciler will wake it`, { ...context, error: error instanceof Error ? error.message : String(error) }),
+      (error) =>
+        deps.logger.warn(`${deps.actor.kind} actor not woken; its reconciler will wake it`, {
+          ...context,
+          error: error instanceof Error ? error.message : String(error),
+        }),
     );
 }

@@ -7,9 +7,7 @@ export interface TemporalClientHandle {
 }
 
 /** Connects a Temporal client to the configured frontend and namespace. */
-export async function connectTemporalClient(
-  config: Pick<Config, 'temporal'>,
-): Promise<TemporalClientHandle> {
+export async function connectTemporalClient(config: Pick<Config, 'temporal'>): Promise<TemporalClientHandle> {
   const connection = await Connection.connect({ address: config.temporal.address });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   return {

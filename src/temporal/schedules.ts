@@ -67,12 +67,22 @@ const DAILY = { every: '1d', catchupWindow: '6h', timeout: '6 hours' } as const;
 
 /** The daily DNS re-check of verified and attention domains. */
 function domainRecheckSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
-  return periodicMaintenance(config, { ...DAILY, scheduleId: domainRecheckScheduleId(config), workflowType: 'recheckDomains', taskQueue: config.temporal.taskQueue });
+  return periodicMaintenance(config, {
+    ...DAILY,
+    scheduleId: domainRecheckScheduleId(config),
+    workflowType: 'recheckDomains',
+    taskQueue: config.temporal.taskQueue,
+  });
 }
 
 /** The daily deletion of raw inbound messages past INBOUND_RAW_RETENTION_DAYS (the worker's setting). */
 function inboundRawCleanupSchedule(config: Pick<Config, 'temporal'>): ScheduleOptions {
-  return periodicMaintenance(config, { ...DAILY, scheduleId: inboundRawCleanupScheduleId(config), workflowType: 'cleanupInboundRaw', taskQueue: config.temporal.taskQueue });
+  return periodicMaintenance(config, {
+    ...DAILY,
+    scheduleId: inboundRawCleanupScheduleId(config),
+    workflowType: 'cleanupInboundRaw',
+    taskQueue: config.temporal.taskQueue,
+  });
 }
 
 /** Creates a schedule unless one with its id exists; returns the ids it created. */
@@ -92,10 +102,7 @@ async function createIfMissing(client: Client, options: ScheduleOptions): Promis
  * cleanup runs hourly and once at creation, the upload cleanup hourly, the domain re-check
  * and the raw inbound cleanup daily; overlapping runs are skipped.
  */
-export async function ensureSchedules(
-  client: Client,
-  config: Pick<Config, 'temporal'>,
-): Promise<{ created: string[] }> {
+export async function ensureSchedules(client: Client, config: Pick<Config, 'temporal'>): Promise<{ created: string[] }> {
   const scheduleId = cleanupScheduleId(config);
   const created = [
     ...(await createIfMissing(client, domainRecheckSchedule(config))),

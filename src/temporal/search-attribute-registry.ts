@@ -7,10 +7,7 @@ import { HERALD_SEARCH_ATTRIBUTES } from './search-attributes.ts';
  * The dev server only applies `--search-attribute` when it creates a namespace, so a
  * persisted dev database needs this on every start.
  */
-export async function ensureSearchAttributes(
-  connection: Connection,
-  namespace: string,
-): Promise<string[]> {
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
   const existing = await connection.operatorService.listSearchAttributes({ namespace });
   const known = new Set(Object.keys(existing.customAttributes ?? {}));
   const missing = HERALD_SEARCH_ATTRIBUTES.filter((key) => !known.has(key.name));

@@ -4,12 +4,7 @@ import { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, HeraldRecipientDomain } 
 /** The keys are defined once in workflows/search-attributes.ts; platform-wide maintenance runs under PLATFORM_ORG_ID. */
 export { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, HeraldRecipientDomain };
 
-export const HERALD_SEARCH_ATTRIBUTES = [
-  HeraldOrgId,
-  HeraldKind,
-  HeraldRecipientDomain,
-  HeraldDeliveryStatus,
-] as const;
+export const HERALD_SEARCH_ATTRIBUTES = [HeraldOrgId, HeraldKind, HeraldRecipientDomain, HeraldDeliveryStatus] as const;
 
 export { PLATFORM_ORG_ID } from '../../workflows/actor-contract.ts';
 

@@ -24,7 +24,10 @@ describe('herald admin', () => {
       const d = await deps();
       return { ...d, orm: Object.assign(Object.create(d.orm) as typeof d.orm, { close: async () => {} }) };
     });
-    return { ...result, json: argv.includes('--json') && result.stdout ? (JSON.parse(result.stdout) as Record<string, unknown>) : undefined };
+    return {
+      ...result,
+      json: argv.includes('--json') && result.stdout ? (JSON.parse(result.stdout) as Record<string, unknown>) : undefined,
+    };
   }
 
   beforeAll(async () => {
@@ -39,27 +42,86 @@ describe('herald admin', () => {
     expect(org.json).toMatchObject({ name: 'Acme Corp', slug: 'acme-corp', credits: 500, overage: true });
     const orgId = org.json!.id as string;
 
-    const key = await admin('key', 'create', '--org', orgId, '--scopes', 'me:read,contacts:read', '--mode', 'live', '--rate-limit-per-minute', '120', '--burst', '20', '--json');
+    const key = await admin(
+      'key',
+      'create',
+      '--org',
+      orgId,
+      '--scopes',
+      'me:read,contacts:read',
+      '--mode',
+      'live',
+      '--rate-limit-per-minute',
+      '120',
+      '--burst',
+      '20',
+      '--json',
+    );
     expect(key.exitCode, key.stderr).toBe(0);
-    expect(key.json).toMatchObject({ org_id: orgId, mode: 'live', scopes: ['me:read', 'contacts:read'], rate_limit_per_minute: 120, burst: 20 });
+    expect(key.json).toMatchObject({
+      org_id: orgId,
+      mode: 'live',
+      scopes: ['me:read', 'contacts:read'],
+      rate_limit_per_minute: 120,
+      burst: 20,
+    });
     expect(key.json!.key).toMatch(/^hrld_live_[0-9A-Za-z]{40}$/);
     expect(JSON.stringify(key.json)).not.toMatch(/hash/i);
 
     const listed = await admin('key', 'list', '--org', orgId, '--json');
     expect(JSON.stringify(listed.json)).not.toContain(key.json!.key as string);
 
-    const domain = await admin('domain', 'add', '--org', orgId, '--domain', 'Mail.Acme.example', '--verified', '--daily-cap', '1000', '--json');
+    const domain = await admin(
+      'domain',
+      'add',
+      '--org',
+      orgId,
+      '--domain',
+      'Mail.Acme.example',
+      '--verified',
+      '--daily-cap',
+      '1000',
+      '--json',
+    );
     expect(domain.exitCode, domain.stderr).toBe(0);
-    expect(domain.json).toMatchObject({ domain: 'mail.acme.example', status: 'verified', verified: true, is_default: true, daily_cap: 1000 });
+    expect(domain.json).toMatchObject({
+      domain: 'mail.acme.example',
+      status: 'verified',
+      verified: true,
+      is_default: true,
+      daily_cap: 1000,
+    });
     const stored = await stack.orm.em.fork().findOneOrFail(Domain, { id: domain.json!.id as string }, ALL_TENANTS);
     expect(stored.dkimPrivateKeyEncrypted).toMatch(/^enc:v1:/);
     expect(decryptSecret(stack.config.encryptionKey!, stored.dkimPrivateKeyEncrypted)).toMatch(/BEGIN PRIVATE KEY/);
 
-    const sender = await admin('sender', 'add', '--domain', domain.json!.id as string, '--email', 'hello@mail.acme.example', '--name', 'Acme', '--json');
+    const sender = await admin(
+      'sender',
+      'add',
+      '--domain',
+      domain.json!.id as string,
+      '--email',
+      'hello@mail.acme.example',
+      '--name',
+      'Acme',
+      '--json',
+    );
     expect(sender.exitCode, sender.stderr).toBe(0);
     expect(sender.json).toMatchObject({ email: 'hello@mail.acme.example', is_default: true, org_id: orgId });
 
-    const automation = await admin('automation', 'create', '--org', orgId, '--name', 'Welcome', '--trigger', 'contact.created', '--status', 'active', '--json');
+    const automation = await admin(
+      'automation',
+      'create',
+      '--org',
+      orgId,
+      '--name',
+      'Welcome',
+      '--trigger',
+      'contact.created',
+      '--status',
+      'active',
+      '--json',
+    );
     expect(automation.json).toMatchObject({ name: 'Welcome', trigger_type: 'contact.created', status: 'active', version: 1 });
 
     const credits = await admin('credits', 'set', '--org', orgId, '--amount', '42', '--overage', 'off', '--json');
@@ -164,7 +226,10 @@ describe('herald admin', () => {
 
     async function cli(...argv: string[]): Promise<ProcessResult> {
       const env = { ...process.env, ...stack.env, HERALD_DATA_DIR: mkdtempSync(join(tmpdir(), 'herald-cli-')) };
-      const result = await run(process.execPath, [join(REPO_ROOT, 'src/cli/herald.mjs'), 'admin', ...argv, '--json'], { env, cwd: REPO_ROOT }).then(
+      const result = await run(process.execPath, [join(REPO_ROOT, 'src/cli/herald.mjs'), 'admin', ...argv, '--json'], {
+        env,
+        cwd: REPO_ROOT,
+      }).then(
         ({ stdout, stderr }) => ({ exitCode: 0, stdout, stderr }),
         (error: { code: number; stdout: string; stderr: string }) => ({ exitCode: error.code, stdout: error.stdout, stderr: error.stderr }),
       );
@@ -187,13 +252,25 @@ describe('herald admin', () => {
       expect(org.json).toMatchObject({ name: 'Every Command Co', slug: 'every-command-co', credits: 10 });
       const orgId = org.json.id as string;
       expect((await cli('org', 'list')).json.data).toEqual(expect.arrayContaining([expect.objectContaining({ id: orgId })]));
-      expect((await cli('org', 'postal-address', '--org', orgId, '--address', '1 Main Street')).json).toMatchObject({ id: orgId, postal_address: '1 Main Street' });
-      expect((await cli('credits', 'set', '--org', orgId, '--amount', '7', '--overage', 'on')).json).toMatchObject({ credits: 7, overage: true });
+      expect((await cli('org', 'postal-address', '--org', orgId, '--address', '1 Main Street')).json).toMatchObject({
+        id: orgId,
+        postal_address: '1 Main Street',
+      });
+      expect((await cli('credits', 'set', '--org', orgId, '--amount', '7', '--overage', 'on')).json).toMatchObject({
+        credits: 7,
+        overage: true,
+      });
 
       // The one-word commands: the only way into a new workspace's dashboard in production.
       const invite = await cli('invite', '--org', orgId, '--email', 'New.Person@Example.com', '--role', 'owner');
       expect(invite.exitCode, invite.stderr).toBe(0);
-      expect(invite.json).toMatchObject({ org_id: orgId, email: 'new.person@example.com', role: 'owner', invite_id: expect.any(String), expires_at: expect.any(String) });
+      expect(invite.json).toMatchObject({
+        org_id: orgId,
+        email: 'new.person@example.com',
+        role: 'owner',
+        invite_id: expect.any(String),
+        expires_at: expect.any(String),
+      });
       expect(invite.json.url).toMatch(/^http:\/\/herald\.test\/dashboard\/invite\/[\w-]{43}$/);
       // Exactly as `npm start`'s banner prints it.
       const link = await cli('sign-in-link', '--org', orgId);
@@ -213,8 +290,13 @@ describe('herald admin', () => {
       expect(domain.json).toMatchObject({ org_id: orgId, domain: 'mail.process.example', status: 'verified' });
       const domainId = domain.json.id as string;
       expect((await cli('domain', 'list', '--org', orgId)).json.data).toEqual([expect.objectContaining({ id: domainId })]);
-      expect((await cli('sender', 'add', '--domain', domainId, '--email', 'hi@mail.process.example', '--name', 'Hi')).json).toMatchObject({ email: 'hi@mail.process.example', org_id: orgId });
-      expect((await cli('sender', 'list', '--domain', domainId)).json.data).toEqual([expect.objectContaining({ email: 'hi@mail.process.example' })]);
+      expect((await cli('sender', 'add', '--domain', domainId, '--email', 'hi@mail.process.example', '--name', 'Hi')).json).toMatchObject({
+        email: 'hi@mail.process.example',
+        org_id: orgId,
+      });
+      expect((await cli('sender', 'list', '--domain', domainId)).json.data).toEqual([
+        expect.objectContaining({ email: 'hi@mail.process.example' }),
+      ]);
 
       const automation = await cli('automation', 'create', '--org', orgId, '--name', 'Welcome', '--trigger', 'contact.created');
       expect(automation.json).toMatchObject({ name: 'Welcome', trigger_type: 'contact.created' });
@@ -224,8 +306,13 @@ describe('herald admin', () => {
       const em = stack.orm.em.fork();
       const template = em.create(Template, { orgId, name: 'Receipt' });
       await em.flush();
-      expect((await cli('template', 'share', '--template', template.id, '--org', grantee)).json).toMatchObject({ template_id: template.id, org_id: grantee });
-      expect((await cli('template', 'shares', '--template', template.id)).json.data).toEqual([expect.objectContaining({ org_id: grantee })]);
+      expect((await cli('template', 'share', '--template', template.id, '--org', grantee)).json).toMatchObject({
+        template_id: template.id,
+        org_id: grantee,
+      });
+      expect((await cli('template', 'shares', '--template', template.id)).json.data).toEqual([
+        expect.objectContaining({ org_id: grantee }),
+      ]);
 
       // No worker polls this stack's task queue: the run is started, the wait gives up (exit 1).
       // The verification itself, through a worker, is test/temporal/domain-verification.test.ts.

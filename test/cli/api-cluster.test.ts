@@ -63,7 +63,10 @@ describe('herald api with API_PROCESSES=2', () => {
     expect(childrenOf(service.child.pid!)).toHaveLength(2);
     for (let i = 0; i < 20; i += 1) expect((await get('/api/v1/me')).status).toBe(200);
     const text = await (await fetch(metricsUrl)).text();
-    const counted = [...text.matchAll(/^herald_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/me"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    const counted = [...text.matchAll(/^herald_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/me"[^}]*\} (\d+)$/gm)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
     expect(counted).toBe(20);
   });
 

@@ -40,7 +40,12 @@ describe('contact import runner (resume after a crash)', () => {
     const key = `contact-imports/${org.id}/runner.csv`;
     await blobs.put(key, Buffer.from(`${lines.join('\r\n')}\r\n`));
     const em = scopeToOrg(stack.orm.em.fork(), org.id);
-    const contactImport = em.create(ContactImport, { orgId: org.id, status: 'validating', blobKey: key, uploadExpiresAt: new Date(Date.now() + 60_000) });
+    const contactImport = em.create(ContactImport, {
+      orgId: org.id,
+      status: 'validating',
+      blobKey: key,
+      uploadExpiresAt: new Date(Date.now() + 60_000),
+    });
     await em.flush();
     const target = { orgId: org.id, importId: contactImport.id };
     const runner = createContactImportRunner({ orm: stack.orm, blobs, logger: createLogger('silent') });
@@ -81,7 +86,12 @@ describe('contact import runner (resume after a crash)', () => {
       const body = ['email', ...Array.from({ length: count }, (_, i) => `limit${count}-${i}@example.com`)].join('\n');
       await blobs.put(key, Buffer.from(body));
       const em = scopeToOrg(stack.orm.em.fork(), org.id);
-      const row = em.create(ContactImport, { orgId: org.id, status: 'validating', blobKey: key, uploadExpiresAt: new Date(Date.now() + 60_000) });
+      const row = em.create(ContactImport, {
+        orgId: org.id,
+        status: 'validating',
+        blobKey: key,
+        uploadExpiresAt: new Date(Date.now() + 60_000),
+      });
       await em.flush();
       const target = { orgId: org.id, importId: row.id };
       const validated = await runner.validate(target, () => {});
@@ -103,7 +113,12 @@ describe('contact import runner (resume after a crash)', () => {
       // The row's fields hold `rowChars` characters in all.
       await blobs.put(key, Buffer.from(`email,note\n${email},${'x'.repeat(rowChars - email.length)}\n`));
       const em = scopeToOrg(stack.orm.em.fork(), org.id);
-      const row = em.create(ContactImport, { orgId: org.id, status: 'validating', blobKey: key, uploadExpiresAt: new Date(Date.now() + 60_000) });
+      const row = em.create(ContactImport, {
+        orgId: org.id,
+        status: 'validating',
+        blobKey: key,
+        uploadExpiresAt: new Date(Date.now() + 60_000),
+      });
       await em.flush();
       await runner.validate({ orgId: org.id, importId: row.id }, () => {});
       return scopeToOrg(stack.orm.em.fork(), org.id).findOneOrFail(ContactImport, { id: row.id });

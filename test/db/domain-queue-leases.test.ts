@@ -22,7 +22,8 @@ afterAll(() => stack?.close());
  * call are extended.
  */
 describe('send leases', () => {
-  const dueOf = async (id: string) => (await scopeToOrg(stack.orm.em, orgId).findOneOrFail(TransactionalEmail, { id }, { refresh: true })).nextAttemptAt?.getTime();
+  const dueOf = async (id: string) =>
+    (await scopeToOrg(stack.orm.em, orgId).findOneOrFail(TransactionalEmail, { id }, { refresh: true })).nextAttemptAt?.getTime();
 
   it('extends free rows at once and skips a row another transaction holds', async () => {
     const [busy, free] = [await insertScheduledEmail(stack.orm, orgId), await insertScheduledEmail(stack.orm, orgId)];
@@ -61,11 +62,14 @@ describe('stranded sending domains', () => {
   /** A queued email on `domainId`, due a minute ago; a broadcast's message when `broadcast`. */
   async function dueEmail(domainId: string, broadcast: boolean): Promise<void> {
     const id = await insertScheduledEmail(stack.orm, orgId);
-    await stack.orm.em.fork().getConnection().execute(
-      `update transactional_emails set domain_id = ?, status = 'queued', scheduled_at = null, next_attempt_at = now() - interval '1 minute',
+    await stack.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `update transactional_emails set domain_id = ?, status = 'queued', scheduled_at = null, next_attempt_at = now() - interval '1 minute',
               broadcast_id = ?, contact_id = ? where id = ? and org_id = ?`,
-      [domainId, broadcast ? 'b'.repeat(24) : null, broadcast ? id : null, id, orgId],
-    );
+        [domainId, broadcast ? 'b'.repeat(24) : null, broadcast ? id : null, id, orgId],
+      );
   }
   const stranded = async () => (await createDomainQueue(stack.orm).findStranded(5_000, 1_000)).map((d) => d.id);
 
@@ -77,10 +81,14 @@ describe('stranded sending domains', () => {
     for (const domain of [capped, paused, open, cappedWithReceipt]) await dueEmail(domain.id, true);
     await dueEmail(cappedWithReceipt.id, false);
     for (const domain of [capped, cappedWithReceipt]) {
-      await stack.orm.em.fork().getConnection().execute(
-        `insert into domain_daily_sends (domain_id, day, shard, org_id, count) values (?, ?, 0, ?, 10)`,
-        [domain.id, utcDay(new Date()), orgId],
-      );
+      await stack.orm.em
+        .fork()
+        .getConnection()
+        .execute(`insert into domain_daily_sends (domain_id, day, shard, org_id, count) values (?, ?, 0, ?, 10)`, [
+          domain.id,
+          utcDay(new Date()),
+          orgId,
+        ]);
     }
     const found = await stranded();
     expect(found).toContain(open.id);
@@ -94,4 +102,3 @@ describe('stranded sending domains', () => {
     expect(await stranded()).toEqual(expect.arrayContaining([capped.id, paused.id]));
   });
 });
-

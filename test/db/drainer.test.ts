@@ -34,11 +34,18 @@ interface FakeItem {
  */
 describe('createDrainer', () => {
   const queue = () => createDomainQueue(stack.orm);
-  const leaseOf = async (domainId: string) => (await stack.orm.em.fork().findOneOrFail(Domain, { id: domainId }, { ...ALL_TENANTS, refresh: true })).drainLeaseUntil;
-  const sentCount = async () => (await deliveriesTotal.get()).values.find((v) => v.labels.pipeline === 'sends' && v.labels.outcome === 'sent')?.value ?? 0;
+  const leaseOf = async (domainId: string) =>
+    (await stack.orm.em.fork().findOneOrFail(Domain, { id: domainId }, { ...ALL_TENANTS, refresh: true })).drainLeaseUntil;
+  const sentCount = async () =>
+    (await deliveriesTotal.get()).values.find((v) => v.labels.pipeline === 'sends' && v.labels.outcome === 'sent')?.value ?? 0;
 
   /** A plan over the domain's lease whose claim hands out `items` once and whose work runs `work`. */
-  function planOver(domainId: string, items: FakeItem[], work: (item: FakeItem, run: DrainRun) => Promise<void>, run: DrainRun): DrainPlan<FakeItem> & { stateReadWithLease: Date | null | undefined } {
+  function planOver(
+    domainId: string,
+    items: FakeItem[],
+    work: (item: FakeItem, run: DrainRun) => Promise<void>,
+    run: DrainRun,
+  ): DrainPlan<FakeItem> & { stateReadWithLease: Date | null | undefined } {
     let left = [...items];
     const plan: DrainPlan<FakeItem> & { stateReadWithLease: Date | null | undefined } = {
       stateReadWithLease: undefined,
@@ -72,12 +79,20 @@ describe('createDrainer', () => {
       wakeChannel: 'herald_send_wake',
       lingerMs: 0,
       plan: (domainId, run) =>
-        (plan = planOver(domainId, [{ id: 'a', dueMs: Date.now() }, { id: 'b', dueMs: Date.now() }], async (item, r) => {
-          leasesSeen.push(await leaseOf(domainId));
-          r.tally.delivered += 1;
-          r.tally.lastOutcome = 'sent';
-          r.count('sent', item.dueMs);
-        }, run)),
+        (plan = planOver(
+          domainId,
+          [
+            { id: 'a', dueMs: Date.now() },
+            { id: 'b', dueMs: Date.now() },
+          ],
+          async (item, r) => {
+            leasesSeen.push(await leaseOf(domainId));
+            r.tally.delivered += 1;
+            r.tally.lastOutcome = 'sent';
+            r.count('sent', item.dueMs);
+          },
+          run,
+        )),
     });
     const sentBefore = await sentCount();
 
@@ -87,7 +102,15 @@ describe('createDrainer', () => {
     for (const lease of leasesSeen) expect(lease!.getTime()).toBeGreaterThan(Date.now());
     expect(await leaseOf(domain.id)).toBeNull();
     expect(plan!.stateReadWithLease).toBeNull();
-    expect(summary).toEqual({ nextDueAt: 1_800_000_000_000, open: 1, delivered: 2, failed: 0, exhausted: 0, state: 'retrying', lastOutcome: 'sent' });
+    expect(summary).toEqual({
+      nextDueAt: 1_800_000_000_000,
+      open: 1,
+      delivered: 2,
+      failed: 0,
+      exhausted: 0,
+      state: 'retrying',
+      lastOutcome: 'sent',
+    });
     expect((await sentCount()) - sentBefore).toBe(2);
   });
 
@@ -98,12 +121,23 @@ describe('createDrainer', () => {
       wakes: noWakes,
       wakeChannel: 'herald_send_wake',
       lingerMs: 0,
-      plan: (domainId, run) => ({ ...planOver(domainId, [], () => Promise.resolve(), run), claim: () => Promise.resolve({ claimed: ++claims, items: [] }) }),
+      plan: (domainId, run) => ({
+        ...planOver(domainId, [], () => Promise.resolve(), run),
+        claim: () => Promise.resolve({ claimed: ++claims, items: [] }),
+      }),
     });
 
     const summary = await drainer.drain('no-such-domain', context());
 
-    expect(summary).toEqual({ nextDueAt: null, open: 0, delivered: 0, failed: 0, exhausted: 0, state: 'idle', lastOutcome: 'domain deleted' });
+    expect(summary).toEqual({
+      nextDueAt: null,
+      open: 0,
+      delivered: 0,
+      failed: 0,
+      exhausted: 0,
+      state: 'idle',
+      lastOutcome: 'domain deleted',
+    });
     expect(claims).toBe(0);
   });
 

@@ -34,7 +34,18 @@ describe('the built message', () => {
     const builder = createMessageBuilder({ orm: stack.orm, blobs: null, config: stack.config });
     const id = newId();
     const options = await builder.build(
-      { id, domainId: domain.id, fromEmail: `shop@${domain.domain}`, fromName: 'Shop', subject: 'Your receipt', headers: {}, attachments: [], messageId: `${id}.0@${domain.domain}`, createdAt: new Date(), ...overrides },
+      {
+        id,
+        domainId: domain.id,
+        fromEmail: `shop@${domain.domain}`,
+        fromName: 'Shop',
+        subject: 'Your receipt',
+        headers: {},
+        attachments: [],
+        messageId: `${id}.0@${domain.domain}`,
+        createdAt: new Date(),
+        ...overrides,
+      },
       [{ email: 'ada@example.org', kind: 'to' }],
     );
     const info = await createTransport({ streamTransport: true, buffer: true, newline: 'windows' }).sendMail(options);
@@ -107,7 +118,14 @@ describe('the built message', () => {
       expect(result.dkim?.results?.[0]).toMatchObject({ signingDomain: domain.domain, status: { result: 'pass' } });
       expect(result.dmarc && result.dmarc.status.result).toBe('pass');
       // Through the BOUNCE_DOMAIN envelope of before, SPF passes but does not align: DMARC rests on DKIM alone.
-      const legacy = await authenticate(raw, { ip: '127.0.0.1', helo: 'herald.test', mta: 'mx.example.org', sender: verp.address(id, bounceDomain), disableBimi: true, resolver: createAuthResolver({ dns: { servers: [dns.address], timeoutMs: 2_000, cacheTtlMs: 0 } }) });
+      const legacy = await authenticate(raw, {
+        ip: '127.0.0.1',
+        helo: 'herald.test',
+        mta: 'mx.example.org',
+        sender: verp.address(id, bounceDomain),
+        disableBimi: true,
+        resolver: createAuthResolver({ dns: { servers: [dns.address], timeoutMs: 2_000, cacheTtlMs: 0 } }),
+      });
       expect(legacy.dmarc && legacy.dmarc.status.result).toBe('pass');
       expect(legacy.spf && legacy.spf.domain).toBe(bounceDomain);
     } finally {
@@ -116,10 +134,15 @@ describe('the built message', () => {
   });
 
   it('signs List-Unsubscribe and List-Unsubscribe-Post with DKIM when a transactional email carries them (RFC 8058)', async () => {
-    const headers = { 'List-Unsubscribe': '<https://shop.example.com/unsub/42>, <mailto:unsub@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+    const headers = {
+      'List-Unsubscribe': '<https://shop.example.com/unsub/42>, <mailto:unsub@shop.example.com>',
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    };
     const raw = await rawMessage({ text: 'With one-click unsubscribe.', headers });
     const parsed = await simpleParser(raw);
-    expect(parsed.headerLines.find((line) => line.key === 'list-unsubscribe-post')?.line).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
+    expect(parsed.headerLines.find((line) => line.key === 'list-unsubscribe-post')?.line).toBe(
+      'List-Unsubscribe-Post: List-Unsubscribe=One-Click',
+    );
     const signed = /^DKIM-Signature:[\s\S]*?\bh=([^;]+);/im.exec(raw.toString('latin1'))?.[1]?.replace(/\s+/g, '').toLowerCase().split(':');
     expect(signed).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post']));
     expect(await dkimOf(raw)).toMatchObject({ status: { result: 'pass' } });

@@ -76,9 +76,9 @@ describe('migrations', () => {
   });
 
   it('index contact tags with GIN', async () => {
-    const rows = await stack.orm.em.getConnection().execute<{ indexdef: string }[]>(
-      `select indexdef from pg_indexes where tablename = 'contacts' and indexdef ilike '%gin%'`,
-    );
+    const rows = await stack.orm.em
+      .getConnection()
+      .execute<{ indexdef: string }[]>(`select indexdef from pg_indexes where tablename = 'contacts' and indexdef ilike '%gin%'`);
     expect(rows.map((r) => r.indexdef).join()).toMatch(/USING gin \(tags\)/);
   });
 });

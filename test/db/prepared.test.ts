@@ -20,13 +20,23 @@ describe('executePrepared', () => {
                  :list::text[] as list, :nothing::text as nothing, :text::text = :again::text as same`,
   };
   const tricky = `it's a "quote" \\ back\\slash, {braces}, ünïcødé 📨 and a ? and :name`;
-  const values = { text: tricky, count: 41, flag: false, at: new Date('2026-11-25T01:02:03.456Z'), list: [tricky, '', 'a,b', 'NULL', null], nothing: null, again: tricky };
+  const values = {
+    text: tricky,
+    count: 41,
+    flag: false,
+    at: new Date('2026-11-25T01:02:03.456Z'),
+    list: [tricky, '', 'a,b', 'NULL', null],
+    nothing: null,
+    again: tricky,
+  };
 
   it('prepares on the transaction connection once and reuses it, also after a rollback', async () => {
     const run = () =>
       stack.orm.em.fork().transactional(async (tx) => {
         const [row] = await executePrepared<Record<string, unknown>>(tx, { ...ECHO, params: values });
-        const [statements] = await tx.execute<{ names: string[] }[]>(`select array_agg(name order by name) as names from pg_prepared_statements where name like 'herald_%'`);
+        const [statements] = await tx.execute<{ names: string[] }[]>(
+          `select array_agg(name order by name) as names from pg_prepared_statements where name like 'herald_%'`,
+        );
         const [backend] = await tx.execute<{ pid: number }[]>('select pg_backend_pid() as pid');
         return { row, names: statements?.names ?? [], pid: backend!.pid };
       });
@@ -52,7 +62,10 @@ describe('executePrepared', () => {
   });
 
   it('runs the same statement directly outside a transaction', async () => {
-    const [row] = await executePrepared<Record<string, unknown>>(stack.orm.em.fork(), { ...ECHO, params: { ...values, count: 1, list: [] } });
+    const [row] = await executePrepared<Record<string, unknown>>(stack.orm.em.fork(), {
+      ...ECHO,
+      params: { ...values, count: 1, list: [] },
+    });
     expect(row).toMatchObject({ text: tricky, next: 2, list: [], same: true });
   });
 

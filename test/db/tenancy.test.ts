@@ -47,7 +47,7 @@ describe('tenant scoping', () => {
     expect(rows.map((c) => c.email)).toEqual(['a@example.com', 'b@example.com']);
   });
 
-  it('keeps an upsert through workspaceDb from updating another workspace\'s row on conflict', async () => {
+  it("keeps an upsert through workspaceDb from updating another workspace's row on conflict", async () => {
     const theirs = await scopeToOrg(stack.orm.em.fork(), orgA).findOneOrFail(Contact, { email: 'a@example.com' });
     // A conflict target without org_id (the primary key) finds workspace A's row from workspace B.
     const upsert = (orgId: string, company: string) =>

@@ -23,12 +23,23 @@ describe('thread placement (SQL)', () => {
     stack = await createTestStack();
     orgId = (await createOrg(stack.orm)).org.id;
     otherOrgId = (await createOrg(stack.orm)).org.id;
-    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId, domain: 'acme.example', verified: true });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId,
+      domain: 'acme.example',
+      verified: true,
+    });
   });
   afterAll(() => stack?.close());
 
   const base = new Date('2026-06-01T12:00:00Z');
-  const input = (over: Partial<ThreadingInput>): ThreadingInput => ({ subject: 'Order 1', inReplyTo: null, references: [], participants: [], at: base, ...over });
+  const input = (over: Partial<ThreadingInput>): ThreadingInput => ({
+    subject: 'Order 1',
+    inReplyTo: null,
+    references: [],
+    participants: [],
+    at: base,
+    ...over,
+  });
 
   /** Places a message and records it (with `rfcMessageId`) as ingestion does, in one transaction. */
   async function place(org: string, message: ThreadingInput, rfcMessageId: string | null = null) {
@@ -51,14 +62,21 @@ describe('thread placement (SQL)', () => {
     const first = await place(orgId, input({ subject: 'Invoice 7', participants: ['support@acme.example', 'jo@client.example'] }));
     expect(first.parentId).toBeNull();
     const later = new Date(base.getTime() + 60_000);
-    const second = await place(orgId, input({ subject: 'Re: [ext] invoice 7', participants: ['Support@acme.example', 'jo@client.example', 'kim@client.example'], at: later }));
+    const second = await place(
+      orgId,
+      input({
+        subject: 'Re: [ext] invoice 7',
+        participants: ['Support@acme.example', 'jo@client.example', 'kim@client.example'],
+        at: later,
+      }),
+    );
     expect(second.threadId).toBe(first.threadId);
     const joined = await thread(first.threadId);
     expect(joined).toMatchObject({ messageCount: 2, participants: ['support@acme.example', 'jo@client.example', 'kim@client.example'] });
     expect(joined.lastMessageAt.getTime()).toBe(later.getTime());
   });
 
-  it('does not join by subject when only the workspace\'s own address is shared with an outside conversation', async () => {
+  it("does not join by subject when only the workspace's own address is shared with an outside conversation", async () => {
     const first = await place(orgId, input({ subject: 'Receipt 9', participants: ['shop@acme.example', 'a@client.example'] }));
     const other = await place(orgId, input({ subject: 'Receipt 9', participants: ['shop@acme.example', 'b@other.example'] }));
     expect(other.threadId).not.toBe(first.threadId);
@@ -72,12 +90,18 @@ describe('thread placement (SQL)', () => {
     expect(apart.threadId).not.toBe(first.threadId);
   });
 
-  it('joins by subject up to the window after the thread\'s last message and not one millisecond past it', async () => {
+  it("joins by subject up to the window after the thread's last message and not one millisecond past it", async () => {
     const first = await place(orgId, input({ subject: 'Window A', participants: ['x@client.example'] }));
-    const atEdge = await place(orgId, input({ subject: 'Window A', participants: ['x@client.example'], at: new Date(base.getTime() + SUBJECT_THREAD_WINDOW_MS) }));
+    const atEdge = await place(
+      orgId,
+      input({ subject: 'Window A', participants: ['x@client.example'], at: new Date(base.getTime() + SUBJECT_THREAD_WINDOW_MS) }),
+    );
     expect(atEdge.threadId).toBe(first.threadId);
     const other = await place(orgId, input({ subject: 'Window B', participants: ['y@client.example'] }));
-    const past = await place(orgId, input({ subject: 'Window B', participants: ['y@client.example'], at: new Date(base.getTime() + SUBJECT_THREAD_WINDOW_MS + 1) }));
+    const past = await place(
+      orgId,
+      input({ subject: 'Window B', participants: ['y@client.example'], at: new Date(base.getTime() + SUBJECT_THREAD_WINDOW_MS + 1) }),
+    );
     expect(past.threadId).not.toBe(other.threadId);
   });
 
@@ -92,9 +116,12 @@ describe('thread placement (SQL)', () => {
     expect(unknown).toMatchObject({ threadId: a.threadId, parentId: null });
   });
 
-  it('never reaches another workspace\'s threads or messages', async () => {
+  it("never reaches another workspace's threads or messages", async () => {
     const mine = await place(orgId, input({ subject: 'Shared subject', participants: ['z@client.example'] }), 'mine@mail.example');
-    const theirs = await place(otherOrgId, input({ subject: 'Shared subject', inReplyTo: 'mine@mail.example', participants: ['z@client.example'] }));
+    const theirs = await place(
+      otherOrgId,
+      input({ subject: 'Shared subject', inReplyTo: 'mine@mail.example', participants: ['z@client.example'] }),
+    );
     expect(theirs.threadId).not.toBe(mine.threadId);
     expect(theirs.parentId).toBeNull();
   });

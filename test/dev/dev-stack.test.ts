@@ -23,7 +23,11 @@ interface DevRun {
 /** `npm start`'s command, as a user runs it, with its data and ports kept away from real dev. */
 function startDev(env: NodeJS.ProcessEnv): DevRun {
   let output = '';
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'src/cli/herald.mjs'), 'dev'], { env, cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'src/cli/herald.mjs'), 'dev'], {
+    env,
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -72,9 +76,11 @@ describe('herald dev (npm start)', () => {
 
     run = startDev(env);
     const first = run;
-    await waitFor('the banner', () => Promise.resolve(first.output().includes('Herald is running') ? true : undefined), 150_000, 500).catch((error: Error) => {
-      throw new Error(`${error.message}\n--- output ---\n${first.output()}`);
-    });
+    await waitFor('the banner', () => Promise.resolve(first.output().includes('Herald is running') ? true : undefined), 150_000, 500).catch(
+      (error: Error) => {
+        throw new Error(`${error.message}\n--- output ---\n${first.output()}`);
+      },
+    );
     const banner = first.output();
     const curl = /^\s+(curl -s -H "Authorization: Bearer (hrld_test_\w+)" \S+\/api\/v1\/me)$/m.exec(banner);
     expect(curl, banner).not.toBeNull();
@@ -104,11 +110,16 @@ describe('herald dev (npm start)', () => {
     expect((await fetch(`http://127.0.0.1:${ports.ui}/`)).status).toBe(200);
     const connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
     const client = new Client({ connection, namespace: 'default' });
-    const runs = await waitFor('the cleanup workflow filtered by HeraldOrgId', async () => {
-      const found = [];
-      for await (const wf of client.workflow.list({ query: `HeraldOrgId = 'platform' AND WorkflowType = 'cleanupIdempotencyRecords'` })) found.push(wf);
-      return found.length > 0 ? found : undefined;
-    }, 60_000);
+    const runs = await waitFor(
+      'the cleanup workflow filtered by HeraldOrgId',
+      async () => {
+        const found = [];
+        for await (const wf of client.workflow.list({ query: `HeraldOrgId = 'platform' AND WorkflowType = 'cleanupIdempotencyRecords'` }))
+          found.push(wf);
+        return found.length > 0 ? found : undefined;
+      },
+      60_000,
+    );
     expect(runs[0]!.taskQueue).toBe('herald-main');
     await connection.close();
 
@@ -118,7 +129,12 @@ describe('herald dev (npm start)', () => {
 
     run = startDev(env);
     const second = run;
-    await waitFor('the second banner', () => Promise.resolve(second.output().includes('Herald is running') ? true : undefined), 150_000, 500);
+    await waitFor(
+      'the second banner',
+      () => Promise.resolve(second.output().includes('Herald is running') ? true : undefined),
+      150_000,
+      500,
+    );
     expect(second.output()).toContain(key);
     expect(second.output()).not.toContain('applied migrations');
     second.child.kill('SIGINT');

@@ -23,7 +23,11 @@ describe('dashboard in a browser', () => {
   });
 
   it('joins by invitation, signs out and in again', async () => {
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({ orgId: h.workspace.org.id, email: 'grace@example.com', role: 'owner' });
+    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
+      orgId: h.workspace.org.id,
+      email: 'grace@example.com',
+      role: 'owner',
+    });
     await page.goto(`${h.api.url}/dashboard/invite/${token}`);
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toContain('Join');
     await page.getByLabel('Your name').fill('Grace Hopper');
@@ -72,7 +76,7 @@ describe('dashboard in a browser', () => {
     await expect.poll(() => page.getByRole('row').filter({ hasText: 'Browser-made key' }).textContent()).toContain('revoked');
   });
 
-  it('is usable at a phone\'s width: the key list becomes cards, nothing overflows sideways', async () => {
+  it("is usable at a phone's width: the key list becomes cards, nothing overflows sideways", async () => {
     const phone = await newPage(browser, { viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
     await phone.goto(`${h.api.url}/dashboard/keys`);
     const overflow = await phone.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');

@@ -17,7 +17,6 @@ describe('POST /api/v1/outbox/attachments', () => {
   });
   afterAll(() => h.close());
 
-
   it('returns 201 with an attachment id, a signed PUT URL, its expiry and the headers to send', async () => {
     const before = Date.now();
     const response = await h.create({ filename: 'Q3 report.pdf', content_type: 'application/pdf', size_bytes: 48_213 });
@@ -34,7 +33,16 @@ describe('POST /api/v1/outbox/attachments', () => {
     expect(data.required_headers).toEqual({ 'Content-Type': 'application/pdf', 'Content-Length': '48213' });
 
     const stored = await h.row(data.attachment_id);
-    expect(stored).toMatchObject({ orgId: h.workspace.org.id, filename: 'Q3 report.pdf', contentType: 'application/pdf', sizeBytes: 48_213, status: 'pending', sha256: null, uploadedAt: null, referencedAt: null });
+    expect(stored).toMatchObject({
+      orgId: h.workspace.org.id,
+      filename: 'Q3 report.pdf',
+      contentType: 'application/pdf',
+      sizeBytes: 48_213,
+      status: 'pending',
+      sha256: null,
+      uploadedAt: null,
+      referencedAt: null,
+    });
   });
 
   it('accepts a declared size of exactly 12 MB and 1 byte', async () => {
@@ -75,14 +83,20 @@ describe('POST /api/v1/outbox/attachments', () => {
     for (const [body, path, reason] of cases) {
       const response = await h.create(body);
       expectError(response, 400, 'invalid_request');
-      expect(fieldsOf(response).map((f) => f.path), JSON.stringify(body)).toEqual([path]);
+      expect(
+        fieldsOf(response).map((f) => f.path),
+        JSON.stringify(body),
+      ).toEqual([path]);
       expect((response.body.error?.details as { reason?: string }).reason, JSON.stringify(body)).toBe(reason);
     }
   });
 
   it('accepts a file name of 512 characters and ordinary names and types', async () => {
     await h.slot({ filename: `${'n'.repeat(508)}.pdf` });
-    await h.slot({ filename: 'Résumé (final) — 2026.docx', content_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' });
+    await h.slot({
+      filename: 'Résumé (final) — 2026.docx',
+      content_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    });
     await h.slot({ filename: 'notes.txt', content_type: 'text/plain; charset=utf-8' });
     await h.slot({ filename: 'archive.zip', content_type: 'application/zip' });
     await h.slot({ filename: 'data.json', content_type: 'application/json' });
@@ -133,15 +147,21 @@ describe('POST /api/v1/outbox/attachments', () => {
     expect(fieldsOf(response)).toEqual([expect.objectContaining({ path: 'content_type', type: 'denied_content_type' })]);
   });
 
-  it.each(['', 'pdf', 'application/', '/pdf', 'application/pdf; charset', 'text/plain\r\nX-Injected: 1', 'text /plain', `application/${'x'.repeat(250)}`])(
-    'returns 400 INVALID_ATTACHMENT for a content type that is not a MIME type: %j',
-    async (contentType) => {
-      const response = await h.create({ filename: 'file.bin', content_type: contentType, size_bytes: 10 });
-      expectError(response, 400, 'invalid_request');
-      expect(reasonOf(response)).toBe('INVALID_ATTACHMENT');
-      expect(fieldsOf(response)).toEqual([expect.objectContaining({ path: 'content_type', type: 'mime_type' })]);
-    },
-  );
+  it.each([
+    '',
+    'pdf',
+    'application/',
+    '/pdf',
+    'application/pdf; charset',
+    'text/plain\r\nX-Injected: 1',
+    'text /plain',
+    `application/${'x'.repeat(250)}`,
+  ])('returns 400 INVALID_ATTACHMENT for a content type that is not a MIME type: %j', async (contentType) => {
+    const response = await h.create({ filename: 'file.bin', content_type: contentType, size_bytes: 10 });
+    expectError(response, 400, 'invalid_request');
+    expect(reasonOf(response)).toBe('INVALID_ATTACHMENT');
+    expect(fieldsOf(response)).toEqual([expect.objectContaining({ path: 'content_type', type: 'mime_type' })]);
+  });
 
   it('returns 400 invalid_request for a NUL character in the file name', async () => {
     const response = await h.create({ filename: 'q3\u0000.pdf', content_type: 'application/pdf', size_bytes: 10 });
@@ -167,8 +187,15 @@ describe('POST /api/v1/outbox/attachments', () => {
   });
 
   it('answers 503 service_unavailable when the server has no encryption key to sign with', async () => {
-    const service = createAttachmentsService({ orm: h.stack.orm, blobs: createFsBlobStore(h.blobDir), encryptionKey: undefined, publicUrl: 'http://herald.test' });
-    await expect(service.createUpload(h.workspace.org.id, { filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 1 })).rejects.toMatchObject({
+    const service = createAttachmentsService({
+      orm: h.stack.orm,
+      blobs: createFsBlobStore(h.blobDir),
+      encryptionKey: undefined,
+      publicUrl: 'http://herald.test',
+    });
+    await expect(
+      service.createUpload(h.workspace.org.id, { filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 1 }),
+    ).rejects.toMatchObject({
       code: 'service_unavailable',
       details: { reason: 'ENCRYPTION_UNAVAILABLE' },
     });
@@ -183,7 +210,9 @@ describe('attachment uploads without blob storage (BLOB_DIR empty)', () => {
   afterAll(() => h.close());
 
   it('POST /api/v1/outbox/attachments returns 503 service_unavailable and records nothing', async () => {
-    const response = await h.request('POST', '/api/v1/outbox/attachments', { body: { filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 10 } });
+    const response = await h.request('POST', '/api/v1/outbox/attachments', {
+      body: { filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 10 },
+    });
     expectError(response, 503, 'service_unavailable');
     expect(response.body.error?.details?.reason).toBe('ATTACHMENT_STORAGE_UNAVAILABLE');
     expect(await scopeToOrg(h.stack.orm.em, h.workspace.org.id).count(AttachmentUpload, {})).toBe(0);

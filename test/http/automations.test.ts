@@ -68,15 +68,17 @@ describe('automations', () => {
 
     it('answers exactly the six stats counters as integers, whatever the stored JSON holds', async () => {
       const id = await createAutomation();
-      await h.stack.orm.em.fork().execute(
-        `update automations set stats = '{"totalRuns": 12, "emailsSent": 40.0, "creditsUsed": "40", "legacyCounter": 9}' where id = ?`,
-        [id],
-      );
+      await h.stack.orm.em
+        .fork()
+        .execute(
+          `update automations set stats = '{"totalRuns": 12, "emailsSent": 40.0, "creditsUsed": "40", "legacyCounter": 9}' where id = ?`,
+          [id],
+        );
       const stats = data(await get(id)).stats;
       expect(stats).toStrictEqual({ totalRuns: 12, activeRuns: 0, completedRuns: 0, failedRuns: 0, emailsSent: 40, creditsUsed: 40 });
     });
 
-    it('answers 400 for a malformed id, 404 for an unknown id and for another workspace\'s automation', async () => {
+    it("answers 400 for a malformed id, 404 for an unknown id and for another workspace's automation", async () => {
       expectError(await get('not-an-id'), 400, 'invalid_request');
       expectError(await get('f'.repeat(24)), 404, 'not_found');
       const other = await createOrgWithKey(h.stack.orm);
@@ -90,7 +92,7 @@ describe('automations', () => {
   });
 
   describe('GET /api/v1/automations', () => {
-    it('lists the workspace\'s automations newest first, archived included, page by page', async () => {
+    it("lists the workspace's automations newest first, archived included, page by page", async () => {
       const own = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
       const request = apiClient(h.api.url, own.key);
       const created: string[] = [];
@@ -105,7 +107,18 @@ describe('automations', () => {
         const response = await request('GET', `/api/v1/automations${query}`);
         expectStatus(response, 200);
         const page = response.body.data as AutomationBody[];
-        for (const item of page) expect(Object.keys(item).sort()).toEqual(['_id', 'created_at', 'description', 'name', 'stats', 'status', 'trigger_type', 'updated_at', 'version']);
+        for (const item of page)
+          expect(Object.keys(item).sort()).toEqual([
+            '_id',
+            'created_at',
+            'description',
+            'name',
+            'stats',
+            'status',
+            'trigger_type',
+            'updated_at',
+            'version',
+          ]);
         seen.push(...page.map((a) => a._id));
         cursor = (response.body.meta as { pagination: { next_cursor: string | null } }).pagination.next_cursor;
       } while (cursor);

@@ -5,7 +5,12 @@ import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { expectError } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 
-type Result = { index: number; status: number; email?: { _id: string; subject: string }; error?: { code: string; details?: { reason?: string; fields?: { path: string }[] } } };
+type Result = {
+  index: number;
+  status: number;
+  email?: { _id: string; subject: string };
+  error?: { code: string; details?: { reason?: string; fields?: { path: string }[] } };
+};
 type Batch = { accepted: number; refused: number; results: Result[] };
 
 /** POST /outbox/emails/batch: up to 100 messages, each accepted or refused on its own, idempotent per message. */
@@ -13,8 +18,15 @@ describe('POST /api/v1/outbox/emails/batch', () => {
   let h: ApiHarness;
   let domain: string;
   let orgId: string;
-  const batch = (emails: unknown[], headers: Record<string, string> = idem()) => h.request('POST', '/api/v1/outbox/emails/batch', { body: { emails }, headers });
-  const message = (subject: string, extra: Record<string, unknown> = {}) => ({ from: `shop@${domain}`, to: 'buyer@example.com', subject, text: 'Hello', ...extra });
+  const batch = (emails: unknown[], headers: Record<string, string> = idem()) =>
+    h.request('POST', '/api/v1/outbox/emails/batch', { body: { emails }, headers });
+  const message = (subject: string, extra: Record<string, unknown> = {}) => ({
+    from: `shop@${domain}`,
+    to: 'buyer@example.com',
+    subject,
+    text: 'Hello',
+    ...extra,
+  });
   const emailCount = () => scopeToOrg(h.stack.orm.em, orgId).count(TransactionalEmail, {});
 
   beforeAll(async () => {
@@ -63,7 +75,9 @@ describe('POST /api/v1/outbox/emails/batch', () => {
     const key = idem();
     const first = (await batch([message('crash a'), message('crash b', { from: 'bad' })], key)).body.data as Batch;
     // As after a crash mid-batch whose lock has lapsed: the batch's own record is gone.
-    await h.stack.orm.em.getConnection().execute(`delete from idempotency_records where org_id = ? and key = ?`, [orgId, key['idempotency-key']]);
+    await h.stack.orm.em
+      .getConnection()
+      .execute(`delete from idempotency_records where org_id = ? and key = ?`, [orgId, key['idempotency-key']]);
     const before = await emailCount();
     const rerun = (await batch([message('crash a'), message('crash b', { from: 'bad' })], key)).body.data as Batch;
     expect(rerun.results[0]!.email!._id).toBe(first.results[0]!.email!._id);
@@ -94,6 +108,10 @@ describe('POST /api/v1/outbox/emails/batch', () => {
     expectError(await batch([...hundred, message('one too many')]), 400, 'invalid_request');
     expectError(await batch([]), 400, 'invalid_request');
     expectError(await batch([message('ok'), 'not an object']), 400, 'invalid_request');
-    expectError(await h.request('POST', '/api/v1/outbox/emails/batch', { headers: idem(), body: { emails: [message('x')], extra: true } }), 400, 'invalid_request');
+    expectError(
+      await h.request('POST', '/api/v1/outbox/emails/batch', { headers: idem(), body: { emails: [message('x')], extra: true } }),
+      400,
+      'invalid_request',
+    );
   });
 });

@@ -56,14 +56,33 @@ describe('request bodies', () => {
     return new Promise((resolve, reject) => {
       const url = new URL(`${h.api.url}/api/v1/contacts`);
       const req = httpRequest(
-        { method: 'POST', hostname: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${h.workspace.key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked', ...idem() } },
+        {
+          method: 'POST',
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          headers: {
+            authorization: `Bearer ${h.workspace.key}`,
+            'content-type': 'application/json',
+            'transfer-encoding': 'chunked',
+            ...idem(),
+          },
+        },
         (res) => {
           let text = '';
           res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body: JSON.parse(text) as ApiResponse['body'] }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: new Headers(res.headers as Record<string, string>),
+              body: JSON.parse(text) as ApiResponse['body'],
+            }),
+          );
         },
       );
-      req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error),
+      );
       const chunk = 'x'.repeat(16 * 1024);
       req.write('{"email":"big@example.com","company":"');
       let sent = 0;
@@ -81,13 +100,13 @@ describe('request bodies', () => {
     });
   }
 
-  it('answers 413 REQUEST_TOO_LARGE for a body over the route\'s 1 MiB, counted from the stream (no Content-Length)', async () => {
+  it("answers 413 REQUEST_TOO_LARGE for a body over the route's 1 MiB, counted from the stream (no Content-Length)", async () => {
     const response = await streamBody(26 * MIB);
     expectError(response, 413, 'payload_too_large');
     expect(response.body.error?.details).toEqual({ reason: 'REQUEST_TOO_LARGE', limit_bytes: MIB });
   });
 
-  it('reads a body just under the route\'s 1 MiB (then validation answers)', async () => {
+  it("reads a body just under the route's 1 MiB (then validation answers)", async () => {
     const response = await streamBody(MIB - 100);
     expectError(response, 400, 'invalid_request');
     expect(JSON.stringify(response.body.error?.details)).toContain('company');
@@ -97,7 +116,18 @@ describe('request bodies', () => {
     const response = await new Promise<number>((resolve) => {
       const url = new URL(`${h.api.url}/api/v1/contacts`);
       const req = httpRequest(
-        { method: 'POST', hostname: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${h.workspace.key}`, 'content-type': 'application/json', 'content-length': String(30 * 1024 * 1024), ...idem() } },
+        {
+          method: 'POST',
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          headers: {
+            authorization: `Bearer ${h.workspace.key}`,
+            'content-type': 'application/json',
+            'content-length': String(30 * 1024 * 1024),
+            ...idem(),
+          },
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
@@ -124,7 +154,9 @@ describe('NUL characters', () => {
   ])('answers 400 naming the field instead of failing in the database: %j', async (body, path) => {
     const response = await h.request('POST', '/api/v1/contacts', { headers: idem(), body });
     expectError(response, 400, 'invalid_request');
-    expect(response.body.error?.details).toEqual({ fields: [{ path, location: 'body', type: 'nul_character', message: 'NUL characters are not allowed' }] });
+    expect(response.body.error?.details).toEqual({
+      fields: [{ path, location: 'body', type: 'nul_character', message: 'NUL characters are not allowed' }],
+    });
   });
 
   it('refuses a NUL in a query parameter', async () => {

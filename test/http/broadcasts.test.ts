@@ -139,7 +139,7 @@ describe('broadcasts', () => {
       expect(fieldsOf(response)).toEqual([expect.objectContaining({ path: 'scheduled_at', location: 'body', type })]);
     });
 
-    it('answers 400 naming segment ids that are not the workspace\'s, by position', async () => {
+    it("answers 400 naming segment ids that are not the workspace's, by position", async () => {
       const missing = 'f'.repeat(24);
       const response = await create(valid({ segment_ids: [segmentA, foreignSegment, missing, 'not-an-id'] }));
       expectError(response, 400, 'invalid_request');
@@ -155,7 +155,7 @@ describe('broadcasts', () => {
     });
 
     it.each([
-      ['another workspace\'s domain', () => `news@${foreignDomain}`],
+      ["another workspace's domain", () => `news@${foreignDomain}`],
       ['an unknown domain', () => 'news@nowhere.example.org'],
       ['a subdomain of a workspace domain', () => `news@sub.${domain}`],
     ])('answers 400 DOMAIN_NOT_FOUND for from_email on %s', async (_name, from) => {
@@ -166,11 +166,13 @@ describe('broadcasts', () => {
     });
 
     it('lists every business problem at once; reason names the first', async () => {
-      const response = await create(valid({
-        from_email: 'x@nowhere.example.org',
-        segment_ids: [foreignSegment],
-        scheduled_at: new Date(Date.now() - 60_000).toISOString(),
-      }));
+      const response = await create(
+        valid({
+          from_email: 'x@nowhere.example.org',
+          segment_ids: [foreignSegment],
+          scheduled_at: new Date(Date.now() - 60_000).toISOString(),
+        }),
+      );
       expectError(response, 400, 'invalid_request');
       expect(response.body.error?.details?.reason).toBe('DOMAIN_NOT_FOUND');
       expect(fieldsOf(response).map((f) => f.path)).toEqual(['from_email', 'segment_ids.0', 'scheduled_at']);
@@ -252,7 +254,7 @@ describe('broadcasts', () => {
   });
 
   describe('GET /api/v1/outbox/broadcasts', () => {
-    it('lists the workspace\'s broadcasts newest first, in pages, and none of another workspace', async () => {
+    it("lists the workspace's broadcasts newest first, in pages, and none of another workspace", async () => {
       const own = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
       const segment = await createSegment(h.stack.orm, own.org.id);
       const ownDomain = `list-${domain}`;
@@ -285,9 +287,19 @@ describe('broadcasts', () => {
       const response = await h.request('GET', '/api/v1/outbox/broadcasts?limit=1');
       expect(response.status).toBe(200);
       const [item] = response.body.data as Record<string, unknown>[];
-      expect(Object.keys(item!).sort()).toEqual(
-        ['_id', 'createdAt', 'fromEmail', 'fromName', 'groupIds', 'metrics', 'name', 'previewText', 'scheduledAt', 'status', 'subject'],
-      );
+      expect(Object.keys(item!).sort()).toEqual([
+        '_id',
+        'createdAt',
+        'fromEmail',
+        'fromName',
+        'groupIds',
+        'metrics',
+        'name',
+        'previewText',
+        'scheduledAt',
+        'status',
+        'subject',
+      ]);
     });
 
     it.each(['0', '101', 'x'])('answers 400 for limit=%s', async (limit) => {

@@ -30,7 +30,16 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
     const ws = await workspace();
     const em = scopeToOrg(h.stack.orm.em.fork(), ws.org.id);
     const tricky = 'Line one\nline "two", with a comma; and ünïcødé';
-    em.create(Contact, { orgId: ws.org.id, email: 'ada@example.com', firstName: 'Ada', lastName: tricky, company: '=SUM(A1)', tags: ['vip', 'a;b'], customFields: { plan: 'pro', seats: 3 }, createdAt: new Date('2026-01-01T00:00:00Z') });
+    em.create(Contact, {
+      orgId: ws.org.id,
+      email: 'ada@example.com',
+      firstName: 'Ada',
+      lastName: tricky,
+      company: '=SUM(A1)',
+      tags: ['vip', 'a;b'],
+      customFields: { plan: 'pro', seats: 3 },
+      createdAt: new Date('2026-01-01T00:00:00Z'),
+    });
     em.create(Contact, { orgId: ws.org.id, email: 'bob@example.com', createdAt: new Date('2026-01-02T00:00:00Z') });
     await em.flush();
 
@@ -42,7 +51,13 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
     expect(Object.keys(rows[0]!)).toEqual([...EXPORT_COLUMNS]);
     expect(rows.map((r) => r.email)).toEqual(['ada@example.com', 'bob@example.com']);
     // A cell a spreadsheet would run as a formula is escaped (see the next test).
-    expect(rows[0]).toMatchObject({ first_name: 'Ada', last_name: tricky, company: "'=SUM(A1)", status: 'active', created_at: '2026-01-01T00:00:00.000Z' });
+    expect(rows[0]).toMatchObject({
+      first_name: 'Ada',
+      last_name: tricky,
+      company: "'=SUM(A1)",
+      status: 'active',
+      created_at: '2026-01-01T00:00:00.000Z',
+    });
     expect(JSON.parse(rows[0]!.tags!)).toEqual(['vip', 'a;b']);
     expect(JSON.parse(rows[0]!.custom_fields!)).toEqual({ plan: 'pro', seats: 3 });
     expect(rows[1]).toMatchObject({ tags: '', custom_fields: '', first_name: '' });
@@ -70,17 +85,20 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
 
     const unsubscribed = parse<Record<string, string>>((await download(ws.key, '?status=unsubscribed')).text, { columns: true });
     expect(unsubscribed).toHaveLength(500);
-    const segment = (await ws.request('POST', '/api/v1/segments', { headers: idem(), body: { name: 'Even', tags: ['even'] } })).body.data as { _id: string };
+    const segment = (await ws.request('POST', '/api/v1/segments', { headers: idem(), body: { name: 'Even', tags: ['even'] } })).body
+      .data as { _id: string };
     const even = parse<Record<string, string>>((await download(ws.key, `?segment_id=${segment._id}`)).text, { columns: true });
     expect(even).toHaveLength(1250);
     expect(even.every((r) => Number(/^c(\d+)@/.exec(r.email!)![1]) % 2 === 0)).toBe(true);
   });
 
-  it('answers a header-only file for no contacts, 404 for another workspace\'s segment, 400 for bad filters, 403 without contacts:read', async () => {
+  it("answers a header-only file for no contacts, 404 for another workspace's segment, 400 for bad filters, 403 without contacts:read", async () => {
     const ws = await workspace();
     expect((await download(ws.key)).text.trim()).toBe(EXPORT_COLUMNS.join(','));
     const other = await workspace();
-    const theirs = (await other.request('POST', '/api/v1/segments', { headers: idem(), body: { name: 'Theirs' } })).body.data as { _id: string };
+    const theirs = (await other.request('POST', '/api/v1/segments', { headers: idem(), body: { name: 'Theirs' } })).body.data as {
+      _id: string;
+    };
     expectError(await ws.request('GET', `/api/v1/contacts/export?segment_id=${theirs._id}`), 404, 'not_found');
     expectError(await ws.request('GET', '/api/v1/contacts/export?segment_id=nope'), 400, 'invalid_request');
     expectError(await ws.request('GET', '/api/v1/contacts/export?status=gone'), 400, 'invalid_request');
@@ -89,13 +107,19 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
   });
 
   describe('cells a spreadsheet would run as formulas (OWASP CSV injection)', () => {
-    const formulas = { firstName: '=HYPERLINK("http://evil.test","x")', lastName: '+1+cmd|\' /C calc\'!A0', company: '-2+3', tags: ['@SUM(1)'], customFields: { note: '\tTab' } };
+    const formulas = {
+      firstName: '=HYPERLINK("http://evil.test","x")',
+      lastName: "+1+cmd|' /C calc'!A0",
+      company: '-2+3',
+      tags: ['@SUM(1)'],
+      customFields: { note: '\tTab' },
+    };
 
     it('escapes every cell starting with = + - @ tab or CR with a leading quote by default, and writes raw values with escape_formulas=false', async () => {
       const ws = await workspace();
       const em = scopeToOrg(h.stack.orm.em.fork(), ws.org.id);
       em.create(Contact, { orgId: ws.org.id, email: 'eve@example.com', ...formulas });
-      em.create(Contact, { orgId: ws.org.id, email: 'ret@example.com', firstName: '\rReturn', lastName: 'O\'Brien', company: 'a=b' });
+      em.create(Contact, { orgId: ws.org.id, email: 'ret@example.com', firstName: '\rReturn', lastName: "O'Brien", company: 'a=b' });
       await em.flush();
 
       const escaped = parse<Record<string, string>>((await download(ws.key)).text, { columns: true });
@@ -121,14 +145,26 @@ describe('GET /api/v1/contacts/export (CSV)', () => {
       const em = scopeToOrg(h.stack.orm.em.fork(), ws.org.id);
       const run = em.create(ContactImport, { orgId: ws.org.id, status: 'completed', uploadExpiresAt: new Date() });
       await em.flush();
-      em.create(ContactImportError, { importId: run.id, orgId: ws.org.id, row: 1, line: 2, email: '=cmd|\' /C calc\'!A0', reason: 'INVALID_EMAIL', message: 'The email is not a valid address.' });
+      em.create(ContactImportError, {
+        importId: run.id,
+        orgId: ws.org.id,
+        row: 1,
+        line: 2,
+        email: "=cmd|' /C calc'!A0",
+        reason: 'INVALID_EMAIL',
+        message: 'The email is not a valid address.',
+      });
       await em.flush();
       const report = async (query = '') => {
-        const response = await fetch(`${h.api.url}/api/v1/contacts/imports/${run.id}/errors${query}`, { headers: { Authorization: `Bearer ${ws.key}` } });
+        const response = await fetch(`${h.api.url}/api/v1/contacts/imports/${run.id}/errors${query}`, {
+          headers: { Authorization: `Bearer ${ws.key}` },
+        });
         expect(response.status).toBe(200);
         return parse<Record<string, string>>(await response.text(), { columns: true });
       };
-      expect(await report()).toEqual([{ row: '1', line: '2', email: "'=cmd|' /C calc'!A0", reason: 'INVALID_EMAIL', message: 'The email is not a valid address.' }]);
+      expect(await report()).toEqual([
+        { row: '1', line: '2', email: "'=cmd|' /C calc'!A0", reason: 'INVALID_EMAIL', message: 'The email is not a valid address.' },
+      ]);
       expect((await report('?escape_formulas=false'))[0]!.email).toBe("=cmd|' /C calc'!A0");
     });
   });

@@ -122,7 +122,11 @@ describe('contacts: update, delete, quality validation, events, filters', () => 
     });
 
     it('accepts a domain with only an A record (implicit MX) and one with MX', async () => {
-      const dns = await startDnsServer({ 'a-only.test': { A: ['192.0.2.1'] }, 'mx.test': { MX: [{ exchange: 'mx.mx.test', priority: 5 }] }, 'null.test': { MX: [{ exchange: '', priority: 0 }] } });
+      const dns = await startDnsServer({
+        'a-only.test': { A: ['192.0.2.1'] },
+        'mx.test': { MX: [{ exchange: 'mx.mx.test', priority: 5 }] },
+        'null.test': { MX: [{ exchange: '', priority: 0 }] },
+      });
       const own = await startApiHarness({ DNS_SERVERS: dns.address });
       try {
         for (const email of ['x@a-only.test', 'x@mx.test']) {

@@ -60,7 +60,9 @@ describe('contacts (the first resource on the API core)', () => {
       const response = await h.request('POST', '/api/v1/contacts', { headers: idem(), body });
       expectError(response, 400, 'invalid_request');
       const fields = (response.body.error?.details as { fields: { path: string; type: string; location: string }[] }).fields;
-      expect(fields, JSON.stringify(fields)).toContainEqual(expect.objectContaining({ path, location: 'body', ...(type === 'object' ? {} : { type }) }));
+      expect(fields, JSON.stringify(fields)).toContainEqual(
+        expect.objectContaining({ path, location: 'body', ...(type === 'object' ? {} : { type }) }),
+      );
     });
 
     it('lists every failing field at once', async () => {
@@ -130,11 +132,20 @@ describe('contacts (the first resource on the API core)', () => {
           last_name: '李 😀',
           company: 'Tab\there & new\nline',
           tags: ['a "quoted" tag', 'ünïcode', 'emoji 🎉'],
-          custom_fields: { plan: 'pro', seats: 12, ratio: 0.25, big: 12345678901, nested: { list: [1, 'two', null, true], empty: {} }, flag: false, nothing: null },
+          custom_fields: {
+            plan: 'pro',
+            seats: 12,
+            ratio: 0.25,
+            big: 12345678901,
+            nested: { list: [1, 'two', null, true], empty: {} },
+            flag: false,
+            nothing: null,
+          },
         },
       ];
       const ids: string[] = [];
-      for (const body of bodies) ids.push(((await request('POST', '/api/v1/contacts', { headers: idem(), body })).body.data as { _id: string })._id);
+      for (const body of bodies)
+        ids.push(((await request('POST', '/api/v1/contacts', { headers: idem(), body })).body.data as { _id: string })._id);
       // A contact changed after its creation: updatedAt differs from createdAt.
       expect((await request('PATCH', `/api/v1/contacts/${ids[0]}`, { headers: idem(), body: { last_name: 'Later' } })).status).toBe(200);
       const list = await request('GET', '/api/v1/contacts?limit=10');
@@ -145,7 +156,10 @@ describe('contacts (the first resource on the API core)', () => {
         const one = await request('GET', `/api/v1/contacts/${item._id}`);
         expect(item).toEqual(one.body.data);
       }
-      expect(list.body.meta).toMatchObject({ request_id: expect.any(String), pagination: { limit: 10, has_more: false, next_cursor: null } });
+      expect(list.body.meta).toMatchObject({
+        request_id: expect.any(String),
+        pagination: { limit: 10, has_more: false, next_cursor: null },
+      });
     });
 
     it('answers an empty page for a workspace without contacts', async () => {
@@ -172,7 +186,7 @@ describe('contacts (the first resource on the API core)', () => {
       expect((await h.request('GET', `/api/v1/contacts?limit=${limit}`)).status).toBe(200);
     });
 
-    it('refuses a tampered cursor, a garbage cursor and another workspace\'s cursor', async () => {
+    it("refuses a tampered cursor, a garbage cursor and another workspace's cursor", async () => {
       for (let i = 0; i < 2; i += 1) {
         await h.request('POST', '/api/v1/contacts', { headers: idem(), body: { email: `cur${i}@example.com` } });
       }

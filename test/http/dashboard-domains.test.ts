@@ -41,7 +41,7 @@ describe('the dashboard: domains', () => {
     expect(await domainsOf(h.workspace.org.id)).toHaveLength(before);
   });
 
-  it('lists the workspace\'s domains with their status, and not another workspace\'s', async () => {
+  it("lists the workspace's domains with their status, and not another workspace's", async () => {
     const { org } = await createOrg(h.stack.orm);
     const verified = await addSendingDomain(h.stack.orm, org.id, { domain: domainName('verified') });
     const attention = await addSendingDomain(h.stack.orm, org.id, { domain: domainName('attention'), status: 'attention' });
@@ -49,8 +49,14 @@ describe('the dashboard: domains', () => {
     const page = await (await signIn(org.id)).get('/dashboard/domains');
     expect(page.status).toBe(200);
     expect(page.text).toContain('aria-current="page">Domains<');
-    expect(page.text).toMatch(new RegExp(`href="/dashboard/domains/${verified.id}">${verified.domain}</a>[\\s\\S]*?<span class="state verified">verified</span>`));
-    expect(page.text).toMatch(new RegExp(`href="/dashboard/domains/${attention.id}">${attention.domain}</a>[\\s\\S]*?<span class="state attention">attention</span>`));
+    expect(page.text).toMatch(
+      new RegExp(`href="/dashboard/domains/${verified.id}">${verified.domain}</a>[\\s\\S]*?<span class="state verified">verified</span>`),
+    );
+    expect(page.text).toMatch(
+      new RegExp(
+        `href="/dashboard/domains/${attention.id}">${attention.domain}</a>[\\s\\S]*?<span class="state attention">attention</span>`,
+      ),
+    );
     expect(page.text).not.toContain(foreign.domain);
     // Accessible: a labelled input and column headers.
     expect(page.text).toContain('<label for="domain-name">Domain name</label>');
@@ -81,11 +87,15 @@ describe('the dashboard: domains', () => {
     ];
     for (const [key, host, value] of records) {
       expect(page.text).toContain(`<code id="record-${key}-host">${host}</code><button type="button" data-copy="record-${key}-host"`);
-      expect(page.text).toContain(`<code id="record-${key}-value">${escaped(value)}</code><button type="button" data-copy="record-${key}-value"`);
+      expect(page.text).toContain(
+        `<code id="record-${key}-value">${escaped(value)}</code><button type="button" data-copy="record-${key}-value"`,
+      );
     }
     expect(page.text).toMatch(/<td data-label="Type"><code>CNAME<\/code><\/td>/);
     // The list shows it, pending; reloading can be turned off.
-    expect((await client.get('/dashboard/domains')).text).toMatch(new RegExp(`${name}</a>[\\s\\S]*?<span class="state pending">pending</span>`));
+    expect((await client.get('/dashboard/domains')).text).toMatch(
+      new RegExp(`${name}</a>[\\s\\S]*?<span class="state pending">pending</span>`),
+    );
     const still = await client.get(`/dashboard/domains/${row!.id}?reload=off`);
     expect(still.headers.get('refresh')).toBeNull();
     expect(still.text).toContain('Reload the status');
@@ -143,7 +153,17 @@ describe('the dashboard: domains', () => {
     const template = await addSendingDomain(h.stack.orm, org.id, { domain: domainName('first') });
     const em = h.stack.orm.em.fork();
     for (let i = 1; i < MAX_DOMAINS_PER_WORKSPACE - 1; i += 1) {
-      em.create(Domain, { orgId: org.id, domain: domainName('bulk'), status: 'pending', dkimPublicKey: template.dkimPublicKey, dkimPrivateKeyEncrypted: template.dkimPrivateKeyEncrypted, dailyCap: null, verifiedAt: null, lastCheckedAt: null, drainLeaseUntil: null });
+      em.create(Domain, {
+        orgId: org.id,
+        domain: domainName('bulk'),
+        status: 'pending',
+        dkimPublicKey: template.dkimPublicKey,
+        dkimPrivateKeyEncrypted: template.dkimPrivateKeyEncrypted,
+        dailyCap: null,
+        verifiedAt: null,
+        lastCheckedAt: null,
+        drainLeaseUntil: null,
+      });
     }
     await em.flush();
     const client = await signIn(org.id);
@@ -156,19 +176,22 @@ describe('the dashboard: domains', () => {
     expect(await domainsOf(org.id)).toHaveLength(MAX_DOMAINS_PER_WORKSPACE);
   });
 
-  it('needs the session\'s CSRF token and this origin to add a domain', async () => {
+  it("needs the session's CSRF token and this origin to add a domain", async () => {
     const client = await signIn();
     const before = (await domainsOf(h.workspace.org.id)).length;
     expect((await client.post('/dashboard/domains', { domain: domainName() })).status).toBe(403);
     expect((await client.post('/dashboard/domains', { domain: domainName(), _csrf: 'forged' })).status).toBe(403);
-    expect((await client.submit('/dashboard/domains', '/dashboard/domains', { domain: domainName() }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect(
+      (await client.submit('/dashboard/domains', '/dashboard/domains', { domain: domainName() }, { origin: 'https://evil.example' }))
+        .status,
+    ).toBe(403);
     const other = await signIn();
     const othersToken = csrfOf((await other.get('/dashboard/domains')).text);
     expect((await client.post('/dashboard/domains', { domain: domainName(), _csrf: othersToken })).status).toBe(403);
     expect(await domainsOf(h.workspace.org.id)).toHaveLength(before);
   });
 
-  it('answers 404 for another workspace\'s domain or an id that is none', async () => {
+  it("answers 404 for another workspace's domain or an id that is none", async () => {
     const { org } = await createOrg(h.stack.orm);
     const foreign = await addSendingDomain(h.stack.orm, org.id, { domain: domainName('elsewhere') });
     const client = await signIn();

@@ -75,7 +75,8 @@ async function insertEmails(h: ApiHarness, orgId: string, emails: readonly SeedE
         updatedAt: seed.createdAt,
       });
     }
-    for (const event of seed.events ?? []) em.create(EmailEvent, { orgId, emailId: id, type: event.type, recipient: event.recipient, domain, occurredAt: event.occurredAt });
+    for (const event of seed.events ?? [])
+      em.create(EmailEvent, { orgId, emailId: id, type: event.type, recipient: event.recipient, domain, occurredAt: event.occurredAt });
     ids.push(id);
   }
   await em.flush();
@@ -97,7 +98,9 @@ describe('the dashboard: emails', () => {
   });
 
   it('answers no emails page without a session (303 to sign-in)', async () => {
-    const [id] = await insertEmails(h, h.workspace.org.id, [{ subject: 'No session', createdAt: minutesAgo(1), recipients: [{ email: 'ada@example.com' }] }]);
+    const [id] = await insertEmails(h, h.workspace.org.id, [
+      { subject: 'No session', createdAt: minutesAgo(1), recipients: [{ email: 'ada@example.com' }] },
+    ]);
     const client = dashboardClient(h.api.url);
     for (const path of ['/dashboard/emails', `/dashboard/emails/${id}`, '/dashboard/emails?status=sent']) {
       const page = await client.get(path);
@@ -106,13 +109,30 @@ describe('the dashboard: emails', () => {
     }
   });
 
-  it('lists the workspace\'s emails newest first, each linking to its page, filtered by status, recipient and from; not another workspace\'s', async () => {
+  it("lists the workspace's emails newest first, each linking to its page, filtered by status, recipient and from; not another workspace's", async () => {
     const { org } = await createOrg(h.stack.orm);
     const { org: other } = await createOrg(h.stack.orm);
     const [receipt, reset, failed] = await insertEmails(h, org.id, [
-      { subject: 'Your receipt', fromEmail: 'shop@shop.example.com', createdAt: minutesAgo(30), recipients: [{ email: 'ada@example.com' }] },
-      { subject: 'Reset your password', fromEmail: 'auth@auth.example.com', fromName: 'Auth desk', createdAt: minutesAgo(20), recipients: [{ email: 'bob@example.com' }, { email: 'ada@example.com', kind: 'cc' }] },
-      { subject: 'Never left', fromEmail: 'shop@shop.example.com', status: 'failed', createdAt: minutesAgo(10), recipients: [{ email: 'cy@example.com', status: 'failed' }] },
+      {
+        subject: 'Your receipt',
+        fromEmail: 'shop@shop.example.com',
+        createdAt: minutesAgo(30),
+        recipients: [{ email: 'ada@example.com' }],
+      },
+      {
+        subject: 'Reset your password',
+        fromEmail: 'auth@auth.example.com',
+        fromName: 'Auth desk',
+        createdAt: minutesAgo(20),
+        recipients: [{ email: 'bob@example.com' }, { email: 'ada@example.com', kind: 'cc' }],
+      },
+      {
+        subject: 'Never left',
+        fromEmail: 'shop@shop.example.com',
+        status: 'failed',
+        createdAt: minutesAgo(10),
+        recipients: [{ email: 'cy@example.com', status: 'failed' }],
+      },
     ]);
     await insertEmails(h, other.id, [{ subject: 'Foreign subject', createdAt: minutesAgo(5), recipients: [{ email: 'ada@example.com' }] }]);
     const client = await signIn(org.id);
@@ -128,7 +148,12 @@ describe('the dashboard: emails', () => {
     expect(page.text).toContain('<span class="state failed">failed</span>');
     expect(page.text).not.toContain('Foreign subject');
     // Accessible: labelled filters, column headers.
-    for (const label of ['<label for="filter-status">Status</label>', '<label for="filter-to">Recipient</label>', '<label for="filter-from">From']) expect(page.text).toContain(label);
+    for (const label of [
+      '<label for="filter-status">Status</label>',
+      '<label for="filter-to">Recipient</label>',
+      '<label for="filter-from">From',
+    ])
+      expect(page.text).toContain(label);
     expect(page.text).toContain('<th scope="col">Subject</th>');
 
     const subjects = async (query: string) => {
@@ -142,7 +167,9 @@ describe('the dashboard: emails', () => {
     expect(await subjects('from=shop%40shop.example.com&status=sent')).toEqual([receipt]);
     expect(await subjects('status=&to=&from=')).toEqual([failed, reset, receipt]);
     // The form shows the filters it applied.
-    expect((await client.get('/dashboard/emails?status=failed&to=cy%40example.com')).text).toMatch(/<option value="failed" selected>[\s\S]*value="cy@example.com"/);
+    expect((await client.get('/dashboard/emails?status=failed&to=cy%40example.com')).text).toMatch(
+      /<option value="failed" selected>[\s\S]*value="cy@example.com"/,
+    );
 
     const bad = await client.get('/dashboard/emails?to=not-an-address&status=lost');
     expect(bad.status).toBe(400);
@@ -153,8 +180,18 @@ describe('the dashboard: emails', () => {
 
   it('pages through the log with an Older link that keeps the filters, each email once', async () => {
     const { org } = await createOrg(h.stack.orm);
-    const seeds: SeedEmail[] = Array.from({ length: 55 }, (_, i) => ({ subject: `Bulk ${i}`, fromEmail: 'bulk@bulk.example.com', createdAt: minutesAgo(120 - i), recipients: [{ email: `r${i}@example.com` }] }));
-    seeds.push({ subject: 'Other sender', fromEmail: 'other@other.example.com', createdAt: minutesAgo(1), recipients: [{ email: 'x@example.com' }] });
+    const seeds: SeedEmail[] = Array.from({ length: 55 }, (_, i) => ({
+      subject: `Bulk ${i}`,
+      fromEmail: 'bulk@bulk.example.com',
+      createdAt: minutesAgo(120 - i),
+      recipients: [{ email: `r${i}@example.com` }],
+    }));
+    seeds.push({
+      subject: 'Other sender',
+      fromEmail: 'other@other.example.com',
+      createdAt: minutesAgo(1),
+      recipients: [{ email: 'x@example.com' }],
+    });
     const ids = await insertEmails(h, org.id, seeds);
     const client = await signIn(org.id);
     const idsOn = (text: string) => [...text.matchAll(/<a href="\/dashboard\/emails\/([a-f0-9]{24})">/g)].map((match) => match[1]);
@@ -178,7 +215,7 @@ describe('the dashboard: emails', () => {
     expect(idsOn((await client.get('/dashboard/emails?older=garbage')).text)[0]).toBe(ids.at(-1));
   });
 
-  it('shows one email with each recipient\'s timeline in order, the remote server\'s diagnostic with the bounce', async () => {
+  it("shows one email with each recipient's timeline in order, the remote server's diagnostic with the bounce", async () => {
     const { org } = await createOrg(h.stack.orm);
     const t = (s: number) => new Date(Date.UTC(2026, 10, 24, 12, 0, s));
     const [id] = await insertEmails(h, org.id, [
@@ -189,7 +226,15 @@ describe('the dashboard: emails', () => {
         createdAt: t(0),
         recipients: [
           { email: 'bob@example.com', status: 'complained', lastResponse: '250 2.0.0 OK queued as 12345', lastResponseCode: 250 },
-          { email: 'ada@example.com', kind: 'cc', status: 'bounced', attempts: 2, lastResponse: '5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table', lastResponseCode: 550, bounceType: 'hard' },
+          {
+            email: 'ada@example.com',
+            kind: 'cc',
+            status: 'bounced',
+            attempts: 2,
+            lastResponse: '5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table',
+            lastResponseCode: 550,
+            bounceType: 'hard',
+          },
         ],
         events: [
           // Written out of order: the page shows them oldest first.
@@ -223,16 +268,24 @@ describe('the dashboard: emails', () => {
     expect(ada).toContain('Delivery attempts: 2');
     // The bounce carries the remote server's reply (its code and text), escaped; the deferral before it has none stored.
     const bounce = ada.slice(ada.indexOf('<span class="event bounced">'));
-    expect(bounce).toContain(`<code>550 ${escaped('5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table')}</code>`);
+    expect(bounce).toContain(
+      `<code>550 ${escaped('5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table')}</code>`,
+    );
     expect(bounce).toContain('(hard bounce)');
-    expect(ada.slice(ada.indexOf('<span class="event deferred">'), ada.indexOf('<span class="event bounced">'))).not.toContain('Remote server');
+    expect(ada.slice(ada.indexOf('<span class="event deferred">'), ada.indexOf('<span class="event bounced">'))).not.toContain(
+      'Remote server',
+    );
     // bob's relay reply sits with the send (a code already leading the text is not repeated).
-    expect(bob.slice(bob.indexOf('<span class="event sent">'), bob.indexOf('<span class="event delivered">'))).toContain('<code>250 2.0.0 OK queued as 12345</code>');
+    expect(bob.slice(bob.indexOf('<span class="event sent">'), bob.indexOf('<span class="event delivered">'))).toContain(
+      '<code>250 2.0.0 OK queued as 12345</code>',
+    );
   });
 
-  it('answers 404 for another workspace\'s email or an id that is none', async () => {
+  it("answers 404 for another workspace's email or an id that is none", async () => {
     const { org } = await createOrg(h.stack.orm);
-    const [foreign] = await insertEmails(h, org.id, [{ subject: 'Somebody else\'s', createdAt: minutesAgo(3), recipients: [{ email: 'ada@example.com' }] }]);
+    const [foreign] = await insertEmails(h, org.id, [
+      { subject: "Somebody else's", createdAt: minutesAgo(3), recipients: [{ email: 'ada@example.com' }] },
+    ]);
     const client = await signIn(h.workspace.org.id);
     for (const path of [`/dashboard/emails/${foreign}`, '/dashboard/emails/000000000000000000000000', '/dashboard/emails/nope']) {
       const page = await client.get(path);
@@ -249,7 +302,15 @@ describe('the dashboard: emails', () => {
         subject: '<script>alert("subject")</script>',
         fromName: '<img src=x onerror=alert(1)>',
         createdAt: minutesAgo(2),
-        recipients: [{ email: 'ada@example.com', status: 'bounced', lastResponse: '550 <script>alert("diag")</script>', lastResponseCode: 550, bounceType: 'hard' }],
+        recipients: [
+          {
+            email: 'ada@example.com',
+            status: 'bounced',
+            lastResponse: '550 <script>alert("diag")</script>',
+            lastResponseCode: 550,
+            bounceType: 'hard',
+          },
+        ],
         events: [{ type: 'bounced', recipient: 'ada@example.com', occurredAt: minutesAgo(1) }],
       },
     ]);

@@ -16,7 +16,7 @@ import { insertAttachment, insertMessage, insertThread } from '../support/inbox-
 /** A page's text without the break opportunities (`<wbr>`) long runs get. */
 const plain = (text: string) => text.replaceAll('<wbr>', '');
 
-describe('the dashboard\'s inbox pages', () => {
+describe("the dashboard's inbox pages", () => {
   let h: ApiHarness;
   let blobDir: string;
   let blobs: BlobStore;
@@ -50,7 +50,11 @@ describe('the dashboard\'s inbox pages', () => {
     const message = await insertMessage(h.stack.orm, h.workspace.org.id);
     const attachment = await insertAttachment(h.stack.orm, h.workspace.org.id, { messageId: message.id, blobs });
     const client = dashboardClient(h.api.url);
-    for (const path of ['/dashboard/inbox', `/dashboard/inbox/threads/${message.threadId}`, `/dashboard/inbox/messages/${message.id}/attachments/${attachment.id}`]) {
+    for (const path of [
+      '/dashboard/inbox',
+      `/dashboard/inbox/threads/${message.threadId}`,
+      `/dashboard/inbox/messages/${message.id}/attachments/${attachment.id}`,
+    ]) {
       const page = await client.get(path);
       expect(page.status, path).toBe(303);
       expect(page.headers.get('location'), path).toBe('/dashboard/sign-in');
@@ -60,13 +64,26 @@ describe('the dashboard\'s inbox pages', () => {
     expect((await scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(InboxMessage, { id: message.id })).readAt).toBeNull();
   });
 
-  it('lists threads most recent first with subject, participants and an unread marker; not another workspace\'s', async () => {
+  it("lists threads most recent first with subject, participants and an unread marker; not another workspace's", async () => {
     const { orgId, client } = await freshWorkspace();
     const now = Date.now();
-    const older = await insertThread(h.stack.orm, orgId, { subject: 'Invoice question', participants: ['bob@example.com', 'billing@inbox.example.com'], lastMessageAt: new Date(now - 3_600_000) });
+    const older = await insertThread(h.stack.orm, orgId, {
+      subject: 'Invoice question',
+      participants: ['bob@example.com', 'billing@inbox.example.com'],
+      lastMessageAt: new Date(now - 3_600_000),
+    });
     await insertMessage(h.stack.orm, orgId, { threadId: older.id, readAt: new Date() });
-    const newer = await insertThread(h.stack.orm, orgId, { subject: 'Where is my order?', participants: ['carol@example.com'], lastMessageAt: new Date(now - 60_000) });
-    await insertMessage(h.stack.orm, orgId, { threadId: newer.id, fromEmail: 'carol@example.com', fromName: 'Carol', text: 'It has been a week.' });
+    const newer = await insertThread(h.stack.orm, orgId, {
+      subject: 'Where is my order?',
+      participants: ['carol@example.com'],
+      lastMessageAt: new Date(now - 60_000),
+    });
+    await insertMessage(h.stack.orm, orgId, {
+      threadId: newer.id,
+      fromEmail: 'carol@example.com',
+      fromName: 'Carol',
+      text: 'It has been a week.',
+    });
     const foreign = await insertThread(h.stack.orm, h.workspace.org.id, { subject: 'Foreign thread subject' });
 
     const response = await client.get('/dashboard/inbox');
@@ -91,7 +108,8 @@ describe('the dashboard\'s inbox pages', () => {
     const { orgId, client } = await freshWorkspace();
     const base = Date.now() - 86_400_000;
     const threads = [];
-    for (let i = 0; i < 51; i += 1) threads.push(await insertThread(h.stack.orm, orgId, { subject: `Thread ${i}`, lastMessageAt: new Date(base + i * 1000) }));
+    for (let i = 0; i < 51; i += 1)
+      threads.push(await insertThread(h.stack.orm, orgId, { subject: `Thread ${i}`, lastMessageAt: new Date(base + i * 1000) }));
     const first = await client.get('/dashboard/inbox');
     expect(first.text).toContain(threads[50]!.id);
     expect(first.text).not.toContain(threads[0]!.id);
@@ -104,9 +122,13 @@ describe('the dashboard\'s inbox pages', () => {
     expect(second.text).not.toContain('rel="next"');
   });
 
-  it('shows a thread\'s messages oldest first: from, to, date, text body', async () => {
+  it("shows a thread's messages oldest first: from, to, date, text body", async () => {
     const { orgId, client } = await freshWorkspace();
-    const thread = await insertThread(h.stack.orm, orgId, { subject: 'Refund', participants: ['dave@example.com', 'support@inbox.example.com'], messageCount: 2 });
+    const thread = await insertThread(h.stack.orm, orgId, {
+      subject: 'Refund',
+      participants: ['dave@example.com', 'support@inbox.example.com'],
+      messageCount: 2,
+    });
     await insertMessage(h.stack.orm, orgId, {
       threadId: thread.id,
       subject: 'Refund',
@@ -142,10 +164,16 @@ describe('the dashboard\'s inbox pages', () => {
     expect(page.text.indexOf('First line')).toBeLessThan(page.text.indexOf('Refunded today:'));
   });
 
-  it('shows an HTML body only inside a sandboxed iframe\'s srcdoc, escaped, never live in the page', async () => {
+  it("shows an HTML body only inside a sandboxed iframe's srcdoc, escaped, never live in the page", async () => {
     const { orgId, client } = await freshWorkspace();
-    const hostile = '<p onclick="steal()">Hi</p><script>alert("inbox")</script><img src="https://tracker.example/pixel.gif"><iframe src="https://evil.example"></iframe>"\'&amp;';
-    const message = await insertMessage(h.stack.orm, orgId, { subject: '<script>alert("subject")</script>', fromName: '<img src=x onerror=alert(1)>', text: '<script>alert("text")</script>', html: hostile });
+    const hostile =
+      '<p onclick="steal()">Hi</p><script>alert("inbox")</script><img src="https://tracker.example/pixel.gif"><iframe src="https://evil.example"></iframe>"\'&amp;';
+    const message = await insertMessage(h.stack.orm, orgId, {
+      subject: '<script>alert("subject")</script>',
+      fromName: '<img src=x onerror=alert(1)>',
+      text: '<script>alert("text")</script>',
+      html: hostile,
+    });
     const page = await client.get(`/dashboard/inbox/threads/${message.threadId}`);
     expect(page.status).toBe(200);
     expect(page.text).not.toContain('<script>alert');
@@ -170,7 +198,13 @@ describe('the dashboard\'s inbox pages', () => {
     const { orgId, client } = await freshWorkspace();
     const message = await insertMessage(h.stack.orm, orgId, { attachmentCount: 2 });
     const bytes = Buffer.concat([Buffer.from([0x00, 0xff, 0xfe, 0x0d, 0x0a]), Buffer.alloc(100_000, 0x41)]);
-    const attachment = await insertAttachment(h.stack.orm, orgId, { messageId: message.id, blobs, bytes, filename: 'report <1>.pdf', contentType: 'application/pdf' });
+    const attachment = await insertAttachment(h.stack.orm, orgId, {
+      messageId: message.id,
+      blobs,
+      bytes,
+      filename: 'report <1>.pdf',
+      contentType: 'application/pdf',
+    });
     await insertAttachment(h.stack.orm, orgId, { messageId: message.id, status: 'failed', filename: 'lost.zip', position: 1 });
     const page = await client.get(`/dashboard/inbox/threads/${message.threadId}`);
     const href = `/dashboard/inbox/messages/${message.id}/attachments/${attachment.id}`;
@@ -190,16 +224,22 @@ describe('the dashboard\'s inbox pages', () => {
     expect(response.headers.get('cache-control')).toBe('private, no-store');
   });
 
-  it('keeps workspaces apart: another workspace\'s thread or attachment is 404', async () => {
+  it("keeps workspaces apart: another workspace's thread or attachment is 404", async () => {
     const { client } = await freshWorkspace();
     const message = await insertMessage(h.stack.orm, h.workspace.org.id, { subject: 'Not yours' });
-    const attachment = await insertAttachment(h.stack.orm, h.workspace.org.id, { messageId: message.id, blobs, bytes: Buffer.from('secret bytes') });
+    const attachment = await insertAttachment(h.stack.orm, h.workspace.org.id, {
+      messageId: message.id,
+      blobs,
+      bytes: Buffer.from('secret bytes'),
+    });
     expect((await client.get(`/dashboard/inbox/threads/${message.threadId}`)).status).toBe(404);
     expect((await client.get('/dashboard/inbox/threads/nope')).status).toBe(404);
     const foreign = await download(client, `/dashboard/inbox/messages/${message.id}/attachments/${attachment.id}`);
     expect(foreign.response.status).toBe(404);
     expect(foreign.bytes.toString()).not.toContain('secret bytes');
-    expect((await client.submit('/dashboard/inbox', `/dashboard/inbox/threads/${message.threadId}/read`, { read: 'true' })).status).toBe(404);
+    expect((await client.submit('/dashboard/inbox', `/dashboard/inbox/threads/${message.threadId}/read`, { read: 'true' })).status).toBe(
+      404,
+    );
     expect((await scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(InboxMessage, { id: message.id })).readAt).toBeNull();
   });
 

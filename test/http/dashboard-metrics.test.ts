@@ -16,7 +16,14 @@ async function record(h: ApiHarness, orgId: string, daysAgo: number, counts: Par
     for (const [type, count] of Object.entries(counts) as [EmailEventType, number][]) {
       for (let i = 0; i < count; i += 1) {
         n += 1;
-        await recordEmailEvent(em, { orgId, type, recipient: `r${n}@example.com`, domain: 'example.com', broadcastId: null, occurredAt: at });
+        await recordEmailEvent(em, {
+          orgId,
+          type,
+          recipient: `r${n}@example.com`,
+          domain: 'example.com',
+          broadcastId: null,
+          occurredAt: at,
+        });
       }
     }
     await em.flush();
@@ -43,7 +50,7 @@ describe('dashboard metrics page', () => {
     expect(page.headers.get('location')).toBe('/dashboard/sign-in');
   });
 
-  it('charts the workspace\'s sent, delivered, bounced and complained per day over 7, 30 or 90 days, and only its own', async () => {
+  it("charts the workspace's sent, delivered, bounced and complained per day over 7, 30 or 90 days, and only its own", async () => {
     const { org } = await createOrg(h.stack.orm);
     await record(h, org.id, 0, { sent: 5, delivered: 4, bounced: 1, complained: 1 });
     await record(h, org.id, 20, { sent: 3, delivered: 3 });
@@ -89,11 +96,15 @@ describe('dashboard link to the Temporal UI', () => {
   });
   afterAll(() => h.close());
 
-  it('links every page to the workspace\'s workflows in the Temporal UI, filtered by HeraldOrgId', async () => {
-    const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: `${unique('ui').toLowerCase()}@example.com` });
+  it("links every page to the workspace's workflows in the Temporal UI, filtered by HeraldOrgId", async () => {
+    const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, {
+      email: `${unique('ui').toLowerCase()}@example.com`,
+    });
     const page = await client.get('/dashboard/metrics');
     const href = /<a href="([^"]+)" target="_blank" rel="noopener noreferrer">Workflows \(Temporal UI\)<\/a>/.exec(page.text)?.[1];
     expect(href).toBeDefined();
-    expect(decodeEntities(href!)).toBe(`http://127.0.0.1:8233/namespaces/${h.stack.config.temporal.namespace}/workflows?query=${encodeURIComponent(`HeraldOrgId="${h.workspace.org.id}"`)}`);
+    expect(decodeEntities(href!)).toBe(
+      `http://127.0.0.1:8233/namespaces/${h.stack.config.temporal.namespace}/workflows?query=${encodeURIComponent(`HeraldOrgId="${h.workspace.org.id}"`)}`,
+    );
   });
 });

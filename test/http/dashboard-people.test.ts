@@ -39,7 +39,9 @@ describe('dashboard people: who has access, invitations and removal by owners', 
     expect(list.text).toContain('Only an owner can invite or remove people.');
     expect(list.text).not.toContain('Remove access');
 
-    expect((await owner.client.submit('/dashboard/people', '/dashboard/people', { email: 'not an address', role: 'member' })).status).toBe(400);
+    expect((await owner.client.submit('/dashboard/people', '/dashboard/people', { email: 'not an address', role: 'member' })).status).toBe(
+      400,
+    );
     expect((await owner.client.submit('/dashboard/people', '/dashboard/people', { email: email(), role: 'admin' })).status).toBe(400);
   });
 
@@ -52,7 +54,7 @@ describe('dashboard people: who has access, invitations and removal by owners', 
     expect((await victim.client.get('/dashboard/keys')).status).toBe(200);
   });
 
-  it('lets an owner remove a person\'s access: signed out everywhere, their password gone; not their own, not another workspace\'s', async () => {
+  it("lets an owner remove a person's access: signed out everywhere, their password gone; not their own, not another workspace's", async () => {
     const owner = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'owner' });
     const leaver = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), name: 'Leaving Person' });
     const leaverId = (await h.stack.orm.em.fork().findOneOrFail(User, { email: leaver.email }, ALL_TENANTS)).id;
@@ -61,7 +63,10 @@ describe('dashboard people: who has access, invitations and removal by owners', 
     expect(removed.status).toBe(200);
     expect(removed.text).toContain('Leaving Person no longer has access');
     expect((await leaver.client.get('/dashboard/keys')).status).toBe(303);
-    const signIn = await dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', { email: leaver.email, password: leaver.password });
+    const signIn = await dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', {
+      email: leaver.email,
+      password: leaver.password,
+    });
     expect(signIn.status).toBe(401);
 
     const ownerId = (await h.stack.orm.em.fork().findOneOrFail(User, { email: owner.email }, ALL_TENANTS)).id;
@@ -77,8 +82,10 @@ describe('dashboard people: who has access, invitations and removal by owners', 
 
   describe('invitations never take over an account', () => {
     const userOf = (address: string) => h.stack.orm.em.fork().findOneOrFail(User, { email: address }, ALL_TENANTS);
-    const openInvites = (address: string) => h.stack.orm.em.fork().count(DashboardInvite, { email: address, acceptedAt: null, expiresAt: { $gt: new Date() } }, ALL_TENANTS);
-    const signIn = (address: string, password: string) => dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', { email: address, password });
+    const openInvites = (address: string) =>
+      h.stack.orm.em.fork().count(DashboardInvite, { email: address, acceptedAt: null, expiresAt: { $gt: new Date() } }, ALL_TENANTS);
+    const signIn = (address: string, password: string) =>
+      dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', { email: address, password });
     /** Posts an acceptance to `path` with a valid pre-session form token (from the sign-in page), as a browser that kept the page open would. */
     async function acceptWithValidForm(path: string) {
       const browser = dashboardClient(h.api.url);
@@ -89,21 +96,38 @@ describe('dashboard people: who has access, invitations and removal by owners', 
     async function earlierInvite(orgId: string, address: string, role: UserRole): Promise<string> {
       const token = randomBytes(32).toString('base64url');
       const em = h.stack.orm.em.fork();
-      em.create(DashboardInvite, { orgId, email: address, role, kind: 'invite', tokenHash: createHash('sha256').update(token).digest('hex'), expiresAt: new Date(Date.now() + 86_400_000), acceptedAt: null });
+      em.create(DashboardInvite, {
+        orgId,
+        email: address,
+        role,
+        kind: 'invite',
+        tokenHash: createHash('sha256').update(token).digest('hex'),
+        expiresAt: new Date(Date.now() + 86_400_000),
+        acceptedAt: null,
+      });
       await em.flush();
       return token;
     }
 
-    it('refuses to invite an address that already has access (409, nothing created), from the dashboard and the operator\'s service alike', async () => {
+    it("refuses to invite an address that already has access (409, nothing created), from the dashboard and the operator's service alike", async () => {
       const owner = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'owner' });
-      const member = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'member', name: 'Mia Member' });
+      const member = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, {
+        email: email(),
+        role: 'member',
+        name: 'Mia Member',
+      });
       const promote = await owner.client.submit('/dashboard/people', '/dashboard/people', { email: member.email, role: 'owner' });
       expect(promote.status, promote.text).toBe(409);
       expect(decodeEntities(promote.text)).toContain(`${member.email} already has access to this workspace`);
       expect(promote.text).not.toContain('invite-link');
-      const demote = await owner.client.submit('/dashboard/people', '/dashboard/people', { email: owner.email.toUpperCase(), role: 'member' });
+      const demote = await owner.client.submit('/dashboard/people', '/dashboard/people', {
+        email: owner.email.toUpperCase(),
+        role: 'member',
+      });
       expect(demote.status).toBe(409);
-      await expect(createDashboardAuthService({ orm: h.stack.orm }).invite({ orgId: h.workspace.org.id, email: member.email, role: 'member' })).rejects.toMatchObject({ code: 'conflict' });
+      await expect(
+        createDashboardAuthService({ orm: h.stack.orm }).invite({ orgId: h.workspace.org.id, email: member.email, role: 'member' }),
+      ).rejects.toMatchObject({ code: 'conflict' });
       expect(await openInvites(member.email)).toBe(0);
       expect(await openInvites(owner.email)).toBe(0);
       expect(await userOf(member.email)).toMatchObject({ role: 'member', name: 'Mia Member' });
@@ -113,10 +137,17 @@ describe('dashboard people: who has access, invitations and removal by owners', 
     });
 
     it('accepting an invitation opened before the person had access changes nothing: 409, password, role and sessions kept, the link used up', async () => {
-      const person = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'member', name: 'Kept Name' });
+      const person = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, {
+        email: email(),
+        role: 'member',
+        name: 'Kept Name',
+      });
       const token = await earlierInvite(h.workspace.org.id, person.email, 'owner');
       const stranger = dashboardClient(h.api.url);
-      const accepted = await stranger.submit(`/dashboard/invite/${token}`, `/dashboard/invite/${token}`, { name: 'Taken Over', password: 'a brand new passphrase' });
+      const accepted = await stranger.submit(`/dashboard/invite/${token}`, `/dashboard/invite/${token}`, {
+        name: 'Taken Over',
+        password: 'a brand new passphrase',
+      });
       expect(accepted.status, accepted.text).toBe(409);
       expect(accepted.text).toContain('already has access');
       expect(stranger.jar.has('herald_session')).toBe(false);
@@ -158,7 +189,9 @@ describe('dashboard people: who has access, invitations and removal by owners', 
       // Another workspace's invitation: not found, still open.
       const { org } = await createOrg(h.stack.orm);
       const foreign = await createDashboardAuthService({ orm: h.stack.orm }).invite({ orgId: org.id, email: email(), role: 'member' });
-      expect((await owner.client.post(`/dashboard/people/invitations/${foreign.invite.id}/cancel`, { _csrf: csrfOf(page.text) })).status).toBe(404);
+      expect(
+        (await owner.client.post(`/dashboard/people/invitations/${foreign.invite.id}/cancel`, { _csrf: csrfOf(page.text) })).status,
+      ).toBe(404);
       expect(await openInvites(foreign.invite.email)).toBe(1);
     });
 
@@ -166,7 +199,10 @@ describe('dashboard people: who has access, invitations and removal by owners', 
       const owner = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'owner' });
       const leaver = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
       const invitation = await earlierInvite(h.workspace.org.id, leaver.email, 'member');
-      const signInLink = await createDashboardAuthService({ orm: h.stack.orm }).signInLink({ orgId: h.workspace.org.id, email: leaver.email });
+      const signInLink = await createDashboardAuthService({ orm: h.stack.orm }).signInLink({
+        orgId: h.workspace.org.id,
+        email: leaver.email,
+      });
       const leaverId = (await userOf(leaver.email)).id;
       const page = await owner.client.get('/dashboard/people');
       expect((await owner.client.post(`/dashboard/people/${leaverId}/revoke`, { _csrf: csrfOf(page.text) })).status).toBe(200);
@@ -177,7 +213,7 @@ describe('dashboard people: who has access, invitations and removal by owners', 
       expect((await userOf(leaver.email)).passwordHash).toBeNull();
     });
 
-    it('accepting an invitation ends the account\'s other sessions; an owner stays an owner', async () => {
+    it("accepting an invitation ends the account's other sessions; an owner stays an owner", async () => {
       // A workspace's first owner has no password; an operator's link signed them in somewhere.
       const { org, owner } = await createOrg(h.stack.orm);
       const auth = createDashboardAuthService({ orm: h.stack.orm });
@@ -187,7 +223,9 @@ describe('dashboard people: who has access, invitations and removal by owners', 
       expect((await elsewhere.get('/dashboard/keys')).status).toBe(200);
 
       // Demoting them by invitation is refused, from the dashboard too, and changes nothing.
-      await expect(auth.invite({ orgId: org.id, email: owner.email, role: 'member' })).rejects.toThrow(/is an owner; an invitation cannot change their role/);
+      await expect(auth.invite({ orgId: org.id, email: owner.email, role: 'member' })).rejects.toThrow(
+        /is an owner; an invitation cannot change their role/,
+      );
       const colleague = await signedInPerson(h.stack.orm, h.api.url, org.id, { email: email(), role: 'owner' });
       const demote = await colleague.client.submit('/dashboard/people', '/dashboard/people', { email: owner.email, role: 'member' });
       expect(demote.status).toBe(409);
@@ -195,7 +233,14 @@ describe('dashboard people: who has access, invitations and removal by owners', 
       // An invitation as member opened before that check: accepted, the role stays owner.
       const earlier = await earlierInvite(org.id, owner.email, 'member');
       const here = dashboardClient(h.api.url);
-      expect((await here.submit(`/dashboard/invite/${earlier}`, `/dashboard/invite/${earlier}`, { name: 'First Owner', password: 'the first owner passphrase' })).status).toBe(303);
+      expect(
+        (
+          await here.submit(`/dashboard/invite/${earlier}`, `/dashboard/invite/${earlier}`, {
+            name: 'First Owner',
+            password: 'the first owner passphrase',
+          })
+        ).status,
+      ).toBe(303);
       expect(await userOf(owner.email)).toMatchObject({ role: 'owner', name: 'First Owner' });
       expect((await here.get('/dashboard/people')).text).toContain('Invite someone');
       expect((await elsewhere.get('/dashboard/keys')).status).toBe(303);
@@ -208,7 +253,14 @@ describe('dashboard people: who has access, invitations and removal by owners', 
       expect((await old.submit(`/dashboard/sign-in/${link.token}`, `/dashboard/sign-in/${link.token}`, {})).status).toBe(303);
       const { token } = await auth.invite({ orgId: second.id, email: secondOwner.email, role: 'owner' });
       const fresh = dashboardClient(h.api.url);
-      expect((await fresh.submit(`/dashboard/invite/${token}`, `/dashboard/invite/${token}`, { name: 'Second Owner', password: 'another long passphrase' })).status).toBe(303);
+      expect(
+        (
+          await fresh.submit(`/dashboard/invite/${token}`, `/dashboard/invite/${token}`, {
+            name: 'Second Owner',
+            password: 'another long passphrase',
+          })
+        ).status,
+      ).toBe(303);
       expect((await old.get('/dashboard/keys')).status).toBe(303);
       expect((await fresh.get('/dashboard/keys')).status).toBe(200);
     });

@@ -9,7 +9,7 @@ import { dashboardClient, decodeEntities, signedInPerson } from '../support/dash
 import { createOrg, unique } from '../support/factories.ts';
 import { insertDelivery, insertEndpoint, type DeliveryRecord, type WebhookRecord } from '../support/webhook-rows.ts';
 
-describe('the dashboard\'s webhooks pages', () => {
+describe("the dashboard's webhooks pages", () => {
   let h: ApiHarness;
   let temporal: TemporalClientHandle;
   /** Endpoint actors woken by replays, terminated at the end (no worker runs here). */
@@ -27,7 +27,10 @@ describe('the dashboard\'s webhooks pages', () => {
   });
   afterAll(async () => {
     for (const workflowId of started) {
-      await temporal.client.workflow.getHandle(workflowId).terminate('test over').catch(() => {});
+      await temporal.client.workflow
+        .getHandle(workflowId)
+        .terminate('test over')
+        .catch(() => {});
     }
     await temporal.close();
     await h.close();
@@ -48,11 +51,17 @@ describe('the dashboard\'s webhooks pages', () => {
     expect((await endpointRow(h.workspace.org.id, endpoint.id)).secretEncrypted).toBe(endpoint.secretEncrypted);
   });
 
-  it('lists the workspace\'s endpoints (URL, events, state) and not another workspace\'s', async () => {
+  it("lists the workspace's endpoints (URL, events, state) and not another workspace's", async () => {
     const { org: other } = await createOrg(h.stack.orm);
     const foreign = await insertEndpoint(h.stack.orm, other.id, { url: 'https://foreign.example.com/hook' });
-    const enabled = await insertEndpoint(h.stack.orm, h.workspace.org.id, { url: 'https://orders.example.com/hook', events: ['email.delivered', 'email.bounced'] });
-    const disabled = await insertEndpoint(h.stack.orm, h.workspace.org.id, { enabled: false, disabledReason: 'The receiver answered 410 Gone.' });
+    const enabled = await insertEndpoint(h.stack.orm, h.workspace.org.id, {
+      url: 'https://orders.example.com/hook',
+      events: ['email.delivered', 'email.bounced'],
+    });
+    const disabled = await insertEndpoint(h.stack.orm, h.workspace.org.id, {
+      enabled: false,
+      disabledReason: 'The receiver answered 410 Gone.',
+    });
     const { client } = await person();
     const page = await client.get('/dashboard/webhooks');
     expect(page.status).toBe(200);
@@ -66,11 +75,21 @@ describe('the dashboard\'s webhooks pages', () => {
     expect(plain(page.text)).not.toContain('foreign.example.com');
   });
 
-  it('shows an endpoint\'s delivery log newest first, filtered by status with a GET form', async () => {
+  it("shows an endpoint's delivery log newest first, filtered by status with a GET form", async () => {
     const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id);
     const base = Date.now() - 60_000;
-    const failed = await insertDelivery(h.stack.orm, h.workspace.org.id, { webhookId: endpoint.id, status: 'exhausted', type: 'email.bounced', createdAt: new Date(base) });
-    const delivered = await insertDelivery(h.stack.orm, h.workspace.org.id, { webhookId: endpoint.id, status: 'delivered', type: 'email.delivered', createdAt: new Date(base + 1000) });
+    const failed = await insertDelivery(h.stack.orm, h.workspace.org.id, {
+      webhookId: endpoint.id,
+      status: 'exhausted',
+      type: 'email.bounced',
+      createdAt: new Date(base),
+    });
+    const delivered = await insertDelivery(h.stack.orm, h.workspace.org.id, {
+      webhookId: endpoint.id,
+      status: 'delivered',
+      type: 'email.delivered',
+      createdAt: new Date(base + 1000),
+    });
     const elsewhere = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'delivered', type: 'contact.deleted' });
     const { client } = await person();
 
@@ -96,7 +115,14 @@ describe('the dashboard\'s webhooks pages', () => {
     const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id);
     const base = Date.now() - 3_600_000;
     const rows = [];
-    for (let i = 0; i < 51; i += 1) rows.push(await insertDelivery(h.stack.orm, h.workspace.org.id, { webhookId: endpoint.id, status: 'delivered', createdAt: new Date(base + i * 1000) }));
+    for (let i = 0; i < 51; i += 1)
+      rows.push(
+        await insertDelivery(h.stack.orm, h.workspace.org.id, {
+          webhookId: endpoint.id,
+          status: 'delivered',
+          createdAt: new Date(base + i * 1000),
+        }),
+      );
     const { client } = await person();
     const first = await client.get(`/dashboard/webhooks/${endpoint.id}?status=delivered`);
     expect(first.text).toContain(rows[50]!.id);
@@ -110,9 +136,13 @@ describe('the dashboard\'s webhooks pages', () => {
     expect(second.text).not.toContain('rel="next"');
   });
 
-  it('shows a delivery\'s attempts: status codes, response bodies (as text), times', async () => {
+  it("shows a delivery's attempts: status codes, response bodies (as text), times", async () => {
     const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'exhausted', attempts: 3 });
-    await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(WebhookAttempt, { deliveryId: delivery.id, attemptNumber: 3 }, { responseExcerpt: '<script>alert("receiver")</script>', statusCode: 503 });
+    await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(
+      WebhookAttempt,
+      { deliveryId: delivery.id, attemptNumber: 3 },
+      { responseExcerpt: '<script>alert("receiver")</script>', statusCode: 503 },
+    );
     const { client } = await person();
     const page = await client.get(`/dashboard/webhooks/deliveries/${delivery.id}`);
     expect(page.status).toBe(200);
@@ -159,7 +189,10 @@ describe('the dashboard\'s webhooks pages', () => {
   });
 
   it('says why a delivery to a disabled endpoint cannot be replayed', async () => {
-    const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id, { enabled: false, disabledReason: 'The receiver answered 410 Gone.' });
+    const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id, {
+      enabled: false,
+      disabledReason: 'The receiver answered 410 Gone.',
+    });
     const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { webhookId: endpoint.id, status: 'exhausted' });
     const { client } = await person();
     const pagePath = `/dashboard/webhooks/deliveries/${delivery.id}`;
@@ -169,7 +202,10 @@ describe('the dashboard\'s webhooks pages', () => {
   });
 
   it('rotates the signing secret: the new secret is shown once with a copy button; the CSRF token is required', async () => {
-    const created = await h.request('POST', '/api/v1/webhooks', { headers: idem(), body: { name: 'Rotated', url: 'https://receiver.example.com/rotate', events: ['*'] } });
+    const created = await h.request('POST', '/api/v1/webhooks', {
+      headers: idem(),
+      body: { name: 'Rotated', url: 'https://receiver.example.com/rotate', events: ['*'] },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const { id, secret: original } = created.body.data as WebhookRecord;
     const { client } = await person();
@@ -183,7 +219,9 @@ describe('the dashboard\'s webhooks pages', () => {
 
     const rotated = await client.submit(pagePath, action, { overlap_seconds: '3600' });
     expect(rotated.status).toBe(200);
-    const shown = /<code id="new-secret">([^<]+)<\/code><button type="button" data-copy="new-secret">Copy<\/button>/.exec(rotated.text)?.[1];
+    const shown = /<code id="new-secret">([^<]+)<\/code><button type="button" data-copy="new-secret">Copy<\/button>/.exec(
+      rotated.text,
+    )?.[1];
     expect(shown).toMatch(/^whsec_[A-Za-z0-9+/]{43}&#61;$/);
     const secret = shown!.replace('&#61;', '=');
     const row = await sealed();
@@ -202,7 +240,7 @@ describe('the dashboard\'s webhooks pages', () => {
     expect(decryptSecret(h.stack.config.encryptionKey!, (await sealed()).secretEncrypted)).toBe(secret);
   });
 
-  it('keeps workspaces apart: another workspace\'s endpoint or delivery is 404 and is neither replayed nor rotated', async () => {
+  it("keeps workspaces apart: another workspace's endpoint or delivery is 404 and is neither replayed nor rotated", async () => {
     const { org: other } = await createOrg(h.stack.orm);
     const endpoint = await insertEndpoint(h.stack.orm, other.id);
     const delivery = await insertDelivery(h.stack.orm, other.id, { webhookId: endpoint.id, status: 'exhausted' });
@@ -211,7 +249,9 @@ describe('the dashboard\'s webhooks pages', () => {
     expect((await client.get(`/dashboard/webhooks/deliveries/${delivery.id}`)).status).toBe(404);
     expect((await client.get('/dashboard/webhooks/not-an-id')).status).toBe(404);
     expect((await client.submit('/dashboard/webhooks', `/dashboard/webhooks/deliveries/${delivery.id}/replay`, {})).status).toBe(404);
-    expect((await client.submit('/dashboard/webhooks', `/dashboard/webhooks/${endpoint.id}/rotate-secret`, { overlap_seconds: '0' })).status).toBe(404);
+    expect(
+      (await client.submit('/dashboard/webhooks', `/dashboard/webhooks/${endpoint.id}/rotate-secret`, { overlap_seconds: '0' })).status,
+    ).toBe(404);
     expect(await deliveryRow(other.id, delivery.id)).toMatchObject({ status: 'exhausted', replayCount: 0 });
     expect((await endpointRow(other.id, endpoint.id)).secretEncrypted).toBe(endpoint.secretEncrypted);
     // Nor through its own endpoint's page: the log filters on the workspace.
@@ -220,8 +260,14 @@ describe('the dashboard\'s webhooks pages', () => {
   });
 
   it('renders endpoint names and URLs as text, never markup', async () => {
-    const inserted = await insertEndpoint(h.stack.orm, h.workspace.org.id, { url: 'https://receiver.example.com/a?b="><script>alert(2)</script>' });
-    await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(WebhookEndpoint, { id: inserted.id }, { name: '<img src=x onerror=alert(1)>', description: '<b>bold</b>' });
+    const inserted = await insertEndpoint(h.stack.orm, h.workspace.org.id, {
+      url: 'https://receiver.example.com/a?b="><script>alert(2)</script>',
+    });
+    await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(
+      WebhookEndpoint,
+      { id: inserted.id },
+      { name: '<img src=x onerror=alert(1)>', description: '<b>bold</b>' },
+    );
     const { id } = inserted;
     const { client } = await person();
     for (const path of ['/dashboard/webhooks', `/dashboard/webhooks/${id}`]) {

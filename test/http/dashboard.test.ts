@@ -40,7 +40,11 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
 
   it('accepts an invitation once: the person chooses a password and is signed in with a safe cookie', async () => {
     const address = email();
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({ orgId: h.workspace.org.id, email: address, role: 'member' });
+    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
+      orgId: h.workspace.org.id,
+      email: address,
+      role: 'member',
+    });
     const client = dashboardClient(h.api.url);
     const page = await client.get(`/dashboard/invite/${token}`);
     expect(page.status).toBe(200);
@@ -73,7 +77,10 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
   });
 
   it('does not take an expired invitation', async () => {
-    const { token, invite } = await createDashboardAuthService({ orm: h.stack.orm }).invite({ orgId: h.workspace.org.id, email: email(), role: 'member' }, new Date(Date.now() - 8 * 86_400_000));
+    const { token, invite } = await createDashboardAuthService({ orm: h.stack.orm }).invite(
+      { orgId: h.workspace.org.id, email: email(), role: 'member' },
+      new Date(Date.now() - 8 * 86_400_000),
+    );
     expect(invite.expiresAt.getTime()).toBeLessThan(Date.now());
     expect((await dashboardClient(h.api.url).get(`/dashboard/invite/${token}`)).status).toBe(404);
     expect(await h.stack.orm.em.fork().count(DashboardInvite, { id: invite.id, acceptedAt: null }, ALL_TENANTS)).toBe(1);
@@ -85,13 +92,19 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     const wrong = await client.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: 'not the password!' });
     expect(wrong.status).toBe(401);
     expect(wrong.text).toContain('Wrong email or password.');
-    const unknown = await client.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: 'nobody@example.com', password: 'not the password!' });
+    const unknown = await client.submit('/dashboard/sign-in', '/dashboard/sign-in', {
+      email: 'nobody@example.com',
+      password: 'not the password!',
+    });
     expect(unknown.status).toBe(401);
     expect(unknown.text).toContain('Wrong email or password.');
 
     // Session fixation: a token planted before sign-in is replaced, and never becomes a session.
     client.jar.set('herald_session', 'planted-by-an-attacker');
-    const signedIn = await client.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email.toUpperCase(), password: person.password });
+    const signedIn = await client.submit('/dashboard/sign-in', '/dashboard/sign-in', {
+      email: person.email.toUpperCase(),
+      password: person.password,
+    });
     expect(signedIn.status).toBe(303);
     expect(signedIn.headers.get('location')).toBe('/dashboard/keys');
     expect(client.jar.get('herald_session')).not.toBe('planted-by-an-attacker');
@@ -107,7 +120,12 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     await client.get('/dashboard/sign-in');
     expect((await client.post('/dashboard/sign-in', { email: person.email, password: person.password })).status).toBe(403);
     expect((await client.post('/dashboard/sign-in', { _csrf: 'forged', email: person.email, password: person.password })).status).toBe(403);
-    const cross = await client.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: person.password }, { origin: 'https://evil.example' });
+    const cross = await client.submit(
+      '/dashboard/sign-in',
+      '/dashboard/sign-in',
+      { email: person.email, password: person.password },
+      { origin: 'https://evil.example' },
+    );
     expect(cross.status).toBe(403);
     expect(client.jar.has('herald_session')).toBe(false);
   });
@@ -117,17 +135,27 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 11; i += 1) {
       // A fresh client each time: the limit is not a cookie's.
-      const attempt = await dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: `wrong password ${i}` });
+      const attempt = await dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', {
+        email: person.email,
+        password: `wrong password ${i}`,
+      });
       statuses.push(attempt.status);
       if (attempt.status === 429) expect(Number(attempt.headers.get('retry-after'))).toBeGreaterThan(0);
     }
     expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
     expect(statuses[10]).toBe(429);
     // Even the right password waits.
-    expect((await dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: person.password })).status).toBe(429);
+    expect(
+      (
+        await dashboardClient(h.api.url).submit('/dashboard/sign-in', '/dashboard/sign-in', {
+          email: person.email,
+          password: person.password,
+        })
+      ).status,
+    ).toBe(429);
   });
 
-  it('needs the session\'s CSRF token and this origin on every form', async () => {
+  it("needs the session's CSRF token and this origin on every form", async () => {
     const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
     const before = (await keysOf(h.workspace.org.id)).length;
     const fields = { name: 'csrf test', mode: 'test', scopes: 'me:read' };
@@ -143,7 +171,11 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
 
   it('creates a key whose secret is shown once and works with the API; members make test keys only', async () => {
     const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'member' });
-    const created = await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Reporting', mode: 'test', scopes: ['me:read', 'domains:read'] });
+    const created = await client.submit('/dashboard/keys', '/dashboard/keys', {
+      name: 'Reporting',
+      mode: 'test',
+      scopes: ['me:read', 'domains:read'],
+    });
     expect(created.status).toBe(201);
     const secret = /<code id="new-key">([^<]+)<\/code>/.exec(created.text)?.[1];
     expect(secret).toMatch(/^hrld_test_/);
@@ -161,16 +193,26 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     const none = await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'No scopes', mode: 'test' });
     expect(none.status).toBe(400);
     expect(none.text).toContain('Choose at least one scope.');
-    const gated = await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Gated', mode: 'test', scopes: 'assistant.sessions:write' });
+    const gated = await client.submit('/dashboard/keys', '/dashboard/keys', {
+      name: 'Gated',
+      mode: 'test',
+      scopes: 'assistant.sessions:write',
+    });
     expect(gated.status).toBe(400);
     // Names as the API takes them: 200 characters at most.
-    expect((await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'n'.repeat(200), mode: 'test', scopes: 'me:read' })).status).toBe(201);
+    expect(
+      (await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'n'.repeat(200), mode: 'test', scopes: 'me:read' })).status,
+    ).toBe(201);
     const long = await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'n'.repeat(201), mode: 'test', scopes: 'me:read' });
     expect(long.status).toBe(400);
     expect(long.text).toContain('1 to 200 characters');
 
     const owner = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), role: 'owner' });
-    const ownersLive = await owner.client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Production', mode: 'live', scopes: 'me:read' });
+    const ownersLive = await owner.client.submit('/dashboard/keys', '/dashboard/keys', {
+      name: 'Production',
+      mode: 'live',
+      scopes: 'me:read',
+    });
     expect(ownersLive.status).toBe(201);
     expect(/<code id="new-key">([^<]+)<\/code>/.exec(ownersLive.text)?.[1]).toMatch(/^hrld_live_/);
   });
@@ -178,7 +220,13 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
   it('does a form sent twice (a double click, a reload after POST) once', async () => {
     const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
     const page = await client.get('/dashboard/keys');
-    const fields = { _csrf: csrfOf(page.text), _once: /name="_once" value="([^"]+)"/.exec(page.text)![1]!, name: 'Clicked twice', mode: 'test', scopes: 'me:read' };
+    const fields = {
+      _csrf: csrfOf(page.text),
+      _once: /name="_once" value="([^"]+)"/.exec(page.text)![1]!,
+      name: 'Clicked twice',
+      mode: 'test',
+      scopes: 'me:read',
+    };
     const first = await client.post('/dashboard/keys', fields);
     const second = await client.post('/dashboard/keys', fields);
     expect(first.status).toBe(201);
@@ -186,11 +234,16 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect(second.text).toContain('This form was already sent');
     expect((await keysOf(h.workspace.org.id)).filter((k) => k.name === 'Clicked twice')).toHaveLength(1);
     // Every render gives its forms a new value: the next form is its own.
-    expect((await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Clicked twice', mode: 'test', scopes: 'me:read' })).status).toBe(201);
+    expect(
+      (await client.submit('/dashboard/keys', '/dashboard/keys', { name: 'Clicked twice', mode: 'test', scopes: 'me:read' })).status,
+    ).toBe(201);
   });
 
   it('renders names as text, never markup', async () => {
-    const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email(), name: '<img src=x onerror=alert(1)>' });
+    const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, {
+      email: email(),
+      name: '<img src=x onerror=alert(1)>',
+    });
     await client.submit('/dashboard/keys', '/dashboard/keys', { name: '<script>alert("key")</script>', mode: 'test', scopes: 'me:read' });
     const page = await client.get('/dashboard/keys');
     expect(page.text).not.toContain('<script>alert');
@@ -198,9 +251,13 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect(page.text).toMatch(/&(#60|lt);script&(#62|gt);alert/);
   });
 
-  it('keeps workspaces apart: another workspace\'s keys are not listed and cannot be revoked (404)', async () => {
+  it("keeps workspaces apart: another workspace's keys are not listed and cannot be revoked (404)", async () => {
     const { org: other } = await createOrg(h.stack.orm);
-    const foreign = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId: other.id, scopes: ['me:read'], name: 'Foreign key name' });
+    const foreign = await createApiKeysService({ orm: h.stack.orm }).createApiKey({
+      orgId: other.id,
+      scopes: ['me:read'],
+      name: 'Foreign key name',
+    });
     const { client } = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
     const page = await client.get('/dashboard/keys');
     expect(page.text).not.toContain('Foreign key name');
@@ -220,7 +277,7 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
     expect((await client.get('/dashboard/keys')).text).toMatch(/Short-lived[\s\S]*revoked/);
   });
 
-  it('signs in once through an operator\'s sign-in link (a GET alone signs nobody in); invitations and sign-in links do not mix', async () => {
+  it("signs in once through an operator's sign-in link (a GET alone signs nobody in); invitations and sign-in links do not mix", async () => {
     const auth = createDashboardAuthService({ orm: h.stack.orm });
     const person = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
     const { token } = await auth.signInLink({ orgId: h.workspace.org.id, email: person.email });
@@ -254,9 +311,13 @@ describe('the dashboard: sign-in, sessions, CSRF, tenancy and API keys', () => {
   it('signs out one browser, or every browser of the person at once', async () => {
     const person = await signedInPerson(h.stack.orm, h.api.url, h.workspace.org.id, { email: email() });
     const second = dashboardClient(h.api.url);
-    expect((await second.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: person.password })).status).toBe(303);
+    expect(
+      (await second.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: person.password })).status,
+    ).toBe(303);
     const third = dashboardClient(h.api.url);
-    expect((await third.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: person.password })).status).toBe(303);
+    expect(
+      (await third.submit('/dashboard/sign-in', '/dashboard/sign-in', { email: person.email, password: person.password })).status,
+    ).toBe(303);
 
     expect((await third.submit('/dashboard/keys', '/dashboard/sign-out', {})).status).toBe(303);
     expect((await third.get('/dashboard/keys')).status).toBe(303);

@@ -56,7 +56,14 @@ describe('GET /api/v1/domains', () => {
 
     const data = await list();
     expect(data.map((d) => d.domain)).toEqual([`zeta.${tld}`, `alpha.${tld}`]);
-    const record = (type: string, name: string, value: string, required: boolean) => ({ type, name, value, required, status: 'unknown', found: null });
+    const record = (type: string, name: string, value: string, required: boolean) => ({
+      type,
+      name,
+      value,
+      required,
+      status: 'unknown',
+      found: null,
+    });
     expect(data[0]).toEqual({
       _id: first.id,
       domain: `zeta.${tld}`,

@@ -18,13 +18,22 @@ describe('the HTTP edge: proxies, sign-in limit, secure transport, log lines', (
   let proxied: RunningApi;
   const lines: string[] = [];
   const wrongSignIn = (url: string, forwardedFor: string) =>
-    dashboardClient(url).submit('/dashboard/sign-in', '/dashboard/sign-in', { email: `${unique('nobody').toLowerCase()}@example.com`, password: 'not the password' }, { 'x-forwarded-for': forwardedFor });
+    dashboardClient(url).submit(
+      '/dashboard/sign-in',
+      '/dashboard/sign-in',
+      { email: `${unique('nobody').toLowerCase()}@example.com`, password: 'not the password' },
+      { 'x-forwarded-for': forwardedFor },
+    );
 
   beforeAll(async () => {
     h = await startApiHarness();
     const config = h.stack.config;
     proxied = await startApi(
-      { ...config, http: { ...config.http, trustedProxies: ['127.0.0.1', '::1'] }, redis: { ...config.redis, keyPrefix: `${config.redis.keyPrefix}proxied:` } },
+      {
+        ...config,
+        http: { ...config.http, trustedProxies: ['127.0.0.1', '::1'] },
+        redis: { ...config.redis, keyPrefix: `${config.redis.keyPrefix}proxied:` },
+      },
       createLogger('debug', {}, (line) => lines.push(line)),
     );
   }, 60_000);
@@ -35,13 +44,17 @@ describe('the HTTP edge: proxies, sign-in limit, secure transport, log lines', (
 
   it('does not believe X-Forwarded-For from a peer that is no trusted proxy: rotating it does not escape the per-address sign-in limit', async () => {
     // At once, so the bucket (60 a minute, burst 60) barely refills meanwhile.
-    const statuses = await Promise.all(Array.from({ length: 75 }, async (_, i) => (await wrongSignIn(h.api.url, `198.51.100.${i + 1}`)).status));
+    const statuses = await Promise.all(
+      Array.from({ length: 75 }, async (_, i) => (await wrongSignIn(h.api.url, `198.51.100.${i + 1}`)).status),
+    );
     expect(statuses.filter((status) => status === 401).length, String(statuses)).toBeLessThanOrEqual(66);
     expect(statuses.filter((status) => status === 429).length, String(statuses)).toBeGreaterThanOrEqual(9);
   }, 120_000);
 
   it('believes a trusted proxy, taking the right-most address that is not a proxy, whatever the client wrote left of it', async () => {
-    const statuses = await Promise.all(Array.from({ length: 75 }, async (_, i) => (await wrongSignIn(proxied.url, `10.${i}.0.1, 203.0.113.7`)).status));
+    const statuses = await Promise.all(
+      Array.from({ length: 75 }, async (_, i) => (await wrongSignIn(proxied.url, `10.${i}.0.1, 203.0.113.7`)).status),
+    );
     expect(statuses.filter((status) => status === 401).length, String(statuses)).toBeLessThanOrEqual(66);
     expect(statuses.filter((status) => status === 429).length, String(statuses)).toBeGreaterThanOrEqual(9);
     // Another client behind the same proxy has its own limit.
@@ -83,7 +96,14 @@ describe('the HTTP edge: proxies, sign-in limit, secure transport, log lines', (
   it('keeps one-use tokens in paths out of every log line', async () => {
     const token = `tok${unique('secret').replace(/[^\w]/g, '')}`;
     lines.length = 0;
-    for (const path of [`/dashboard/sign-in/${token}`, `/dashboard/invite/${token}`, `/unsubscribe/${token}`, `/t/o/${token}.gif`, `/t/c/${token}?u=https%3A%2F%2Fshop.example`, `/uploads/att_${token}?expires=1&sig=${token}`]) {
+    for (const path of [
+      `/dashboard/sign-in/${token}`,
+      `/dashboard/invite/${token}`,
+      `/unsubscribe/${token}`,
+      `/t/o/${token}.gif`,
+      `/t/c/${token}?u=https%3A%2F%2Fshop.example`,
+      `/uploads/att_${token}?expires=1&sig=${token}`,
+    ]) {
       await (await fetch(`${proxied.url}${path}`)).arrayBuffer();
     }
     await (await fetch(`${proxied.url}/dashboard/sign-in/${token}`, { method: 'POST' })).arrayBuffer();

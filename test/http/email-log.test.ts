@@ -5,7 +5,13 @@ import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient, expectError } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 
-type Email = { _id: string; status: string; tags: string[]; recipients: { email: string }[]; events?: { type: string; recipient: string; occurred_at: string }[] };
+type Email = {
+  _id: string;
+  status: string;
+  tags: string[];
+  recipients: { email: string }[];
+  events?: { type: string; recipient: string; occurred_at: string }[];
+};
 type Page = { pagination: { has_more: boolean; next_cursor: string | null } };
 
 /** GET /outbox/emails (the email log, filtered, paged) and the timeline on GET /outbox/emails/{id}; tags on a send. */
@@ -42,10 +48,13 @@ describe('the email log', () => {
   });
   afterAll(async () => h?.close());
 
-  it('lists the workspace\'s emails newest first with their recipients and tags, and pages through them once', async () => {
+  it("lists the workspace's emails newest first with their recipients and tags, and pages through them once", async () => {
     const { emails } = await list('');
     expect(emails.map((e) => e._id)).toEqual([sent.plain, sent.later, sent.reset, sent.receipt]);
-    expect(emails.find((e) => e._id === sent.reset)).toMatchObject({ tags: ['password-reset'], recipients: [{ email: 'bob@example.com' }, { email: 'ada@example.com' }] });
+    expect(emails.find((e) => e._id === sent.reset)).toMatchObject({
+      tags: ['password-reset'],
+      recipients: [{ email: 'bob@example.com' }, { email: 'ada@example.com' }],
+    });
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -82,7 +91,7 @@ describe('the email log', () => {
     expectError(await apiClient(h.api.url, other.key)('GET', `/api/v1/outbox/emails/${sent.receipt}`), 404, 'not_found');
   });
 
-  it('gives one email\'s timeline: its recipients\' events, oldest first, and no one else\'s', async () => {
+  it("gives one email's timeline: its recipients' events, oldest first, and no one else's", async () => {
     const em = h.stack.orm.em.fork();
     const at = (s: number) => new Date(Date.UTC(2026, 10, 24, 12, 0, s));
     const event = (emailId: string, type: 'sent' | 'delivered' | 'bounced', recipient: string, s: number) =>

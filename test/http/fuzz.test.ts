@@ -44,14 +44,21 @@ const hugeKeyCount = fc
   .map((count) => `{${Array.from({ length: count }, (_, i) => `"k${i}":${i}`).join(',')}}`);
 /** JSON with a byte sequence that is not UTF-8 spliced in (a stray byte, a truncated or overlong form, a surrogate). */
 const invalidUtf8 = fc
-  .tuple(jsonBody, fc.constantFrom([0xff], [0xc3], [0xe2, 0x82], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]), fc.nat())
+  .tuple(
+    jsonBody,
+    fc.constantFrom([0xff], [0xc3], [0xe2, 0x82], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80]),
+    fc.nat(),
+  )
   .map(([value, bad, at]) => {
     const text = Buffer.from(JSON.stringify(value) ?? 'null');
     const cut = at % (text.length + 1);
     return Buffer.concat([text.subarray(0, cut), Buffer.from(bad), text.subarray(cut)]);
   });
 const longString = fc
-  .tuple(fc.constantFrom('a', 'é', '😀', '"', '\\', '\u0000', '<'), fc.oneof(fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 5_000, max: 400_000 })))
+  .tuple(
+    fc.constantFrom('a', 'é', '😀', '"', '\\', '\u0000', '<'),
+    fc.oneof(fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 5_000, max: 400_000 })),
+  )
   .map(([unit, count]) => unit.repeat(count));
 
 /** The top-level field names of a route's body schema (valibot's pipe keeps the object's entries). */
@@ -62,7 +69,9 @@ function bodyFieldsOf(route: Pick<AnyRoute, 'body'>): string[] {
 
 /** A long string in every field of the route's body. */
 function longStringsIn(fields: string[]): fc.Arbitrary<string> {
-  return fc.tuple(...fields.map(() => longString)).map((values) => JSON.stringify(Object.fromEntries(fields.map((f, i) => [f, values[i]]))));
+  return fc
+    .tuple(...fields.map(() => longString))
+    .map((values) => JSON.stringify(Object.fromEntries(fields.map((f, i) => [f, values[i]]))));
 }
 
 function requestShapeFor(fields: string[]) {
@@ -70,7 +79,14 @@ function requestShapeFor(fields: string[]) {
     id: idSegment,
     query: fc.dictionary(fc.oneof(fc.constantFrom('limit', 'cursor', 'thread_id', 'status'), printable), queryValue, { maxKeys: 4 }),
     idempotencyKey: fc.option(printable, { nil: undefined }),
-    contentType: fc.constantFrom('application/json', 'text/plain', 'application/json; charset=latin1', 'application/x-www-form-urlencoded', 'multipart/form-data', ''),
+    contentType: fc.constantFrom(
+      'application/json',
+      'text/plain',
+      'application/json; charset=latin1',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      '',
+    ),
     body: fc.oneof(
       { arbitrary: jsonBody.map((v): string | Buffer => JSON.stringify(v) ?? 'null'), weight: 4 },
       { arbitrary: printable, weight: 1 },
@@ -148,7 +164,10 @@ describe('fuzz: no 5xx and a valid envelope for any input', () => {
             expect(response.headers.get('content-type')).toBe(route.response.binary.contentType);
             return;
           }
-          expectEnvelope(response, `${route.method} ${route.path} ${JSON.stringify({ ...input, body: abbreviated(input.body) })} → ${JSON.stringify(response.body)}`);
+          expectEnvelope(
+            response,
+            `${route.method} ${route.path} ${JSON.stringify({ ...input, body: abbreviated(input.body) })} → ${JSON.stringify(response.body)}`,
+          );
         }),
         { numRuns: RUNS, seed: SEED, endOnFailure: true },
       );
@@ -177,7 +196,9 @@ describe('fuzz: no 5xx and a valid envelope for any input', () => {
 
   it('holds on arbitrary methods and paths', async () => {
     const method = fc.constantFrom('GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS');
-    const path = fc.array(fc.oneof(printable, hex24, fc.constantFrom('contacts', 'me', 'webhooks', 'inbox')), { maxLength: 4 }).map((parts) => `/${parts.map(encodeURIComponent).join('/')}`);
+    const path = fc
+      .array(fc.oneof(printable, hex24, fc.constantFrom('contacts', 'me', 'webhooks', 'inbox')), { maxLength: 4 })
+      .map((parts) => `/${parts.map(encodeURIComponent).join('/')}`);
     await fc.assert(
       fc.asyncProperty(method, path, requestShape, async (m, p, input) => {
         const response = await send({ method: m as AnyRoute['method'], path: p }, input);

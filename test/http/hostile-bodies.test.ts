@@ -54,7 +54,12 @@ describe('hostile request bodies', () => {
   it(`accepts ${JSON_BOUNDS.depth} levels of nesting and refuses one more`, async () => {
     const atLimit = await post('/contacts', contact(`"custom_fields":${nestedObjects(JSON_BOUNDS.depth - 1)}`));
     expect(atLimit.status, JSON.stringify(atLimit.body)).toBe(201);
-    expectReason(await post('/contacts', contact(`"custom_fields":${nestedObjects(JSON_BOUNDS.depth)}`)), 400, 'invalid_request', 'JSON_TOO_DEEP');
+    expectReason(
+      await post('/contacts', contact(`"custom_fields":${nestedObjects(JSON_BOUNDS.depth)}`)),
+      400,
+      'invalid_request',
+      'JSON_TOO_DEEP',
+    );
   });
 
   it('answers 413 REQUEST_TOO_LARGE to a 16.8 MB object with 1,000,000 keys, from its Content-Length', async () => {
@@ -69,17 +74,34 @@ describe('hostile request bodies', () => {
     const response = await new Promise<ApiResponse>((resolve, reject) => {
       const url = new URL(`${h.api.url}/api/v1/contacts`);
       const req = httpRequest(
-        { method: 'POST', hostname: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${h.workspace.key}`, 'content-type': 'application/json', 'content-length': String(4 * 1024 * MIB + 1024), ...idem() } },
+        {
+          method: 'POST',
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          headers: {
+            authorization: `Bearer ${h.workspace.key}`,
+            'content-type': 'application/json',
+            'content-length': String(4 * 1024 * MIB + 1024),
+            ...idem(),
+          },
+        },
         (res) => {
           const parts: Buffer[] = [];
           res.on('data', (chunk: Buffer) => parts.push(chunk));
           res.on('end', () => {
             req.destroy();
-            resolve({ status: res.statusCode ?? 0, headers: new Headers(), body: JSON.parse(Buffer.concat(parts).toString()) as ApiResponse['body'] });
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: new Headers(),
+              body: JSON.parse(Buffer.concat(parts).toString()) as ApiResponse['body'],
+            });
           });
         },
       );
-      req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error)));
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error),
+      );
       req.write(`{"email":"a@example.com","company":"${'x'.repeat(900)}"}`);
     });
     expectReason(response, 413, 'payload_too_large', 'REQUEST_TOO_LARGE');
@@ -102,7 +124,12 @@ describe('hostile request bodies', () => {
   it(`accepts ${JSON_BOUNDS.keys} keys in one object and refuses one more before validation`, async () => {
     const atLimit = await post('/contacts', contact(`"custom_fields":${objectWithKeys(JSON_BOUNDS.keys)}`));
     expect(atLimit.status, JSON.stringify(atLimit.body)).toBe(201);
-    expectReason(await post('/contacts', contact(`"custom_fields":${objectWithKeys(JSON_BOUNDS.keys + 1)}`)), 400, 'invalid_request', 'JSON_TOO_MANY_KEYS');
+    expectReason(
+      await post('/contacts', contact(`"custom_fields":${objectWithKeys(JSON_BOUNDS.keys + 1)}`)),
+      400,
+      'invalid_request',
+      'JSON_TOO_MANY_KEYS',
+    );
   });
 
   it(`refuses an array of more than ${JSON_BOUNDS.items} items before validation, and leaves smaller ones to the schema`, async () => {
@@ -114,7 +141,8 @@ describe('hostile request bodies', () => {
   });
 
   it(`bounds the values of a whole body at ${JSON_BOUNDS.values}, however they are spread`, async () => {
-    const arrays = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":[${new Array(JSON_BOUNDS.items).fill(0).join(',')}]`).join(',')}}`;
+    const arrays = (n: number) =>
+      `{${Array.from({ length: n }, (_, i) => `"k${i}":[${new Array(JSON_BOUNDS.items).fill(0).join(',')}]`).join(',')}}`;
     const within = Math.floor(JSON_BOUNDS.values / (JSON_BOUNDS.items + 1)) - 1;
     const atLimit = await post('/contacts', contact(`"custom_fields":${arrays(within)}`));
     expect(atLimit.status, JSON.stringify(atLimit.body)).toBe(201);
@@ -162,12 +190,17 @@ describe('per-route body limits', () => {
     expect(large.sort()).toEqual(['sendEmail', 'sendEmailBatch']);
   });
 
-  it('answers 413 one byte over each write route\'s limit and reads a body of exactly the limit', async () => {
+  it("answers 413 one byte over each write route's limit and reads a body of exactly the limit", async () => {
     for (const route of h.api.routes.filter(isWrite)) {
       const limit = bodyLimitOf(route);
       const url = `${h.api.url}/api/v1${route.path.replace(/:[A-Za-z0-9_]+/g, SAMPLE_ID)}`;
       const send = (body: Buffer) =>
-        sendRaw({ method: route.method, url, headers: { authorization: `Bearer ${h.workspace.key}`, 'content-type': 'application/json', ...idem() }, body });
+        sendRaw({
+          method: route.method,
+          url,
+          headers: { authorization: `Bearer ${h.workspace.key}`, 'content-type': 'application/json', ...idem() },
+          body,
+        });
       const over = await send(paddedJson(limit + 1));
       expectError(over, 413, 'payload_too_large');
       expect(over.body.error?.details, route.operationId).toEqual({ reason: 'REQUEST_TOO_LARGE', limit_bytes: limit });

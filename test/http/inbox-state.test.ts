@@ -41,7 +41,12 @@ describe('thread and message state (PATCH /inbox/threads/{id}, /inbox/messages/{
     const at = (minutes: number) => new Date(Date.UTC(2026, 10, 20, 9, minutes));
     const first = await insertMessage(h.stack.orm, ws.org.id, { threadId: thread.id, createdAt: at(0) });
     const second = await insertMessage(h.stack.orm, ws.org.id, { threadId: thread.id, createdAt: at(5) });
-    const reply = await insertMessage(h.stack.orm, ws.org.id, { threadId: thread.id, direction: 'outbound', createdAt: at(9), readAt: at(9) });
+    const reply = await insertMessage(h.stack.orm, ws.org.id, {
+      threadId: thread.id,
+      direction: 'outbound',
+      createdAt: at(9),
+      readAt: at(9),
+    });
     return { thread, first, second, reply };
   }
 
@@ -65,7 +70,9 @@ describe('thread and message state (PATCH /inbox/threads/{id}, /inbox/messages/{
     expect((await ws.message(reply.id)).updated_at).toBe(replyBefore.updated_at);
 
     // Pollers see the two messages whose state changed.
-    const polled = dataOf<Message[]>(await ws.request('GET', `/api/v1/inbox/messages?thread_id=${thread.id}&updated_after=${encodeURIComponent(updated.updated_at)}`));
+    const polled = dataOf<Message[]>(
+      await ws.request('GET', `/api/v1/inbox/messages?thread_id=${thread.id}&updated_after=${encodeURIComponent(updated.updated_at)}`),
+    );
     expect(polled.map((m) => m.id).sort()).toEqual([first.id, second.id].sort());
 
     // Nothing left to change: updated_at stays.

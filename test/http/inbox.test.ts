@@ -84,7 +84,13 @@ describe('inbox read API', () => {
         attachmentCount: 2,
         authResults: { spf: 'pass', dkim: 'pass', dmarc: 'pass' },
       });
-      const stored = await insertAttachment(h.stack.orm, ws.org.id, { messageId: message.id, blobs, filename: 'invoice.pdf', contentType: 'application/pdf', position: 0 });
+      const stored = await insertAttachment(h.stack.orm, ws.org.id, {
+        messageId: message.id,
+        blobs,
+        filename: 'invoice.pdf',
+        contentType: 'application/pdf',
+        position: 0,
+      });
       await insertAttachment(h.stack.orm, ws.org.id, { messageId: message.id, status: 'failed', filename: 'broken.zip', position: 1 });
 
       const response = await ws.request('GET', '/api/v1/inbox/messages');
@@ -126,7 +132,11 @@ describe('inbox read API', () => {
       const ws = await workspace();
       const thread = await insertThread(h.stack.orm, ws.org.id);
       const a = await insertMessage(h.stack.orm, ws.org.id, { threadId: thread.id });
-      const b = await insertMessage(h.stack.orm, ws.org.id, { threadId: thread.id, direction: 'outbound', attachmentIngestStatus: 'unavailable' });
+      const b = await insertMessage(h.stack.orm, ws.org.id, {
+        threadId: thread.id,
+        direction: 'outbound',
+        attachmentIngestStatus: 'unavailable',
+      });
       const c = await insertMessage(h.stack.orm, ws.org.id);
       await setUpdatedAt(h.stack.orm, a.id, '2026-01-01T00:00:00.000000Z');
       await setUpdatedAt(h.stack.orm, b.id, '2026-01-02T00:00:00.000500Z');
@@ -144,7 +154,7 @@ describe('inbox read API', () => {
       expect(ids(await ws.request('GET', '/api/v1/inbox/messages?updated_after=2026-01-03T00:00:00.001Z'))).toEqual([]);
     });
 
-    it('scope=mine keeps threads where the key\'s user takes part or that hold an email sent with the key; team is everything', async () => {
+    it("scope=mine keeps threads where the key's user takes part or that hold an email sent with the key; team is everything", async () => {
       const ws = await workspace();
       const withUser = await insertThread(h.stack.orm, ws.org.id, { participants: [ws.owner.email.toLowerCase(), 'client@example.com'] });
       const mineByUser = await insertMessage(h.stack.orm, ws.org.id, { threadId: withUser.id });
@@ -162,7 +172,12 @@ describe('inbox read API', () => {
         quotaDay: '2026-11-21',
       });
       await em.flush();
-      const sent = await insertMessage(h.stack.orm, ws.org.id, { threadId: sentThread.id, direction: 'outbound', emailId: email.id, attachmentIngestStatus: 'unavailable' });
+      const sent = await insertMessage(h.stack.orm, ws.org.id, {
+        threadId: sentThread.id,
+        direction: 'outbound',
+        emailId: email.id,
+        attachmentIngestStatus: 'unavailable',
+      });
       const reply = await insertMessage(h.stack.orm, ws.org.id, { threadId: sentThread.id, inReplyToId: sent.id });
       const other = await insertMessage(h.stack.orm, ws.org.id);
 
@@ -171,7 +186,12 @@ describe('inbox read API', () => {
       expect(ids(await ws.request('GET', '/api/v1/inbox/messages'))).toEqual([mineByUser.id, sent.id, reply.id, other.id]);
 
       const { createApiKeysService } = await import('../../src/modules/auth/api-keys.service.ts');
-      const second = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId: ws.org.id, scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
+      const second = await createApiKeysService({ orm: h.stack.orm }).createApiKey({
+        orgId: ws.org.id,
+        scopes: ['all'],
+        rateLimitPerMinute: 100_000,
+        burst: 10_000,
+      });
       expect(ids(await apiClient(h.api.url, second.key)('GET', '/api/v1/inbox/messages?scope=mine'))).toEqual([mineByUser.id]);
     });
 
@@ -227,11 +247,21 @@ describe('inbox read API', () => {
       for (const row of rows.slice(0, 5)) await setUpdatedAt(h.stack.orm, row.id, '2026-05-05T05:05:05.123400Z');
       await setUpdatedAt(h.stack.orm, rows[5]!.id, '2026-05-05T05:05:05.123399Z');
       await setUpdatedAt(h.stack.orm, rows[6]!.id, '2026-05-05T05:05:05.123401Z');
-      const expected = [rows[5]!.id, ...rows.slice(0, 5).map((r) => r.id).sort(), rows[6]!.id];
+      const expected = [
+        rows[5]!.id,
+        ...rows
+          .slice(0, 5)
+          .map((r) => r.id)
+          .sort(),
+        rows[6]!.id,
+      ];
 
       for (const limit of [1, 2, 3]) {
         const { items } = await walk(ws.request, '', limit);
-        expect(items.map((m) => m.id), `limit ${limit}`).toEqual(expected);
+        expect(
+          items.map((m) => m.id),
+          `limit ${limit}`,
+        ).toEqual(expected);
       }
     });
 
@@ -252,7 +282,11 @@ describe('inbox read API', () => {
 
     it('shows a message again after it changed: last cursor plus an overlapping updated_after', async () => {
       const ws = await workspace();
-      const pending = await insertMessage(h.stack.orm, ws.org.id, { attachmentIngestStatus: 'pending', attachmentsReady: false, attachmentCount: 1 });
+      const pending = await insertMessage(h.stack.orm, ws.org.id, {
+        attachmentIngestStatus: 'pending',
+        attachmentsReady: false,
+        attachmentCount: 1,
+      });
       const settled = await insertMessage(h.stack.orm, ws.org.id);
       const first = await walk(ws.request, '', 10);
       expect(first.items.map((m) => m.id)).toEqual([pending.id, settled.id]);
@@ -265,10 +299,12 @@ describe('inbox read API', () => {
       expect(pageOf(idle)).toEqual({ limit: 50, has_more: false, next_cursor: null });
 
       // Ingestion settles the attachments (updated_at moves), as the pipeline does in SQL.
-      await h.stack.orm.em.fork().execute(
-        "update inbox_messages set attachment_ingest_status = 'ready', attachments_ready = true, updated_at = clock_timestamp() where id = ?",
-        [pending.id],
-      );
+      await h.stack.orm.em
+        .fork()
+        .execute(
+          "update inbox_messages set attachment_ingest_status = 'ready', attachments_ready = true, updated_at = clock_timestamp() where id = ?",
+          [pending.id],
+        );
       const overlap = new Date(new Date(newest).getTime() - 60_000).toISOString();
       const again = await walk(ws.request, `&updated_after=${overlap}`, 10, async () => {}, first.cursor);
       expect(again.items.map((m) => [m.id, m.attachments_ready])).toEqual([[pending.id, true]]);
@@ -281,23 +317,57 @@ describe('inbox read API', () => {
   describe('GET /api/v1/inbox/messages/{id}', () => {
     it('answers the message with its HTML body and reply correlation', async () => {
       const ws = await workspace();
-      const original = await insertMessage(h.stack.orm, ws.org.id, { direction: 'outbound', subject: 'Quote', html: '<p>Quote</p>', attachmentIngestStatus: 'unavailable' });
-      const first = await insertMessage(h.stack.orm, ws.org.id, { threadId: original.threadId, subject: 'Re: Quote', inReplyToId: original.id, inReplyTo: original.rfcMessageId });
-      const second = await insertMessage(h.stack.orm, ws.org.id, { threadId: original.threadId, subject: 'Re: Quote', inReplyToId: original.id });
+      const original = await insertMessage(h.stack.orm, ws.org.id, {
+        direction: 'outbound',
+        subject: 'Quote',
+        html: '<p>Quote</p>',
+        attachmentIngestStatus: 'unavailable',
+      });
+      const first = await insertMessage(h.stack.orm, ws.org.id, {
+        threadId: original.threadId,
+        subject: 'Re: Quote',
+        inReplyToId: original.id,
+        inReplyTo: original.rfcMessageId,
+      });
+      const second = await insertMessage(h.stack.orm, ws.org.id, {
+        threadId: original.threadId,
+        subject: 'Re: Quote',
+        inReplyToId: original.id,
+      });
       await insertMessage(h.stack.orm, (await workspace()).org.id, { inReplyToId: original.id });
 
       const response = await ws.request('GET', `/api/v1/inbox/messages/${original.id}`);
       expect(response.status, JSON.stringify(response.body)).toBe(200);
       const data = response.body.data as MessageRecord;
-      expect(data).toMatchObject({ id: original.id, direction: 'outbound', html: '<p>Quote</p>', in_reply_to: null, attachment_ingest_status: 'unavailable' });
-      expect(data.replies).toEqual([first, second].map((m) => ({ id: m.id, thread_id: original.threadId, direction: 'inbound', subject: 'Re: Quote', created_at: m.createdAt.toISOString() })));
+      expect(data).toMatchObject({
+        id: original.id,
+        direction: 'outbound',
+        html: '<p>Quote</p>',
+        in_reply_to: null,
+        attachment_ingest_status: 'unavailable',
+      });
+      expect(data.replies).toEqual(
+        [first, second].map((m) => ({
+          id: m.id,
+          thread_id: original.threadId,
+          direction: 'inbound',
+          subject: 'Re: Quote',
+          created_at: m.createdAt.toISOString(),
+        })),
+      );
 
       const reply = (await ws.request('GET', `/api/v1/inbox/messages/${first.id.toUpperCase()}`)).body.data as MessageRecord;
       expect(reply).toMatchObject({
         id: first.id,
         html: null,
         in_reply_to_message_id: original.rfcMessageId,
-        in_reply_to: { id: original.id, thread_id: original.threadId, direction: 'outbound', subject: 'Quote', created_at: original.createdAt.toISOString() },
+        in_reply_to: {
+          id: original.id,
+          thread_id: original.threadId,
+          direction: 'outbound',
+          subject: 'Quote',
+          created_at: original.createdAt.toISOString(),
+        },
         replies: [],
       });
     });
@@ -327,7 +397,13 @@ describe('inbox read API', () => {
         Buffer.alloc(300_000, 0x5a),
         Buffer.from([0xf0, 0x28, 0x8c, 0x28]),
       ]);
-      const attachment = await insertAttachment(h.stack.orm, h.workspace.org.id, { messageId: message.id, blobs, bytes, filename: 'report.pdf', contentType: 'application/pdf' });
+      const attachment = await insertAttachment(h.stack.orm, h.workspace.org.id, {
+        messageId: message.id,
+        blobs,
+        bytes,
+        filename: 'report.pdf',
+        contentType: 'application/pdf',
+      });
       const { response, bytes: received } = await download(`/api/v1/inbox/messages/${message.id}/attachments/${attachment.id}`);
       expect(response.status).toBe(200);
       expect(received.equals(bytes)).toBe(true);
@@ -388,7 +464,11 @@ describe('inbox read API', () => {
     it('answers 400 naming each id that is not 24 hex', async () => {
       const response = await h.request('GET', `/api/v1/inbox/messages/nope/attachments/${'z'.repeat(24)}`);
       expectError(response, 400, 'invalid_request');
-      expect(fieldsOf(response).map((f) => f.path).sort()).toEqual(['attachmentId', 'id']);
+      expect(
+        fieldsOf(response)
+          .map((f) => f.path)
+          .sort(),
+      ).toEqual(['attachmentId', 'id']);
     });
   });
 
@@ -396,9 +476,17 @@ describe('inbox read API', () => {
     it('lists threads by last message, newest first, with the last message and attachment state', async () => {
       const ws = await workspace();
       const old = await insertThread(h.stack.orm, ws.org.id, { subject: 'Old', lastMessageAt: new Date('2026-01-01T00:00:00Z') });
-      const busy = await insertThread(h.stack.orm, ws.org.id, { subject: 'Busy', lastMessageAt: new Date('2026-03-01T00:00:00Z'), messageCount: 2 });
+      const busy = await insertThread(h.stack.orm, ws.org.id, {
+        subject: 'Busy',
+        lastMessageAt: new Date('2026-03-01T00:00:00Z'),
+        messageCount: 2,
+      });
       const tie = await insertThread(h.stack.orm, ws.org.id, { subject: 'Tie', lastMessageAt: new Date('2026-01-01T00:00:00Z') });
-      const empty = await insertThread(h.stack.orm, ws.org.id, { subject: 'Empty', lastMessageAt: new Date('2025-12-01T00:00:00Z'), messageCount: 0 });
+      const empty = await insertThread(h.stack.orm, ws.org.id, {
+        subject: 'Empty',
+        lastMessageAt: new Date('2025-12-01T00:00:00Z'),
+        messageCount: 0,
+      });
       await insertMessage(h.stack.orm, ws.org.id, { threadId: busy.id, text: 'first', createdAt: new Date('2026-02-01T00:00:00Z') });
       const latest = await insertMessage(h.stack.orm, ws.org.id, {
         threadId: busy.id,

@@ -36,7 +36,13 @@ describe('GET /api/v1/me', () => {
       key_id: workspace.apiKey.id,
       auth_method: 'api_key',
       scopes: [...PUBLIC_SCOPES],
-      enabled_scope_catalog: SCOPE_CATALOG.map((s) => ({ id: s.id, domain: s.domain, access: s.access, launch: s.launch, description: s.description })),
+      enabled_scope_catalog: SCOPE_CATALOG.map((s) => ({
+        id: s.id,
+        domain: s.domain,
+        access: s.access,
+        launch: s.launch,
+        description: s.description,
+      })),
       rate_limit_profile: { requests_per_minute: 300, burst: 100, source: 'default' },
     });
     expect(response.body.meta?.request_id).toEqual(expect.any(String));

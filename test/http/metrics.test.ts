@@ -48,7 +48,15 @@ async function seed(orm: MikroORM, orgId: string, batches: Batch[]): Promise<voi
 
 async function createBroadcastRow(orm: MikroORM, orgId: string, name: string): Promise<string> {
   const em = scopeToOrg(orm.em, orgId);
-  const broadcast = em.create(Broadcast, { orgId, name, subject: 's', fromName: 'f', fromEmail: 'a@example.com', replyTo: null, scheduledAt: null });
+  const broadcast = em.create(Broadcast, {
+    orgId,
+    name,
+    subject: 's',
+    fromName: 'f',
+    fromEmail: 'a@example.com',
+    replyTo: null,
+    scheduledAt: null,
+  });
   await em.flush();
   return broadcast.id;
 }
@@ -83,7 +91,12 @@ describe('GET /api/v1/metrics', () => {
     ids.B5 = 'b5b5b5b5b5b5b5b5b5b5b5b5'; // events of a broadcast whose row is gone
     const at = (daysAgo: number) => new Date(dayStart(daysAgo).getTime() + 2 * HOUR);
     await seed(h.stack.orm, orgId, [
-      { at: at(0), domain: mail, broadcastId: ids.B1, counts: { sent: 10, delivered: 9, opened: 5, clicked: 2, bounced: 1, complained: 1, unsubscribed: 1 } },
+      {
+        at: at(0),
+        domain: mail,
+        broadcastId: ids.B1,
+        counts: { sent: 10, delivered: 9, opened: 5, clicked: 2, bounced: 1, complained: 1, unsubscribed: 1 },
+      },
       { at: at(3), domain: news, broadcastId: ids.B2, counts: { sent: 8, delivered: 8, opened: 4, clicked: 1 } },
       { at: at(6), domain: mail, counts: { sent: 4, delivered: 3, bounced: 1 } },
       { at: at(2), domain: mail, broadcastId: ids.B3, counts: { sent: 6, delivered: 6 } },
@@ -113,8 +126,25 @@ describe('GET /api/v1/metrics', () => {
     const data = response.body.data as Record<string, unknown>;
     expect(Object.keys(data).sort()).toEqual(['contacts', 'dailyVolume', 'domains', 'period', 'rates', 'summary', 'topCampaigns']);
     expect(data.period).toBe('7d');
-    expect(data.summary).toEqual({ sent: 39, delivered: 36, opened: 9, clicked: 3, bounced: 2, complained: 1, unsubscribed: 1, campaigns: 6 });
-    expect(data.rates).toEqual({ delivery: 0.9231, open: 0.25, click: 0.0833, ctor: 0.3333, bounce: 0.0513, complaint: 0.0278, unsubscribe: 0.0278 });
+    expect(data.summary).toEqual({
+      sent: 39,
+      delivered: 36,
+      opened: 9,
+      clicked: 3,
+      bounced: 2,
+      complained: 1,
+      unsubscribed: 1,
+      campaigns: 6,
+    });
+    expect(data.rates).toEqual({
+      delivery: 0.9231,
+      open: 0.25,
+      click: 0.0833,
+      ctor: 0.3333,
+      bounce: 0.0513,
+      complaint: 0.0278,
+      unsubscribe: 0.0278,
+    });
     const zero = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0 };
     expect(data.dailyVolume).toEqual([
       { date: dateOf(6), sent: 4, delivered: 3, opened: 0, clicked: 0, bounced: 1 },
@@ -215,7 +245,9 @@ describe('GET /api/v1/metrics', () => {
   it.each(['1d', '7', '7D', '365d', '', 'all'])('answers 400 invalid_request for period=%j', async (period) => {
     const response = await h.request('GET', `/api/v1/metrics?period=${encodeURIComponent(period)}`);
     expectError(response, 400, 'invalid_request');
-    expect(response.body.error?.details?.fields).toEqual([expect.objectContaining({ path: 'period', location: 'query', type: 'picklist' })]);
+    expect(response.body.error?.details?.fields).toEqual([
+      expect.objectContaining({ path: 'period', location: 'query', type: 'picklist' }),
+    ]);
   });
 });
 
@@ -230,7 +262,13 @@ describe('recordEmailEvent', () => {
     const orgId = h.workspace.org.id;
     const em = scopeToOrg(h.stack.orm.em, orgId);
     await em.transactional(async (tx) => {
-      await recordEmailEvent(tx, { orgId, type: 'delivered', recipient: 'kept@example.com', domain: 'Mail.Example.COM', emailId: 'e'.repeat(24) });
+      await recordEmailEvent(tx, {
+        orgId,
+        type: 'delivered',
+        recipient: 'kept@example.com',
+        domain: 'Mail.Example.COM',
+        emailId: 'e'.repeat(24),
+      });
       await tx.flush();
     });
     await expect(
@@ -241,7 +279,9 @@ describe('recordEmailEvent', () => {
       }),
     ).rejects.toThrow('the state change failed');
     const events = await em.fork().find(EmailEvent, {});
-    expect(events.map((e) => [e.recipient, e.domain, e.emailId, e.broadcastId])).toEqual([['kept@example.com', 'mail.example.com', 'e'.repeat(24), null]]);
+    expect(events.map((e) => [e.recipient, e.domain, e.emailId, e.broadcastId])).toEqual([
+      ['kept@example.com', 'mail.example.com', 'e'.repeat(24), null],
+    ]);
     expect(Math.abs(events[0]!.occurredAt.getTime() - Date.now())).toBeLessThan(60_000);
   });
 

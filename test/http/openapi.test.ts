@@ -55,7 +55,11 @@ describe('GET /api/v1/openapi.json', () => {
 
   it('describes request fields from the same valibot schemas the API validates with', () => {
     const create = document.paths['/api/v1/contacts']!.post! as Operation & {
-      requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown>; required: string[]; additionalProperties: boolean } } } };
+      requestBody: {
+        content: {
+          'application/json': { schema: { properties: Record<string, unknown>; required: string[]; additionalProperties: boolean } };
+        };
+      };
     };
     const schema = create.requestBody.content['application/json'].schema;
     expect(schema.required).toEqual(['email']);

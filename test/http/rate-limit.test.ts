@@ -75,7 +75,11 @@ describe('rate limits (token bucket per key in Redis)', () => {
       await new Promise((resolve) => setTimeout(resolve, 250));
       me = await request('GET', '/api/v1/me');
     }
-    expect((me.body.data as { rate_limit_profile: unknown }).rate_limit_profile).toEqual({ requests_per_minute: 90, burst: 3, source: 'workspace' });
+    expect((me.body.data as { rate_limit_profile: unknown }).rate_limit_profile).toEqual({
+      requests_per_minute: 90,
+      burst: 3,
+      source: 'workspace',
+    });
     expect(me.headers.get('ratelimit-limit')).toBe('3');
   });
 

@@ -31,7 +31,13 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
   const { createCursorCodec } = await import('../../src/http/cursor.ts');
   const { loadConfig } = await import('../../src/config.ts');
   const declared = createRoutes(
-    createApiServices({ orm: undefined as never, idempotency: undefined as never, config: loadConfig({}), temporal: undefined as never, logger: undefined as never }),
+    createApiServices({
+      orm: undefined as never,
+      idempotency: undefined as never,
+      config: loadConfig({}),
+      temporal: undefined as never,
+      logger: undefined as never,
+    }),
     createCursorCodec(undefined),
   );
 
@@ -91,7 +97,7 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
       expect(response.body.error?.details).toEqual({ required_scope: route().scope });
     });
 
-    it('404 for another workspace\'s resource', async ({ skip }) => {
+    it("404 for another workspace's resource", async ({ skip }) => {
       const fixture = RESOURCE_FIXTURES[operationId];
       if (!route().path.includes(':')) skip('no id in the path');
       const foreignId = await fixture!.create(h.stack.orm, other.org.id, { config: h.stack.config });
@@ -100,7 +106,11 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
         ...(fixture!.validBody ? { body: fixture!.validBody } : {}),
       });
       expectError(response, 404, 'not_found');
-      const own = await h.request(route().method, urlFor(route(), foreignId), { key: other.key, headers: write(), ...(fixture!.validBody ? { body: fixture!.validBody } : {}) });
+      const own = await h.request(route().method, urlFor(route(), foreignId), {
+        key: other.key,
+        headers: write(),
+        ...(fixture!.validBody ? { body: fixture!.validBody } : {}),
+      });
       expect(own.status, JSON.stringify(own.body)).toBeLessThan(300);
     });
 
@@ -122,7 +132,10 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
     const lines: string[] = [];
     const { createLogger } = await import('../../src/logger.ts');
     const { startApi } = await import('../../src/main-api.ts');
-    const api = await startApi(h.stack.config, createLogger('debug', {}, (line) => lines.push(line)));
+    const api = await startApi(
+      h.stack.config,
+      createLogger('debug', {}, (line) => lines.push(line)),
+    );
     try {
       const request = apiClient(api.url);
       await request('GET', `/api/v1/me?api_key=${h.workspace.key}`);

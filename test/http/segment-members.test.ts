@@ -27,9 +27,11 @@ describe('segment membership (static segments)', () => {
     return {
       request,
       post,
-      segment: async (body: Record<string, unknown> = { type: 'static' }) => dataOf<Segment>(await post('/segments', { name: 'VIPs', ...body }), 201),
+      segment: async (body: Record<string, unknown> = { type: 'static' }) =>
+        dataOf<Segment>(await post('/segments', { name: 'VIPs', ...body }), 201),
       contact: async (email: string, tags: string[] = []) => dataOf<Contact>(await post('/contacts', { email, tags }), 201),
-      members: async (id: string, query = '') => dataOf<Contact[]>(await request('GET', `/api/v1/segments/${id}/contacts${query}`)).map((c) => c.email),
+      members: async (id: string, query = '') =>
+        dataOf<Contact[]>(await request('GET', `/api/v1/segments/${id}/contacts${query}`)).map((c) => c.email),
     };
   }
 
@@ -42,7 +44,10 @@ describe('segment membership (static segments)', () => {
     await ws.contact('outside@example.com');
 
     const added = dataOf<Record<string, unknown>>(
-      await ws.post(`/segments/${segment._id}/contacts`, { contact_ids: [ada._id, '0123456789abcdef01234567'], emails: ['Grace@EXAMPLE.com', 'ada@example.com', 'nobody@example.com'] }),
+      await ws.post(`/segments/${segment._id}/contacts`, {
+        contact_ids: [ada._id, '0123456789abcdef01234567'],
+        emails: ['Grace@EXAMPLE.com', 'ada@example.com', 'nobody@example.com'],
+      }),
     );
     expect(added).toEqual({
       segmentId: segment._id,
@@ -67,14 +72,26 @@ describe('segment membership (static segments)', () => {
     const b = await ws.contact('b@example.com');
     const c = await ws.contact('c@example.com');
     await ws.post(`/segments/${segment._id}/contacts`, { contact_ids: [a._id, b._id, c._id] });
-    const removed = dataOf<Record<string, unknown>>(await ws.post(`/segments/${segment._id}/contacts/remove`, { emails: ['a@example.com', 'x@example.com'], contact_ids: [a._id] }));
-    expect(removed).toEqual({ segmentId: segment._id, removed: 1, notMembers: 0, notFound: { contactIds: [], emails: ['x@example.com'] }, contactCount: 2 });
+    const removed = dataOf<Record<string, unknown>>(
+      await ws.post(`/segments/${segment._id}/contacts/remove`, { emails: ['a@example.com', 'x@example.com'], contact_ids: [a._id] }),
+    );
+    expect(removed).toEqual({
+      segmentId: segment._id,
+      removed: 1,
+      notMembers: 0,
+      notFound: { contactIds: [], emails: ['x@example.com'] },
+      contactCount: 2,
+    });
     expect(dataOf<Contact>(await ws.request('GET', `/api/v1/contacts/${a._id}`)).email).toBe('a@example.com');
-    expect(dataOf<Record<string, unknown>>(await ws.post(`/segments/${segment._id}/contacts/remove`, { contact_ids: [a._id] }))).toMatchObject({ removed: 0, notMembers: 1 });
+    expect(
+      dataOf<Record<string, unknown>>(await ws.post(`/segments/${segment._id}/contacts/remove`, { contact_ids: [a._id] })),
+    ).toMatchObject({ removed: 0, notMembers: 1 });
 
     expect((await ws.request('DELETE', `/api/v1/contacts/${b._id}`, { headers: idem() })).status).toBe(200);
     expect(await ws.members(segment._id)).toEqual(['c@example.com']);
-    expect(dataOf<Segment[]>(await ws.request('GET', '/api/v1/segments')).find((s) => s._id === segment._id)).toMatchObject({ contactCount: 1 });
+    expect(dataOf<Segment[]>(await ws.request('GET', '/api/v1/segments')).find((s) => s._id === segment._id)).toMatchObject({
+      contactCount: 1,
+    });
   });
 
   it('lists the members of tag and all segments too, page by page, and refuses to change them (409 SEGMENT_NOT_STATIC)', async () => {
@@ -87,7 +104,10 @@ describe('segment membership (static segments)', () => {
     const walked: string[] = [];
     let cursor: string | null = null;
     do {
-      const response: ApiResponse = await ws.request('GET', `/api/v1/segments/${tagged._id}/contacts?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const response: ApiResponse = await ws.request(
+        'GET',
+        `/api/v1/segments/${tagged._id}/contacts?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       walked.push(...dataOf<Contact[]>(response).map((c) => c.email));
       cursor = (response.body.meta as { pagination: { next_cursor: string | null } }).pagination.next_cursor;
     } while (cursor);
@@ -106,12 +126,18 @@ describe('segment membership (static segments)', () => {
     const ws = await workspace();
     const segment = await ws.segment();
     const emails = Array.from({ length: MEMBERSHIP_LIMITS.perRequest }, (_, i) => `n${i}@example.com`);
-    expect(dataOf<Record<string, unknown>>(await ws.post(`/segments/${segment._id}/contacts`, { emails }))).toMatchObject({ added: 0, contactCount: 0 });
+    expect(dataOf<Record<string, unknown>>(await ws.post(`/segments/${segment._id}/contacts`, { emails }))).toMatchObject({
+      added: 0,
+      contactCount: 0,
+    });
     const over = await ws.post(`/segments/${segment._id}/contacts`, { emails: [...emails, 'one@example.com'] });
     expectError(over, 400, 'invalid_request');
     // The body's JSON bounds refuse the 1,001st item before validation, with the same limit.
     expect(over.body.error?.details).toMatchObject({ reason: 'JSON_TOO_MANY_ITEMS', limit: MEMBERSHIP_LIMITS.perRequest });
-    const split = await ws.post(`/segments/${segment._id}/contacts`, { emails: emails.slice(1), contact_ids: ['0123456789abcdef01234567', '0123456789abcdef01234568'] });
+    const split = await ws.post(`/segments/${segment._id}/contacts`, {
+      emails: emails.slice(1),
+      contact_ids: ['0123456789abcdef01234567', '0123456789abcdef01234568'],
+    });
     expectError(split, 400, 'invalid_request');
     expect(fieldsOf(split).map((f) => f.path)).toEqual(['contact_ids']);
     expectError(await ws.post(`/segments/${segment._id}/contacts`, {}), 400, 'invalid_request');
@@ -121,7 +147,7 @@ describe('segment membership (static segments)', () => {
     expectError(await ws.post('/segments', { name: 'Other', type: 'tag' }), 400, 'invalid_request');
   });
 
-  it('answers 404 for another workspace\'s segment and 403 without segments:write', async () => {
+  it("answers 404 for another workspace's segment and 403 without segments:write", async () => {
     const ws = await workspace();
     const other = await workspace();
     const theirs = await other.segment();

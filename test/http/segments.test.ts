@@ -40,7 +40,8 @@ describe('segments', () => {
 
   async function addContacts(orgId: string, rows: { tags: string[]; status?: ContactStatus }[]): Promise<void> {
     const em = scopeToOrg(h.stack.orm.em, orgId);
-    for (const row of rows) em.create(Contact, { orgId, email: `${unique('m')}@example.com`, tags: row.tags, status: row.status ?? 'active' });
+    for (const row of rows)
+      em.create(Contact, { orgId, email: `${unique('m')}@example.com`, tags: row.tags, status: row.status ?? 'active' });
     await em.flush();
   }
 
@@ -103,7 +104,9 @@ describe('segments', () => {
       const response = await create(h.request, body);
       expectError(response, 400, 'invalid_request');
       const fields = (response.body.error?.details as { fields: { path: string; type: string; location: string }[] }).fields;
-      expect(fields, JSON.stringify(fields)).toContainEqual(expect.objectContaining({ path, location: 'body', ...(type === 'object' ? {} : { type }) }));
+      expect(fields, JSON.stringify(fields)).toContainEqual(
+        expect.objectContaining({ path, location: 'body', ...(type === 'object' ? {} : { type }) }),
+      );
     });
 
     it('answers 400 for a body that is not an object', async () => {
@@ -190,11 +193,18 @@ describe('segments', () => {
   });
 
   describe('GET /api/v1/segments', () => {
-    it('lists the workspace\'s segments newest first, each with its own count, page by page', async () => {
+    it("lists the workspace's segments newest first, each with its own count, page by page", async () => {
       const { orgId, request } = await freshWorkspace();
       await addContacts(orgId, [{ tags: ['a'] }, { tags: ['a', 'b'] }, { tags: ['c'] }, { tags: [] }]);
       const expected: [string, number][] = [];
-      for (const [tags, count] of [[['a'], 2], [['b'], 1], [['c'], 1], [[], 4], [['zzz'], 0], [['a', 'c'], 3]] as const) {
+      for (const [tags, count] of [
+        [['a'], 2],
+        [['b'], 1],
+        [['c'], 1],
+        [[], 4],
+        [['zzz'], 0],
+        [['a', 'c'], 3],
+      ] as const) {
         const response = await create(request, { name: unique('list'), tags: [...tags] });
         expected.push([data(response)._id, count]);
       }
@@ -207,7 +217,17 @@ describe('segments', () => {
         const response = await request('GET', `/api/v1/segments${query}`);
         expectStatus(response, 200);
         const page = response.body.data as SegmentBody[];
-        for (const item of page) expect(Object.keys(item).sort()).toEqual(['_id', 'contactCount', 'createdAt', 'description', 'name', 'tags', 'type', 'updatedAt']);
+        for (const item of page)
+          expect(Object.keys(item).sort()).toEqual([
+            '_id',
+            'contactCount',
+            'createdAt',
+            'description',
+            'name',
+            'tags',
+            'type',
+            'updatedAt',
+          ]);
         seen.push(...page.map((s) => [s._id, s.contactCount] as [string, number]));
         cursor = (response.body.meta as { pagination: { next_cursor: string | null } }).pagination.next_cursor;
         pages += 1;

@@ -9,13 +9,21 @@ import { expectError, type ApiResponse } from '../support/http.ts';
 import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 
 const MB = 1024 * 1024;
-type EmailRecord = { _id: string; message_id: string; status: string; scheduled_at: string | null; recipients: { email: string; kind: string; status: string }[]; credits_charged: number };
+type EmailRecord = {
+  _id: string;
+  message_id: string;
+  status: string;
+  scheduled_at: string | null;
+  recipients: { email: string; kind: string; status: string }[];
+  credits_charged: number;
+};
 
 describe('POST /api/v1/outbox/emails', () => {
   let h: ApiHarness;
   let domain: string;
   let orgId: string;
-  const send = (body: Record<string, unknown>, headers: Record<string, string> = idem()) => h.request('POST', '/api/v1/outbox/emails', { body, headers });
+  const send = (body: Record<string, unknown>, headers: Record<string, string> = idem()) =>
+    h.request('POST', '/api/v1/outbox/emails', { body, headers });
   const body = (overrides: Record<string, unknown> = {}) => ({
     from: `Orders <orders@${domain}>`,
     to: 'buyer@example.com',
@@ -44,7 +52,9 @@ describe('POST /api/v1/outbox/emails', () => {
   afterAll(async () => h?.close());
 
   it('accepts a send with 202 and the transactional email record', async () => {
-    const email = expectAccepted(await send(body({ to: ['a@example.com', 'B@Example.com'], cc: ['c@example.com'], bcc: ['a@example.com', 'd@example.com'] })));
+    const email = expectAccepted(
+      await send(body({ to: ['a@example.com', 'B@Example.com'], cc: ['c@example.com'], bcc: ['a@example.com', 'd@example.com'] })),
+    );
     expect(email._id).toMatch(/^[a-f0-9]{24}$/);
     expect(email.message_id).toBe(`${email._id}.0@${domain}`);
     expect(email.status).toBe('queued');
@@ -71,10 +81,12 @@ describe('POST /api/v1/outbox/emails', () => {
     const key = idem();
     const first = await send(body({ subject: 'Idempotent answer' }), key);
     const email = expectAccepted(first);
-    const [record] = await h.stack.orm.em.getConnection().execute<{ state: string; response_status: number; response_body: unknown }[]>(
-      `select state, response_status, response_body from idempotency_records where key = ?`,
-      [key['idempotency-key']],
-    );
+    const [record] = await h.stack.orm.em
+      .getConnection()
+      .execute<{ state: string; response_status: number; response_body: unknown }[]>(
+        `select state, response_status, response_body from idempotency_records where key = ?`,
+        [key['idempotency-key']],
+      );
     expect(record).toMatchObject({ state: 'completed', response_status: 202 });
     expect(record?.response_body).toEqual(first.body);
     const before = await emailCount();
@@ -87,26 +99,39 @@ describe('POST /api/v1/outbox/emails', () => {
   });
 
   it('takes List-Unsubscribe and List-Unsubscribe-Post (RFC 8058) and refuses malformed ones, naming the header', async () => {
-    const good = { 'List-Unsubscribe': '<https://shop.example.com/u/1>, <mailto:u@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+    const good = {
+      'List-Unsubscribe': '<https://shop.example.com/u/1>, <mailto:u@shop.example.com>',
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    };
     expectAccepted(await send(body({ headers: good })));
     expectAccepted(await send(body({ headers: { 'list-unsubscribe': '<mailto:u@shop.example.com>' } })));
     for (const [headers, path] of [
       [{ 'List-Unsubscribe': 'https://shop.example.com/u/1' }, 'headers.List-Unsubscribe'],
       [{ 'List-Unsubscribe': '<http://shop.example.com/u/1>' }, 'headers.List-Unsubscribe'],
       [{ 'List-Unsubscribe': '<javascript:alert(1)>' }, 'headers.List-Unsubscribe'],
-      [{ 'List-Unsubscribe': '<mailto:u@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }, 'headers.List-Unsubscribe-Post'],
+      [
+        { 'List-Unsubscribe': '<mailto:u@shop.example.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+        'headers.List-Unsubscribe-Post',
+      ],
       [{ 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }, 'headers.List-Unsubscribe-Post'],
       [{ 'List-Unsubscribe': '<https://shop.example.com/u/1>', 'List-Unsubscribe-Post': 'yes' }, 'headers.List-Unsubscribe-Post'],
     ] as const) {
       const refused = await send(body({ headers }));
       expectError(refused, 400, 'invalid_request');
-      expect((refused.body.error?.details as { fields: { path: string }[] }).fields.map((f) => f.path), JSON.stringify(headers)).toEqual([path]);
+      expect(
+        (refused.body.error?.details as { fields: { path: string }[] }).fields.map((f) => f.path),
+        JSON.stringify(headers),
+      ).toEqual([path]);
     }
   });
 
   describe('Idempotency-Key claimed inside the acceptance transaction', () => {
     const recordOf = async (key: string) =>
-      h.stack.orm.em.getConnection().execute<{ state: string; response_status: number }[]>(`select state, response_status from idempotency_records where key = ?`, [key]);
+      h.stack.orm.em
+        .getConnection()
+        .execute<{ state: string; response_status: number }[]>(`select state, response_status from idempotency_records where key = ?`, [
+          key,
+        ]);
 
     it('30 parallel requests with one key and body: one email, every answer the same 202 (or 409 while it runs)', async () => {
       const key = idem();
@@ -146,7 +171,12 @@ describe('POST /api/v1/outbox/emails', () => {
       const capped = await addSendingDomain(h.stack.orm, orgId, { dailyCap: 1 });
       expectAccepted(await send(body({ from: `x@${capped.domain}` })));
       const key = idem();
-      expectReason(await send(body({ from: `x@${capped.domain}`, subject: 'Over the cap' }), key), 429, 'rate_limited', 'DAILY_CAP_REACHED');
+      expectReason(
+        await send(body({ from: `x@${capped.domain}`, subject: 'Over the cap' }), key),
+        429,
+        'rate_limited',
+        'DAILY_CAP_REACHED',
+      );
       expect(await recordOf(key['idempotency-key']!)).toEqual([]);
     });
   });
@@ -247,7 +277,9 @@ describe('POST /api/v1/outbox/emails', () => {
       for (const name of ['Resent-From', 'resent-sender', 'Resent-Message-ID', 'RESENT-TO', 'Sender']) {
         const refused = await send(body({ headers: { 'X-Tag': '1', [name]: 'boss@elsewhere.example' } }));
         expectError(refused, 400, 'invalid_request');
-        expect((refused.body.error?.details as { fields: { path: string; type: string }[] }).fields, name).toEqual([expect.objectContaining({ path: `headers.${name}`, type: 'reserved_header' })]);
+        expect((refused.body.error?.details as { fields: { path: string; type: string }[] }).fields, name).toEqual([
+          expect.objectContaining({ path: `headers.${name}`, type: 'reserved_header' }),
+        ]);
       }
     });
     it('takes 50 custom headers and refuses 51', async () => {
@@ -258,10 +290,20 @@ describe('POST /api/v1/outbox/emails', () => {
   });
 
   describe('attachments', () => {
-    const inline = (overrides: Record<string, unknown> = {}) => ({ filename: 'note.txt', content: Buffer.from('hello').toString('base64'), content_type: 'text/plain', ...overrides });
+    const inline = (overrides: Record<string, unknown> = {}) => ({
+      filename: 'note.txt',
+      content: Buffer.from('hello').toString('base64'),
+      content_type: 'text/plain',
+      ...overrides,
+    });
     it('takes 20 and answers TOO_MANY_ATTACHMENTS at 21', async () => {
       expectAccepted(await send(body({ attachments: Array.from({ length: 20 }, (_, i) => inline({ filename: `f${i}.txt` })) })));
-      expectReason(await send(body({ attachments: Array.from({ length: 21 }, (_, i) => inline({ filename: `f${i}.txt` })) })), 400, 'invalid_request', 'TOO_MANY_ATTACHMENTS');
+      expectReason(
+        await send(body({ attachments: Array.from({ length: 21 }, (_, i) => inline({ filename: `f${i}.txt` })) })),
+        400,
+        'invalid_request',
+        'TOO_MANY_ATTACHMENTS',
+      );
     });
     it.each([
       ['bad base64', { content: 'not base64!!' }],
@@ -274,27 +316,59 @@ describe('POST /api/v1/outbox/emails', () => {
       expectReason(await send(body({ attachments: [inline(overrides)] })), 400, 'invalid_request', 'INVALID_ATTACHMENT');
     });
     it('answers 400 INVALID_ATTACHMENT for a duplicate content_id', async () => {
-      const response = await send(body({ attachments: [inline({ content_id: 'logo' }), inline({ filename: 'b.txt', content_id: 'logo' })] }));
+      const response = await send(
+        body({ attachments: [inline({ content_id: 'logo' }), inline({ filename: 'b.txt', content_id: 'logo' })] }),
+      );
       expectReason(response, 400, 'invalid_request', 'INVALID_ATTACHMENT');
     });
     it('answers 404 INVALID_ATTACHMENT for an unknown or unfinished upload', async () => {
-      expectReason(await send(body({ attachments: [{ attachment_id: '0123456789abcdef01234567' }] })), 404, 'not_found', 'INVALID_ATTACHMENT');
+      expectReason(
+        await send(body({ attachments: [{ attachment_id: '0123456789abcdef01234567' }] })),
+        404,
+        'not_found',
+        'INVALID_ATTACHMENT',
+      );
       const em = scopeToOrg(h.stack.orm.em, orgId);
-      const pending = em.create(AttachmentUpload, { orgId, filename: 'a.pdf', contentType: 'application/pdf', sizeBytes: 10, blobKey: 'uploads/x/y', expiresAt: new Date(Date.now() + 3600_000), createdAt: new Date() });
+      const pending = em.create(AttachmentUpload, {
+        orgId,
+        filename: 'a.pdf',
+        contentType: 'application/pdf',
+        sizeBytes: 10,
+        blobKey: 'uploads/x/y',
+        expiresAt: new Date(Date.now() + 3600_000),
+        createdAt: new Date(),
+      });
       await em.flush();
       expectReason(await send(body({ attachments: [{ attachment_id: pending.id }] })), 404, 'not_found', 'INVALID_ATTACHMENT');
     });
     it('takes an inline attachment of exactly 12 MB and answers 413 ATTACHMENT_TOO_LARGE one byte over', async () => {
       const exact = Buffer.alloc(12 * MB, 7).toString('base64');
-      expectAccepted(await send(body({ attachments: [inline({ filename: 'big.bin', content: exact, content_type: 'application/octet-stream' })] })));
+      expectAccepted(
+        await send(body({ attachments: [inline({ filename: 'big.bin', content: exact, content_type: 'application/octet-stream' })] })),
+      );
       const over = Buffer.alloc(12 * MB + 1, 7).toString('base64');
-      expectReason(await send(body({ attachments: [inline({ filename: 'big.bin', content: over, content_type: 'application/octet-stream' })] })), 413, 'payload_too_large', 'ATTACHMENT_TOO_LARGE');
+      expectReason(
+        await send(body({ attachments: [inline({ filename: 'big.bin', content: over, content_type: 'application/octet-stream' })] })),
+        413,
+        'payload_too_large',
+        'ATTACHMENT_TOO_LARGE',
+      );
     });
     it('bounds bodies plus attachments at 25 MB (413 MESSAGE_TOO_LARGE), reachable with stored uploads', async () => {
       const blobs = createFsBlobStore(h.stack.config.blobDir);
       const em = scopeToOrg(h.stack.orm.em, orgId);
       const upload = async (size: number) => {
-        const row = em.create(AttachmentUpload, { orgId, filename: `${unique('u')}.bin`, contentType: 'application/octet-stream', sizeBytes: size, status: 'uploaded', blobKey: `uploads/${orgId}/${unique('b')}`, expiresAt: new Date(Date.now() + 3600_000), uploadedAt: new Date(), createdAt: new Date() });
+        const row = em.create(AttachmentUpload, {
+          orgId,
+          filename: `${unique('u')}.bin`,
+          contentType: 'application/octet-stream',
+          sizeBytes: size,
+          status: 'uploaded',
+          blobKey: `uploads/${orgId}/${unique('b')}`,
+          expiresAt: new Date(Date.now() + 3600_000),
+          uploadedAt: new Date(),
+          createdAt: new Date(),
+        });
         await blobs.put(row.blobKey, Buffer.alloc(size, 1));
         await em.flush();
         return row.id;
@@ -306,7 +380,9 @@ describe('POST /api/v1/outbox/emails', () => {
     });
     it('takes a 25 MB message sent entirely inline (base64 makes the request about 33.4 MiB)', async () => {
       const content = (size: number) => Buffer.alloc(size, 7).toString('base64');
-      const attachments = [12 * MB, 12 * MB, MB - 4].map((size, i) => inline({ filename: `part-${i}.bin`, content: content(size), content_type: 'application/octet-stream' }));
+      const attachments = [12 * MB, 12 * MB, MB - 4].map((size, i) =>
+        inline({ filename: `part-${i}.bin`, content: content(size), content_type: 'application/octet-stream' }),
+      );
       expectAccepted(await send(body({ text: 'abcd', attachments })));
       expectReason(await send(body({ text: 'abcde', attachments })), 413, 'payload_too_large', 'MESSAGE_TOO_LARGE');
     });
@@ -365,8 +441,14 @@ describe('POST /api/v1/outbox/emails', () => {
     it('never oversells credits to 20 concurrent sends', async () => {
       await setCredits(h.stack.orm, orgId, 10);
       const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => send(body({ to: `c${i}@example.com` }))));
-      expect(responses.filter((r) => r.status === 202), JSON.stringify(responses.filter((r) => r.status !== 202 && r.status !== 402).map((r) => r.body))).toHaveLength(10);
-      expect(responses.filter((r) => r.status === 402), JSON.stringify(responses.filter((r) => r.status !== 202 && r.status !== 402).map((r) => r.body))).toHaveLength(10);
+      expect(
+        responses.filter((r) => r.status === 202),
+        JSON.stringify(responses.filter((r) => r.status !== 202 && r.status !== 402).map((r) => r.body)),
+      ).toHaveLength(10);
+      expect(
+        responses.filter((r) => r.status === 402),
+        JSON.stringify(responses.filter((r) => r.status !== 202 && r.status !== 402).map((r) => r.body)),
+      ).toHaveLength(10);
       expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(0);
       await setCredits(h.stack.orm, orgId, 1_000_000);
     });
@@ -374,7 +456,9 @@ describe('POST /api/v1/outbox/emails', () => {
       await setCredits(h.stack.orm, orgId, 100);
       const before = await scopeToOrg(h.stack.orm.em, orgId).find(TransactionalEmail, {}, { fields: ['id'] });
       const sizes = Array.from({ length: 60 }, (_, i) => 1 + (i % 3));
-      const responses = await Promise.all(sizes.map((n, i) => send(body({ to: Array.from({ length: n }, (_, r) => `s${i}r${r}@example.com`) }))));
+      const responses = await Promise.all(
+        sizes.map((n, i) => send(body({ to: Array.from({ length: n }, (_, r) => `s${i}r${r}@example.com`) }))),
+      );
       const odd = responses.filter((r) => r.status !== 202 && r.status !== 402);
       expect(odd, JSON.stringify(odd.map((r) => r.body))).toEqual([]);
       const taken = sizes.filter((_, i) => responses[i]!.status === 202).reduce((a, b) => a + b, 0);
@@ -411,7 +495,9 @@ describe('POST /api/v1/outbox/emails', () => {
     });
     it('never oversells a daily cap to 20 concurrent sends', async () => {
       const capped = await addSendingDomain(h.stack.orm, orgId, { dailyCap: 10 });
-      const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => send(body({ from: `o@${capped.domain}`, to: `k${i}@example.com` }))));
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => send(body({ from: `o@${capped.domain}`, to: `k${i}@example.com` }))),
+      );
       expect(responses.filter((r) => r.status === 202)).toHaveLength(10);
       expect(responses.filter((r) => r.status === 429)).toHaveLength(10);
     });
@@ -421,7 +507,12 @@ describe('POST /api/v1/outbox/emails', () => {
       // Uncapped: five sends counted on random shards.
       for (let i = 0; i < 5; i += 1) expectAccepted(await send(body({ from, to: `d${i}@example.com` })));
       await h.stack.orm.em.fork().getConnection().execute('update domains set daily_cap = 7 where id = ?', [domain.id]);
-      expectReason(await send(body({ from, to: ['x@example.com', 'y@example.com', 'z@example.com'] })), 429, 'rate_limited', 'DAILY_CAP_REACHED');
+      expectReason(
+        await send(body({ from, to: ['x@example.com', 'y@example.com', 'z@example.com'] })),
+        429,
+        'rate_limited',
+        'DAILY_CAP_REACHED',
+      );
       expectAccepted(await send(body({ from, to: ['x@example.com', 'y@example.com'] })));
       expectReason(await send(body({ from, to: 'w@example.com' })), 429, 'rate_limited', 'DAILY_CAP_REACHED');
     });
@@ -436,7 +527,12 @@ describe('POST /api/v1/outbox/emails', () => {
       expect((cancelled.body.data as EmailRecord).status).toBe('cancelled');
       expect((cancelled.body.data as EmailRecord).recipients.every((r) => r.status === 'cancelled')).toBe(true);
       expect((await creditsOf(h.stack.orm, orgId)).balance).toBe(100);
-      expectReason(await h.request('POST', `/api/v1/outbox/emails/${email._id}/cancel`, { headers: idem() }), 409, 'conflict', 'EMAIL_NOT_CANCELLABLE');
+      expectReason(
+        await h.request('POST', `/api/v1/outbox/emails/${email._id}/cancel`, { headers: idem() }),
+        409,
+        'conflict',
+        'EMAIL_NOT_CANCELLABLE',
+      );
       const rows = await scopeToOrg(h.stack.orm.em, orgId).count(EmailRecipient, { emailId: email._id, status: 'cancelled' });
       expect(rows).toBe(2);
       await setCredits(h.stack.orm, orgId, 1_000_000);

@@ -13,11 +13,47 @@ const SPEC = {
   segment: ['_id', 'name', 'description', 'type', 'tags', 'contactCount', 'createdAt', 'updatedAt'],
   automation: ['_id', 'name', 'description', 'status', 'trigger_type', 'stats', 'version', 'created_at', 'updated_at'],
   automationStats: ['totalRuns', 'activeRuns', 'completedRuns', 'failedRuns', 'emailsSent', 'creditsUsed'],
-  template: ['_id', 'name', 'description', 'subject', 'preview_text', 'html', 'category', 'tags', 'folder_id', 'status', 'version', 'created_at', 'updated_at'],
-  broadcast: ['_id', 'name', 'subject', 'previewText', 'fromName', 'fromEmail', 'groupIds', 'status', 'scheduledAt', 'metrics', 'createdAt'],
+  template: [
+    '_id',
+    'name',
+    'description',
+    'subject',
+    'preview_text',
+    'html',
+    'category',
+    'tags',
+    'folder_id',
+    'status',
+    'version',
+    'created_at',
+    'updated_at',
+  ],
+  broadcast: [
+    '_id',
+    'name',
+    'subject',
+    'previewText',
+    'fromName',
+    'fromEmail',
+    'groupIds',
+    'status',
+    'scheduledAt',
+    'metrics',
+    'createdAt',
+  ],
   domainOption: ['_id', 'domain', 'verified', 'isDefault', 'domainSource', 'deliverability', 'sender_options'],
   senderOption: ['id', 'name', 'email', 'is_default', 'verified'],
-  keyContext: ['org_id', 'org_slug', 'org_name', 'actor_user_id', 'key_id', 'auth_method', 'scopes', 'enabled_scope_catalog', 'rate_limit_profile'],
+  keyContext: [
+    'org_id',
+    'org_slug',
+    'org_name',
+    'actor_user_id',
+    'key_id',
+    'auth_method',
+    'scopes',
+    'enabled_scope_catalog',
+    'rate_limit_profile',
+  ],
   scopeEntry: ['id', 'domain', 'access', 'launch', 'description'],
   metrics: ['summary', 'rates', 'dailyVolume', 'topCampaigns', 'contacts', 'domains', 'period'],
   metricsSummary: ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'campaigns'],
@@ -25,7 +61,25 @@ const SPEC = {
   metricsDaily: ['date', 'sent', 'delivered', 'opened', 'clicked', 'bounced'],
   metricsContacts: ['total', 'active', 'unsubscribed', 'bounced', 'complained'],
   attachmentUpload: ['attachment_id', 'upload_url', 'expires_at', 'required_headers'],
-  inboxMessage: ['id', 'thread_id', 'direction', 'subject', 'text', 'from', 'to', 'rfc_message_id', 'in_reply_to_message_id', 'references_rfc', 'attachments', 'attachment_ingest_status', 'failed_attachments', 'attachment_count', 'attachments_ready', 'created_at', 'updated_at'],
+  inboxMessage: [
+    'id',
+    'thread_id',
+    'direction',
+    'subject',
+    'text',
+    'from',
+    'to',
+    'rfc_message_id',
+    'in_reply_to_message_id',
+    'references_rfc',
+    'attachments',
+    'attachment_ingest_status',
+    'failed_attachments',
+    'attachment_count',
+    'attachments_ready',
+    'created_at',
+    'updated_at',
+  ],
   inboxAttachment: ['id', 'filename', 'content_type', 'size_bytes'],
   mailbox: ['email', 'name'],
 };
@@ -37,7 +91,7 @@ const INBOX_DETAIL_EXTENSIONS = [...INBOX_EXTENSIONS, 'html', 'in_reply_to', 're
 const keys = (value: unknown) => Object.keys(value as object).sort();
 const sorted = (list: string[]) => [...list].sort();
 
-describe('responses carry exactly the spec\'s field names and casing', () => {
+describe("responses carry exactly the spec's field names and casing", () => {
   let h: ApiHarness;
   beforeAll(async () => {
     h = await startApiHarness();
@@ -69,7 +123,11 @@ describe('responses carry exactly the spec\'s field names and casing', () => {
   });
 
   it('Automation', async () => {
-    const automation = await createAutomationsAdmin({ orm: h.stack.orm }).createAutomation({ orgId: h.workspace.org.id, name: 'Fields', triggerType: 'contact.created' });
+    const automation = await createAutomationsAdmin({ orm: h.stack.orm }).createAutomation({
+      orgId: h.workspace.org.id,
+      name: 'Fields',
+      triggerType: 'contact.created',
+    });
     const data = (await ok('GET', `/api/v1/automations/${automation.id}`)) as { stats: unknown };
     expect(keys(data)).toEqual(sorted(SPEC.automation));
     expect(keys(data.stats)).toEqual(sorted(SPEC.automationStats));
@@ -102,14 +160,23 @@ describe('responses carry exactly the spec\'s field names and casing', () => {
   });
 
   it('Attachment upload', async () => {
-    const created = await ok('POST', '/api/v1/outbox/attachments', { filename: 'fields.pdf', content_type: 'application/pdf', size_bytes: 10 });
+    const created = await ok('POST', '/api/v1/outbox/attachments', {
+      filename: 'fields.pdf',
+      content_type: 'application/pdf',
+      size_bytes: 10,
+    });
     expect(keys(created)).toEqual(sorted(SPEC.attachmentUpload));
   });
 
   it('Inbox message', async () => {
     const blobs = createBlobStore(h.stack.config);
     const message = await insertMessage(h.stack.orm, h.workspace.org.id, { attachmentCount: 1 });
-    await insertAttachment(h.stack.orm, h.workspace.org.id, { messageId: message.id, blobs: blobs!, filename: 'a.txt', contentType: 'text/plain' });
+    await insertAttachment(h.stack.orm, h.workspace.org.id, {
+      messageId: message.id,
+      blobs: blobs!,
+      filename: 'a.txt',
+      contentType: 'text/plain',
+    });
     const [listed] = (await ok('GET', '/api/v1/inbox/messages')) as Record<string, unknown>[];
     expect(keys(listed)).toEqual(sorted([...SPEC.inboxMessage, ...INBOX_EXTENSIONS]));
     const data = (await ok('GET', `/api/v1/inbox/messages/${message.id}`)) as { from: unknown; to: unknown[]; attachments: unknown[] };

@@ -14,8 +14,10 @@ type Change = { email: string; action: string; reason: string; api_key_id: strin
 describe('the suppression list', () => {
   let h: ApiHarness;
   let domain: string;
-  const send = (to: string) => h.request('POST', '/api/v1/outbox/emails', { headers: idem(), body: { from: `shop@${domain}`, to, subject: 'Hi', text: 'x' } });
-  const reasonOf = (response: { body: { error?: { details?: unknown } } }) => (response.body.error?.details as { reason?: string } | undefined)?.reason;
+  const send = (to: string) =>
+    h.request('POST', '/api/v1/outbox/emails', { headers: idem(), body: { from: `shop@${domain}`, to, subject: 'Hi', text: 'x' } });
+  const reasonOf = (response: { body: { error?: { details?: unknown } } }) =>
+    (response.body.error?.details as { reason?: string } | undefined)?.reason;
 
   beforeAll(async () => {
     h = await startApiHarness({ SEND_HANDOFF_WAIT_MS: '0' });
@@ -25,7 +27,10 @@ describe('the suppression list', () => {
   afterAll(async () => h?.close());
 
   it('adds an address by hand, refuses sends to it, and lifts it so sends pass again, each change in the trail', async () => {
-    const added = await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: ' Manual@Example.com ', detail: 'asked by phone' } });
+    const added = await h.request('POST', '/api/v1/suppressions', {
+      headers: idem(),
+      body: { email: ' Manual@Example.com ', detail: 'asked by phone' },
+    });
     expect(added.status, JSON.stringify(added.body)).toBe(201);
     expect(added.body.data).toMatchObject({ email: 'manual@example.com', reason: 'manual', detail: 'asked by phone' });
     expect(reasonOf(await send('manual@example.com'))).toBe('RECIPIENT_SUPPRESSED');
@@ -52,11 +57,18 @@ describe('the suppression list', () => {
     const em = scopeToOrg(h.stack.orm.em, orgId);
     em.create(Contact, { orgId, email: 'gone@example.com', status: 'bounced' });
     await em.flush();
-    await suppressAddress(h.stack.orm.em.fork(), orgId, 'gone@example.com', 'hard_bounce', { emailId: 'a'.repeat(24), detail: '550 5.1.1 no such user' });
+    await suppressAddress(h.stack.orm.em.fork(), orgId, 'gone@example.com', 'hard_bounce', {
+      emailId: 'a'.repeat(24),
+      detail: '550 5.1.1 no such user',
+    });
     await suppressAddress(h.stack.orm.em.fork(), orgId, 'spam@example.com', 'complaint');
     const bounces = (await h.request('GET', '/api/v1/suppressions?reason=bounce')).body.data as Entry[];
-    expect(bounces).toEqual([expect.objectContaining({ email: 'gone@example.com', reason: 'bounce', email_id: 'a'.repeat(24), detail: '550 5.1.1 no such user' })]);
-    expect(((await h.request('GET', '/api/v1/suppressions?email=SPAM@example.com')).body.data as Entry[]).map((e) => e.reason)).toEqual(['complaint']);
+    expect(bounces).toEqual([
+      expect.objectContaining({ email: 'gone@example.com', reason: 'bounce', email_id: 'a'.repeat(24), detail: '550 5.1.1 no such user' }),
+    ]);
+    expect(((await h.request('GET', '/api/v1/suppressions?email=SPAM@example.com')).body.data as Entry[]).map((e) => e.reason)).toEqual([
+      'complaint',
+    ]);
     expect(reasonOf(await send('gone@example.com'))).toBe('RECIPIENT_SUPPRESSED');
 
     const lifted = await h.request('DELETE', '/api/v1/suppressions/gone@example.com', { headers: idem() });
@@ -73,11 +85,26 @@ describe('the suppression list', () => {
     const theirs = apiClient(h.api.url, other.key);
     expect(((await theirs('GET', '/api/v1/suppressions')).body.data as Entry[]).map((e) => e.email)).not.toContain('mine@example.com');
     expectError(await theirs('DELETE', '/api/v1/suppressions/mine@example.com', { headers: idem() }), 404, 'not_found');
-    expectError(await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'not an address' } }), 400, 'invalid_request');
-    expectError(await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'x@example.com', detail: 'd'.repeat(1025) } }), 400, 'invalid_request');
-    expect((await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'y@example.com', detail: 'd'.repeat(1024) } })).status).toBe(201);
+    expectError(
+      await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'not an address' } }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'x@example.com', detail: 'd'.repeat(1025) } }),
+      400,
+      'invalid_request',
+    );
+    expect(
+      (await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'y@example.com', detail: 'd'.repeat(1024) } }))
+        .status,
+    ).toBe(201);
     expectError(await h.request('GET', '/api/v1/suppressions?reason=hard_bounce'), 400, 'invalid_request');
     const readOnly = await createOrgWithKey(h.stack.orm, { scopes: ['contacts:read'] });
-    expectError(await apiClient(h.api.url, readOnly.key)('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'z@example.com' } }), 403, 'missing_scope');
+    expectError(
+      await apiClient(h.api.url, readOnly.key)('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'z@example.com' } }),
+      403,
+      'missing_scope',
+    );
   });
 });

@@ -17,13 +17,15 @@ describe('template sends (template_id + variables)', () => {
   const send = (body: Record<string, unknown>) => h.request('POST', '/api/v1/outbox/emails', { body, headers: idem() });
   const base = () => ({ from: `Shop <shop@${domain}>`, to: 'buyer@example.com' });
   const reasonOf = (response: ApiResponse) => (response.body.error?.details as { reason?: string } | undefined)?.reason;
-  const fieldsOf = (response: ApiResponse) => ((response.body.error?.details as { fields?: { path: string }[] } | undefined)?.fields ?? []).map((f) => f.path);
+  const fieldsOf = (response: ApiResponse) =>
+    ((response.body.error?.details as { fields?: { path: string }[] } | undefined)?.fields ?? []).map((f) => f.path);
 
   async function template(fields: Record<string, unknown>, status: 'draft' | 'published' | 'archived' = 'published'): Promise<string> {
     const created = await h.request('POST', '/api/v1/templates', { headers: idem(), body: { name: 'Receipt', ...fields } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = (created.body.data as { _id: string })._id;
-    if (status !== 'draft') expect((await h.request('PATCH', `/api/v1/templates/${id}`, { headers: idem(), body: { status } })).status).toBe(200);
+    if (status !== 'draft')
+      expect((await h.request('PATCH', `/api/v1/templates/${id}`, { headers: idem(), body: { status } })).status).toBe(200);
     return id;
   }
   const stored = (id: string) => scopeToOrg(h.stack.orm.em, orgId).findOneOrFail(TransactionalEmail, { id }, { refresh: true });
@@ -45,18 +47,26 @@ describe('template sends (template_id + variables)', () => {
       ...base(),
       template_id: id,
       text: 'Hi {{name}}, you paid {{amount}}.',
-      variables: { name: 'Zoë <Q> & "co"', amount: '€12.50', order: { number: 'A-7' }, items: [{ title: 'Mug <b>' }, { title: 'Tea' }], footer: '<hr>' },
+      variables: {
+        name: 'Zoë <Q> & "co"',
+        amount: '€12.50',
+        order: { number: 'A-7' },
+        items: [{ title: 'Mug <b>' }, { title: 'Tea' }],
+        footer: '<hr>',
+      },
     });
     expect(response.status, JSON.stringify(response.body)).toBe(202);
     const record = response.body.data as { _id: string; subject: string; template_id: string; template_version: number };
     expect(record).toMatchObject({ subject: 'Receipt for Zoë <Q> & "co" — order A-7', template_id: id, template_version: 2 });
     const email = await stored(record._id);
-    expect(email.html).toBe('<p>Hi Zoë &lt;Q&gt; &amp; &quot;co&quot;, you paid €12.50.</p><ul><li>Mug &lt;b&gt;</li><li>Tea</li></ul><p>Not a gift</p><hr>');
+    expect(email.html).toBe(
+      '<p>Hi Zoë &lt;Q&gt; &amp; &quot;co&quot;, you paid €12.50.</p><ul><li>Mug &lt;b&gt;</li><li>Tea</li></ul><p>Not a gift</p><hr>',
+    );
     expect(email.text).toBe('Hi Zoë <Q> & "co", you paid €12.50.');
     expect(email.templateId).toBe(id);
   });
 
-  it('takes the request subject in place of the template\'s, rendered with the same variables', async () => {
+  it("takes the request subject in place of the template's, rendered with the same variables", async () => {
     const id = await template({ subject: 'Template subject', html: '<p>{{greeting}}</p>' });
     const response = await send({ ...base(), template_id: id, subject: 'Own subject for {{greeting}}', variables: { greeting: 'hello' } });
     expect(response.status, JSON.stringify(response.body)).toBe(202);
@@ -84,11 +94,14 @@ describe('template sends (template_id + variables)', () => {
     expect(reasonOf(unknown)).toBe('TEMPLATE_NOT_FOUND');
   });
 
-  it('does not send another workspace\'s template', async () => {
+  it("does not send another workspace's template", async () => {
     const { createOrgWithKey } = await import('../support/factories.ts');
     const { apiClient } = await import('../support/http.ts');
     const other = await createOrgWithKey(h.stack.orm, { scopes: ['all'] });
-    const theirs = await apiClient(h.api.url, other.key)('POST', '/api/v1/templates', { headers: idem(), body: { name: 'Theirs', subject: 's', html: '<p>x</p>' } });
+    const theirs = await apiClient(h.api.url, other.key)('POST', '/api/v1/templates', {
+      headers: idem(),
+      body: { name: 'Theirs', subject: 's', html: '<p>x</p>' },
+    });
     const theirId = (theirs.body.data as { _id: string })._id;
     await apiClient(h.api.url, other.key)('PATCH', `/api/v1/templates/${theirId}`, { headers: idem(), body: { status: 'published' } });
     const response = await send({ ...base(), template_id: theirId });
@@ -106,7 +119,9 @@ describe('template sends (template_id + variables)', () => {
     const tooMany = await send({ ...base(), template_id: id, variables: { ...hundred, v100: 1 } });
     expectError(tooMany, 400, 'invalid_request');
     expect(fieldsOf(tooMany)).toContain('variables');
-    expect(fieldsOf(await send({ ...base(), template_id: id, variables: { 'bad name': 1 } })).some((path) => path.startsWith('variables'))).toBe(true);
+    expect(
+      fieldsOf(await send({ ...base(), template_id: id, variables: { 'bad name': 1 } })).some((path) => path.startsWith('variables')),
+    ).toBe(true);
     const big = await send({ ...base(), template_id: id, variables: { blob: 'x'.repeat(64 * 1024) } });
     expect(fieldsOf(big)).toContain('variables');
   });

@@ -240,7 +240,12 @@ describe('templates', () => {
       for (const [i, body] of steps.entries()) {
         expect(dataOf(await patchTemplate(h.request, _id, body)).version).toBe(i + 2);
       }
-      expect(dataOf(await h.request('GET', `${BASE}/${_id}`))).toMatchObject({ version: 7, folder_id: null, tags: ['t'], category: 'welcome' });
+      expect(dataOf(await h.request('GET', `${BASE}/${_id}`))).toMatchObject({
+        version: 7,
+        folder_id: null,
+        tags: ['t'],
+        category: 'welcome',
+      });
     });
 
     it('leaves version and updated_at alone when nothing changes', async () => {
@@ -339,7 +344,7 @@ describe('templates', () => {
   });
 
   describe('organisation sharing', () => {
-    it('shows a shared template in the grantee\'s list and GET, and to no other workspace', async () => {
+    it("shows a shared template in the grantee's list and GET, and to no other workspace", async () => {
       const owner = await workspace();
       const grantee = await workspace();
       const outsider = await workspace();
@@ -358,7 +363,7 @@ describe('templates', () => {
       expect((await listAll(owner.request)).ids).toEqual([unshared._id, shared._id]);
     });
 
-    it('refuses a grantee\'s PATCH with 403 TEMPLATE_SHARED_READ_ONLY and shows the owner\'s changes', async () => {
+    it("refuses a grantee's PATCH with 403 TEMPLATE_SHARED_READ_ONLY and shows the owner's changes", async () => {
       const owner = await workspace();
       const grantee = await workspace();
       const template = await createTemplate(owner.request);
@@ -374,7 +379,7 @@ describe('templates', () => {
       expect(dataOf(await grantee.request('GET', `${BASE}/${template._id}`))).toEqual(changed);
     });
 
-    it('a grantee\'s DELETE hides the template for the grantee only, and sharing again un-hides it', async () => {
+    it("a grantee's DELETE hides the template for the grantee only, and sharing again un-hides it", async () => {
       const owner = await workspace();
       const grantee = await workspace();
       const other = await workspace();
@@ -399,7 +404,7 @@ describe('templates', () => {
       expect((await listAll(grantee.request)).ids).toEqual([template._id]);
     });
 
-    it('the owner\'s DELETE removes the template and every share of it', async () => {
+    it("the owner's DELETE removes the template and every share of it", async () => {
       const owner = await workspace();
       const grantee = await workspace();
       const template = await createTemplate(owner.request);
@@ -435,7 +440,7 @@ describe('templates', () => {
       for (const limit of [1, 2, 100]) expect((await listAll(grantee.request, limit)).ids).toEqual([...expected].reverse());
     });
 
-    it('refuses another workspace\'s cursor for the same list', async () => {
+    it("refuses another workspace's cursor for the same list", async () => {
       const owner = await workspace();
       const grantee = await workspace();
       for (let i = 0; i < 2; i += 1) await share((await createTemplate(owner.request))._id, grantee.orgId);

@@ -68,7 +68,7 @@ describe('PUT /uploads/:id', () => {
     expect(await h.blobsOf(created.attachment_id)).toEqual([stored.blobKey]);
   });
 
-  it('lets exactly one of two concurrent PUTs win, and keeps the winner\'s bytes only', async () => {
+  it("lets exactly one of two concurrent PUTs win, and keeps the winner's bytes only", async () => {
     const size = 256 * 1024;
     const created = await h.slot({ size_bytes: size });
     const bodies = [randomBytes(size), randomBytes(size)];
@@ -121,7 +121,10 @@ describe('PUT /uploads/:id', () => {
 
   it('stores nothing, and logs no server error, when the client disconnects before sending every declared byte', async () => {
     const lines: string[] = [];
-    const api = await startApi(h.stack.config, createLogger('debug', {}, (line) => lines.push(line)));
+    const api = await startApi(
+      h.stack.config,
+      createLogger('debug', {}, (line) => lines.push(line)),
+    );
     try {
       const created = await h.slot({ size_bytes: 100_000 });
       const target = new URL(new URL(created.upload_url).pathname + new URL(created.upload_url).search, api.url);
@@ -131,10 +134,15 @@ describe('PUT /uploads/:id', () => {
         request.on('error', () => {});
         request.write(Buffer.alloc(40_000, 7), () => setTimeout(() => request.destroy(), 100));
       });
-      const logged = await waitFor('the aborted upload to be logged', () => {
-        const entries = lines.map((line) => JSON.parse(line) as { msg: string; path?: string; status?: number; level: string });
-        return Promise.resolve(entries.find((entry) => entry.msg === 'request' && entry.path === `/uploads/${created.attachment_id}`));
-      }, 10_000, 20);
+      const logged = await waitFor(
+        'the aborted upload to be logged',
+        () => {
+          const entries = lines.map((line) => JSON.parse(line) as { msg: string; path?: string; status?: number; level: string });
+          return Promise.resolve(entries.find((entry) => entry.msg === 'request' && entry.path === `/uploads/${created.attachment_id}`));
+        },
+        10_000,
+        20,
+      );
       expect(logged.status).toBe(400);
       expect(lines.filter((line) => line.includes('"level":"error"'))).toEqual([]);
       expect(lines.join('\n')).not.toContain(new URL(created.upload_url).searchParams.get('sig'));

@@ -21,7 +21,6 @@ import { insertDelivery, insertEndpoint, type DeliveryRecord, type WebhookRecord
 const SCHEDULE = '0s,2s';
 const GONE_REASON = 'the receiver answered 410 Gone to delivery 69558b000000000000000001 at 2026-11-21T00:00:00.000Z';
 
-
 const validBody = (overrides: Record<string, unknown> = {}) => ({
   name: 'Orders service',
   url: 'https://receiver.example.com/herald',
@@ -40,7 +39,10 @@ describe('webhook endpoint management', () => {
   });
   afterAll(async () => {
     for (const workflowId of started) {
-      await temporal.client.workflow.getHandle(workflowId).terminate('test over').catch(() => {});
+      await temporal.client.workflow
+        .getHandle(workflowId)
+        .terminate('test over')
+        .catch(() => {});
     }
     await temporal?.close();
     await h?.close();
@@ -53,7 +55,11 @@ describe('webhook endpoint management', () => {
   };
   const get = (id: string, request = h.request) => request('GET', `/api/v1/webhooks/${id}`);
   const patch = (id: string, body: unknown, options: { key?: string; headers?: Record<string, string> } = {}) =>
-    h.request('PATCH', `/api/v1/webhooks/${id}`, { headers: options.headers ?? idem(), body, ...(options.key ? { key: options.key } : {}) });
+    h.request('PATCH', `/api/v1/webhooks/${id}`, {
+      headers: options.headers ?? idem(),
+      body,
+      ...(options.key ? { key: options.key } : {}),
+    });
   const remove = (id: string, request = h.request) => request('DELETE', `/api/v1/webhooks/${id}`, { headers: idem() });
   const replay = (id: string, request = h.request) => request('POST', `/api/v1/webhooks/deliveries/${id}/replay`, { headers: idem() });
   const endpointRow = (id: string, orgId = h.workspace.org.id) => scopeToOrg(h.stack.orm.em.fork(), orgId).findOne(WebhookEndpoint, { id });
@@ -85,7 +91,7 @@ describe('webhook endpoint management', () => {
       expect((await get(endpoint.id)).body.data).toMatchObject({ enabled: false, disabled_reason: GONE_REASON });
     });
 
-    it('answers 404 for an unknown id or another workspace\'s, 400 for a malformed id', async () => {
+    it("answers 404 for an unknown id or another workspace's, 400 for a malformed id", async () => {
       expectError(await get('a'.repeat(24)), 404, 'not_found');
       const other = await createOrgWithKey(h.stack.orm);
       const foreign = await insertEndpoint(h.stack.orm, other.org.id);
@@ -111,7 +117,10 @@ describe('webhook endpoint management', () => {
       [{ description: 'Now with a description' }, { description: 'Now with a description' }],
       [{ description: '' }, { description: '' }],
       [{ enabled: false }, { enabled: false, disabled_reason: DISABLED_OVER_API }],
-      [{ name: 'Both', events: ['broadcast.created'] }, { name: 'Both', events: ['broadcast.created'] }],
+      [
+        { name: 'Both', events: ['broadcast.created'] },
+        { name: 'Both', events: ['broadcast.created'] },
+      ],
     ])('changes %j and nothing else', async (change, expected) => {
       const created = await create(validBody({ description: 'Before' }));
       const before = await endpointRow(created.id);
@@ -185,7 +194,10 @@ describe('webhook endpoint management', () => {
       const testRegistered = await create();
       const refused = await patch(testRegistered.id, { url: 'http://receiver.example.com/hook' }, { key: liveKey });
       expectError(refused, 400, 'invalid_request');
-      expect(refused.body.error?.details).toMatchObject({ reason: 'HTTPS_REQUIRED', fields: [{ path: 'url', location: 'body', type: 'https_required' }] });
+      expect(refused.body.error?.details).toMatchObject({
+        reason: 'HTTPS_REQUIRED',
+        fields: [{ path: 'url', location: 'body', type: 'https_required' }],
+      });
       expect((await patch(testRegistered.id, { url: 'https://receiver.example.com/live' }, { key: liveKey })).status).toBe(200);
 
       const liveRegistered = await create(validBody(), live);
@@ -214,7 +226,11 @@ describe('webhook endpoint management', () => {
 
     it('re-enables an endpoint Herald disabled, clearing disabled_reason and disabled_at', async () => {
       const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id, { enabled: false, disabledReason: GONE_REASON });
-      await scopeToOrg(h.stack.orm.em.fork(), h.workspace.org.id).nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { disabledAt: new Date() });
+      await scopeToOrg(h.stack.orm.em.fork(), h.workspace.org.id).nativeUpdate(
+        WebhookEndpoint,
+        { id: endpoint.id },
+        { disabledAt: new Date() },
+      );
       const response = await patch(endpoint.id, { enabled: true });
       expect(response.status, JSON.stringify(response.body)).toBe(200);
       expect(response.body.data).toMatchObject({ enabled: true, disabled_reason: null });
@@ -262,7 +278,7 @@ describe('webhook endpoint management', () => {
       expect((await get(created.id)).body.data).toMatchObject({ name: 'Twice' });
     });
 
-    it('answers 404 for an unknown id or another workspace\'s, changing nothing', async () => {
+    it("answers 404 for an unknown id or another workspace's, changing nothing", async () => {
       expectError(await patch('b'.repeat(24), { name: 'Nobody' }), 404, 'not_found');
       const other = await createOrgWithKey(h.stack.orm);
       const foreign = await insertEndpoint(h.stack.orm, other.org.id);
@@ -290,7 +306,11 @@ describe('webhook endpoint management', () => {
       const response = await rotate(created.id, {}, headers);
       expect(response.status, JSON.stringify(response.body)).toBe(200);
       const data = response.body.data as WebhookRecord & { previous_secret_expires_at: string };
-      expect(withoutSecret(data)).toEqual({ ...withoutSecret(created), previous_secret_expires_at: expect.any(String), updated_at: expect.any(String) });
+      expect(withoutSecret(data)).toEqual({
+        ...withoutSecret(created),
+        previous_secret_expires_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
       expect(data.secret).not.toBe(created.secret);
       const overlapEnd = Date.parse(data.previous_secret_expires_at) - Date.now();
       expect(overlapEnd).toBeGreaterThan(24 * 3600_000 - 60_000);
@@ -321,7 +341,11 @@ describe('webhook endpoint management', () => {
 
     it('needs webhooks:admin, as deletion does (spec scope table); webhooks:write is not enough', async () => {
       const created = await create();
-      const writer = await createOrgWithKey(h.stack.orm, { scopes: ['webhooks:write', 'webhooks:read'], rateLimitPerMinute: 100_000, burst: 10_000 });
+      const writer = await createOrgWithKey(h.stack.orm, {
+        scopes: ['webhooks:write', 'webhooks:read'],
+        rateLimitPerMinute: 100_000,
+        burst: 10_000,
+      });
       const request = apiClient(h.api.url, writer.key);
       const own = await create(validBody(), request);
       expectError(await rotate(own.id, {}, idem(), request), 403, 'missing_scope');
@@ -378,7 +402,7 @@ describe('webhook endpoint management', () => {
       expect(await deliveryRow(delivery.id)).toMatchObject({ status: 'delivered', replayCount: 0 });
     });
 
-    it('answers 404 for an unknown id or another workspace\'s, deleting nothing', async () => {
+    it("answers 404 for an unknown id or another workspace's, deleting nothing", async () => {
       expectError(await remove('c'.repeat(24)), 404, 'not_found');
       const other = await createOrgWithKey(h.stack.orm);
       const foreign = await insertEndpoint(h.stack.orm, other.org.id);
@@ -424,7 +448,12 @@ describe('webhook endpoint management', () => {
     const deliveriesOf = async (webhookId: string) =>
       (await request('GET', `/api/v1/webhooks/deliveries?webhook_id=${webhookId}`)).body.data as DeliveryRecord[];
     const waitForStatus = (webhookId: string, status: string) =>
-      waitFor(`a delivery to ${webhookId} to be ${status}`, async () => (await deliveriesOf(webhookId)).find((d) => d.status === status), 30_000, 50);
+      waitFor(
+        `a delivery to ${webhookId} to be ${status}`,
+        async () => (await deliveriesOf(webhookId)).find((d) => d.status === status),
+        30_000,
+        50,
+      );
     const addContact = (email: string) => request('POST', '/api/v1/contacts', { headers: idem(), body: { email } });
 
     it('after a 410 disabled the endpoint, re-enabling it lets a replay be delivered', async () => {
@@ -437,7 +466,9 @@ describe('webhook endpoint management', () => {
       expect(disabled).toMatchObject({ enabled: false, disabled_reason: expect.stringContaining('410 Gone') });
       expect((await replay(exhausted.id, request)).status).toBe(409);
 
-      expect((await request('PATCH', `/api/v1/webhooks/${endpoint.id}`, { headers: idem(), body: { enabled: true } })).body.data).toMatchObject({
+      expect(
+        (await request('PATCH', `/api/v1/webhooks/${endpoint.id}`, { headers: idem(), body: { enabled: true } })).body.data,
+      ).toMatchObject({
         enabled: true,
         disabled_reason: null,
       });

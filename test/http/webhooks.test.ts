@@ -38,7 +38,10 @@ describe('webhooks API', () => {
   });
   afterAll(async () => {
     for (const workflowId of started) {
-      await temporal.client.workflow.getHandle(workflowId).terminate('test over').catch(() => {});
+      await temporal.client.workflow
+        .getHandle(workflowId)
+        .terminate('test over')
+        .catch(() => {});
     }
     await temporal.close();
     await h.close();
@@ -120,10 +123,15 @@ describe('webhooks API', () => {
       });
       const refused = await create(validBody({ url: 'http://receiver.example.com/hook' }), { key });
       expectError(refused, 400, 'invalid_request');
-      expect(refused.body.error?.details).toMatchObject({ reason: 'HTTPS_REQUIRED', fields: [{ path: 'url', location: 'body', type: 'https_required' }] });
+      expect(refused.body.error?.details).toMatchObject({
+        reason: 'HTTPS_REQUIRED',
+        fields: [{ path: 'url', location: 'body', type: 'https_required' }],
+      });
       const accepted = await create(validBody({ url: 'https://receiver.example.com/hook' }), { key });
       expect(accepted.status, JSON.stringify(accepted.body)).toBe(201);
-      const row = await scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(WebhookEndpoint, { id: (accepted.body.data as WebhookRecord).id });
+      const row = await scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(WebhookEndpoint, {
+        id: (accepted.body.data as WebhookRecord).id,
+      });
       expect(row.keyMode).toBe('live');
     });
 
@@ -189,10 +197,11 @@ describe('webhooks API', () => {
     it('keeps the idempotent copy of the creation response sealed, never the plaintext secret', async () => {
       const headers = idem();
       const secret = ((await create(validBody({ name: 'Sealed copy' }), { headers })).body.data as WebhookRecord).secret!;
-      const stored = await h.stack.orm.em.getConnection().execute<{ body: string }[]>(
-        `select response_body::text as body from idempotency_records where key = ?`,
-        [headers['idempotency-key']],
-      );
+      const stored = await h.stack.orm.em
+        .getConnection()
+        .execute<{ body: string }[]>(`select response_body::text as body from idempotency_records where key = ?`, [
+          headers['idempotency-key'],
+        ]);
       expect(stored).toHaveLength(1);
       expect(stored[0]!.body).not.toContain(secret.slice(6));
       expect(stored[0]!.body).toContain('enc:v1:');
@@ -217,7 +226,10 @@ describe('webhooks API', () => {
         ]) {
           const response = await request('POST', '/api/v1/webhooks', { headers: idem(), body: validBody({ url }) });
           expectError(response, 400, 'invalid_request');
-          expect(response.body.error?.details, url).toMatchObject({ reason: 'FORBIDDEN_TARGET', fields: [{ path: 'url', type: 'forbidden_target' }] });
+          expect(response.body.error?.details, url).toMatchObject({
+            reason: 'FORBIDDEN_TARGET',
+            fields: [{ path: 'url', type: 'forbidden_target' }],
+          });
         }
         for (const url of ['https://receiver.example.com/hook', 'https://8.8.8.8/hook']) {
           const response = await request('POST', '/api/v1/webhooks', { headers: idem(), body: validBody({ url }) });
@@ -242,7 +254,9 @@ describe('webhooks API', () => {
         const response = await request('POST', '/api/v1/webhooks', { headers, body: validBody() });
         expectError(response, 503, 'service_unavailable');
         expect(response.body.error?.details).toEqual({ reason: 'ENCRYPTION_UNAVAILABLE' });
-        const stored = await h.stack.orm.em.getConnection().execute(`select 1 from idempotency_records where key = ?`, [headers['idempotency-key']]);
+        const stored = await h.stack.orm.em
+          .getConnection()
+          .execute(`select 1 from idempotency_records where key = ?`, [headers['idempotency-key']]);
         expect(stored).toEqual([]);
         const list = await request('GET', '/api/v1/webhooks');
         expect(list.status, JSON.stringify(list.body)).toBe(200);
@@ -255,7 +269,7 @@ describe('webhooks API', () => {
   });
 
   describe('GET /api/v1/webhooks', () => {
-    it('lists the workspace\'s endpoints newest first, in keyset pages, without secrets', async () => {
+    it("lists the workspace's endpoints newest first, in keyset pages, without secrets", async () => {
       const own = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
       const request = apiClient(h.api.url, own.key);
       const created: WebhookRecord[] = [];
@@ -290,7 +304,10 @@ describe('webhooks API', () => {
   describe('the signing secret never appears after creation, nor in logs', () => {
     it('is absent from every later response and every api log line', async () => {
       const lines: string[] = [];
-      const api = await startApi(h.stack.config, createLogger('debug', {}, (line) => lines.push(line)));
+      const api = await startApi(
+        h.stack.config,
+        createLogger('debug', {}, (line) => lines.push(line)),
+      );
       try {
         const request = apiClient(api.url, h.workspace.key);
         const created = await request('POST', '/api/v1/webhooks', { headers: idem(), body: validBody({ name: 'Logged' }) });
@@ -393,7 +410,7 @@ describe('webhooks API', () => {
       expect(ids(await list(`?webhook_id=${endpointB.id}&status=delivering`))).toEqual([]);
     });
 
-    it('answers an empty list for an unknown webhook_id or another workspace\'s', async () => {
+    it("answers an empty list for an unknown webhook_id or another workspace's", async () => {
       expect(ids(await list(`?webhook_id=${'f'.repeat(24)}`))).toEqual([]);
       const foreign = await insertEndpoint(h.stack.orm, h.workspace.org.id);
       await insertDelivery(h.stack.orm, h.workspace.org.id, { webhookId: foreign.id });
@@ -425,13 +442,23 @@ describe('webhooks API', () => {
       if (type) expect(fieldsOf(response)).toContainEqual(expect.objectContaining({ path, location: 'query', type }));
     });
 
-    it('shows the latest 50 of a delivery\'s 52 attempts (4 series of 13), oldest first', async () => {
+    it("shows the latest 50 of a delivery's 52 attempts (4 series of 13), oldest first", async () => {
       const other = await createOrgWithKey(h.stack.orm, { scopes: ['all'] });
       const delivery = await insertDelivery(h.stack.orm, other.org.id, { status: 'exhausted', attempts: 13 });
       const em = scopeToOrg(h.stack.orm.em, other.org.id);
       for (let series = 1; series <= 3; series += 1) {
         for (let n = 1; n <= 13; n += 1) {
-          em.create(WebhookAttempt, { orgId: other.org.id, deliveryId: delivery.id, series, attemptNumber: n, startedAt: new Date(), statusCode: 503, latencyMs: 5, error: 'http_error: 503', responseExcerpt: null });
+          em.create(WebhookAttempt, {
+            orgId: other.org.id,
+            deliveryId: delivery.id,
+            series,
+            attemptNumber: n,
+            startedAt: new Date(),
+            statusCode: 503,
+            latencyMs: 5,
+            error: 'http_error: 503',
+            responseExcerpt: null,
+          });
         }
       }
       await em.flush();
@@ -501,7 +528,9 @@ describe('webhooks API', () => {
       await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(WebhookDelivery, { id: delivery.id }, { status: 'delivered' });
       const second = await replay(delivery.id);
       expect(second.body.data).toMatchObject({ status: 'queued', replay_count: 2 });
-      expect((await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(delivery.webhookId)).describe()).status.name).toBe('RUNNING');
+      expect((await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(delivery.webhookId)).describe()).status.name).toBe(
+        'RUNNING',
+      );
     });
 
     it('lets one of two concurrent replays through', async () => {
@@ -514,7 +543,11 @@ describe('webhooks API', () => {
 
     it('replays a failed delivery waiting for its retry at once, as a new series (the old retry time is dropped)', async () => {
       const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { status: 'failed' });
-      await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(WebhookDelivery, { id: delivery.id }, { nextAttemptAt: new Date(Date.now() + 3_600_000) });
+      await scopeToOrg(h.stack.orm.em, h.workspace.org.id).nativeUpdate(
+        WebhookDelivery,
+        { id: delivery.id },
+        { nextAttemptAt: new Date(Date.now() + 3_600_000) },
+      );
       started.push(webhookEndpointWorkflowId(delivery.webhookId));
       const before = Date.now();
       expect((await replay(delivery.id)).status).toBe(202);
@@ -525,7 +558,10 @@ describe('webhooks API', () => {
     });
 
     it('answers 409 when the endpoint is disabled', async () => {
-      const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id, { enabled: false, disabledReason: 'The receiver answered 410 Gone.' });
+      const endpoint = await insertEndpoint(h.stack.orm, h.workspace.org.id, {
+        enabled: false,
+        disabledReason: 'The receiver answered 410 Gone.',
+      });
       const delivery = await insertDelivery(h.stack.orm, h.workspace.org.id, { webhookId: endpoint.id, status: 'exhausted' });
       const response = await replay(delivery.id);
       expectError(response, 409, 'conflict');
@@ -545,7 +581,7 @@ describe('webhooks API', () => {
       expectError(await h.request('POST', `/api/v1/webhooks/deliveries/${delivery.id}/replay`), 400, 'invalid_request');
     });
 
-    it('answers 404 for an unknown id or another workspace\'s, 400 for a malformed id', async () => {
+    it("answers 404 for an unknown id or another workspace's, 400 for a malformed id", async () => {
       expectError(await replay('a'.repeat(24)), 404, 'not_found');
       const other = await createOrgWithKey(h.stack.orm, { scopes: ['all'] });
       const foreign = await insertDelivery(h.stack.orm, other.org.id, { status: 'delivered' });
@@ -590,7 +626,10 @@ describe('webhooks API', () => {
 
     it('is in the OpenAPI document as webhooks, one per event type', async () => {
       const document = (await (await fetch(`${h.api.url}/api/v1/openapi.json`)).json()) as {
-        webhooks: Record<string, { post: { requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } } } }>;
+        webhooks: Record<
+          string,
+          { post: { requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } } } }
+        >;
       };
       expect(Object.keys(document.webhooks)).toEqual([...EVENT_TYPES]);
       const schema = document.webhooks['contact.created']!.post.requestBody.content['application/json'].schema;

@@ -121,7 +121,9 @@ describe('a relay whose messages are composed on the offload thread', () => {
     expect(result.kind === 'recipients' && result.recipients.map((r) => r.accepted)).toEqual([true]);
     expect(sink.received.length).toBe(before + 1);
     expect(await dkimResult(sink.received.at(-1)!.raw)).toBe('pass');
-    expect(logLines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['message not composed on the offload thread; composed in the event loop instead']);
+    expect(logLines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual([
+      'message not composed on the offload thread; composed in the event loop instead',
+    ]);
   });
 });
 
@@ -134,7 +136,10 @@ describe('the relay thread', () => {
 
   beforeAll(async () => {
     sink = await startTlsRelay({ certificate: null });
-    relay = createThreadedRelay({ settings: { url: `smtp://127.0.0.1:${sink.port}`, poolSize: 2, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } }, logger });
+    relay = createThreadedRelay({
+      settings: { url: `smtp://127.0.0.1:${sink.port}`, poolSize: 2, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } },
+      logger,
+    });
   });
 
   afterAll(async () => {
@@ -143,7 +148,9 @@ describe('the relay thread', () => {
   });
 
   it('delivers messages composed and DKIM-signed on the thread, many at once', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => relay.send(message({ messageId: `<thread-${i}@example.com>` }), ENVELOPE)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => relay.send(message({ messageId: `<thread-${i}@example.com>` }), ENVELOPE)),
+    );
     expect(results.every((r) => r.kind === 'recipients' && r.recipients.every((x) => x.accepted))).toBe(true);
     const raws = sink.received.filter((m) => /thread-\d+@example\.com/.test(m.raw)).map((m) => m.raw);
     expect(raws).toHaveLength(20);
@@ -152,15 +159,24 @@ describe('the relay thread', () => {
   });
 
   it('composes a message with attachments (streams) before the thread and sends its bytes there', async () => {
-    const result = await relay.send(message({ messageId: '<thread-attached@example.com>', attachments: [{ filename: 'a.txt', content: Readable.from(['attached ', 'stream']) }] }), ENVELOPE);
+    const result = await relay.send(
+      message({
+        messageId: '<thread-attached@example.com>',
+        attachments: [{ filename: 'a.txt', content: Readable.from(['attached ', 'stream']) }],
+      }),
+      ENVELOPE,
+    );
     expect(result.kind === 'recipients' && result.recipients.map((r) => r.accepted)).toEqual([true]);
     const raw = sink.received.find((m) => m.raw.includes('thread-attached@example.com'))!.raw;
     expect((await simpleParser(raw)).attachments.map((a) => a.content.toString())).toEqual(['attached stream']);
     expect(await dkimResult(raw)).toBe('pass');
   });
 
-  it('answers an unreachable relay as a temporary failure, logged through the worker\'s logger', async () => {
-    const closed = createThreadedRelay({ settings: { url: 'smtp://127.0.0.1:1', poolSize: 1, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } }, logger });
+  it("answers an unreachable relay as a temporary failure, logged through the worker's logger", async () => {
+    const closed = createThreadedRelay({
+      settings: { url: 'smtp://127.0.0.1:1', poolSize: 1, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } },
+      logger,
+    });
     try {
       const result = await closed.send(message(), ENVELOPE);
       expect(result).toMatchObject({ kind: 'unreachable', response: expect.stringMatching(/ECONNREFUSED/) });
@@ -170,10 +186,14 @@ describe('the relay thread', () => {
   });
 
   it('answers the messages in flight when the thread dies (here: it cannot start), and never leaves a send waiting', async () => {
-    const broken = createThreadedRelay({ settings: { url: 'not a relay url', poolSize: 1, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } }, logger });
+    const broken = createThreadedRelay({
+      settings: { url: 'not a relay url', poolSize: 1, tls: { policy: 'none', source: 'SMTP_RELAY_TLS' } },
+      logger,
+    });
     try {
       const results = await Promise.all([broken.send(message(), ENVELOPE), broken.send(message(), ENVELOPE)]);
-      for (const result of results) expect(result).toMatchObject({ kind: 'unreachable', response: expect.stringMatching(/^relay thread stopped/) });
+      for (const result of results)
+        expect(result).toMatchObject({ kind: 'unreachable', response: expect.stringMatching(/^relay thread stopped/) });
       // The next message starts a new thread (which fails the same way here).
       expect(await broken.send(message(), ENVELOPE)).toMatchObject({ kind: 'unreachable' });
     } finally {

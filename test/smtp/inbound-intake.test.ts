@@ -34,7 +34,9 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 /** A raw message of exactly `size` bytes, ending in CRLF (so the DATA stream carries exactly these bytes). */
 function rawMessageOfSize(size: number, subject: string): Buffer {
-  const head = Buffer.from(`From: big@remote.example\r\nTo: in@${DOMAIN}\r\nSubject: ${subject}\r\nMessage-ID: <${subject}@remote.example>\r\n\r\n`);
+  const head = Buffer.from(
+    `From: big@remote.example\r\nTo: in@${DOMAIN}\r\nSubject: ${subject}\r\nMessage-ID: <${subject}@remote.example>\r\n\r\n`,
+  );
   const bodyLength = size - head.length;
   // Lines of 76 characters plus CRLF, as a real body would be.
   const line = Buffer.from(`${'x'.repeat(76)}\r\n`);
@@ -55,7 +57,11 @@ describe('inbound SMTP intake (DATA)', () => {
     blobDir = await mkdtemp(join(tmpdir(), 'herald-intake-'));
     stack = await createTestStack({ BLOB_DIR: blobDir, BOUNCE_DOMAIN: 'bounces.intake.test' });
     const { org } = await createOrg(stack.orm);
-    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId: org.id, domain: DOMAIN, verified: true });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId: org.id,
+      domain: DOMAIN,
+      verified: true,
+    });
     smtp = await startSmtp(stack.config, logger);
   }, 60_000);
 
@@ -101,14 +107,19 @@ describe('inbound SMTP intake (DATA)', () => {
   });
 
   it('refuses unknown domains with 550 5.1.1 at RCPT', async () => {
-    const failure = (await transport().sendMail({ from: 'a@remote.example', to: 'x@unknown.example', text: 'x' }).catch((e: unknown) => e)) as SmtpFailure;
+    const failure = (await transport()
+      .sendMail({ from: 'a@remote.example', to: 'x@unknown.example', text: 'x' })
+      .catch((e: unknown) => e)) as SmtpFailure;
     expect(failure.code).toBe('EENVELOPE');
     expect(failure.responseCode).toBe(550);
     expect(failure.response).toMatch(/5\.1\.1/);
   });
 
   it('accepts a message of exactly 25 MB', async () => {
-    const info = (await transport().sendMail({ envelope: { from: 'big@remote.example', to: `in@${DOMAIN}` }, raw: rawMessageOfSize(MAX_MESSAGE_BYTES, 'exactly-limit') })) as SentMessageInfo;
+    const info = (await transport().sendMail({
+      envelope: { from: 'big@remote.example', to: `in@${DOMAIN}` },
+      raw: rawMessageOfSize(MAX_MESSAGE_BYTES, 'exactly-limit'),
+    })) as SentMessageInfo;
     expect(info.response).toMatch(/^250 /);
     const id = /queued as ([a-f0-9]{24})/.exec(info.response ?? '')![1];
     expect((await rows()).find((row) => row.id === id)?.sizeBytes).toBe(MAX_MESSAGE_BYTES);
@@ -118,7 +129,10 @@ describe('inbound SMTP intake (DATA)', () => {
     const before = await rows();
     const filesBefore = await filesUnder(blobDir);
     const failure = (await transport()
-      .sendMail({ envelope: { from: 'big@remote.example', to: `in@${DOMAIN}` }, raw: rawMessageOfSize(MAX_MESSAGE_BYTES + 1, 'over-limit') })
+      .sendMail({
+        envelope: { from: 'big@remote.example', to: `in@${DOMAIN}` },
+        raw: rawMessageOfSize(MAX_MESSAGE_BYTES + 1, 'over-limit'),
+      })
       .catch((e: unknown) => e)) as SmtpFailure;
     expect(failure.responseCode, failure.response).toBe(552);
     expect(failure.response).toMatch(/5\.3\.4/);
@@ -140,7 +154,11 @@ describe('inbound SMTP intake when the blob store fails', () => {
     await writeFile(blobDir, 'not a directory');
     stack = await createTestStack({ BLOB_DIR: blobDir });
     const { org } = await createOrg(stack.orm);
-    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId: org.id, domain: DOMAIN, verified: true });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId: org.id,
+      domain: DOMAIN,
+      verified: true,
+    });
     smtp = await startSmtp(stack.config, logger);
   }, 60_000);
 
@@ -217,15 +235,36 @@ describe('inbound SMTP intake: STARTTLS and connection limit', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'herald-intake-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=mx.herald.test',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=mx.herald.test',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     stack = await createTestStack({
       BLOB_DIR: join(dir, 'blobs'),
       SMTP_TLS_KEY_FILE: join(dir, 'key.pem'),
       SMTP_TLS_CERT_FILE: join(dir, 'cert.pem'),
     });
     const { org } = await createOrg(stack.orm);
-    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId: org.id, domain: DOMAIN, verified: true });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId: org.id,
+      domain: DOMAIN,
+      verified: true,
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -236,8 +275,19 @@ describe('inbound SMTP intake: STARTTLS and connection limit', () => {
   it('offers STARTTLS with the configured certificate and records that the message came over TLS', async () => {
     const smtp = await startSmtp(stack.config, logger);
     try {
-      const transport = createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } });
-      const info = (await transport.sendMail({ from: 'tls@remote.example', to: `in@${DOMAIN}`, subject: 'over tls', text: 'x' })) as SentMessageInfo;
+      const transport = createTransport({
+        host: '127.0.0.1',
+        port: smtp.port,
+        secure: false,
+        requireTLS: true,
+        tls: { rejectUnauthorized: false },
+      });
+      const info = (await transport.sendMail({
+        from: 'tls@remote.example',
+        to: `in@${DOMAIN}`,
+        subject: 'over tls',
+        text: 'x',
+      })) as SentMessageInfo;
       const id = /queued as ([a-f0-9]{24})/.exec(info.response ?? '')?.[1];
       expect((await stack.orm.em.fork().findOneOrFail(InboundMessage, { id: id! })).tls).toBe(true);
     } finally {
@@ -255,11 +305,16 @@ describe('inbound SMTP intake: STARTTLS and connection limit', () => {
       expect(second.line).toMatch(/^421 /);
       first.close();
       // The server notices the close asynchronously; a free slot then greets with 220.
-      const third = await waitFor('a free connection slot', async () => {
-        const attempt = await greeting(smtp.port);
-        attempt.close();
-        return attempt.line.startsWith('220 ') ? attempt : undefined;
-      }, 10_000, 50);
+      const third = await waitFor(
+        'a free connection slot',
+        async () => {
+          const attempt = await greeting(smtp.port);
+          attempt.close();
+          return attempt.line.startsWith('220 ') ? attempt : undefined;
+        },
+        10_000,
+        50,
+      );
       expect(third.line).toMatch(/^220 /);
     } finally {
       await smtp.close();

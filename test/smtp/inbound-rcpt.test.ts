@@ -33,7 +33,10 @@ describe('inbound SMTP listener', () => {
       domain: 'inbound.example.com',
       verified: true,
     });
-    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId: org.id, domain: 'pending.example.com' });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId: org.id,
+      domain: 'pending.example.com',
+    });
     smtp = await startSmtp(stack.config, createLogger('silent'));
     transport = createTransport({ host: '127.0.0.1', port: smtp.port, secure: false, ignoreTLS: true });
   });
@@ -76,7 +79,9 @@ describe('inbound SMTP listener', () => {
   });
 
   it('refuses the bounces. host of a domain no workspace owns', async () => {
-    const failure = (await transport.sendMail(message('bounce+0123456789abcdef01234567@bounces.unknown.example')).catch((e: unknown) => e)) as SmtpFailure;
+    const failure = (await transport
+      .sendMail(message('bounce+0123456789abcdef01234567@bounces.unknown.example'))
+      .catch((e: unknown) => e)) as SmtpFailure;
     expect(failure.responseCode).toBe(550);
   });
 
@@ -102,7 +107,10 @@ describe('inbound SMTP listener', () => {
   it.each(['reply@inbound.example.com', 'REPLY@Inbound.Example.COM', 'signed'])(
     'accepts %s at RCPT (a verified workspace domain, or a return path Herald signed)',
     async (to) => {
-      const address = to === 'signed' ? createVerpSigner(stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.inbound.example.com') : to;
+      const address =
+        to === 'signed'
+          ? createVerpSigner(stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.inbound.example.com')
+          : to;
       const failure = (await transport.sendMail(message(address)).catch((e: unknown) => e)) as SmtpFailure;
       // RCPT passed: the refusal, if any, comes at DATA, not at the envelope.
       expect(failure.code).not.toBe('EENVELOPE');

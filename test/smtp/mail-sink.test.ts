@@ -27,7 +27,11 @@ interface SendResult {
 }
 
 /** Sends one message to the sink over loopback, the way Herald's relay client would. */
-async function send(port: number, mail: SendMailOptions, auth?: { user: string; pass: string; method: 'PLAIN' | 'LOGIN' }): Promise<SendResult> {
+async function send(
+  port: number,
+  mail: SendMailOptions,
+  auth?: { user: string; pass: string; method: 'PLAIN' | 'LOGIN' },
+): Promise<SendResult> {
   const transport = createTransport({
     host: '127.0.0.1',
     port,
@@ -41,12 +45,13 @@ async function send(port: number, mail: SendMailOptions, auth?: { user: string; 
   }
 }
 
-const sendFailure = (port: number, mail: SendMailOptions) => send(port, mail).then(
-  () => {
-    throw new Error('expected the send to fail');
-  },
-  (error: unknown) => error as SmtpFailure,
-);
+const sendFailure = (port: number, mail: SendMailOptions) =>
+  send(port, mail).then(
+    () => {
+      throw new Error('expected the send to fail');
+    },
+    (error: unknown) => error as SmtpFailure,
+  );
 
 let counter = 0;
 const mail = (to: string | string[], extra: Partial<SendMailOptions> = {}): SendMailOptions => ({
@@ -144,7 +149,10 @@ describe('mail sink (SMTP)', () => {
     }
     const info = await send(sink.smtpPort, message);
     expect(info.accepted).toEqual([`softbounce@${SIM}`]);
-    const codes = sink.replies().filter((r) => r.address === `softbounce@${SIM}` && r.stage === 'rcpt').map((r) => r.code);
+    const codes = sink
+      .replies()
+      .filter((r) => r.address === `softbounce@${SIM}` && r.stage === 'rcpt')
+      .map((r) => r.code);
     expect(codes.slice(-3)).toEqual([451, 451, 250]);
     // Another sender (another email, with Herald's VERP sender) has its own count.
     const fresh = await sendFailure(sink.smtpPort, mail(`softbounce@${SIM}`));
@@ -175,7 +183,11 @@ describe('mail sink (SMTP)', () => {
       messageId: '<complained.1@brand.example>',
     });
     expect(info.accepted).toEqual([`complaint@${SIM}`]);
-    const report = await waitFor('the ARF report', async () => Promise.resolve(feedback.received.find((r) => r.rcptTo.includes(verp))), 10_000);
+    const report = await waitFor(
+      'the ARF report',
+      async () => Promise.resolve(feedback.received.find((r) => r.rcptTo.includes(verp))),
+      10_000,
+    );
     expect(report.rcptTo).toEqual([verp]);
 
     const parsed = await simpleParser(report.raw, { keepDeliveryStatus: true });
@@ -216,7 +228,10 @@ describe('mail sink limits and failures', () => {
     const exact = body(SINK_MAX_MESSAGE_BYTES);
     await send(sink.smtpPort, { envelope: { from: 'a@example.com', to: ['b@example.com'] }, raw: exact });
     expect(sink.messages()[0]?.sizeBytes).toBe(SINK_MAX_MESSAGE_BYTES);
-    const failure = await sendFailure(sink.smtpPort, { envelope: { from: 'a@example.com', to: ['b@example.com'] }, raw: body(SINK_MAX_MESSAGE_BYTES + 1) });
+    const failure = await sendFailure(sink.smtpPort, {
+      envelope: { from: 'a@example.com', to: ['b@example.com'] },
+      raw: body(SINK_MAX_MESSAGE_BYTES + 1),
+    });
     expect(failure.responseCode).toBe(552);
     expect(sink.replies().at(-1)).toMatchObject({ stage: 'data', code: 552 });
     expect(sink.messages()).toHaveLength(1);
@@ -299,7 +314,12 @@ describe('mail sink viewer (HTTP)', () => {
     expect(list.status).toBe(200);
     const json = (await list.json()) as Array<Record<string, unknown>>;
     expect(json).toHaveLength(2);
-    expect(json[1]).toMatchObject({ mailFrom: 'a@example.com', rcptTo: [`delivered@${SIM}`], messageId: 'byte-exact.1@example.com', sizeBytes: FIXTURE.length });
+    expect(json[1]).toMatchObject({
+      mailFrom: 'a@example.com',
+      rcptTo: [`delivered@${SIM}`],
+      messageId: 'byte-exact.1@example.com',
+      sizeBytes: FIXTURE.length,
+    });
     expect(json[1]).not.toHaveProperty('raw');
 
     const raw = await fetch(`${base}${json[1]!.rawUrl as string}`);

@@ -27,7 +27,8 @@ describe('the outbound relay under each TLS policy', () => {
     return relay;
   };
   const sendOnce = (relay: Relay): Promise<RelayResult> => relay.send(MESSAGE, ENVELOPE);
-  const warnings = () => logLines.map((line) => JSON.parse(line) as { level: string; msg: string; reason?: string }).filter((entry) => entry.level === 'warn');
+  const warnings = () =>
+    logLines.map((line) => JSON.parse(line) as { level: string; msg: string; reason?: string }).filter((entry) => entry.level === 'warn');
 
   beforeAll(async () => {
     privateCa = certs.authority('Herald Test CA');
@@ -66,7 +67,8 @@ describe('the outbound relay under each TLS policy', () => {
     for (const result of results) {
       expect(result, JSON.stringify(result)).toEqual({
         kind: 'unreachable',
-        response: 'TLS with the relay failed (policy verify): its certificate was refused: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',
+        response:
+          'TLS with the relay failed (policy verify): its certificate was refused: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',
       });
     }
     expect(snakeoil.received.length).toBe(before);
@@ -77,13 +79,17 @@ describe('the outbound relay under each TLS policy', () => {
   it('verify: a relay that does not offer STARTTLS is unreachable (temporary), not a refusal of the message', async () => {
     const result = await sendOnce(openRelay(`smtp://127.0.0.1:${plain.port}`, { policy: 'verify', source: 'SMTP_RELAY_TLS' }));
     expect(result.kind, JSON.stringify(result)).toBe('unreachable');
-    expect(result.kind === 'unreachable' && result.response).toMatch(/^TLS with the relay failed \(policy verify\): the relay refused STARTTLS: 5\d\d /);
+    expect(result.kind === 'unreachable' && result.response).toMatch(
+      /^TLS with the relay failed \(policy verify\): the relay refused STARTTLS: 5\d\d /,
+    );
     expect(plain.received).toHaveLength(0);
   });
 
   it('verify: a certificate from a private CA passes once SMTP_RELAY_CA_FILE names that CA', async () => {
     const before = signed.received.length;
-    const result = await sendOnce(openRelay(`smtp://127.0.0.1:${signed.port}`, { policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: privateCa.certFile }));
+    const result = await sendOnce(
+      openRelay(`smtp://127.0.0.1:${signed.port}`, { policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: privateCa.certFile }),
+    );
     expect(result.kind, JSON.stringify(result)).toBe('recipients');
     expect(signed.received.slice(before).map((m) => m.secure)).toEqual([true]);
   });
@@ -98,8 +104,12 @@ describe('the outbound relay under each TLS policy', () => {
   it('verify: a trusted certificate for another host name is refused', async () => {
     const elsewhere = await startTlsRelay({ certificate: privateCa.issue(['DNS:relay.example.test']) });
     servers.push(elsewhere);
-    const result = await sendOnce(openRelay(`smtp://127.0.0.1:${elsewhere.port}`, { policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: privateCa.certFile }));
-    expect(result.kind === 'unreachable' && result.response, JSON.stringify(result)).toMatch(/certificate was refused: .*127\.0\.0\.1.* \(ERR_TLS_CERT_ALTNAME_INVALID\)$/);
+    const result = await sendOnce(
+      openRelay(`smtp://127.0.0.1:${elsewhere.port}`, { policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: privateCa.certFile }),
+    );
+    expect(result.kind === 'unreachable' && result.response, JSON.stringify(result)).toMatch(
+      /certificate was refused: .*127\.0\.0\.1.* \(ERR_TLS_CERT_ALTNAME_INVALID\)$/,
+    );
     expect(elsewhere.received).toHaveLength(0);
   });
 
@@ -107,10 +117,14 @@ describe('the outbound relay under each TLS policy', () => {
     const implicitSigned = await startTlsRelay({ certificate: privateCa.issue(['IP:127.0.0.1']), implicit: true });
     const implicitSnakeoil = await startTlsRelay({ certificate: certs.selfSigned('mail.localdomain'), implicit: true });
     servers.push(implicitSigned, implicitSnakeoil);
-    const passed = await sendOnce(openRelay(`smtps://127.0.0.1:${implicitSigned.port}`, { policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: privateCa.certFile }));
+    const passed = await sendOnce(
+      openRelay(`smtps://127.0.0.1:${implicitSigned.port}`, { policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: privateCa.certFile }),
+    );
     expect(passed.kind, JSON.stringify(passed)).toBe('recipients');
     expect(implicitSigned.received.map((m) => m.secure)).toEqual([true]);
     const refused = await sendOnce(openRelay(`smtps://127.0.0.1:${implicitSnakeoil.port}`, { policy: 'verify', source: 'smtps' }));
-    expect(refused.kind === 'unreachable' && refused.response, JSON.stringify(refused)).toMatch(/certificate was refused: self-signed certificate/);
+    expect(refused.kind === 'unreachable' && refused.response, JSON.stringify(refused)).toMatch(
+      /certificate was refused: self-signed certificate/,
+    );
   });
 });

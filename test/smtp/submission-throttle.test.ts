@@ -20,8 +20,23 @@ describe('SMTP submission: AUTH lockout and connection cap', () => {
   let key: string;
   const limits = { failuresPerUser: 3, failuresPerAddress: 6, connectionsPerAddress: 3 };
   const auth = (user: string, pass: string) =>
-    createTransport({ host: '127.0.0.1', port: smtp.submissionPort!, secure: false, ignoreTLS: true, connectionTimeout: 5_000, greetingTimeout: 5_000, auth: { user, pass } }).verify();
-  const failure = (promise: Promise<unknown>) => promise.then(() => ({ responseCode: 0, response: 'accepted' }), (error: { responseCode?: number; response?: string; message: string }) => ({ responseCode: error.responseCode ?? 0, response: error.response ?? error.message }));
+    createTransport({
+      host: '127.0.0.1',
+      port: smtp.submissionPort!,
+      secure: false,
+      ignoreTLS: true,
+      connectionTimeout: 5_000,
+      greetingTimeout: 5_000,
+      auth: { user, pass },
+    }).verify();
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => ({ responseCode: 0, response: 'accepted' }),
+      (error: { responseCode?: number; response?: string; message: string }) => ({
+        responseCode: error.responseCode ?? 0,
+        response: error.response ?? error.message,
+      }),
+    );
 
   /** A raw connection and its first line (the greeting, or the refusal). */
   const open = (port: number) =>

@@ -22,7 +22,12 @@ export interface ApiHarness {
 export async function startApiHarness(env: Record<string, string> = {}, options: { keyMode?: ApiKeyMode } = {}): Promise<ApiHarness> {
   const stack = await createTestStack(env);
   const api = await startApi(stack.config, createLogger('silent'));
-  const workspace = await createOrgWithKey(stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000, mode: options.keyMode ?? 'test' });
+  const workspace = await createOrgWithKey(stack.orm, {
+    scopes: ['all'],
+    rateLimitPerMinute: 100_000,
+    burst: 10_000,
+    mode: options.keyMode ?? 'test',
+  });
   return {
     stack,
     api,

@@ -15,7 +15,9 @@ export const DEFAULT_VIEWPORT = { width: 1280, height: 800 } as const;
 export async function launchBrowser(): Promise<Browser> {
   const executablePath = process.env.CHROMIUM_BIN;
   if (!executablePath) {
-    throw new Error('CHROMIUM_BIN is not set: run the browser tests through `npm test` (it installs Chromium) or set CHROMIUM_BIN=/usr/bin/chromium');
+    throw new Error(
+      'CHROMIUM_BIN is not set: run the browser tests through `npm test` (it installs Chromium) or set CHROMIUM_BIN=/usr/bin/chromium',
+    );
   }
   if (!existsSync(executablePath)) throw new Error(`CHROMIUM_BIN=${executablePath} does not exist`);
   return chromium.launch({
@@ -32,7 +34,8 @@ export function newPage(browser: Browser, options: BrowserContextOptions = {}): 
 
 /** Writes a full-page screenshot to docs/screenshots/<name>.png and returns its path. */
 export async function screenshot(page: Page, name: string): Promise<string> {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`screenshot name ${JSON.stringify(name)}: use lowercase letters, digits and dashes`);
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name))
+    throw new Error(`screenshot name ${JSON.stringify(name)}: use lowercase letters, digits and dashes`);
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const path = join(SCREENSHOT_DIR, `${name}.png`);
   await page.screenshot({ path, fullPage: true });

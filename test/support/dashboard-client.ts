@@ -16,12 +16,26 @@ export function dashboardClient(baseUrl: string) {
   const jar = new Map<string, string>();
   const cookieHeader = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
 
-  async function request(method: 'GET' | 'POST', path: string, options: { form?: Record<string, string | string[]>; headers?: Record<string, string> } = {}): Promise<PageResponse> {
-    const body = options.form ? new URLSearchParams(Object.entries(options.form).flatMap(([k, v]): [string, string][] => (Array.isArray(v) ? v.map((one): [string, string] => [k, one]) : [[k, v]]))).toString() : undefined;
+  async function request(
+    method: 'GET' | 'POST',
+    path: string,
+    options: { form?: Record<string, string | string[]>; headers?: Record<string, string> } = {},
+  ): Promise<PageResponse> {
+    const body = options.form
+      ? new URLSearchParams(
+          Object.entries(options.form).flatMap(([k, v]): [string, string][] =>
+            Array.isArray(v) ? v.map((one): [string, string] => [k, one]) : [[k, v]],
+          ),
+        ).toString()
+      : undefined;
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       redirect: 'manual',
-      headers: { ...(jar.size > 0 ? { cookie: cookieHeader() } : {}), ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...options.headers },
+      headers: {
+        ...(jar.size > 0 ? { cookie: cookieHeader() } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        ...options.headers,
+      },
       ...(body !== undefined ? { body } : {}),
     });
     for (const line of response.headers.getSetCookie()) {
@@ -36,9 +50,15 @@ export function dashboardClient(baseUrl: string) {
   return {
     jar,
     get: (path: string, headers?: Record<string, string>) => request('GET', path, headers ? { headers } : {}),
-    post: (path: string, form: Record<string, string | string[]>, headers?: Record<string, string>) => request('POST', path, headers ? { form, headers } : { form }),
+    post: (path: string, form: Record<string, string | string[]>, headers?: Record<string, string>) =>
+      request('POST', path, headers ? { form, headers } : { form }),
     /** Opens `path` and posts its form with the CSRF token the page carries (fields added). */
-    async submit(pagePath: string, action: string, fields: Record<string, string | string[]>, headers?: Record<string, string>): Promise<PageResponse> {
+    async submit(
+      pagePath: string,
+      action: string,
+      fields: Record<string, string | string[]>,
+      headers?: Record<string, string>,
+    ): Promise<PageResponse> {
       const page = await request('GET', pagePath);
       const once = /name="_once" value="([^"]+)"/.exec(page.text)?.[1];
       return this.post(action, { _csrf: csrfOf(page.text), ...(once ? { _once: once } : {}), ...fields }, headers);
@@ -54,11 +74,19 @@ export function csrfOf(html: string): string {
 }
 
 /** A person of `orgId` with a password, through an invitation accepted over HTTP; returns a signed-in client. */
-export async function signedInPerson(orm: MikroORM, baseUrl: string, orgId: string, options: { email: string; role?: UserRole; password?: string; name?: string }) {
+export async function signedInPerson(
+  orm: MikroORM,
+  baseUrl: string,
+  orgId: string,
+  options: { email: string; role?: UserRole; password?: string; name?: string },
+) {
   const { token } = await createDashboardAuthService({ orm }).invite({ orgId, email: options.email, role: options.role ?? 'member' });
   const client = dashboardClient(baseUrl);
   const password = options.password ?? 'correct horse battery staple';
-  const accepted = await client.submit(`/dashboard/invite/${token}`, `/dashboard/invite/${token}`, { name: options.name ?? 'Test Person', password });
+  const accepted = await client.submit(`/dashboard/invite/${token}`, `/dashboard/invite/${token}`, {
+    name: options.name ?? 'Test Person',
+    password,
+  });
   if (accepted.status !== 303) throw new Error(`invitation not accepted: ${accepted.status}\n${accepted.text.slice(0, 500)}`);
   return { client, password, email: options.email };
 }

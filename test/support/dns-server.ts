@@ -39,18 +39,21 @@ export async function startDnsServer(initial: Record<string, ZoneRecords> = {}) 
       if (question.type === 'A') for (const data of records.A ?? []) answers.push({ type: 'A', name: question.name, ttl, data });
       if (question.type === 'AAAA') for (const data of records.AAAA ?? []) answers.push({ type: 'AAAA', name: question.name, ttl, data });
       if (question.type === 'MX') {
-        for (const mx of records.MX ?? []) answers.push({ type: 'MX', name: question.name, ttl, data: { preference: mx.priority, exchange: mx.exchange } });
+        for (const mx of records.MX ?? [])
+          answers.push({ type: 'MX', name: question.name, ttl, data: { preference: mx.priority, exchange: mx.exchange } });
       }
       // A TXT record is a list of character strings of at most 255 bytes (long values are split, as providers do).
       if (question.type === 'TXT') {
-        for (const text of records.TXT ?? []) answers.push({ type: 'TXT', name: question.name, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
+        for (const text of records.TXT ?? [])
+          answers.push({ type: 'TXT', name: question.name, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
       }
       if (question.type === 'CNAME' && records.CNAME) answers.push({ type: 'CNAME', name: question.name, ttl, data: records.CNAME });
       // As a recursive resolver does: an alias answers other types with the CNAME and its target's records.
       const target = records.CNAME ? zone.get(records.CNAME.toLowerCase()) : undefined;
       if (question.type === 'TXT' && records.CNAME && target) {
         answers.push({ type: 'CNAME', name: question.name, ttl, data: records.CNAME });
-        for (const text of target.TXT ?? []) answers.push({ type: 'TXT', name: records.CNAME, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
+        for (const text of target.TXT ?? [])
+          answers.push({ type: 'TXT', name: records.CNAME, ttl, data: text.match(/[\s\S]{1,255}/g) ?? [''] });
       }
     }
     const response = dnsPacket.encode({

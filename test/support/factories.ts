@@ -15,10 +15,7 @@ export async function createOrg(orm: MikroORM, overrides: { name?: string; credi
 }
 
 /** A workspace with one key; `scopes` defaults to every public scope. */
-export async function createOrgWithKey(
-  orm: MikroORM,
-  overrides: Partial<Omit<CreateApiKeyInput, 'orgId'>> = {},
-) {
+export async function createOrgWithKey(orm: MikroORM, overrides: Partial<Omit<CreateApiKeyInput, 'orgId'>> = {}) {
   const { org, owner } = await createOrg(orm);
   const { apiKey, key } = await createApiKeysService({ orm }).createApiKey({
     orgId: org.id,

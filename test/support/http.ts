@@ -25,9 +25,7 @@ export function apiClient(baseUrl: string, key?: string) {
     const response = await fetch(baseUrl + path, {
       method,
       headers,
-      ...(options.body !== undefined
-        ? { body: typeof options.body === 'string' ? options.body : JSON.stringify(options.body) }
-        : {}),
+      ...(options.body !== undefined ? { body: typeof options.body === 'string' ? options.body : JSON.stringify(options.body) } : {}),
     });
     const text = await response.text();
     let body: ApiResponse['body'];

@@ -1,10 +1,5 @@
 import { createHash } from 'node:crypto';
-import {
-  InboxAttachment,
-  InboxMessage,
-  InboxThread,
-  type MailboxAddress,
-} from '../../db/entities/index.ts';
+import { InboxAttachment, InboxMessage, InboxThread, type MailboxAddress } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
 import type { BlobStore } from '../../src/blob/blob-store.ts';

@@ -21,20 +21,23 @@ export function sendRaw(input: RawRequest): Promise<ApiResponse> {
     const headers = Buffer.isBuffer(input.body)
       ? { ...input.headers, 'content-length': String(input.body.length) }
       : { ...input.headers, 'transfer-encoding': 'chunked' };
-    const req = httpRequest({ method: input.method, hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => parts.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
-        let body: ApiResponse['body'];
-        try {
-          body = JSON.parse(text) as ApiResponse['body'];
-        } catch {
-          body = { raw: text };
-        }
-        resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body });
-      });
-    });
+    const req = httpRequest(
+      { method: input.method, hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => parts.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(parts).toString('utf8');
+          let body: ApiResponse['body'];
+          try {
+            body = JSON.parse(text) as ApiResponse['body'];
+          } catch {
+            body = { raw: text };
+          }
+          resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body });
+        });
+      },
+    );
     let answered = false;
     req.on('response', () => (answered = true));
     req.on('error', (error: NodeJS.ErrnoException) => (answered || error.code === 'EPIPE' ? undefined : reject(error)));

@@ -96,7 +96,8 @@ const inboxAttachment: ResourceFixture = {
 };
 
 async function staticSegment(orm: MikroORM, orgId: string): Promise<string> {
-  return (await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [], type: 'static' })).segment.id;
+  return (await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [], type: 'static' }))
+    .segment.id;
 }
 
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
@@ -114,7 +115,10 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getTemplate: template(),
   updateTemplate: template({ name: 'Renamed by the route suite' }),
   deleteTemplate: template(),
-  listSegmentContacts: { create: async (orm, orgId) => (await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [] })).segment.id },
+  listSegmentContacts: {
+    create: async (orm, orgId) =>
+      (await createSegmentsService({ orm }).createSegment(orgId, { name: unique('segment'), description: '', tags: [] })).segment.id,
+  },
   addSegmentContacts: { create: staticSegment, validBody: { emails: ['suite@example.com'] } },
   removeSegmentContacts: { create: staticSegment, validBody: { emails: ['suite@example.com'] } },
   getInboxMessage: { create: async (orm, orgId) => (await insertMessage(orm, orgId)).id },
@@ -130,7 +134,8 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   rotateWebhookSecret: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id, validBody: { overlap_seconds: 60 } },
   replayWebhookDelivery: { create: async (orm, orgId) => (await insertDelivery(orm, orgId, { status: 'delivered' })).id },
   revokeApiKey: {
-    create: async (orm, orgId) => (await createApiKeysService({ orm }).createApiKey({ orgId, scopes: ['me:read'], name: unique('key') })).apiKey.id,
+    create: async (orm, orgId) =>
+      (await createApiKeysService({ orm }).createApiKey({ orgId, scopes: ['me:read'], name: unique('key') })).apiKey.id,
   },
   // The path parameter is the suppressed address itself.
   removeSuppression: {

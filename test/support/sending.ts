@@ -12,7 +12,13 @@ import { TEST_ENCRYPTION_KEY } from './stack.ts';
 export async function addSendingDomain(
   orm: MikroORM,
   orgId: string,
-  overrides: { domain?: string; verified?: boolean; dailyCap?: number; status?: 'pending' | 'verified' | 'attention'; reputation?: 'healthy' | 'recovery' } = {},
+  overrides: {
+    domain?: string;
+    verified?: boolean;
+    dailyCap?: number;
+    status?: 'pending' | 'verified' | 'attention';
+    reputation?: 'healthy' | 'recovery';
+  } = {},
 ): Promise<Domain> {
   const name = overrides.domain ?? `${unique('send').toLowerCase()}.example.com`;
   const domains = createDomainsService({ orm, encryptionKey: Buffer.from(TEST_ENCRYPTION_KEY, 'base64') });

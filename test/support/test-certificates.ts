@@ -28,25 +28,78 @@ export function createTestCertificates() {
     selfSigned(commonName: string): TestCertificate {
       const name = `self-${++serial}`;
       newKey(name);
-      openssl('req', '-new', '-x509', '-key', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=${commonName}`, '-addext', `subjectAltName=DNS:${commonName}`);
+      openssl(
+        'req',
+        '-new',
+        '-x509',
+        '-key',
+        `${name}.key`,
+        '-out',
+        `${name}.crt`,
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${commonName}`,
+        '-addext',
+        `subjectAltName=DNS:${commonName}`,
+      );
       return { key: read(`${name}.key`), cert: read(`${name}.crt`), certFile: join(dir, `${name}.crt`) };
     },
     /** A certificate authority that signs server certificates with `issue`. */
     authority(commonName: string) {
       const ca = `ca-${++serial}`;
       newKey(ca);
-      openssl('req', '-new', '-x509', '-key', `${ca}.key`, '-out', `${ca}.crt`, '-days', '2', '-subj', `/CN=${commonName}`,
-        '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+      openssl(
+        'req',
+        '-new',
+        '-x509',
+        '-key',
+        `${ca}.key`,
+        '-out',
+        `${ca}.crt`,
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${commonName}`,
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      );
       return {
         certFile: join(dir, `${ca}.crt`),
         /** A server certificate for the given subject alternative names (`DNS:localhost`, `IP:127.0.0.1`). */
         issue(altNames: string[]): TestCertificate {
           const name = `server-${++serial}`;
           newKey(name);
-          openssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${altNames[0]?.replace(/^\w+:/, '') ?? 'server'}`);
+          openssl(
+            'req',
+            '-new',
+            '-key',
+            `${name}.key`,
+            '-out',
+            `${name}.csr`,
+            '-subj',
+            `/CN=${altNames[0]?.replace(/^\w+:/, '') ?? 'server'}`,
+          );
           writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${altNames.join(',')}\nextendedKeyUsage=serverAuth\n`);
-          openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial',
-            '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
+          openssl(
+            'x509',
+            '-req',
+            '-in',
+            `${name}.csr`,
+            '-CA',
+            `${ca}.crt`,
+            '-CAkey',
+            `${ca}.key`,
+            '-CAcreateserial',
+            '-out',
+            `${name}.crt`,
+            '-days',
+            '2',
+            '-extfile',
+            `${name}.ext`,
+          );
           return { key: read(`${name}.key`), cert: read(`${name}.crt`), certFile: join(dir, `${name}.crt`) };
         },
       };

@@ -22,12 +22,18 @@ export async function startTlsRelay(options: { certificate: TestCertificate | nu
     disableReverseLookup: true,
     closeTimeout: 500,
     secure: options.implicit ?? false,
-    ...(options.certificate ? { key: options.certificate.key, cert: options.certificate.cert } : { hideSTARTTLS: true, disabledCommands: ['STARTTLS'] }),
+    ...(options.certificate
+      ? { key: options.certificate.key, cert: options.certificate.cert }
+      : { hideSTARTTLS: true, disabledCommands: ['STARTTLS'] }),
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
-        received.push({ to: session.envelope.rcptTo.map((r) => r.address), secure: session.secure, raw: Buffer.concat(chunks).toString('utf8') });
+        received.push({
+          to: session.envelope.rcptTo.map((r) => r.address),
+          secure: session.secure,
+          raw: Buffer.concat(chunks).toString('utf8'),
+        });
         callback(null, 'queued');
       });
     },

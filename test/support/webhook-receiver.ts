@@ -77,10 +77,15 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     requests: (path) => (path === undefined ? [...received] : received.filter((r) => r.path === path)),
     respond: (path, responder) => void responders.set(path, responder),
     waitForRequests: (path, count, timeoutMs = 30_000) =>
-      waitFor(`${count} request(s) on ${path}`, () => {
-        const found = received.filter((r) => r.path === path);
-        return Promise.resolve(found.length >= count ? found : undefined);
-      }, timeoutMs, 25),
+      waitFor(
+        `${count} request(s) on ${path}`,
+        () => {
+          const found = received.filter((r) => r.path === path);
+          return Promise.resolve(found.length >= count ? found : undefined);
+        },
+        timeoutMs,
+        25,
+      ),
     releaseHanging: (status = 503) => {
       for (const res of hanging) {
         res.writeHead(status);

@@ -1,10 +1,4 @@
-import {
-  Event,
-  WebhookAttempt,
-  WebhookDelivery,
-  WebhookEndpoint,
-  type WebhookDeliveryStatus,
-} from '../../db/entities/index.ts';
+import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../../db/entities/index.ts';
 import { randomBytes } from 'node:crypto';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
 import { encryptSecret } from '../../src/crypto/secret-box.ts';
@@ -107,7 +101,14 @@ export interface DeliveryRecord {
   next_attempt_at: string | null;
   replay_count: number;
   last_error: string | null;
-  attempts: { series: number; attempt: number; started_at: string; status_code: number | null; latency_ms: number | null; error: string | null }[];
+  attempts: {
+    series: number;
+    attempt: number;
+    started_at: string;
+    status_code: number | null;
+    latency_ms: number | null;
+    error: string | null;
+  }[];
 }
 
 /** An endpoint with a real signing secret (sealed with `encryptionKey`), for tests that deliver to it. */

@@ -46,7 +46,8 @@ describe('a broadcast when the worker process is killed mid-send', () => {
     const domain = await addSendingDomain(stack.orm, org.id);
     const em = scopeToOrg(stack.orm.em.fork(), org.id);
     const tag = unique('crash');
-    for (let i = 0; i < CONTACTS; i += 1) em.create(Contact, { orgId: org.id, email: `r${i}-${tag}@example.com`, tags: [tag], firstName: `R${i}` });
+    for (let i = 0; i < CONTACTS; i += 1)
+      em.create(Contact, { orgId: org.id, email: `r${i}-${tag}@example.com`, tags: [tag], firstName: `R${i}` });
     const segment = em.create(Segment, { orgId: org.id, name: 'crash', type: 'tag', tags: [tag] });
     await em.flush();
     const request = apiClient(api.url, key);
@@ -54,7 +55,14 @@ describe('a broadcast when the worker process is killed mid-send', () => {
 
     const draft = await request('POST', '/api/v1/outbox/broadcasts', {
       headers: idem(),
-      body: { name: 'Crash', subject: 'Hi {{first_name}}', from_name: 'Shop', from_email: `news@${domain.domain}`, segment_ids: [segment.id], plain_text: 'Hello {{first_name}}' },
+      body: {
+        name: 'Crash',
+        subject: 'Hi {{first_name}}',
+        from_name: 'Shop',
+        from_email: `news@${domain.domain}`,
+        segment_ids: [segment.id],
+        plain_text: 'Hello {{first_name}}',
+      },
     });
     expect(draft.status, JSON.stringify(draft.body)).toBe(201);
     const id = (draft.body.data as { _id: string })._id;
@@ -85,6 +93,8 @@ describe('a broadcast when the worker process is killed mid-send', () => {
     expect(counts.filter((n) => n === 0)).toHaveLength(0);
     const repeats = counts.reduce((sum, n) => sum + (n - 1), 0);
     expect(repeats).toBeLessThanOrEqual(POOL * IN_FLIGHT_PER_CONNECTION);
-    process.stdout.write(`broadcast crash: ${CONTACTS} contacts, killed at ${atKill} accepted, ${repeats} repeated (window ${POOL * IN_FLIGHT_PER_CONNECTION})\n`);
+    process.stdout.write(
+      `broadcast crash: ${CONTACTS} contacts, killed at ${atKill} accepted, ${repeats} repeated (window ${POOL * IN_FLIGHT_PER_CONNECTION})\n`,
+    );
   }, 180_000);
 });

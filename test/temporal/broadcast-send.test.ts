@@ -1,6 +1,17 @@
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact, Domain, EmailEvent, Event, Organization, Segment, SegmentMember, Suppression, TrackingHit, TransactionalEmail } from '../../db/entities/index.ts';
+import {
+  Contact,
+  Domain,
+  EmailEvent,
+  Event,
+  Organization,
+  Segment,
+  SegmentMember,
+  Suppression,
+  TrackingHit,
+  TransactionalEmail,
+} from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink, type SinkMessage } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -34,7 +45,10 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
 
   const em = () => scopeToOrg(h.stack.orm.em.fork(), orgId);
 
-  async function addContact(email: string, fields: Partial<Pick<Contact, 'firstName' | 'lastName' | 'company' | 'tags' | 'status' | 'customFields'>> = {}): Promise<Contact> {
+  async function addContact(
+    email: string,
+    fields: Partial<Pick<Contact, 'firstName' | 'lastName' | 'company' | 'tags' | 'status' | 'customFields'>> = {},
+  ): Promise<Contact> {
     const scoped = em();
     const contact = scoped.create(Contact, { orgId, email: email.toLowerCase(), ...fields });
     await scoped.flush();
@@ -67,7 +81,8 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     return (response.body.data as BroadcastBody)._id;
   }
 
-  const launch = (id: string, body: Record<string, unknown> = {}) => h.request('POST', `/api/v1/outbox/broadcasts/${id}/send`, { headers: idem(), body });
+  const launch = (id: string, body: Record<string, unknown> = {}) =>
+    h.request('POST', `/api/v1/outbox/broadcasts/${id}/send`, { headers: idem(), body });
   const cancel = (id: string) => h.request('POST', `/api/v1/outbox/broadcasts/${id}/cancel`, { headers: idem(), body: {} });
   const getBroadcast = async (id: string) => {
     const response = await h.request('GET', `/api/v1/outbox/broadcasts/${id}`);
@@ -99,11 +114,14 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
 
   beforeAll(async () => {
     sink = await startMailSink({ smtpPort: 0, feedback: null });
-    h = await startApiHarness({
-      SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
-      SMTP_RELAY_FINAL_HOP: 'true',
-      BOUNCE_DOMAIN: 'bounces.herald.test',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
+        SMTP_RELAY_FINAL_HOP: 'true',
+        BOUNCE_DOMAIN: 'bounces.herald.test',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     temporal = await connectTemporalClient(h.stack.config);
@@ -125,7 +143,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const tagged = await addSegment({ tags: [tag] });
     const fixed = await addSegment({ type: 'static' });
     const ann = await addContact(`ann-${tag}@example.com`, { firstName: 'Ann', tags: [tag], customFields: { plan: 'Pro' } });
-    const bob = await addContact(`bob-${tag}@example.com`, { firstName: '<b>Bob</b>', tags: [tag], customFields: { plan: 'Free & <i>easy</i>' } });
+    const bob = await addContact(`bob-${tag}@example.com`, {
+      firstName: '<b>Bob</b>',
+      tags: [tag],
+      customFields: { plan: 'Free & <i>easy</i>' },
+    });
     const nameless = await addContact(`anon-${tag}@example.com`, { tags: [tag] });
     await addContact(`gone-${tag}@example.com`, { tags: [tag], status: 'unsubscribed' });
     await addContact(`bounced-${tag}@example.com`, { tags: [tag], status: 'bounced' });
@@ -145,7 +167,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     // Added to the segment after launch: not in this broadcast's audience.
     const late = await addContact(`late-${tag}@example.com`, { firstName: 'Late', tags: [tag] });
 
-    const sent = await until('the broadcast to be sent', () => getBroadcast(id), (b) => b.status === 'sent');
+    const sent = await until(
+      'the broadcast to be sent',
+      () => getBroadcast(id),
+      (b) => b.status === 'sent',
+    );
     const eligible = [ann, bob, nameless, onlyStatic].map((c) => c.email).sort();
     expect(sent.metrics).toMatchObject({ recipients: 4, sent: 4, delivered: 4, bounced: 0, unsubscribed: 0 });
     const messages = messagesFrom(domain);
@@ -161,14 +187,18 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expect(byRecipient.get(nameless.email)!.html).toContain('Hi there, your plan: </p>');
     expect(byRecipient.get(ann.email)!.html).toContain('This week at the shop');
     for (const parsed of byRecipient.values()) {
-      expect(parsed.headerLines.find((line) => line.key === 'list-unsubscribe-post')?.line).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
+      expect(parsed.headerLines.find((line) => line.key === 'list-unsubscribe-post')?.line).toBe(
+        'List-Unsubscribe-Post: List-Unsubscribe=One-Click',
+      );
       const link = (parsed.headerLines.find((line) => line.key === 'list-unsubscribe')?.line ?? '').replace(/^list-unsubscribe:\s*/i, '');
       expect(link.startsWith(`<${h.stack.config.http.publicUrl}/unsubscribe/`), link).toBe(true);
       expect(link).toMatch(/\/unsubscribe\/[0-9a-f]{24}\.[0-9a-z]+\.[\w-]{22}>$/);
       expect(parsed.html).toContain('The Shop, 1 Market Street, Springfield');
       expect(parsed.text).toContain('The Shop, 1 Market Street, Springfield');
       // RFC 8058: the DKIM signature covers both list headers.
-      const signature = String(parsed.headers.get('dkim-signature') && (parsed.headerLines.find((l) => l.key === 'dkim-signature')?.line ?? ''));
+      const signature = String(
+        parsed.headers.get('dkim-signature') && (parsed.headerLines.find((l) => l.key === 'dkim-signature')?.line ?? ''),
+      );
       expect(signature.toLowerCase().replace(/\s+/g, '')).toMatch(/h=[^;]*list-unsubscribe:list-unsubscribe-post/);
     }
 
@@ -182,12 +212,22 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expect((log.body.data as { _id: string }[]).length).toBe(0);
     // Status changes reached the event stream.
     const events = await em().find(Event, { type: { $in: ['broadcast.sending', 'broadcast.sent'] } });
-    expect(events.filter((e) => (e.data as { broadcast: { _id: string } }).broadcast._id === id).map((e) => e.type).sort()).toEqual(['broadcast.sending', 'broadcast.sent']);
+    expect(
+      events
+        .filter((e) => (e.data as { broadcast: { _id: string } }).broadcast._id === id)
+        .map((e) => e.type)
+        .sort(),
+    ).toEqual(['broadcast.sending', 'broadcast.sent']);
 
     // One-click unsubscribe (RFC 8058): a POST with List-Unsubscribe=One-Click.
     const annMessage = messages.find((m) => m.rcptTo.includes(ann.email))!;
     const annLink = await unsubscribeUrlOf(annMessage);
-    const oneClick = async () => fetch(onApi(annLink), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+    const oneClick = async () =>
+      fetch(onApi(annLink), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'List-Unsubscribe=One-Click',
+      });
     const first = await oneClick();
     expect(first.status).toBe(200);
     expect(await first.text()).toContain('You are unsubscribed');
@@ -215,12 +255,18 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const reader = await addContact(`reader-${tag}@example.com`, { tags: [tag] });
     const scanner = await addContact(`scanner-${tag}@example.com`, { tags: [tag] });
     const clicker = await addContact(`clicker-${tag}@example.com`, { tags: [tag] });
-    const html = '<html><body><p><a href="https://shop.example/a?x=1&amp;y=2">A</a> <a class="b" href=\'https://shop.example/b\'>B</a> '
-      + '<a href="mailto:help@shop.example">mail</a> <a href="{{unsubscribe_url}}">leave</a></p></body></html>';
+    const html =
+      '<html><body><p><a href="https://shop.example/a?x=1&amp;y=2">A</a> <a class="b" href=\'https://shop.example/b\'>B</a> ' +
+      '<a href="mailto:help@shop.example">mail</a> <a href="{{unsubscribe_url}}">leave</a></p></body></html>';
     const id = await draft(domain, [segment], { html });
     expect((await launch(id)).status).toBe(202);
-    await until('the broadcast to be sent', () => getBroadcast(id), (b) => b.status === 'sent');
-    const htmlFor = async (contact: Contact) => (await simpleParser(messagesFrom(domain).find((m) => m.rcptTo.includes(contact.email))!.raw)).html as string;
+    await until(
+      'the broadcast to be sent',
+      () => getBroadcast(id),
+      (b) => b.status === 'sent',
+    );
+    const htmlFor = async (contact: Contact) =>
+      (await simpleParser(messagesFrom(domain).find((m) => m.rcptTo.includes(contact.email))!.raw)).html as string;
     const linksOf = (body: string) => ({
       clicks: [...body.matchAll(/href=(["'])([^"']*\/t\/c\/[^"']*)\1/g)].map((m) => m[2]!.replace(/&amp;/g, '&')),
       pixel: /<img src="([^"]*\/t\/o\/[^"]*\.gif)"/.exec(body)?.[1] ?? '',
@@ -250,12 +296,19 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect((await get(readerLinks.clicks[0]!)).status).toBe(302);
 
-    const counted = await until('opens and clicks to be counted', () => getBroadcast(id), (b) => b.metrics.opened >= 2 && b.metrics.clicked >= 2, 20_000);
+    const counted = await until(
+      'opens and clicks to be counted',
+      () => getBroadcast(id),
+      (b) => b.metrics.opened >= 2 && b.metrics.clicked >= 2,
+      20_000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect((await getBroadcast(id)).metrics).toMatchObject({ recipients: 3, opened: 2, clicked: 2 });
     expect(counted.metrics.opened).toBe(2);
     const hits = await em().find(TrackingHit, { broadcastId: id }, { orderBy: { at: 'asc' } });
-    expect(hits.filter((hit) => hit.emailId === hits.find((x) => x.state === 'flagged')?.emailId).every((hit) => hit.state === 'flagged')).toBe(true);
+    expect(
+      hits.filter((hit) => hit.emailId === hits.find((x) => x.state === 'flagged')?.emailId).every((hit) => hit.state === 'flagged'),
+    ).toBe(true);
     expect(hits.filter((hit) => hit.state === 'repeat')).toHaveLength(1);
     const metrics = await h.request('GET', '/api/v1/metrics?period=7d');
     expect((metrics.body.data as { summary: { opened: number; clicked: number } }).summary).toMatchObject({ opened: 2, clicked: 2 });
@@ -265,7 +318,9 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const elsewhere = `${onApi(path)}?u=${encodeURIComponent('https://evil.example/')}`;
     expect((await fetch(elsewhere, { redirect: 'manual' })).status).toBe(404);
     const clickerPath = clickerLinks.clicks[0]!.split('?')[0]!;
-    expect((await fetch(`${onApi(clickerPath)}?${query.replace('shop.example%2Fa', 'shop.example%2Fb')}`, { redirect: 'manual' })).status).toBe(404);
+    expect(
+      (await fetch(`${onApi(clickerPath)}?${query.replace('shop.example%2Fa', 'shop.example%2Fb')}`, { redirect: 'manual' })).status,
+    ).toBe(404);
     expect((await fetch(`${onApi(path)}?u=${encodeURIComponent('javascript:alert(1)')}`, { redirect: 'manual' })).status).toBe(404);
     expect((await fetch(`${onApi(path)}`, { redirect: 'manual' })).status).toBe(404);
     // A made-up pixel is still a GIF, and records nothing.
@@ -276,8 +331,14 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     // Tracking off: no pixel, links untouched.
     const plain = await draft(domain, [segment], { html });
     expect((await launch(plain, { tracking: false })).status).toBe(202);
-    await until('the untracked broadcast to be sent', () => getBroadcast(plain), (b) => b.status === 'sent');
-    const untracked = (await Promise.all(messagesFrom(domain).map((m) => simpleParser(m.raw)))).filter((m) => m.subject !== undefined && (m.html as string).includes('https://shop.example/a?x=1&amp;y=2'));
+    await until(
+      'the untracked broadcast to be sent',
+      () => getBroadcast(plain),
+      (b) => b.status === 'sent',
+    );
+    const untracked = (await Promise.all(messagesFrom(domain).map((m) => simpleParser(m.raw)))).filter(
+      (m) => m.subject !== undefined && (m.html as string).includes('https://shop.example/a?x=1&amp;y=2'),
+    );
     expect(untracked).toHaveLength(3);
     for (const message of untracked) expect(message.html).not.toMatch(/\/t\/[oc]\//);
   });
@@ -289,14 +350,21 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const contact = await addContact(`forge-${tag}@example.com`, { tags: [tag] });
     const id = await draft(domain, [segment]);
     expect((await launch(id)).status).toBe(202);
-    await until('the broadcast to be sent', () => getBroadcast(id), (b) => b.status === 'sent');
+    await until(
+      'the broadcast to be sent',
+      () => getBroadcast(id),
+      (b) => b.status === 'sent',
+    );
     const link = await unsubscribeUrlOf(messagesFrom(domain)[0]!);
     const [emailId, expires, signature] = link.split('/unsubscribe/')[1]!.split('.');
 
     const flipped = `${signature!.slice(0, -1)}${signature!.endsWith('A') ? 'B' : 'A'}`;
     const later = (Number.parseInt(expires!, 36) + 3600).toString(36);
     const otherKey = createRecipientLinks(Buffer.alloc(32, 7), h.stack.config.http.publicUrl).url(emailId!);
-    const expired = createRecipientLinks(Buffer.from(TEST_ENCRYPTION_KEY, 'base64'), h.stack.config.http.publicUrl).url(emailId!, new Date(Date.now() - 61 * DAY));
+    const expired = createRecipientLinks(Buffer.from(TEST_ENCRYPTION_KEY, 'base64'), h.stack.config.http.publicUrl).url(
+      emailId!,
+      new Date(Date.now() - 61 * DAY),
+    );
     for (const [bad, status] of [
       [`${h.api.url}/unsubscribe/${emailId}.${expires}.${flipped}`, 404],
       [`${h.api.url}/unsubscribe/${emailId}.${later}.${signature}`, 404],
@@ -305,7 +373,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
       [`${h.api.url}/unsubscribe/not-a-token`, 404],
       [onApi(expired), 410],
     ] as const) {
-      const response = await fetch(bad, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const response = await fetch(bad, {
+        method: 'POST',
+        body: 'List-Unsubscribe=One-Click',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expect(response.status, bad).toBe(status);
     }
     expect((await em().findOneOrFail(Contact, { id: contact.id }, { refresh: true })).status).toBe('active');
@@ -322,8 +394,16 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expect((await launch(id)).status).toBe(202);
 
     // Two go today; the rest wait for the next UTC day.
-    await until('two messages at the relay', () => Promise.resolve(messagesFrom(domain).length), (n) => n >= 2);
-    await until('the audience to be queued', () => getBroadcast(id), (b) => b.metrics.recipients === 5);
+    await until(
+      'two messages at the relay',
+      () => Promise.resolve(messagesFrom(domain).length),
+      (n) => n >= 2,
+    );
+    await until(
+      'the audience to be queued',
+      () => getBroadcast(id),
+      (b) => b.metrics.recipients === 5,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(messagesFrom(domain)).toHaveLength(2);
     expect((await getBroadcast(id)).status).toBe('sending');
@@ -335,7 +415,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     await h.stack.orm.em.fork().nativeUpdate(Domain, { id: domain.id }, { dailyCap: 3 }, ALL_TENANTS);
     await wakeActors(temporal.client, h.stack.config, sendDomainActorContract, [{ orgId, domainId: domain.id }]);
-    await until('a third message', () => Promise.resolve(messagesFrom(domain).length), (n) => n >= 3);
+    await until(
+      'a third message',
+      () => Promise.resolve(messagesFrom(domain).length),
+      (n) => n >= 3,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const delivered = messagesFrom(domain).flatMap((m) => m.rcptTo);
     expect(delivered).toHaveLength(3);
@@ -347,7 +431,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const cancelled = await cancel(id);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
     expect((cancelled.body.data as BroadcastBody).status).toBe('cancelled');
-    await until('queued messages to be cancelled', () => em().count(TransactionalEmail, { broadcastId: id, status: 'queued' }), (n) => n === 0);
+    await until(
+      'queued messages to be cancelled',
+      () => em().count(TransactionalEmail, { broadcastId: id, status: 'queued' }),
+      (n) => n === 0,
+    );
     await h.stack.orm.em.fork().nativeUpdate(Domain, { id: domain.id }, { dailyCap: null }, ALL_TENANTS);
     await wakeActors(temporal.client, h.stack.config, sendDomainActorContract, [{ orgId, domainId: domain.id }]);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -369,7 +457,11 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     const launched = await launch(scheduled, { scheduled_at: at });
     expect(launched.status, JSON.stringify(launched.body)).toBe(202);
     expect(launched.body.data).toMatchObject({ status: 'scheduled', scheduledAt: at });
-    const sent = await until('the scheduled broadcast to be sent', () => getBroadcast(scheduled), (b) => b.status === 'sent');
+    const sent = await until(
+      'the scheduled broadcast to be sent',
+      () => getBroadcast(scheduled),
+      (b) => b.status === 'sent',
+    );
     expect(sent.metrics).toMatchObject({ recipients: 1, sent: 1 });
     expect(messagesFrom(domain)).toHaveLength(1);
 
@@ -382,8 +474,18 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
 
     // Refusals, each leaving the draft a draft.
     const refused = await draft(domain, [segment]);
-    expectRefusal(await launch(refused, { scheduled_at: new Date(Date.now() - 60_000).toISOString() }), 400, 'invalid_request', 'SCHEDULE_OUT_OF_RANGE');
-    expectRefusal(await launch(refused, { scheduled_at: new Date(Date.now() + 31 * DAY).toISOString() }), 400, 'invalid_request', 'SCHEDULE_OUT_OF_RANGE');
+    expectRefusal(
+      await launch(refused, { scheduled_at: new Date(Date.now() - 60_000).toISOString() }),
+      400,
+      'invalid_request',
+      'SCHEDULE_OUT_OF_RANGE',
+    );
+    expectRefusal(
+      await launch(refused, { scheduled_at: new Date(Date.now() + 31 * DAY).toISOString() }),
+      400,
+      'invalid_request',
+      'SCHEDULE_OUT_OF_RANGE',
+    );
     expect((await launch(refused, { scheduled_at: new Date(Date.now() + 29 * DAY).toISOString() })).status).toBe(202);
     expect((await cancel(refused)).status).toBe(200);
     const empty = await draft(domain, [segment], { html: '', plain_text: '  ' });
@@ -398,7 +500,7 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expectRefusal(await cancel(neverLaunched), 409, 'conflict', 'BROADCAST_NOT_CANCELLABLE');
   });
 
-  it('requires outbox.broadcasts:send to launch or cancel, and hides other workspaces\' broadcasts (404)', async () => {
+  it("requires outbox.broadcasts:send to launch or cancel, and hides other workspaces' broadcasts (404)", async () => {
     const domain = await addSendingDomain(h.stack.orm, orgId);
     const segment = await addSegment({ tags: [unique('scope')] });
     const id = await draft(domain, [segment]);

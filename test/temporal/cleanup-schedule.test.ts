@@ -64,7 +64,10 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
 
   afterAll(async () => {
     await worker?.shutdown();
-    await client.schedule.getHandle(cleanupScheduleId(stack.config)).delete().catch(() => {});
+    await client.schedule
+      .getHandle(cleanupScheduleId(stack.config))
+      .delete()
+      .catch(() => {});
     await temporal.close();
     await stack.close();
   });
@@ -85,10 +88,14 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
     });
     expect(schedule.spec.intervals).toMatchObject([{ every: HOUR }]);
 
-    const completed = await waitFor('the run to be visible by HeraldOrgId', async () => {
-      const runs = await listCleanupRuns('Completed');
-      return runs.length > 0 ? runs : undefined;
-    }, 30_000);
+    const completed = await waitFor(
+      'the run to be visible by HeraldOrgId',
+      async () => {
+        const runs = await listCleanupRuns('Completed');
+        return runs.length > 0 ? runs : undefined;
+      },
+      30_000,
+    );
     expect(completed[0]!.typedSearchAttributes.getAll().map((pair) => [pair.key.name, pair.value])).toEqual(
       expect.arrayContaining([
         ['HeraldOrgId', 'platform'],
@@ -111,12 +118,20 @@ describe('idempotency cleanup on a Temporal Schedule', () => {
 
     await insertRecord('expired-2', new Date(Date.now() - HOUR));
     await client.schedule.getHandle(cleanupScheduleId(stack.config)).trigger();
-    await waitFor('a triggered run waiting for a worker', async () => ((await listCleanupRuns('Running')).length > 0 ? true : undefined), 30_000);
+    await waitFor(
+      'a triggered run waiting for a worker',
+      async () => ((await listCleanupRuns('Running')).length > 0 ? true : undefined),
+      30_000,
+    );
     expect(await remainingKeys()).toContain('expired-2');
 
     const restarted = await spawnWorkerProcess(stack);
     try {
-      await waitFor('expired-2 to be deleted after restart', async () => ((await remainingKeys()).includes('expired-2') ? undefined : true), 60_000);
+      await waitFor(
+        'expired-2 to be deleted after restart',
+        async () => ((await remainingKeys()).includes('expired-2') ? undefined : true),
+        60_000,
+      );
       await waitFor('no run left running', async () => ((await listCleanupRuns('Running')).length === 0 ? true : undefined), 60_000);
       expect(await remainingKeys()).toEqual(['fresh-1']);
     } finally {

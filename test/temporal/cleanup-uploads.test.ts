@@ -104,7 +104,10 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
   afterAll(async () => {
     await worker?.shutdown();
     for (const id of [uploadsCleanupScheduleId(stack.config), cleanupScheduleId(stack.config), domainRecheckScheduleId(stack.config)]) {
-      await client.schedule.getHandle(id).delete().catch(() => {});
+      await client.schedule
+        .getHandle(id)
+        .delete()
+        .catch(() => {});
     }
     await temporal.close();
     await stack.close();

@@ -58,13 +58,23 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
   async function create(filename = 'contacts.csv'): Promise<ImportView> {
     const response = await h.request('POST', '/api/v1/contacts/imports', { body: { filename }, headers: idem() });
     expect(response.status, JSON.stringify(response.body)).toBe(201);
-    expect(response.body.data).toMatchObject({ status: 'awaiting_upload', filename, size_bytes: null, total_rows: null, failure: null, rows_processed: 0 });
+    expect(response.body.data).toMatchObject({
+      status: 'awaiting_upload',
+      filename,
+      size_bytes: null,
+      total_rows: null,
+      failure: null,
+      rows_processed: 0,
+    });
     return response.body.data as ImportView;
   }
 
   async function upload(created: ImportView, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'text/csv' }) {
     const response = await fetch(local(created.upload_url!), { method: 'PUT', headers, body });
-    return { status: response.status, body: (await response.json()) as { ok: boolean; data?: ImportView; error?: { code: string; details?: { reason?: string } } } };
+    return {
+      status: response.status,
+      body: (await response.json()) as { ok: boolean; data?: ImportView; error?: { code: string; details?: { reason?: string } } },
+    };
   }
 
   async function settled(id: string): Promise<ImportView> {
@@ -89,7 +99,9 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
   }
 
   async function report(id: string): Promise<Record<string, string>[]> {
-    const response = await fetch(`${h.api.url}/api/v1/contacts/imports/${id}/errors`, { headers: { authorization: `Bearer ${h.workspace.key}` } });
+    const response = await fetch(`${h.api.url}/api/v1/contacts/imports/${id}/errors`, {
+      headers: { authorization: `Bearer ${h.workspace.key}` },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     return parse<Record<string, string>>(await response.text(), { columns: true });
@@ -130,17 +142,35 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     expect(done.updated).toBe(1);
 
     const ada = await contacts().findOneOrFail(Contact, { email: 'ada@example.com' });
-    expect(ada).toMatchObject({ firstName: 'Augusta', lastName: 'Lovelace', tags: ['vip', 'beta', 'gamma'], customFields: { Plan: 'pro' }, status: 'unsubscribed' });
+    expect(ada).toMatchObject({
+      firstName: 'Augusta',
+      lastName: 'Lovelace',
+      tags: ['vip', 'beta', 'gamma'],
+      customFields: { Plan: 'pro' },
+      status: 'unsubscribed',
+    });
     const kept = await contacts().findOneOrFail(Contact, { email: 'kept@example.com' });
     // Empty cells keep stored values, tags and custom fields are added, and an import never re-activates.
-    expect(kept).toMatchObject({ firstName: 'Kept', lastName: 'NewLast', tags: ['old', 'new'], customFields: { plan: 'free', Plan: 'team' }, status: 'unsubscribed' });
+    expect(kept).toMatchObject({
+      firstName: 'Kept',
+      lastName: 'NewLast',
+      tags: ['old', 'new'],
+      customFields: { plan: 'free', Plan: 'team' },
+      status: 'unsubscribed',
+    });
     const multi = await contacts().findOneOrFail(Contact, { email: 'multi@example.com' });
     expect(multi.firstName).toBe('Line\r\nTwo');
 
     expect(await report(done._id)).toEqual([
       { row: '2', line: '3', email: 'not-an-address', reason: 'INVALID_EMAIL', message: 'The email is not a valid address.' },
       { row: '6', line: '9', email: 'short@example.com', reason: 'COLUMN_COUNT', message: 'The row has 2 fields; the header has 6.' },
-      { row: '7', line: '10', email: 'bob@example.com', reason: 'INVALID_STATUS', message: 'status must be one of active, unsubscribed, bounced, complained, suppressed.' },
+      {
+        row: '7',
+        line: '10',
+        email: 'bob@example.com',
+        reason: 'INVALID_STATUS',
+        message: 'status must be one of active, unsubscribed, bounced, complained, suppressed.',
+      },
     ]);
     // The file is dropped once imported.
     expect((await filesUnder(blobDir)).filter((path) => path.includes(done._id))).toEqual([]);
@@ -172,16 +202,20 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     ['a column given twice', 'email,E-mail\na@example.com,b@example.com\n', 'DUPLICATE_COLUMN', 1],
     ['an unclosed quote', 'email,first_name\nok@example.com,Ok\n"broken@example.com,Never closed\n', 'MALFORMED_CSV', null],
     ['a 10 MB line', `email,first_name\nfine@example.com,Fine\nhuge@example.com,${'x'.repeat(10 * 1024 * 1024)}\n`, 'RECORD_TOO_LARGE', 3],
-  ])('refuses %s whole, importing nothing', async (_name, body, reason, line) => {
-    const before = await contacts().count(Contact);
-    const done = await importFile(body);
-    expect(done.status).toBe('failed');
-    expect(done.failure?.reason).toBe(reason);
-    if (line !== null) expect(done.failure?.line).toBe(line);
-    expect(done.failure?.message.length).toBeGreaterThan(10);
-    expect(done.rows_processed).toBe(0);
-    expect(await contacts().count(Contact)).toBe(before);
-  }, 120_000);
+  ])(
+    'refuses %s whole, importing nothing',
+    async (_name, body, reason, line) => {
+      const before = await contacts().count(Contact);
+      const done = await importFile(body);
+      expect(done.status).toBe('failed');
+      expect(done.failure?.reason).toBe(reason);
+      if (line !== null) expect(done.failure?.line).toBe(line);
+      expect(done.failure?.message.length).toBeGreaterThan(10);
+      expect(done.rows_processed).toBe(0);
+      expect(await contacts().count(Contact)).toBe(before);
+    },
+    120_000,
+  );
 
   it('refuses a second upload, a forged or lapsed URL, and a multipart body', async () => {
     const created = await create();
@@ -197,19 +231,25 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     // Over the size limit by its declared length: refused before a byte is stored.
     const huge = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const target = new URL(local(created.upload_url!));
-      const req = request(target, { method: 'PUT', headers: { 'content-type': 'text/csv', 'content-length': String(IMPORT_LIMITS.maxBytes + 1) } }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, body: text });
-          req.destroy();
-        });
-      });
+      const req = request(
+        target,
+        { method: 'PUT', headers: { 'content-type': 'text/csv', 'content-length': String(IMPORT_LIMITS.maxBytes + 1) } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, body: text });
+            req.destroy();
+          });
+        },
+      );
       req.on('error', reject);
       req.write('email\n');
     });
     expect(huge.status).toBe(413);
-    expect(JSON.parse(huge.body)).toMatchObject({ error: { details: { reason: 'REQUEST_TOO_LARGE', limit_bytes: IMPORT_LIMITS.maxBytes } } });
+    expect(JSON.parse(huge.body)).toMatchObject({
+      error: { details: { reason: 'REQUEST_TOO_LARGE', limit_bytes: IMPORT_LIMITS.maxBytes } },
+    });
 
     expect((await upload(created, 'email\nonce@example.com\n')).status).toBe(202);
     const again = await upload(created, 'email\ntwice@example.com\n');
@@ -243,20 +283,32 @@ describe('contact import (API → upload → Temporal workflow → contacts)', (
     expect(await settled((again.body.data as ImportView)._id)).toMatchObject({ status: 'completed', unchanged: 2, added_to_segment: 0 });
 
     const tagged = await h.request('POST', '/api/v1/segments', { body: { name: 'By tag', tags: ['vip'] }, headers: idem() });
-    const notStatic = await h.request('POST', '/api/v1/contacts/imports', { body: { segment_id: (tagged.body.data as { _id: string })._id }, headers: idem() });
+    const notStatic = await h.request('POST', '/api/v1/contacts/imports', {
+      body: { segment_id: (tagged.body.data as { _id: string })._id },
+      headers: idem(),
+    });
     expect(notStatic.status).toBe(409);
     expect(notStatic.body.error?.details?.reason).toBe('SEGMENT_NOT_STATIC');
     const unknown = await h.request('POST', '/api/v1/contacts/imports', { body: { segment_id: 'e'.repeat(24) }, headers: idem() });
     expect(unknown.status).toBe(404);
 
-    const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId: h.workspace.org.id, scopes: ['contacts:write', 'contacts:read'], name: 'contacts only' });
-    const narrow = await apiClient(h.api.url, key)('POST', '/api/v1/contacts/imports', { body: { segment_id: segmentId }, headers: idem() });
+    const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({
+      orgId: h.workspace.org.id,
+      scopes: ['contacts:write', 'contacts:read'],
+      name: 'contacts only',
+    });
+    const narrow = await apiClient(h.api.url, key)('POST', '/api/v1/contacts/imports', {
+      body: { segment_id: segmentId },
+      headers: idem(),
+    });
     expect(narrow.status).toBe(403);
     expect(narrow.body.error).toMatchObject({ code: 'missing_scope', details: { required_scope: 'segments:write' } });
   }, 120_000);
 
   it('takes a filename of 255 characters and refuses 256', async () => {
-    expect((await h.request('POST', '/api/v1/contacts/imports', { body: { filename: 'f'.repeat(255) }, headers: idem() })).status).toBe(201);
+    expect((await h.request('POST', '/api/v1/contacts/imports', { body: { filename: 'f'.repeat(255) }, headers: idem() })).status).toBe(
+      201,
+    );
     const long = await h.request('POST', '/api/v1/contacts/imports', { body: { filename: 'f'.repeat(256) }, headers: idem() });
     expect(long.status).toBe(400);
     expect(long.body.error?.details?.fields).toEqual([expect.objectContaining({ path: 'filename' })]);

@@ -27,7 +27,11 @@ interface Received {
   subject: string;
 }
 
-type EmailRecord = { _id: string; status: string; recipients: { email: string; status: string; attempts: number; last_response: string | null }[] };
+type EmailRecord = {
+  _id: string;
+  status: string;
+  recipients: { email: string; status: string; attempts: number; last_response: string | null }[];
+};
 
 /**
  * A remote MX on a 127.0.0.x address: records what it accepts (with the EHLO name and whether
@@ -127,14 +131,24 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     const policyPort = await freePort();
     await new Promise<void>((resolve) => policyServer.listen(policyPort, '127.0.0.8', resolve));
     dns = await startDnsServer({
-      'one.test': { MX: [{ exchange: 'mx1.one.test', priority: 10 }, { exchange: 'mx2.one.test', priority: 20 }] },
+      'one.test': {
+        MX: [
+          { exchange: 'mx1.one.test', priority: 10 },
+          { exchange: 'mx2.one.test', priority: 20 },
+        ],
+      },
       'mx1.one.test': { A: ['127.0.0.2'] },
       'mx2.one.test': { A: ['127.0.0.3'] },
       // No MX: the domain's own address receives its mail (RFC 5321 implicit MX).
       'implicit.test': { A: ['127.0.0.3'] },
       'nullmx.test': { MX: [{ exchange: '.', priority: 0 }] },
       // The preferred host does not listen: the next one takes the message.
-      'failover.test': { MX: [{ exchange: 'down.failover.test', priority: 5 }, { exchange: 'up.failover.test', priority: 50 }] },
+      'failover.test': {
+        MX: [
+          { exchange: 'down.failover.test', priority: 5 },
+          { exchange: 'up.failover.test', priority: 50 },
+        ],
+      },
       'down.failover.test': { A: ['127.0.0.4'] },
       'up.failover.test': { A: ['127.0.0.2'] },
       'grey.test': { MX: [{ exchange: 'mx.grey.test', priority: 10 }] },
@@ -142,7 +156,12 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       'dead.test': { MX: [{ exchange: 'mx.dead.test', priority: 10 }] },
       'mx.dead.test': { A: ['127.0.0.6'] },
       // MTA-STS: the preferred MX (127.0.0.2, a self-signed certificate) is not in the policy.
-      'sts.test': { MX: [{ exchange: 'mx.sts.test', priority: 10 }, { exchange: 'mx-good.sts.test', priority: 20 }] },
+      'sts.test': {
+        MX: [
+          { exchange: 'mx.sts.test', priority: 10 },
+          { exchange: 'mx-good.sts.test', priority: 20 },
+        ],
+      },
       'mx.sts.test': { A: ['127.0.0.2'] },
       'mx-good.sts.test': { A: ['127.0.0.7'] },
       '_mta-sts.sts.test': { TXT: ['v=STSv1; id=20261125'] },
@@ -157,16 +176,19 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       '_mta-sts.sts-self.test': { TXT: ['v=STSv1; id=7'] },
       'mta-sts.sts-self.test': { A: ['127.0.0.8'] },
     });
-    h = await startApiHarness({
-      SMTP_DELIVERY: 'direct',
-      SMTP_DIRECT_PORT: String(port),
-      SMTP_HELO_NAME: 'mta.herald.test',
-      SMTP_MTA_STS_PORT: String(policyPort),
-      SMTP_DIRECT_CA_FILE: authority.certFile,
-      DNS_SERVERS: dns.address,
-      EMAIL_RETRY_SCHEDULE: '0s,300ms',
-      EMAIL_RETRY_WINDOW: '4s',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_DELIVERY: 'direct',
+        SMTP_DIRECT_PORT: String(port),
+        SMTP_HELO_NAME: 'mta.herald.test',
+        SMTP_MTA_STS_PORT: String(policyPort),
+        SMTP_DIRECT_CA_FILE: authority.certFile,
+        DNS_SERVERS: dns.address,
+        EMAIL_RETRY_SCHEDULE: '0s,300ms',
+        EMAIL_RETRY_WINDOW: '4s',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     sendingDomain = (await addSendingDomain(h.stack.orm, h.workspace.org.id)).domain;
@@ -196,7 +218,10 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       `email ${id} to settle`,
       async () => {
         const email = (await h.request('GET', `/api/v1/outbox/emails/${id}`)).body.data as EmailRecord;
-        return ['sent', 'failed', 'bounced', 'delivered'].includes(email.status) && email.recipients.every((r) => !['queued', 'deferred'].includes(r.status)) ? email : undefined;
+        return ['sent', 'failed', 'bounced', 'delivered'].includes(email.status) &&
+          email.recipients.every((r) => !['queued', 'deferred'].includes(r.status))
+          ? email
+          : undefined;
       },
       60_000,
       100,
@@ -207,17 +232,31 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
   const statusOf = (email: EmailRecord, address: string) => email.recipients.find((r) => r.email === address);
 
   it('delivers each domain to its own MX, bounces only the recipients a server or DNS refuses', async () => {
-    const id = await send(['alice@one.test', 'nobody@one.test', 'bob@implicit.test', 'carol@nullmx.test', 'dave@nxdomain.test'], 'Per domain');
+    const id = await send(
+      ['alice@one.test', 'nobody@one.test', 'bob@implicit.test', 'carol@nullmx.test', 'dave@nxdomain.test'],
+      'Per domain',
+    );
     const email = await settled(id);
     expect(statusOf(email, 'alice@one.test')?.status).toBe('delivered');
     expect(statusOf(email, 'bob@implicit.test')?.status).toBe('delivered');
-    expect(statusOf(email, 'nobody@one.test')).toMatchObject({ status: 'bounced', last_response: expect.stringMatching(/mx1\.one\.test: 550 5\.1\.1 no such user/) });
+    expect(statusOf(email, 'nobody@one.test')).toMatchObject({
+      status: 'bounced',
+      last_response: expect.stringMatching(/mx1\.one\.test: 550 5\.1\.1 no such user/),
+    });
     expect(statusOf(email, 'carol@nullmx.test')).toMatchObject({ status: 'bounced', last_response: expect.stringMatching(/null MX/) });
-    expect(statusOf(email, 'dave@nxdomain.test')).toMatchObject({ status: 'bounced', last_response: expect.stringMatching(/no mail server/) });
+    expect(statusOf(email, 'dave@nxdomain.test')).toMatchObject({
+      status: 'bounced',
+      last_response: expect.stringMatching(/no mail server/),
+    });
 
     const got = received().filter((message) => message.subject === 'Per domain');
     // alice went to the preferred MX only; bob to implicit.test's own address.
-    expect(got.map((m) => [m.server, m.to])).toEqual(expect.arrayContaining([['127.0.0.2', ['alice@one.test']], ['127.0.0.3', ['bob@implicit.test']]]));
+    expect(got.map((m) => [m.server, m.to])).toEqual(
+      expect.arrayContaining([
+        ['127.0.0.2', ['alice@one.test']],
+        ['127.0.0.3', ['bob@implicit.test']],
+      ]),
+    );
     expect(got).toHaveLength(2);
     for (const message of got) {
       expect(message.helo).toBe('mta.herald.test');
@@ -241,7 +280,12 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     dns.set(h.stack.config.bounceDomain, { TXT: ['v=spf1 ip4:127.0.0.0/8 -all'] });
 
     const response = await h.request('POST', '/api/v1/outbox/emails', {
-      body: { from: `Billing <billing@${domain.domain}>`, to: ['alice@one.test'], subject: 'Authenticated', html: '<p>Your <b>invoice</b></p>' },
+      body: {
+        from: `Billing <billing@${domain.domain}>`,
+        to: ['alice@one.test'],
+        subject: 'Authenticated',
+        html: '<p>Your <b>invoice</b></p>',
+      },
       headers: idem(),
     });
     expect(response.status, JSON.stringify(response.body)).toBe(202);
@@ -260,7 +304,10 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     expect(result.spf && result.spf.domain).toBe(`bounces.${domain.domain}`);
     expect(result.dkim.results.map((r) => [r.signingDomain, r.status.result])).toEqual([[domain.domain, 'pass']]);
     expect(result.dmarc && result.dmarc.status.result, JSON.stringify(result.dmarc)).toBe('pass');
-    expect(result.dmarc && result.dmarc.alignment).toMatchObject({ spf: { result: `bounces.${domain.domain}` }, dkim: { result: domain.domain } });
+    expect(result.dmarc && result.dmarc.alignment).toMatchObject({
+      spf: { result: `bounces.${domain.domain}` },
+      dkim: { result: domain.domain },
+    });
   }, 90_000);
 
   it('honours an enforced MTA-STS policy: only the MX hosts it names, over verified TLS; none named means deferred', async () => {
@@ -283,7 +330,11 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     const id = await send(['erin@failover.test'], 'Failover');
     const email = await settled(id);
     expect(statusOf(email, 'erin@failover.test')?.status).toBe('delivered');
-    expect(received().filter((m) => m.subject === 'Failover').map((m) => m.server)).toEqual(['127.0.0.2']);
+    expect(
+      received()
+        .filter((m) => m.subject === 'Failover')
+        .map((m) => m.server),
+    ).toEqual(['127.0.0.2']);
   }, 90_000);
 
   it('retries a greylisting MX (451, then 250) and delivers the message once', async () => {
@@ -330,15 +381,18 @@ describe('direct-to-MX delivery refuses MX hosts on forbidden addresses without 
       'inside.test': { MX: [{ exchange: 'mx.inside.test', priority: 10 }] },
       'mx.inside.test': { A: ['127.0.0.1'] },
     });
-    h = await startApiHarness({
-      SMTP_DELIVERY: 'direct',
-      SMTP_DIRECT_PORT: String(port),
-      SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'false',
-      SMTP_MTA_STS: 'off',
-      DNS_SERVERS: dns.address,
-      EMAIL_RETRY_SCHEDULE: '0s,200ms',
-      EMAIL_RETRY_WINDOW: '1s',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_DELIVERY: 'direct',
+        SMTP_DIRECT_PORT: String(port),
+        SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: 'false',
+        SMTP_MTA_STS: 'off',
+        DNS_SERVERS: dns.address,
+        EMAIL_RETRY_SCHEDULE: '0s,200ms',
+        EMAIL_RETRY_WINDOW: '1s',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     await setCredits(h.stack.orm, h.workspace.org.id, 10);
@@ -371,7 +425,9 @@ describe('direct-to-MX delivery refuses MX hosts on forbidden addresses without 
     expect(email.recipients[0]).toMatchObject({
       email: 'ida@inside.test',
       status: 'failed',
-      last_response: expect.stringMatching(/the mail hosts of inside\.test have only addresses Herald does not deliver to: mx\.inside\.test \[127\.0\.0\.1\] \(loopback\)/),
+      last_response: expect.stringMatching(
+        /the mail hosts of inside\.test have only addresses Herald does not deliver to: mx\.inside\.test \[127\.0\.0\.1\] \(loopback\)/,
+      ),
     });
     expect(mx.connections).toEqual([]);
     expect(mx.received).toEqual([]);

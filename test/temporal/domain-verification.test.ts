@@ -55,7 +55,10 @@ describe('domain verification through the real worker and a loopback DNS server'
     const result = await runAdmin(argv, () =>
       Promise.resolve({ orm: Object.assign(Object.create(stack.orm) as typeof stack.orm, { close: async () => {} }), config }),
     );
-    return { ...result, json: argv.includes('--json') && result.stdout ? (JSON.parse(result.stdout) as CheckJson & { error?: { code: string } }) : undefined };
+    return {
+      ...result,
+      json: argv.includes('--json') && result.stdout ? (JSON.parse(result.stdout) as CheckJson & { error?: { code: string } }) : undefined,
+    };
   }
 
   async function verify(domainId: string): Promise<CheckJson> {
@@ -67,7 +70,10 @@ describe('domain verification through the real worker and a loopback DNS server'
 
   /** Publishes the records a domain needs (DMARC only when asked: it is recommended, not required). */
   function publish(domain: Domain, options: { dmarc?: boolean } = {}) {
-    dns.set(domain.domain, { TXT: ['some-site-verification=1', `v=spf1 include:${SPF_INCLUDE} ~all`], MX: [{ exchange: 'mx.example.net', priority: 10 }] });
+    dns.set(domain.domain, {
+      TXT: ['some-site-verification=1', `v=spf1 include:${SPF_INCLUDE} ~all`],
+      MX: [{ exchange: 'mx.example.net', priority: 10 }],
+    });
     dns.set(`herald._domainkey.${domain.domain}`, { TXT: [dkimDnsValue(domain.dkimPublicKey)] });
     dns.set(`bounces.${domain.domain}`, { CNAME: BOUNCE_DOMAIN });
     if (options.dmarc) dns.set(`_dmarc.${domain.domain}`, { TXT: ['v=DMARC1; p=reject'] });
@@ -83,7 +89,12 @@ describe('domain verification through the real worker and a loopback DNS server'
       { type: { $in: ['domain.verified', 'domain.attention'] } },
       { orderBy: { createdAt: 'asc', id: 'asc' } },
     );
-    return rows.map((e) => ({ type: e.type, domainId: (e.data.domain as { _id: string })._id, previous: e.data.previous_status, data: e.data }));
+    return rows.map((e) => ({
+      type: e.type,
+      domainId: (e.data.domain as { _id: string })._id,
+      previous: e.data.previous_status,
+      data: e.data,
+    }));
   }
 
   beforeAll(async () => {
@@ -101,7 +112,10 @@ describe('domain verification through the real worker and a loopback DNS server'
     await worker?.shutdown();
     for await (const schedule of client.schedule.list()) {
       if (schedule.scheduleId.startsWith(`${stack.config.temporal.schedulePrefix}-`)) {
-        await client.schedule.getHandle(schedule.scheduleId).delete().catch(() => {});
+        await client.schedule
+          .getHandle(schedule.scheduleId)
+          .delete()
+          .catch(() => {});
       }
     }
     await temporal.close();
@@ -126,18 +140,47 @@ describe('domain verification through the real worker and a loopback DNS server'
     await domains.addSender({ domainId: domain.id, email: `hello@lifecycle.${tld}`, name: 'Hello' });
 
     const before = await verify(domain.id);
-    expect(before).toMatchObject({ id: domain.id, org_id: orgId, domain: `lifecycle.${tld}`, previous_status: 'pending', status: 'pending', verified: false });
-    for (const key of ['spf', 'dkim', 'dmarc', 'return_path'] as const) expect(before.records[key]).toMatchObject({ status: 'missing', found: null });
+    expect(before).toMatchObject({
+      id: domain.id,
+      org_id: orgId,
+      domain: `lifecycle.${tld}`,
+      previous_status: 'pending',
+      status: 'pending',
+      verified: false,
+    });
+    for (const key of ['spf', 'dkim', 'dmarc', 'return_path'] as const)
+      expect(before.records[key]).toMatchObject({ status: 'missing', found: null });
     expect(await domainEvents(orgId)).toEqual([]);
 
     publish(domain);
     const after = await verify(domain.id);
     expect(after).toMatchObject({ previous_status: 'pending', status: 'verified', verified: true });
     expect(after.records).toEqual({
-      spf: { type: 'TXT', name: `lifecycle.${tld}`, value: `v=spf1 include:${SPF_INCLUDE} ~all`, required: true, status: 'verified', found: `v=spf1 include:${SPF_INCLUDE} ~all` },
-      dkim: { type: 'TXT', name: `herald._domainkey.lifecycle.${tld}`, value: dkimDnsValue(domain.dkimPublicKey), required: true, status: 'verified', found: dkimDnsValue(domain.dkimPublicKey) },
+      spf: {
+        type: 'TXT',
+        name: `lifecycle.${tld}`,
+        value: `v=spf1 include:${SPF_INCLUDE} ~all`,
+        required: true,
+        status: 'verified',
+        found: `v=spf1 include:${SPF_INCLUDE} ~all`,
+      },
+      dkim: {
+        type: 'TXT',
+        name: `herald._domainkey.lifecycle.${tld}`,
+        value: dkimDnsValue(domain.dkimPublicKey),
+        required: true,
+        status: 'verified',
+        found: dkimDnsValue(domain.dkimPublicKey),
+      },
       dmarc: { type: 'TXT', name: `_dmarc.lifecycle.${tld}`, value: 'v=DMARC1; p=none', required: false, status: 'missing', found: null },
-      return_path: { type: 'CNAME', name: `bounces.lifecycle.${tld}`, value: BOUNCE_DOMAIN, required: true, status: 'verified', found: BOUNCE_DOMAIN },
+      return_path: {
+        type: 'CNAME',
+        name: `bounces.lifecycle.${tld}`,
+        value: BOUNCE_DOMAIN,
+        required: true,
+        status: 'verified',
+        found: BOUNCE_DOMAIN,
+      },
     });
 
     const row = await stored(domain.id);
@@ -164,11 +207,15 @@ describe('domain verification through the real worker and a loopback DNS server'
     const domain = await domains.addDomain({ orgId, domain: `visible.${tld}` });
     await verify(domain.id);
     const query = `HeraldOrgId = '${orgId}' AND HeraldKind = 'domain-verify' AND WorkflowId = '${domainVerifyWorkflowId(domain.id)}'`;
-    const runs = await waitFor('the verification to be visible by search attributes', async () => {
-      const found = [];
-      for await (const run of client.workflow.list({ query })) found.push(run);
-      return found.length > 0 ? found : undefined;
-    }, 30_000);
+    const runs = await waitFor(
+      'the verification to be visible by search attributes',
+      async () => {
+        const found = [];
+        for await (const run of client.workflow.list({ query })) found.push(run);
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+    );
     expect(runs[0]).toMatchObject({ type: 'verifyDomain', taskQueue: stack.config.temporal.taskQueue });
   });
 
@@ -182,7 +229,8 @@ describe('domain verification through the real worker and a loopback DNS server'
     try {
       const during = await verify(domain.id);
       expect(during).toMatchObject({ previous_status: 'verified', status: 'verified' });
-      for (const key of ['spf', 'dkim', 'dmarc', 'return_path'] as const) expect(during.records[key]).toMatchObject({ status: 'unknown', found: null });
+      for (const key of ['spf', 'dkim', 'dmarc', 'return_path'] as const)
+        expect(during.records[key]).toMatchObject({ status: 'unknown', found: null });
       const row = await stored(domain.id);
       expect(row.status).toBe('verified');
       expect(row.lastCheckedAt?.toISOString()).toBe(during.checked_at);
@@ -283,7 +331,11 @@ describe('domain verification through the real worker and a loopback DNS server'
 
   it('re-checks verified and attention domains daily through a Schedule, leaving pending ones alone', async () => {
     const schedule = await client.schedule.getHandle(domainRecheckScheduleId(stack.config)).describe();
-    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'recheckDomains', taskQueue: stack.config.temporal.taskQueue });
+    expect(schedule.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'recheckDomains',
+      taskQueue: stack.config.temporal.taskQueue,
+    });
     expect(schedule.spec.intervals).toMatchObject([{ every: 86_400_000 }]);
 
     const otherOrg = (await createOrg(stack.orm)).org.id;
@@ -300,13 +352,22 @@ describe('domain verification through the real worker and a loopback DNS server'
     const steadyCheckedAt = (await stored(steady.id)).lastCheckedAt!;
 
     await client.schedule.getHandle(domainRecheckScheduleId(stack.config)).trigger();
-    const runs = await waitFor('the re-check run to complete', async () => {
-      const found = [];
-      const query = `WorkflowType = 'recheckDomains' AND TaskQueue = '${stack.config.temporal.taskQueue}' AND ExecutionStatus = 'Completed'`;
-      for await (const run of client.workflow.list({ query })) found.push(run);
-      return found.length > 0 ? found : undefined;
-    }, 90_000);
-    expect(await client.workflow.getHandle(runs[0]!.workflowId, runs[0]!.runId).result()).toEqual({ checked: due, changed: 1, failed: 0, skipped: 0 });
+    const runs = await waitFor(
+      'the re-check run to complete',
+      async () => {
+        const found = [];
+        const query = `WorkflowType = 'recheckDomains' AND TaskQueue = '${stack.config.temporal.taskQueue}' AND ExecutionStatus = 'Completed'`;
+        for await (const run of client.workflow.list({ query })) found.push(run);
+        return found.length > 0 ? found : undefined;
+      },
+      90_000,
+    );
+    expect(await client.workflow.getHandle(runs[0]!.workflowId, runs[0]!.runId).result()).toEqual({
+      checked: due,
+      changed: 1,
+      failed: 0,
+      skipped: 0,
+    });
 
     expect((await stored(drifting.id)).status).toBe('attention');
     expect((await stored(drifting.id)).dnsCheck).toMatchObject({ spf: { status: 'mismatch', found: 'v=spf1 -all' } });
@@ -314,10 +375,14 @@ describe('domain verification through the real worker and a loopback DNS server'
     expect((await stored(steady.id)).lastCheckedAt!.getTime()).toBeGreaterThan(steadyCheckedAt.getTime());
     const waiting = await stored(pending.id);
     expect([waiting.status, waiting.lastCheckedAt]).toEqual(['pending', null]);
-    expect((await domainEvents(orgId)).filter((e) => e.domainId === drifting.id).map((e) => e.type)).toEqual(['domain.verified', 'domain.attention']);
+    expect((await domainEvents(orgId)).filter((e) => e.domainId === drifting.id).map((e) => e.type)).toEqual([
+      'domain.verified',
+      'domain.attention',
+    ]);
 
     const children = [];
-    for await (const run of client.workflow.list({ query: `HeraldOrgId = '${otherOrg}' AND HeraldKind = 'domain-verify'` })) children.push(run);
+    for await (const run of client.workflow.list({ query: `HeraldOrgId = '${otherOrg}' AND HeraldKind = 'domain-verify'` }))
+      children.push(run);
     expect(children.length).toBeGreaterThanOrEqual(1);
   }, 180_000);
 });

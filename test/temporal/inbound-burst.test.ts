@@ -29,7 +29,11 @@ describe('inbound actor under a burst (real SMTP → smtp → rows → actor in 
     h = await startInboundHarness();
     const workspace = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 100_000, burst: 10_000 });
     orgId = workspace.org.id;
-    await createDomainsService({ orm: h.stack.orm, encryptionKey: h.stack.config.encryptionKey }).addDomain({ orgId, domain: DOMAIN, verified: true });
+    await createDomainsService({ orm: h.stack.orm, encryptionKey: h.stack.config.encryptionKey }).addDomain({
+      orgId,
+      domain: DOMAIN,
+      verified: true,
+    });
     api = await startApi(h.stack.config, createLogger('silent'));
     request = apiClient(api.url, workspace.key);
   }, 90_000);
@@ -42,17 +46,27 @@ describe('inbound actor under a burst (real SMTP → smtp → rows → actor in 
 
   /** Sends `count` messages over 8 pooled SMTP connections; resolves with their raw message ids. */
   async function sendBurst(tag: string, count: number): Promise<string[]> {
-    const transport = createTransport({ host: '127.0.0.1', port: h.smtp.port, secure: false, ignoreTLS: true, pool: true, maxConnections: 8, maxMessages: Infinity });
+    const transport = createTransport({
+      host: '127.0.0.1',
+      port: h.smtp.port,
+      secure: false,
+      ignoreTLS: true,
+      pool: true,
+      maxConnections: 8,
+      maxMessages: Infinity,
+    });
     try {
       const infos = await Promise.all(
-        Array.from({ length: count }, (_, index) =>
-          transport.sendMail({
-            from: 'sender@remote.example',
-            to: `inbox@${DOMAIN}`,
-            subject: `${tag} ${index}`,
-            text: `message ${index} of ${tag}`,
-            messageId: `<${tag}-${index}@remote.example>`,
-          }) as Promise<SentMessageInfo>,
+        Array.from(
+          { length: count },
+          (_, index) =>
+            transport.sendMail({
+              from: 'sender@remote.example',
+              to: `inbox@${DOMAIN}`,
+              subject: `${tag} ${index}`,
+              text: `message ${index} of ${tag}`,
+              messageId: `<${tag}-${index}@remote.example>`,
+            }) as Promise<SentMessageInfo>,
         ),
       );
       return infos.map((info) => {
@@ -79,7 +93,10 @@ describe('inbound actor under a burst (real SMTP → smtp → rows → actor in 
     async function walk(query: string, from: string | null): Promise<string | null> {
       let position = from;
       for (;;) {
-        const response: ApiResponse = await request('GET', `/api/v1/inbox/messages?limit=100${query}${position ? `&cursor=${position}` : ''}`);
+        const response: ApiResponse = await request(
+          'GET',
+          `/api/v1/inbox/messages?limit=100${query}${position ? `&cursor=${position}` : ''}`,
+        );
         expect(response.status, JSON.stringify(response.body)).toBe(200);
         const data = response.body.data as { rfc_message_id: string | null; updated_at: string }[];
         for (const message of data) {

@@ -32,7 +32,14 @@ describe('inbound ingestion of the real-world corpus', () => {
   it('records, settles and classifies every message', async () => {
     const files = Object.keys(expected);
     expect(files.length).toBeGreaterThanOrEqual(100);
-    const transport = createTransport({ host: '127.0.0.1', port: h.smtp.port, secure: false, ignoreTLS: true, pool: true, maxConnections: 4 });
+    const transport = createTransport({
+      host: '127.0.0.1',
+      port: h.smtp.port,
+      secure: false,
+      ignoreTLS: true,
+      pool: true,
+      maxConnections: 4,
+    });
     const ids = new Map<string, string>();
     await Promise.all(
       files.map(async (file) => {
@@ -66,7 +73,8 @@ describe('inbound ingestion of the real-world corpus', () => {
         continue;
       }
       if (!message.attachmentsReady || message.attachmentIngestStatus === 'pending') problems.push(`${file}: still pending`);
-      if (message.attachmentIngestStatus === 'partial_failure') problems.push(`${file}: partial_failure ${JSON.stringify(message.failedAttachments)}`);
+      if (message.attachmentIngestStatus === 'partial_failure')
+        problems.push(`${file}: partial_failure ${JSON.stringify(message.failedAttachments)}`);
       if (message.kind !== want.kind) problems.push(`${file}: kind ${message.kind}, expected ${want.kind}`);
       if (want.attachments && message.attachmentCount !== want.attachments.count) {
         problems.push(`${file}: ${message.attachmentCount} attachments, expected ${want.attachments.count}`);

@@ -35,7 +35,13 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
   ];
 
   it('records the message pending with its attachment count, then stores the attachments and turns ready (activity steps)', async () => {
-    const inboundId = await h.send({ from: 'Client <client@remote.example>', to: 'support@acme.example', subject: 'Steps', text: 'body', attachments: files });
+    const inboundId = await h.send({
+      from: 'Client <client@remote.example>',
+      to: 'support@acme.example',
+      subject: 'Steps',
+      text: 'body',
+      attachments: files,
+    });
     const ingestion = createInboundIngestion({ orm: h.stack.orm, blobs: h.blobs(), config: h.stack.config });
     const recorded = await ingestion.recordMessages(inboundId);
     expect(recorded).toMatchObject({ status: 'recorded', orgIds: [h.orgId], attachmentsPending: true });
@@ -55,7 +61,13 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
   });
 
   it('settles partial_failure, naming the attachment that could not be stored, on the final attempt only', async () => {
-    const inboundId = await h.send({ from: 'client@remote.example', to: 'support@acme.example', subject: 'Partial', text: 'body', attachments: files });
+    const inboundId = await h.send({
+      from: 'client@remote.example',
+      to: 'support@acme.example',
+      subject: 'Partial',
+      text: 'body',
+      attachments: files,
+    });
     const ingestion = createInboundIngestion({ orm: h.stack.orm, blobs: h.blobs(), config: h.stack.config });
     await ingestion.recordMessages(inboundId);
     const pending = await h.inbox().findOneOrFail(InboxMessage, { inboundId });
@@ -63,7 +75,10 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     await mkdir(join(h.blobDir, 'inbox', h.orgId, pending.id, '1', 'blocked'), { recursive: true });
 
     await expect(ingestion.storeAttachments(inboundId, { final: false })).rejects.toBeInstanceOf(AttachmentsIncompleteError);
-    expect(await h.inbox().findOneOrFail(InboxMessage, { inboundId })).toMatchObject({ attachmentIngestStatus: 'pending', attachmentsReady: false });
+    expect(await h.inbox().findOneOrFail(InboxMessage, { inboundId })).toMatchObject({
+      attachmentIngestStatus: 'pending',
+      attachmentsReady: false,
+    });
     expect((await h.inbox().find(InboxAttachment, { messageId: pending.id })).map((a) => a.position).sort()).toEqual([0, 2]);
 
     await ingestion.storeAttachments(inboundId, { final: true });
@@ -76,7 +91,13 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
   });
 
   it('settles what is still pending when ingestion is marked failed, so nothing stays pending', async () => {
-    const inboundId = await h.send({ from: 'client@remote.example', to: 'support@acme.example', subject: 'Gives up', text: 'body', attachments: files.slice(0, 1) });
+    const inboundId = await h.send({
+      from: 'client@remote.example',
+      to: 'support@acme.example',
+      subject: 'Gives up',
+      text: 'body',
+      attachments: files.slice(0, 1),
+    });
     const ingestion = createInboundIngestion({ orm: h.stack.orm, blobs: h.blobs(), config: h.stack.config });
     await ingestion.recordMessages(inboundId);
     await ingestion.markFailed(inboundId, 'disk on fire');
@@ -85,11 +106,19 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
       attachmentsReady: true,
       failedAttachments: [{ filename: 'attachment-1', reason: 'ingest_failed' }],
     });
-    expect(await h.stack.orm.em.fork().findOneOrFail(InboundMessage, { id: inboundId })).toMatchObject({ status: 'failed', lastError: 'disk on fire' });
+    expect(await h.stack.orm.em.fork().findOneOrFail(InboundMessage, { id: inboundId })).toMatchObject({
+      status: 'failed',
+      lastError: 'disk on fire',
+    });
   });
 
   it('retries when applying a bounce report fails, and on the final attempt records the message without it', async () => {
-    const inboundId = await h.send({ from: 'MAILER-DAEMON@remote.example', to: 'support@acme.example', subject: 'Delivery failure', text: 'gone' });
+    const inboundId = await h.send({
+      from: 'MAILER-DAEMON@remote.example',
+      to: 'support@acme.example',
+      subject: 'Delivery failure',
+      text: 'gone',
+    });
     const ingestion = createInboundIngestion({
       orm: h.stack.orm,
       blobs: h.blobs(),
@@ -137,7 +166,11 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     });
     expect(message.text).toContain('See attached.');
     expect(message.html).toContain('<p>See attached.</p>');
-    expect(message.authResults).toMatchObject({ spf: { result: expect.any(String) as unknown }, dkim: { result: 'none' }, dmarc: { result: expect.any(String) as unknown } });
+    expect(message.authResults).toMatchObject({
+      spf: { result: expect.any(String) as unknown },
+      dkim: { result: 'none' },
+      dmarc: { result: expect.any(String) as unknown },
+    });
 
     const attachments = await h.inbox().find(InboxAttachment, { messageId: message.id }, { orderBy: { position: 'asc' } });
     expect(attachments.map((a) => [a.position, a.filename, a.contentType, a.status])).toEqual([
@@ -178,10 +211,15 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
       expect(described.taskQueue).toBe(h.stack.config.temporal.taskQueue);
       expect(described.typedSearchAttributes.get(HeraldKind)).toBe(INBOUND_INTAKE_KIND);
       expect(described.typedSearchAttributes.get(HeraldOrgId)).toBe(PLATFORM_ORG_ID);
-      await waitFor('a drain of the inbound actor to complete', async () => {
-        const { events } = await actor.fetchHistory();
-        return events?.some((event) => event.activityTaskCompletedEventAttributes) ? true : undefined;
-      }, 30_000, 200);
+      await waitFor(
+        'a drain of the inbound actor to complete',
+        async () => {
+          const { events } = await actor.fetchHistory();
+          return events?.some((event) => event.activityTaskCompletedEventAttributes) ? true : undefined;
+        },
+        30_000,
+        200,
+      );
     } finally {
       await temporal.close();
     }
@@ -198,7 +236,10 @@ describe('inbound ingestion (real SMTP → blob store → Temporal → worker)',
     });
     const [mine, theirs] = await Promise.all([h.settled(inboundId, h.orgId), h.settled(inboundId, h.otherOrgId)]);
     expect(mine.id).not.toBe(theirs.id);
-    for (const [org, message] of [[h.orgId, mine], [h.otherOrgId, theirs]] as const) {
+    for (const [org, message] of [
+      [h.orgId, mine],
+      [h.otherOrgId, theirs],
+    ] as const) {
       const [attachment] = await h.inbox(org).find(InboxAttachment, { messageId: message.id });
       expect(attachment?.blobKey).toBe(`inbox/${org}/${message.id}/0`);
       expect((await readBlob(h.blobs(), attachment!.blobKey!)).equals(content)).toBe(true);

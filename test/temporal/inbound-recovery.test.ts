@@ -36,10 +36,15 @@ describe('inbound ingestion survives outages', () => {
   }
 
   function ingested(id: string): Promise<InboundMessage> {
-    return waitFor(`inbound ${id} to be ingested`, async () => {
-      const row = await inboundRow(id);
-      return row?.status === 'ingested' ? row : undefined;
-    }, 90_000, 200);
+    return waitFor(
+      `inbound ${id} to be ingested`,
+      async () => {
+        const row = await inboundRow(id);
+        return row?.status === 'ingested' ? row : undefined;
+      },
+      90_000,
+      200,
+    );
   }
 
   beforeAll(async () => {
@@ -47,7 +52,11 @@ describe('inbound ingestion survives outages', () => {
     blobDir = await mkdtemp(join(tmpdir(), 'herald-recovery-'));
     stack = await createTestStack({ BLOB_DIR: blobDir });
     orgId = (await createOrg(stack.orm)).org.id;
-    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({ orgId, domain: 'acme.example', verified: true });
+    await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
+      orgId,
+      domain: 'acme.example',
+      verified: true,
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -62,7 +71,12 @@ describe('inbound ingestion survives outages', () => {
     const smtp = await startSmtp(offline, createLogger('silent'));
     let id: string;
     try {
-      id = await send(smtp.port, { from: 'early@remote.example', to: 'support@acme.example', subject: 'Temporal was down', text: 'still here' });
+      id = await send(smtp.port, {
+        from: 'early@remote.example',
+        to: 'support@acme.example',
+        subject: 'Temporal was down',
+        text: 'still here',
+      });
     } finally {
       await smtp.close();
     }
@@ -84,7 +98,13 @@ describe('inbound ingestion survives outages', () => {
     let id: string;
     try {
       // No worker is polling yet: the workflow waits in its task queue.
-      id = await send(smtp.port, { from: 'crash@remote.example', to: 'support@acme.example', subject: 'Crash test', text: 'big', attachments: files });
+      id = await send(smtp.port, {
+        from: 'crash@remote.example',
+        to: 'support@acme.example',
+        subject: 'Crash test',
+        text: 'big',
+        attachments: files,
+      });
     } finally {
       await smtp.close();
     }
@@ -92,7 +112,12 @@ describe('inbound ingestion survives outages', () => {
     const first = await spawnWorkerProcess(stack);
     workers.push(first);
     // Kill while the attachments are being stored: the message is recorded, still pending.
-    await waitFor('the inbox message to be recorded', async () => (await inbox().findOne(InboxMessage, { inboundId: id })) ?? undefined, 90_000, 10);
+    await waitFor(
+      'the inbox message to be recorded',
+      async () => (await inbox().findOne(InboxMessage, { inboundId: id })) ?? undefined,
+      90_000,
+      10,
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     const atKill = await inbox().findOne(InboxMessage, { inboundId: id });

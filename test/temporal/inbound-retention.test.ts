@@ -29,7 +29,9 @@ describe('raw inbound message retention', () => {
     });
     await h.settled(inboundId);
     const row = await h.ended(inboundId);
-    await h.stack.orm.em.fork().nativeUpdate(InboundMessage, { id: inboundId }, { createdAt: new Date(Date.now() - ageMs), status: options.status ?? row.status });
+    await h.stack.orm.em
+      .fork()
+      .nativeUpdate(InboundMessage, { id: inboundId }, { createdAt: new Date(Date.now() - ageMs), status: options.status ?? row.status });
     return { inboundId, blobKey: row.blobKey };
   }
 
@@ -50,7 +52,10 @@ describe('raw inbound message retention', () => {
   });
 
   afterAll(async () => {
-    await temporal.client.schedule.getHandle(inboundRawCleanupScheduleId(h.stack.config)).delete().catch(() => {});
+    await temporal.client.schedule
+      .getHandle(inboundRawCleanupScheduleId(h.stack.config))
+      .delete()
+      .catch(() => {});
     await temporal.close();
     await h.close();
   });
@@ -91,7 +96,11 @@ describe('raw inbound message retention', () => {
 
   it('is on a daily Temporal Schedule on the inbound task queue, created by the worker', async () => {
     const schedule = await temporal.client.schedule.getHandle(inboundRawCleanupScheduleId(h.stack.config)).describe();
-    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'cleanupInboundRaw', taskQueue: h.stack.config.temporal.taskQueue });
+    expect(schedule.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'cleanupInboundRaw',
+      taskQueue: h.stack.config.temporal.taskQueue,
+    });
     expect(schedule.spec.intervals?.[0]?.every).toBe(DAY);
   });
 });

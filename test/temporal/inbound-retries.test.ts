@@ -64,7 +64,12 @@ describe('inbound actor drain: retries and the last attempt', () => {
       attachments: [{ filename: 'a.bin', content: Buffer.alloc(10_000, 1) }],
     });
     // Recorded (pending) by an earlier attempt; the next is the last one, and its bytes are gone.
-    const ingestion = createInboundIngestion({ orm: h.stack.orm, blobs: h.blobs(), config: h.stack.config, logger: createLogger('silent') });
+    const ingestion = createInboundIngestion({
+      orm: h.stack.orm,
+      blobs: h.blobs(),
+      config: h.stack.config,
+      logger: createLogger('silent'),
+    });
     await ingestion.recordMessages(id);
     await h.stack.orm.em.fork().nativeUpdate(InboundMessage, { id }, { attempts: INBOUND_MAX_ATTEMPTS - 1, nextAttemptAt: new Date() });
     await h.blobs().delete((await row(id)).blobKey);

@@ -43,7 +43,15 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   });
 
   it('threads a reply by In-Reply-To with its parent and records the parent', async () => {
-    const first = await h.settled(await h.send({ from: 'ann@remote.example', to: 'support@acme.example', subject: 'Order 1234', text: 'Where is it?', messageId: '<order-1234@remote.example>' }));
+    const first = await h.settled(
+      await h.send({
+        from: 'ann@remote.example',
+        to: 'support@acme.example',
+        subject: 'Order 1234',
+        text: 'Where is it?',
+        messageId: '<order-1234@remote.example>',
+      }),
+    );
     const reply = await h.settled(
       await h.send({
         from: 'ann@remote.example',
@@ -63,9 +71,15 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   }, 60_000);
 
   it('threads by normalised subject and a shared outside participant, and not without one', async () => {
-    const first = await h.settled(await h.send({ from: 'bo@remote.example', to: 'support@acme.example', subject: 'Quarterly numbers', text: 'a' }));
-    const again = await h.settled(await h.send({ from: 'bo@remote.example', to: 'support@acme.example', subject: 'RE: [ext] AW: Quarterly  numbers', text: 'b' }));
-    const stranger = await h.settled(await h.send({ from: 'cy@elsewhere.example', to: 'support@acme.example', subject: 'Re: Quarterly numbers', text: 'c' }));
+    const first = await h.settled(
+      await h.send({ from: 'bo@remote.example', to: 'support@acme.example', subject: 'Quarterly numbers', text: 'a' }),
+    );
+    const again = await h.settled(
+      await h.send({ from: 'bo@remote.example', to: 'support@acme.example', subject: 'RE: [ext] AW: Quarterly  numbers', text: 'b' }),
+    );
+    const stranger = await h.settled(
+      await h.send({ from: 'cy@elsewhere.example', to: 'support@acme.example', subject: 'Re: Quarterly numbers', text: 'c' }),
+    );
     expect(again.threadId).toBe(first.threadId);
     expect(again.inReplyToId).toBeNull();
     expect(stranger.threadId).not.toBe(first.threadId);
@@ -75,24 +89,52 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
     await setCredits(h.stack.orm, h.orgId, 10);
     const temporal = lazyTemporalClient(h.stack.config);
     try {
-      const sends = createSendsService({ orm: h.stack.orm, blobs: h.blobs(), temporal: temporal.client, config: h.stack.config, logger: createLogger('silent') });
-      const body = v.parse(SendEmailBody, { from: 'Billing <billing@acme.example>', to: 'dee@remote.example', subject: 'Your invoice', text: 'Attached.' });
+      const sends = createSendsService({
+        orm: h.stack.orm,
+        blobs: h.blobs(),
+        temporal: temporal.client,
+        config: h.stack.config,
+        logger: createLogger('silent'),
+      });
+      const body = v.parse(SendEmailBody, {
+        from: 'Billing <billing@acme.example>',
+        to: 'dee@remote.example',
+        subject: 'Your invoice',
+        text: 'Attached.',
+      });
       await sends.sendEmail(h.orgId, LIVE, body);
     } finally {
       await temporal.close();
     }
     const outbound = await h.inbox().findOneOrFail(InboxMessage, { subject: 'Your invoice', direction: 'outbound' });
-    expect(outbound).toMatchObject({ direction: 'outbound', attachmentIngestStatus: 'unavailable', attachmentsReady: true, attachmentCount: 0 });
+    expect(outbound).toMatchObject({
+      direction: 'outbound',
+      attachmentIngestStatus: 'unavailable',
+      attachmentsReady: true,
+      attachmentCount: 0,
+    });
     const reply = await h.settled(
-      await h.send({ from: 'dee@remote.example', to: 'billing@acme.example', subject: 'Re: Your invoice', text: 'Thanks', inReplyTo: `<${outbound.rfcMessageId}>` }),
+      await h.send({
+        from: 'dee@remote.example',
+        to: 'billing@acme.example',
+        subject: 'Re: Your invoice',
+        text: 'Thanks',
+        inReplyTo: `<${outbound.rfcMessageId}>`,
+      }),
     );
     expect(reply.threadId).toBe(outbound.threadId);
     expect(reply.inReplyToId).toBe(outbound.id);
   }, 60_000);
 
   it('keeps SPF, DKIM and DMARC results of a signed message', async () => {
-    const dkim = { domainName: 'signed.example', keySelector: 'mail', privateKey: dkimKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
-    const message = await h.settled(await h.send({ from: 'news@signed.example', to: 'support@acme.example', subject: 'Signed', text: 'trust me' }, { dkim }));
+    const dkim = {
+      domainName: 'signed.example',
+      keySelector: 'mail',
+      privateKey: dkimKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    };
+    const message = await h.settled(
+      await h.send({ from: 'news@signed.example', to: 'support@acme.example', subject: 'Signed', text: 'trust me' }, { dkim }),
+    );
     expect(message.authResults).toMatchObject({
       spf: { result: 'pass', domain: 'signed.example' },
       dkim: { result: 'pass', signatures: [{ domain: 'signed.example', selector: 'mail', result: 'pass' }] },
@@ -104,7 +146,9 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
     dns.setSilent(true);
     try {
       // A sender not looked up before: answers already cached (DNS_CACHE_TTL_SECONDS) would still be used.
-      const message = await h.settled(await h.send({ from: 'news@unlooked.example', to: 'support@acme.example', subject: 'DNS down', text: 'x' }));
+      const message = await h.settled(
+        await h.send({ from: 'news@unlooked.example', to: 'support@acme.example', subject: 'DNS down', text: 'x' }),
+      );
       expect(message.authResults).toMatchObject({ spf: { result: 'temperror' } });
       expect(message.attachmentIngestStatus).toBe('ready');
     } finally {
@@ -135,7 +179,10 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
     });
     await h.inbox().persist(email).flush();
     const raw = await readFile(new URL('inbound-dsn-hard-bounce-to-verp.eml', INBOUND_FIXTURES));
-    const inboundId = await h.send({ envelope: { from: '', to: createVerpSigner(h.stack.config.encryptionKey!).address(email.id, 'bounces.acme.example') }, raw });
+    const inboundId = await h.send({
+      envelope: { from: '', to: createVerpSigner(h.stack.config.encryptionKey!).address(email.id, 'bounces.acme.example') },
+      raw,
+    });
     const message = await h.settled(inboundId);
     expect(message).toMatchObject({ subject: 'Undelivered Mail Returned to Sender', kind: 'bounce' });
     expect(await h.stack.orm.em.fork().count(InboxMessage, { inboundId }, { filters: false })).toBe(1);
@@ -147,7 +194,13 @@ describe('inbound threading, authentication and routing (real SMTP → Temporal 
   }, 60_000);
 
   it('marks a message no workspace owns any more as failed, with the reason', async () => {
-    const inboundId = await h.send({ envelope: { from: 'x@remote.example', to: createVerpSigner(h.stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.acme.example') }, raw: 'Subject: nobody\r\n\r\nx\r\n' });
+    const inboundId = await h.send({
+      envelope: {
+        from: 'x@remote.example',
+        to: createVerpSigner(h.stack.config.encryptionKey!).address('0123456789abcdef01234567', 'bounces.acme.example'),
+      },
+      raw: 'Subject: nobody\r\n\r\nx\r\n',
+    });
     const row = await h.ended(inboundId);
     expect(row).toMatchObject({ status: 'failed', lastError: 'no workspace owns any recipient' });
   }, 60_000);

@@ -65,24 +65,40 @@ describe('Prometheus metrics at /metrics', () => {
     const { org, key } = await createOrgWithKey(stack.orm, { mode: 'live' });
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, 10);
-    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/metrics-hook'), ['contact.created']);
-    await scopeToOrg(stack.orm.em, org.id).transactional((tx) => Promise.resolve(recordEvent(tx, org.id, 'contact.created', { contact: { _id: 'c1' } })));
+    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/metrics-hook'), [
+      'contact.created',
+    ]);
+    await scopeToOrg(stack.orm.em, org.id).transactional((tx) =>
+      Promise.resolve(recordEvent(tx, org.id, 'contact.created', { contact: { _id: 'c1' } })),
+    );
     const sent = await apiClient(api.url, key)('POST', '/api/v1/outbox/emails', {
       body: { from: `app@${domain.domain}`, to: 'someone@example.com', subject: 'Metrics', text: 'Hello' },
       headers: idem(),
     });
     expect(sent.status, JSON.stringify(sent.body)).toBe(202);
-    await waitFor('the webhook and the email to go out', () => Promise.resolve(relay.total() >= 1 && receiver.requests('/metrics-hook').length >= 1 ? true : undefined), 30_000, 20);
+    await waitFor(
+      'the webhook and the email to go out',
+      () => Promise.resolve(relay.total() >= 1 && receiver.requests('/metrics-hook').length >= 1 ? true : undefined),
+      30_000,
+      20,
+    );
 
-    const text = await waitFor('both outcomes in the metrics', async () => {
-      const body = await scrape();
-      const webhooks = sample(body, 'herald_deliveries_total', { pipeline: 'webhooks', outcome: 'delivered' }) ?? 0;
-      const sends = sample(body, 'herald_deliveries_total', { pipeline: 'sends', outcome: 'sent' }) ?? 0;
-      return webhooks >= 1 && sends >= 1 ? body : undefined;
-    }, 30_000, 100);
+    const text = await waitFor(
+      'both outcomes in the metrics',
+      async () => {
+        const body = await scrape();
+        const webhooks = sample(body, 'herald_deliveries_total', { pipeline: 'webhooks', outcome: 'delivered' }) ?? 0;
+        const sends = sample(body, 'herald_deliveries_total', { pipeline: 'sends', outcome: 'sent' }) ?? 0;
+        return webhooks >= 1 && sends >= 1 ? body : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(sample(text, 'herald_delivery_latency_seconds_count', { pipeline: 'webhooks' })).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'herald_delivery_latency_seconds_count', { pipeline: 'sends' })).toBeGreaterThanOrEqual(1);
-    expect(sample(text, 'herald_http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/outbox/emails', status: '202' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, 'herald_http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/outbox/emails', status: '202' }),
+    ).toBeGreaterThanOrEqual(1);
     for (const pipeline of ['webhooks', 'sends', 'inbound']) {
       expect(sample(text, 'herald_queue_depth', { pipeline }), pipeline).toBeGreaterThanOrEqual(0);
       expect(sample(text, 'herald_queue_oldest_due_age_seconds', { pipeline }), pipeline).toBeGreaterThanOrEqual(0);
@@ -92,7 +108,14 @@ describe('Prometheus metrics at /metrics', () => {
     // A due row nobody takes (its actor is stopped): the depth and the oldest due age show it.
     await worker.shutdown();
     const [delivery] = await stack.orm.em.fork().find(WebhookDelivery, { webhookId: endpoint.id }, ALL_TENANTS);
-    await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: delivery!.id }, { status: 'failed', nextAttemptAt: new Date(Date.now() - 120_000) }, ALL_TENANTS);
+    await stack.orm.em
+      .fork()
+      .nativeUpdate(
+        WebhookDelivery,
+        { id: delivery!.id },
+        { status: 'failed', nextAttemptAt: new Date(Date.now() - 120_000) },
+        ALL_TENANTS,
+      );
     reportQueuesFrom(() => readQueueDepths(stack.orm.em));
     const stuck = await scrape();
     expect(sample(stuck, 'herald_queue_depth', { pipeline: 'webhooks' })).toBeGreaterThanOrEqual(1);

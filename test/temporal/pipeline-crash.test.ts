@@ -58,7 +58,9 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
     const { org, key } = await createOrgWithKey(stack.orm, { rateLimitPerMinute: 100_000, burst: 10_000, mode: 'live' });
     const domain = await addSendingDomain(stack.orm, org.id);
     await setCredits(stack.orm, org.id, ITEMS);
-    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/crash'), ['contact.created']);
+    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, org.id, receiver.url('/crash'), [
+      'contact.created',
+    ]);
     // Slow enough that the kill lands mid-burst.
     receiver.respond('/crash', () => ({ delayMs: 5 }));
 
@@ -80,12 +82,18 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
       }),
     );
     await scopeToOrg(stack.orm.em, org.id).transactional((tx) => {
-      for (let i = 0; i < ITEMS; i += 1) recordEvent(tx, org.id, 'contact.created', { contact: { _id: `c${i}`, email: `c${i}@example.com` } });
+      for (let i = 0; i < ITEMS; i += 1)
+        recordEvent(tx, org.id, 'contact.created', { contact: { _id: `c${i}`, email: `c${i}@example.com` } });
       return Promise.resolve();
     });
 
     worker = await spawnWorkerProcess(stack);
-    await waitFor('both pipelines to be mid-burst', () => Promise.resolve(relay.total() >= 150 && receiver.requests('/crash').length >= 150 ? true : undefined), 120_000, 5);
+    await waitFor(
+      'both pipelines to be mid-burst',
+      () => Promise.resolve(relay.total() >= 150 && receiver.requests('/crash').length >= 150 ? true : undefined),
+      120_000,
+      5,
+    );
     worker.child.kill('SIGKILL');
     await worker.exited;
     worker = null;
@@ -95,18 +103,30 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
 
     worker = await spawnWorkerProcess(stack);
     const connection = stack.orm.em.getConnection();
-    await waitFor('every email to settle', async () => {
-      const [row] = await connection.execute<{ open: number }[]>(
-        `select count(*)::int as open from transactional_emails where org_id = ? and status not in ('sent', 'failed', 'cancelled')`,
-        [org.id],
-      );
-      return row!.open === 0 ? true : undefined;
-    }, 240_000, 250);
-    await waitFor('every webhook delivery to finish', async () => {
-      const open = await stack.orm.em.fork().count(WebhookDelivery, { webhookId: endpoint.id, status: { $nin: ['delivered', 'exhausted'] } }, ALL_TENANTS);
-      const total = await stack.orm.em.fork().count(WebhookDelivery, { webhookId: endpoint.id }, ALL_TENANTS);
-      return total === ITEMS && open === 0 ? true : undefined;
-    }, 240_000, 250);
+    await waitFor(
+      'every email to settle',
+      async () => {
+        const [row] = await connection.execute<{ open: number }[]>(
+          `select count(*)::int as open from transactional_emails where org_id = ? and status not in ('sent', 'failed', 'cancelled')`,
+          [org.id],
+        );
+        return row!.open === 0 ? true : undefined;
+      },
+      240_000,
+      250,
+    );
+    await waitFor(
+      'every webhook delivery to finish',
+      async () => {
+        const open = await stack.orm.em
+          .fork()
+          .count(WebhookDelivery, { webhookId: endpoint.id, status: { $nin: ['delivered', 'exhausted'] } }, ALL_TENANTS);
+        const total = await stack.orm.em.fork().count(WebhookDelivery, { webhookId: endpoint.id }, ALL_TENANTS);
+        return total === ITEMS && open === 0 ? true : undefined;
+      },
+      240_000,
+      250,
+    );
 
     // Sends: every email sent, every Message-ID at the relay; copies only within the window in flight.
     const emails = await connection.execute<{ status: string; message_id: string }[]>(
@@ -132,7 +152,9 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
     }
     expect(deliveries.filter((d) => !received.has(d.id))).toEqual([]);
     const webhookCopies = [...received.values()].reduce((sum, n) => sum + (n - 1), 0);
-    const abandoned = await stack.orm.em.fork().count(WebhookAttempt, { deliveryId: { $in: deliveries.map((d) => d.id) }, error: ABANDONED_ERROR }, ALL_TENANTS);
+    const abandoned = await stack.orm.em
+      .fork()
+      .count(WebhookAttempt, { deliveryId: { $in: deliveries.map((d) => d.id) }, error: ABANDONED_ERROR }, ALL_TENANTS);
     expect(webhookCopies).toBeLessThanOrEqual(abandoned);
     // Unrecorded at the kill: the requests in flight plus the answers waiting for their group commit.
     expect(abandoned).toBeLessThanOrEqual(stack.config.webhooks.endpointConcurrency + RECORD_GROUP);

@@ -19,11 +19,14 @@ describe('a transactional send whose every attempt throws', () => {
 
   beforeAll(async () => {
     relay = await startCountingRelay();
-    h = await startApiHarness({
-      SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
-      EMAIL_RETRY_SCHEDULE: '0s,200ms',
-      EMAIL_RETRY_WINDOW: '1s',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
+        EMAIL_RETRY_SCHEDULE: '0s,200ms',
+        EMAIL_RETRY_WINDOW: '1s',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
   }, 120_000);
@@ -38,7 +41,9 @@ describe('a transactional send whose every attempt throws', () => {
     const orgId = h.workspace.org.id;
     const domain = await addSendingDomain(h.stack.orm, orgId);
     await setCredits(h.stack.orm, orgId, 10);
-    await h.stack.orm.em.getConnection().execute(`update domains set dkim_private_key_encrypted = 'not-a-sealed-key' where id = ?`, [domain.id]);
+    await h.stack.orm.em
+      .getConnection()
+      .execute(`update domains set dkim_private_key_encrypted = 'not-a-sealed-key' where id = ?`, [domain.id]);
     const response = await h.request('POST', '/api/v1/outbox/emails', {
       body: { from: `app@${domain.domain}`, to: 'a@example.com', subject: 'Throws', text: 'Hello' },
       headers: idem(),

@@ -77,7 +77,10 @@ describe.each(['relay', 'direct'] as const)('a transactional send when the worke
       stack = await createTestStack({ SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`, SEND_HANDOFF_WAIT_MS: '0' });
     } else {
       relay = await startHoldingRelay('127.0.0.2', await freePort());
-      dns = await startDnsServer({ 'example.com': { MX: [{ exchange: 'mx.example.com', priority: 10 }] }, 'mx.example.com': { A: ['127.0.0.2'] } });
+      dns = await startDnsServer({
+        'example.com': { MX: [{ exchange: 'mx.example.com', priority: 10 }] },
+        'mx.example.com': { A: ['127.0.0.2'] },
+      });
       stack = await createTestStack({
         SMTP_DELIVERY: 'direct',
         SMTP_DIRECT_PORT: String(relay.port),

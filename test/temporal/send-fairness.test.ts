@@ -43,7 +43,7 @@ describe('a burst of 10,000 sends on one domain', () => {
     await relay?.close();
   });
 
-  it('does not hold back another domain\'s send', async () => {
+  it("does not hold back another domain's send", async () => {
     const { org, key } = await createOrgWithKey(stack.orm, { mode: 'live' });
     await setCredits(stack.orm, org.id, 10);
     const busy = await addSendingDomain(stack.orm, org.id);
@@ -72,13 +72,22 @@ describe('a burst of 10,000 sends on one domain', () => {
     expect(response.status, JSON.stringify(response.body)).toBe(202);
     const acceptedAt = Date.now();
     const messageId = (response.body.data as { message_id: string }).message_id;
-    await waitFor('the other domain\'s email at the relay', () => Promise.resolve(relay.accepted.has(messageId) ? true : undefined), 30_000, 10);
-    const waited = relay.firstAt.get(messageId)! - acceptedAt;
-    const [left] = await stack.orm.em.getConnection().execute<{ open: number }[]>(
-      `select count(*)::int as open from transactional_emails where domain_id = ? and status in ('queued', 'sending')`,
-      [busy.id],
+    await waitFor(
+      "the other domain's email at the relay",
+      () => Promise.resolve(relay.accepted.has(messageId) ? true : undefined),
+      30_000,
+      10,
     );
-    console.log(`send fairness: the other domain's email reached the relay ${waited} ms after its 202, with ${left!.open} of the burst's ${BURST} still open`);
+    const waited = relay.firstAt.get(messageId)! - acceptedAt;
+    const [left] = await stack.orm.em
+      .getConnection()
+      .execute<{ open: number }[]>(
+        `select count(*)::int as open from transactional_emails where domain_id = ? and status in ('queued', 'sending')`,
+        [busy.id],
+      );
+    console.log(
+      `send fairness: the other domain's email reached the relay ${waited} ms after its 202, with ${left!.open} of the burst's ${BURST} still open`,
+    );
     // It went out beside the burst, not behind it.
     expect(left!.open).toBeGreaterThan(BURST / 2);
     expect(waited).toBeLessThan(5_000);

@@ -46,27 +46,38 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  const base = (overrides: Record<string, unknown> = {}) => ({ from: `Shop <shop@${domain.domain}>`, subject: 'Hello', text: 'Plain body', ...overrides });
+  const base = (overrides: Record<string, unknown> = {}) => ({
+    from: `Shop <shop@${domain.domain}>`,
+    subject: 'Hello',
+    text: 'Plain body',
+    ...overrides,
+  });
 
   beforeAll(async () => {
     sink = await startMailSink({ smtpPort: 0, feedback: null });
     blobDir = await mkdtemp(join(tmpdir(), 'herald-send-'));
-    h = await startApiHarness({
-      SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
-      SMTP_RELAY_FINAL_HOP: 'true',
-      BOUNCE_DOMAIN,
-      BLOB_DIR: blobDir,
-      EMAIL_RETRY_SCHEDULE: '0s,300ms',
-      EMAIL_RETRY_WINDOW: '5s',
-      SEND_HANDOFF_WAIT_MS: '5000',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
+        SMTP_RELAY_FINAL_HOP: 'true',
+        BOUNCE_DOMAIN,
+        BLOB_DIR: blobDir,
+        EMAIL_RETRY_SCHEDULE: '0s,300ms',
+        EMAIL_RETRY_WINDOW: '5s',
+        SEND_HANDOFF_WAIT_MS: '5000',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
     orgId = h.workspace.org.id;
     domain = await addSendingDomain(h.stack.orm, orgId);
     await setCredits(h.stack.orm, orgId, 1000);
     // A subscriber, so the email.* events are written (they are left out when nobody would receive them).
-    await insertEndpoint(h.stack.orm, orgId, { url: 'http://127.0.0.1:9/hook', events: ['email.sent', 'email.delivered', 'email.deferred', 'email.bounced', 'email.failed'] });
+    await insertEndpoint(h.stack.orm, orgId, {
+      url: 'http://127.0.0.1:9/hook',
+      events: ['email.sent', 'email.delivered', 'email.deferred', 'email.bounced', 'email.failed'],
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -176,7 +187,9 @@ describe('transactional send pipeline (API → Temporal → worker → relay)', 
     const em = scopeToOrg(h.stack.orm.em, orgId);
     expect(await em.count(Event, { type: 'email.deferred', data: { email_id: email._id } })).toBe(2);
     expect(await em.count(Event, { type: 'email.delivered', data: { email_id: email._id } })).toBe(1);
-    expect(sink.messages().filter((m) => m.subject === 'Hello' && m.rcptTo.includes('softbounce+retry@simulator.herald.test'))).toHaveLength(1);
+    expect(
+      sink.messages().filter((m) => m.subject === 'Hello' && m.rcptTo.includes('softbounce+retry@simulator.herald.test')),
+    ).toHaveLength(1);
   });
 
   it('answers 502 when the provider rejects the message outright, and gives the credits back', async () => {

@@ -6,7 +6,11 @@ import { addSendingDomain, setCredits } from '../support/sending.ts';
 import { createTestCertificates } from '../support/test-certificates.ts';
 import { startTlsRelay } from '../support/tls-relay.ts';
 
-type EmailRecord = { _id: string; status: string; recipients: { email: string; status: string; attempts: number; last_response: string | null }[] };
+type EmailRecord = {
+  _id: string;
+  status: string;
+  recipients: { email: string; status: string; attempts: number; last_response: string | null }[];
+};
 type LogEntry = { level: string; msg: string; reason?: string; relay?: string };
 
 /**
@@ -24,12 +28,15 @@ describe('a transactional send through a relay with a self-signed certificate', 
 
   beforeAll(async () => {
     relay = await startTlsRelay({ certificate: certs.selfSigned('mail.localdomain') });
-    h = await startApiHarness({
-      SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
-      SMTP_RELAY_TLS: 'verify',
-      EMAIL_RETRY_SCHEDULE: '0s,200ms',
-      EMAIL_RETRY_WINDOW: '1h',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
+        SMTP_RELAY_TLS: 'verify',
+        EMAIL_RETRY_SCHEDULE: '0s,200ms',
+        EMAIL_RETRY_WINDOW: '1h',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
   }, 120_000);
 
@@ -67,7 +74,8 @@ describe('a transactional send through a relay with a self-signed certificate', 
     expect(deferred.status).toBe('sending');
     expect(deferred.recipients[0]).toMatchObject({
       status: 'deferred',
-      last_response: 'TLS with the relay failed (policy verify): its certificate was refused: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',
+      last_response:
+        'TLS with the relay failed (policy verify): its certificate was refused: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',
     });
     expect(relay.received).toHaveLength(0);
     const warnings = logs.filter((entry) => entry.msg.startsWith('relay TLS failed'));

@@ -31,12 +31,22 @@ describe('bounce and complaint reports for sent email', () => {
 
   beforeAll(async () => {
     const sinkPort = await freePort();
-    h = await startInboundHarness({ SMTP_RELAY_URL: `smtp://127.0.0.1:${sinkPort}`, SMTP_RELAY_FINAL_HOP: 'true', SEND_HANDOFF_WAIT_MS: '0' });
+    h = await startInboundHarness({
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${sinkPort}`,
+      SMTP_RELAY_FINAL_HOP: 'true',
+      SEND_HANDOFF_WAIT_MS: '0',
+    });
     sink = await startMailSink({ smtpPort: sinkPort, feedback: { host: '127.0.0.1', port: h.smtp.port }, logger: createLogger('silent') });
     await h.startWorker();
     await setCredits(h.stack.orm, h.orgId, 100);
     temporal = lazyTemporalClient(h.stack.config);
-    sends = createSendsService({ orm: h.stack.orm, blobs: h.blobs(), temporal: temporal.client, config: h.stack.config, logger: createLogger('silent') });
+    sends = createSendsService({
+      orm: h.stack.orm,
+      blobs: h.blobs(),
+      temporal: temporal.client,
+      config: h.stack.config,
+      logger: createLogger('silent'),
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -51,8 +61,17 @@ describe('bounce and complaint reports for sent email', () => {
       em.create(Contact, { orgId: h.orgId, email: to });
       await em.flush();
     }
-    const { email } = await sends.sendEmail(h.orgId, LIVE, v.parse(SendEmailBody, { from: 'Shop <shop@acme.example>', to, subject: 'Receipt', text: 'Thanks' }));
-    await waitFor('the email to settle', async () => ((await h.inbox().findOne(TransactionalEmail, { id: email.id }))?.status === 'sent' ? true : undefined), 30_000, 100);
+    const { email } = await sends.sendEmail(
+      h.orgId,
+      LIVE,
+      v.parse(SendEmailBody, { from: 'Shop <shop@acme.example>', to, subject: 'Receipt', text: 'Thanks' }),
+    );
+    await waitFor(
+      'the email to settle',
+      async () => ((await h.inbox().findOne(TransactionalEmail, { id: email.id }))?.status === 'sent' ? true : undefined),
+      30_000,
+      100,
+    );
     return email;
   }
 
@@ -66,7 +85,13 @@ describe('bounce and complaint reports for sent email', () => {
   const recipientOf = async (emailId: string) => h.inbox().findOneOrFail(EmailRecipient, { emailId });
   const eventCount = async (type: string, emailId: string) => h.inbox().count(Event, { type, data: { email_id: emailId } });
 
-  function dsn(email: EmailRecord, recipient: string, action: 'failed' | 'delayed', status: string, quotedMessageId = email.messageId): string {
+  function dsn(
+    email: EmailRecord,
+    recipient: string,
+    action: 'failed' | 'delayed',
+    status: string,
+    quotedMessageId = email.messageId,
+  ): string {
     const boundary = 'dsn-boundary';
     return [
       'From: Mail Delivery System <MAILER-DAEMON@mx.remote.example>',
@@ -117,7 +142,12 @@ describe('bounce and complaint reports for sent email', () => {
 
   /** The report's inbox message once recorded (a report that changes nothing is still kept). */
   async function keptReport(inboundId: string) {
-    return waitFor('the report to be recorded', async () => (await h.inbox().findOne(InboxMessage, { inboundId })) ?? undefined, 30_000, 100);
+    return waitFor(
+      'the report to be recorded',
+      async () => (await h.inbox().findOne(InboxMessage, { inboundId })) ?? undefined,
+      30_000,
+      100,
+    );
   }
 
   async function expectUntouched(emailId: string, address: string) {
@@ -130,7 +160,12 @@ describe('bounce and complaint reports for sent email', () => {
   it('turns the ARF report of complaint@ into email.complained, a suppression and a complained contact', async () => {
     const address = 'complaint@simulator.herald.test';
     const email = await sendTo(address);
-    await waitFor('the complaint to be applied', async () => ((await recipientOf(email.id)).status === 'complained' ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the complaint to be applied',
+      async () => ((await recipientOf(email.id)).status === 'complained' ? true : undefined),
+      30_000,
+      100,
+    );
     expect(await eventCount('email.complained', email.id)).toBe(1);
     expect(await h.inbox().count(Suppression, { email: address, reason: 'complaint' })).toBe(1);
     expect((await h.inbox().findOneOrFail(Contact, { email: address })).status).toBe('complained');
@@ -142,7 +177,12 @@ describe('bounce and complaint reports for sent email', () => {
     const email = await sendTo(address);
     expect((await recipientOf(email.id)).status).toBe('delivered');
     await deliverReport(email, dsn(email, address, 'failed', '5.1.1'));
-    await waitFor('the bounce to be applied', async () => ((await recipientOf(email.id)).status === 'bounced' ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the bounce to be applied',
+      async () => ((await recipientOf(email.id)).status === 'bounced' ? true : undefined),
+      30_000,
+      100,
+    );
     expect((await recipientOf(email.id)).bounceType).toBe('hard');
     expect(await eventCount('email.bounced', email.id)).toBe(1);
     expect(await h.inbox().count(Suppression, { email: address, reason: 'hard_bounce' })).toBe(1);
@@ -153,7 +193,12 @@ describe('bounce and complaint reports for sent email', () => {
     const address = 'slow-mailbox@example.com';
     const email = await sendTo(address);
     await deliverReport(email, dsn(email, address, 'delayed', '4.4.1'));
-    await waitFor('the delay to be recorded', async () => ((await eventCount('email.deferred', email.id)) === 1 ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the delay to be recorded',
+      async () => ((await eventCount('email.deferred', email.id)) === 1 ? true : undefined),
+      30_000,
+      100,
+    );
     expect((await recipientOf(email.id)).status).toBe('delivered');
     expect(await h.inbox().count(Suppression, { email: address })).toBe(0);
     expect((await h.inbox().findOneOrFail(Contact, { email: address })).status).toBe('active');

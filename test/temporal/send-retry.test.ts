@@ -16,12 +16,15 @@ describe('a transactional send whose relay stays unreachable', () => {
 
   beforeAll(async () => {
     const closedPort = await freePort();
-    h = await startApiHarness({
-      SMTP_RELAY_URL: `smtp://127.0.0.1:${closedPort}`,
-      EMAIL_RETRY_SCHEDULE: '0s,200ms',
-      EMAIL_RETRY_WINDOW: '1s',
-      SEND_HANDOFF_WAIT_MS: '5000',
-    }, { keyMode: 'live' });
+    h = await startApiHarness(
+      {
+        SMTP_RELAY_URL: `smtp://127.0.0.1:${closedPort}`,
+        EMAIL_RETRY_SCHEDULE: '0s,200ms',
+        EMAIL_RETRY_WINDOW: '1s',
+        SEND_HANDOFF_WAIT_MS: '5000',
+      },
+      { keyMode: 'live' },
+    );
     installTemporalLogging(createLogger('silent'));
     worker = await startWorker(h.stack.config, createLogger('silent'));
   }, 120_000);

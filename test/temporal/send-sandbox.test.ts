@@ -38,7 +38,12 @@ describe('sends with a test key stay in the sandbox; live keys deliver', () => {
     return response.body.data as EmailRecord;
   };
   const send = async (client: ReturnType<typeof apiClient>, to: string, subject = 'Sandbox') =>
-    accepted(await client('POST', '/api/v1/outbox/emails', { body: { from: `Shop <shop@${domain.domain}>`, to, subject, text: 'Hello' }, headers: idem() }));
+    accepted(
+      await client('POST', '/api/v1/outbox/emails', {
+        body: { from: `Shop <shop@${domain.domain}>`, to, subject, text: 'Hello' },
+        headers: idem(),
+      }),
+    );
   async function until(id: string, done: (email: EmailRecord) => boolean): Promise<EmailRecord> {
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -65,8 +70,17 @@ describe('sends with a test key stay in the sandbox; live keys deliver', () => {
     worker = await startWorker(h.stack.config, createLogger('silent'));
     domain = await addSendingDomain(h.stack.orm, h.workspace.org.id);
     await setCredits(h.stack.orm, h.workspace.org.id, 1000);
-    await insertEndpoint(h.stack.orm, h.workspace.org.id, { url: 'http://127.0.0.1:9/hook', events: ['email.sent', 'email.delivered', 'email.bounced', 'email.complained'] });
-    const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId: h.workspace.org.id, scopes: ['all'], mode: 'live', rateLimitPerMinute: 100_000, burst: 10_000 });
+    await insertEndpoint(h.stack.orm, h.workspace.org.id, {
+      url: 'http://127.0.0.1:9/hook',
+      events: ['email.sent', 'email.delivered', 'email.bounced', 'email.complained'],
+    });
+    const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({
+      orgId: h.workspace.org.id,
+      scopes: ['all'],
+      mode: 'live',
+      rateLimitPerMinute: 100_000,
+      burst: 10_000,
+    });
     live = apiClient(h.api.url, key);
   }, 120_000);
 
@@ -77,7 +91,7 @@ describe('sends with a test key stay in the sandbox; live keys deliver', () => {
     await rm(blobDir, { recursive: true, force: true });
   });
 
-  it('delivers a test key\'s email to the sandbox (delivered, the relay never sees it), and a live key\'s to the relay', async () => {
+  it("delivers a test key's email to the sandbox (delivered, the relay never sees it), and a live key's to the relay", async () => {
     expect(h.workspace.apiKey.mode).toBe('test');
     const sandboxed = await send(h.request, 'customer@example.com', 'From a test key');
     const done = await until(sandboxed._id, (e) => e.status === 'sent');
@@ -94,8 +108,13 @@ describe('sends with a test key stay in the sandbox; live keys deliver', () => {
 
   it('answers as the mailbox simulator: bounce@ is a hard bounce (suppressed), softbounce@ is deferred then delivered, reject@ fails', async () => {
     const bounce = await send(h.request, `bounce@${SIM}`);
-    expect((await until(bounce._id, (e) => e.status !== 'queued' && e.status !== 'sending')).recipients[0]).toMatchObject({ status: 'bounced', bounce_type: 'hard' });
-    expect(await scopeToOrg(h.stack.orm.em, h.workspace.org.id).count(Suppression, { email: `bounce@${SIM}`, reason: 'hard_bounce' })).toBe(1);
+    expect((await until(bounce._id, (e) => e.status !== 'queued' && e.status !== 'sending')).recipients[0]).toMatchObject({
+      status: 'bounced',
+      bounce_type: 'hard',
+    });
+    expect(await scopeToOrg(h.stack.orm.em, h.workspace.org.id).count(Suppression, { email: `bounce@${SIM}`, reason: 'hard_bounce' })).toBe(
+      1,
+    );
 
     const soft = await send(h.request, `softbounce@${SIM}`);
     expect((await until(soft._id, (e) => e.status === 'sent')).recipients[0]).toMatchObject({ status: 'delivered' });
@@ -126,10 +145,21 @@ describe('sends with a test key stay in the sandbox; live keys deliver', () => {
     await em.flush();
     const before = relay.total();
     const launched: Record<string, string> = {};
-    for (const [mode, client] of [['test', h.request], ['live', live]] as const) {
+    for (const [mode, client] of [
+      ['test', h.request],
+      ['live', live],
+    ] as const) {
       const created = await client('POST', '/api/v1/outbox/broadcasts', {
         headers: idem(),
-        body: { name: unique('News'), subject: 'News', from_name: 'The Shop', from_email: `news@${domain.domain}`, segment_ids: [segment.id], html: '<p>Hi</p>', plain_text: 'Hi' },
+        body: {
+          name: unique('News'),
+          subject: 'News',
+          from_name: 'The Shop',
+          from_email: `news@${domain.domain}`,
+          segment_ids: [segment.id],
+          html: '<p>Hi</p>',
+          plain_text: 'Hi',
+        },
       });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       const id = (created.body.data as { _id: string })._id;

@@ -53,24 +53,37 @@ function emit(stack: TestStack, orgId: string): Promise<Event> {
 }
 
 function waitForDelivery(stack: TestStack, eventId: string, webhookId: string, statuses: WebhookDeliveryStatus[], timeoutMs = 30_000) {
-  return waitFor(`delivery of ${eventId} to be ${statuses.join('|')}`, async () => {
-    const delivery = await stack.orm.em.fork().findOne(WebhookDelivery, { eventId, webhookId }, ALL_TENANTS);
-    return delivery && statuses.includes(delivery.status) ? delivery : undefined;
-  }, timeoutMs, 25);
+  return waitFor(
+    `delivery of ${eventId} to be ${statuses.join('|')}`,
+    async () => {
+      const delivery = await stack.orm.em.fork().findOne(WebhookDelivery, { eventId, webhookId }, ALL_TENANTS);
+      return delivery && statuses.includes(delivery.status) ? delivery : undefined;
+    },
+    timeoutMs,
+    25,
+  );
 }
 
 async function attemptsOf(stack: TestStack, deliveryId: string) {
-  const attempts = await stack.orm.em.fork().find(WebhookAttempt, { deliveryId }, { ...ALL_TENANTS, orderBy: { series: 'asc', attemptNumber: 'asc' } });
+  const attempts = await stack.orm.em
+    .fork()
+    .find(WebhookAttempt, { deliveryId }, { ...ALL_TENANTS, orderBy: { series: 'asc', attemptNumber: 'asc' } });
   return attempts.map((a) => [a.attemptNumber, a.statusCode, a.error]);
 }
 
 /** What a receiver that dedupes checks: both signatures verify, and every copy names the same delivery. */
 function expectSameDelivery(requests: ReceivedRequest[], secret: string, delivery: WebhookDelivery) {
   for (const request of requests) {
-    expect(stripe.webhooks.constructEvent(request.body, request.headers['herald-signature'] as string, secret)).toMatchObject({ id: delivery.eventId });
+    expect(stripe.webhooks.constructEvent(request.body, request.headers['herald-signature'] as string, secret)).toMatchObject({
+      id: delivery.eventId,
+    });
     const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)]));
     expect(new Webhook(secret).verify(request.body, headers)).toMatchObject({ id: delivery.eventId });
-    expect(request.headers).toMatchObject({ 'herald-delivery-id': delivery.id, 'webhook-id': delivery.id, 'herald-event-id': delivery.eventId });
+    expect(request.headers).toMatchObject({
+      'herald-delivery-id': delivery.id,
+      'webhook-id': delivery.id,
+      'herald-event-id': delivery.eventId,
+    });
   }
   expect(new Set(requests.map((r) => r.body)).size).toBe(1);
 }
@@ -237,20 +250,35 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     const orphan = await createEndpoint(stack, otherOrgId, receiver.url('/orphan'));
     const eventB = await emit(stack, otherOrgId);
     const b = await waitForDelivery(stack, eventB.id, orphan.endpoint.id, ['delivered']);
-    await waitFor('B\'s drain to return', async () => {
-      const row = await stack.orm.em.fork().findOne(WebhookEndpoint, { id: orphan.endpoint.id }, ALL_TENANTS);
-      return row && row.drainLeaseUntil === null ? row : undefined;
-    }, 30_000, 50);
+    await waitFor(
+      "B's drain to return",
+      async () => {
+        const row = await stack.orm.em.fork().findOne(WebhookEndpoint, { id: orphan.endpoint.id }, ALL_TENANTS);
+        return row && row.drainLeaseUntil === null ? row : undefined;
+      },
+      30_000,
+      50,
+    );
     const em = stack.orm.em.fork();
-    await em.nativeUpdate(WebhookDelivery, { id: b.id }, { status: 'queued', replayCount: 1, nextAttemptAt: new Date(Date.now() - 10_000) }, ALL_TENANTS);
+    await em.nativeUpdate(
+      WebhookDelivery,
+      { id: b.id },
+      { status: 'queued', replayCount: 1, nextAttemptAt: new Date(Date.now() - 10_000) },
+      ALL_TENANTS,
+    );
 
     await withManualReconciler(stack, temporal.client, { afterMs: 0 }, async (reconciler) => {
       expect(await reconciler.poke()).toBe(1); // B only: A's row is not due for an hour
     });
-    await waitFor('the replay of B to be delivered', async () => {
-      const row = await stack.orm.em.fork().findOne(WebhookDelivery, { id: b.id }, ALL_TENANTS);
-      return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
-    }, 30_000, 25);
+    await waitFor(
+      'the replay of B to be delivered',
+      async () => {
+        const row = await stack.orm.em.fork().findOne(WebhookDelivery, { id: b.id }, ALL_TENANTS);
+        return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
+      },
+      30_000,
+      25,
+    );
     expect(receiver.requests('/orphan')).toHaveLength(2);
     // A's actor was left as it was: the same run, still waiting, one request so far.
     const described = await handleA.describe();

@@ -54,7 +54,12 @@ async function createEndpoint(stack: TestStack, orgId: string, url: string, opti
 }
 
 /** Records one event in its own transaction, as a feature does with its change. */
-async function emit(stack: TestStack, orgId: string, type: EventType = 'contact.created', data: Record<string, unknown> = {}): Promise<Event> {
+async function emit(
+  stack: TestStack,
+  orgId: string,
+  type: EventType = 'contact.created',
+  data: Record<string, unknown> = {},
+): Promise<Event> {
   return scopeToOrg(stack.orm.em, orgId).transactional((em) =>
     Promise.resolve(recordEvent(em, orgId, type, { contact: { _id: unique('c'), email: 'ada@example.com' }, ...data })),
   );
@@ -64,11 +69,22 @@ async function findDelivery(stack: TestStack, eventId: string, webhookId: string
   return stack.orm.em.fork().findOne(WebhookDelivery, { eventId, webhookId }, ALL_TENANTS);
 }
 
-async function waitForDelivery(stack: TestStack, eventId: string, webhookId: string, statuses: WebhookDeliveryStatus[], timeoutMs = 30_000) {
-  return waitFor(`delivery of ${eventId} to ${webhookId} to be ${statuses.join('|')}`, async () => {
-    const delivery = await findDelivery(stack, eventId, webhookId);
-    return delivery && statuses.includes(delivery.status) ? delivery : undefined;
-  }, timeoutMs, 50);
+async function waitForDelivery(
+  stack: TestStack,
+  eventId: string,
+  webhookId: string,
+  statuses: WebhookDeliveryStatus[],
+  timeoutMs = 30_000,
+) {
+  return waitFor(
+    `delivery of ${eventId} to ${webhookId} to be ${statuses.join('|')}`,
+    async () => {
+      const delivery = await findDelivery(stack, eventId, webhookId);
+      return delivery && statuses.includes(delivery.status) ? delivery : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 }
 
 async function attemptsOf(stack: TestStack, deliveryId: string) {
@@ -81,7 +97,9 @@ function expectSigned(request: ReceivedRequest, secret: string, ids: { eventId: 
   expect(event).toMatchObject({ id: ids.eventId, object: 'event', type: ids.type });
   const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)]));
   expect(new Webhook(secret).verify(request.body, headers)).toMatchObject({ id: ids.eventId });
-  expect(verifyHeraldSignature(request.body, request.headers['herald-signature'] as string, secret)).toBe(Number(request.headers['webhook-timestamp']));
+  expect(verifyHeraldSignature(request.body, request.headers['herald-signature'] as string, secret)).toBe(
+    Number(request.headers['webhook-timestamp']),
+  );
   expect(request.headers).toMatchObject({
     'content-type': 'application/json',
     'user-agent': 'Herald-Webhooks/1.0',
@@ -116,7 +134,9 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
 
   it('delivers a subscribed event once, signed for stripe and standardwebhooks, and records the attempt', async () => {
     const orgId = (await createOrg(stack.orm)).org.id;
-    const { endpoint, secret } = await createEndpoint(stack, orgId, receiver.url('/delivered'), { events: ['contact.created', 'email.sent'] });
+    const { endpoint, secret } = await createEndpoint(stack, orgId, receiver.url('/delivered'), {
+      events: ['contact.created', 'email.sent'],
+    });
     const other = await createEndpoint(stack, orgId, receiver.url('/other-type'), { events: ['email.bounced'] });
     const disabled = await createEndpoint(stack, orgId, receiver.url('/disabled'), { enabled: false });
     const event = await emit(stack, orgId, 'contact.created', { note: 'héllo ✓' });
@@ -148,7 +168,11 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     expect(attempts[0]!.latencyMs).toBeGreaterThanOrEqual(0);
 
     // Not subscribed to the type, or disabled: no delivery at all.
-    await waitFor('the event to be fanned out', async () => ((await stack.orm.em.fork().findOneOrFail(Event, { id: event.id }, ALL_TENANTS)).fannedOutAt ? true : undefined), 10_000);
+    await waitFor(
+      'the event to be fanned out',
+      async () => ((await stack.orm.em.fork().findOneOrFail(Event, { id: event.id }, ALL_TENANTS)).fannedOutAt ? true : undefined),
+      10_000,
+    );
     expect(await findDelivery(stack, event.id, other.endpoint.id)).toBeNull();
     expect(await findDelivery(stack, event.id, disabled.endpoint.id)).toBeNull();
     expect(receiver.requests('/other-type')).toHaveLength(0);
@@ -157,11 +181,15 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
 
     // Operators find the endpoint's actor by workspace, kind and queue state, and read its queue.
     const query = `WorkflowId = '${webhookEndpointWorkflowId(endpoint.id)}' AND HeraldOrgId = '${orgId}' AND HeraldKind = 'webhook-endpoint' AND HeraldDeliveryStatus = 'idle'`;
-    const runs = await waitFor('the actor to be visible by its search attributes', async () => {
-      const found = [];
-      for await (const run of temporal.client.workflow.list({ query })) found.push(run);
-      return found.length > 0 ? found : undefined;
-    }, 30_000);
+    const runs = await waitFor(
+      'the actor to be visible by its search attributes',
+      async () => {
+        const found = [];
+        for await (const run of temporal.client.workflow.list({ query })) found.push(run);
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+    );
     expect(runs[0]).toMatchObject({ type: WEBHOOK_ENDPOINT_WORKFLOW, taskQueue: stack.config.temporal.taskQueue });
     expect(runs[0]!.memo).toMatchObject({ queue: { state: 'idle', open: 0, lastOutcome: 'HTTP 200' } });
   });
@@ -197,7 +225,12 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     const failed = await waitForDelivery(stack, event.id, endpoint.id, ['failed', 'exhausted']);
     if (failed.status === 'failed') expect(failed.nextAttemptAt).toBeInstanceOf(Date);
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['exhausted']);
-    expect(delivery).toMatchObject({ attemptCount: ATTEMPTS, nextAttemptAt: null, lastResponseStatus: 503, lastError: 'the receiver answered HTTP 503' });
+    expect(delivery).toMatchObject({
+      attemptCount: ATTEMPTS,
+      nextAttemptAt: null,
+      lastResponseStatus: 503,
+      lastError: 'the receiver answered HTTP 503',
+    });
     expect(delivery.lastResponseExcerpt).toBe('x'.repeat(1024));
     const attempts = await attemptsOf(stack, delivery.id);
     expect(attempts.map((a) => a.attemptNumber)).toEqual([1, 2, 3, 4]);
@@ -220,7 +253,11 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     expect(stored.disabledReason).toContain(`410 Gone to delivery ${delivery.id}`);
 
     const later = await emit(stack, orgId);
-    await waitFor('the later event to be fanned out', async () => ((await stack.orm.em.fork().findOneOrFail(Event, { id: later.id }, ALL_TENANTS)).fannedOutAt ? true : undefined), 10_000);
+    await waitFor(
+      'the later event to be fanned out',
+      async () => ((await stack.orm.em.fork().findOneOrFail(Event, { id: later.id }, ALL_TENANTS)).fannedOutAt ? true : undefined),
+      10_000,
+    );
     expect(await findDelivery(stack, later.id, endpoint.id)).toBeNull();
     expect(receiver.requests('/gone')).toHaveLength(1);
   });
@@ -258,7 +295,9 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     const delivery = await waitForDelivery(stack, event.id, endpoint.id, ['exhausted']);
     expect(delivery).toMatchObject({ lastResponseStatus: null, attemptCount: ATTEMPTS });
     expect(delivery.lastError).toMatch(/^connection refused/);
-    expect((await attemptsOf(stack, delivery.id)).every((a) => a.statusCode === null && /connection refused/.test(a.error ?? ''))).toBe(true);
+    expect((await attemptsOf(stack, delivery.id)).every((a) => a.statusCode === null && /connection refused/.test(a.error ?? ''))).toBe(
+      true,
+    );
   });
 
   it('replays a delivered and an exhausted delivery as new series: same delivery and event ids, attempts numbered afresh', async () => {
@@ -272,16 +311,31 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
 
     // What the replay route does: back to queued under the next series, due now, then wake the endpoint's actor.
     for (const series of [1, 2]) {
-      await stack.orm.em.fork().nativeUpdate(WebhookDelivery, { id: exhausted.id }, { status: 'queued', replayCount: series, nextAttemptAt: new Date() }, ALL_TENANTS);
+      await stack.orm.em
+        .fork()
+        .nativeUpdate(
+          WebhookDelivery,
+          { id: exhausted.id },
+          { status: 'queued', replayCount: series, nextAttemptAt: new Date() },
+          ALL_TENANTS,
+        );
       await wakeActors(temporal.client, stack.config, webhookEndpointActorContract, [{ orgId, endpointId: endpoint.id }]);
-      await waitFor(`series ${series} to be delivered`, async () => {
-        const row = await findDelivery(stack, event.id, endpoint.id);
-        return row?.status === 'delivered' && row.replayCount === series ? row : undefined;
-      }, 30_000, 50);
+      await waitFor(
+        `series ${series} to be delivered`,
+        async () => {
+          const row = await findDelivery(stack, event.id, endpoint.id);
+          return row?.status === 'delivered' && row.replayCount === series ? row : undefined;
+        },
+        30_000,
+        50,
+      );
     }
     const attempts = await attemptsOf(stack, exhausted.id);
     expect(attempts.map((a) => [a.series, a.attemptNumber, a.statusCode])).toEqual([
-      [0, 1, 500], [0, 2, 500], [0, 3, 500], [0, 4, 500],
+      [0, 1, 500],
+      [0, 2, 500],
+      [0, 3, 500],
+      [0, 4, 500],
       [1, 1, 200],
       [2, 1, 200],
     ]);
@@ -298,18 +352,25 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     const first = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     // The actor is gone (terminated by an operator), and a replay's wake-up was lost: queued, series 1, due two minutes ago.
     await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id)).terminate('test: actor lost');
-    await stack.orm.em.fork().nativeUpdate(
-      WebhookDelivery,
-      { id: first.id },
-      { status: 'queued', replayCount: 1, updatedAt: new Date(Date.now() - 120_000), nextAttemptAt: new Date(Date.now() - 120_000) },
-      ALL_TENANTS,
-    );
+    await stack.orm.em
+      .fork()
+      .nativeUpdate(
+        WebhookDelivery,
+        { id: first.id },
+        { status: 'queued', replayCount: 1, updatedAt: new Date(Date.now() - 120_000), nextAttemptAt: new Date(Date.now() - 120_000) },
+        ALL_TENANTS,
+      );
     // The worker's own relay reconciles too; whichever gets there first wakes the actor.
     await withManualReconciler(stack, temporal.client, {}, (reconciler) => reconciler.poke());
-    await waitFor('the replay to be delivered', async () => {
-      const row = await findDelivery(stack, event.id, endpoint.id);
-      return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
-    }, 30_000, 50);
+    await waitFor(
+      'the replay to be delivered',
+      async () => {
+        const row = await findDelivery(stack, event.id, endpoint.id);
+        return row?.status === 'delivered' && row.replayCount === 1 ? row : undefined;
+      },
+      30_000,
+      50,
+    );
     expect(receiver.requests('/orphan')).toHaveLength(2);
   });
 
@@ -402,18 +463,28 @@ describe('webhook fan-out while Temporal is unreachable', () => {
     const b = await createEndpoint(stack, orgId, receiver.url('/b'), { events: ['contact.created'] });
 
     // A relay whose Temporal frontend does not answer: rows are written and committed, no actor can be woken.
-    const unreachable = new Client({ connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }), namespace: stack.config.temporal.namespace });
+    const unreachable = new Client({
+      connection: Connection.lazy({ address: `127.0.0.1:${await freePort()}` }),
+      namespace: stack.config.temporal.namespace,
+    });
     const relayLogger = createLogger('error');
     const wakes = startQueueWakes({ databaseUrl: stack.databaseUrl, logger: relayLogger });
     const relayOptions = { orm: stack.orm, temporal: unreachable, config: stack.config, logger: relayLogger, wakeDeadlineMs: 2_000 };
-    const relay = startLoops([createWebhookFanOut({ ...relayOptions, intervalMs: 500 }), createWebhookReconciler(relayOptions)], { logger: relayLogger, wakes });
+    const relay = startLoops([createWebhookFanOut({ ...relayOptions, intervalMs: 500 }), createWebhookReconciler(relayOptions)], {
+      logger: relayLogger,
+      wakes,
+    });
     const events: Event[] = [];
     try {
       for (let i = 0; i < 10; i += 1) events.push(await emit(stack, orgId, i % 2 === 0 ? 'contact.created' : 'contact.deleted'));
-      await waitFor('the deliveries to be written', async () => {
-        const rows = await stack.orm.em.fork().count(WebhookDelivery, { orgId }, ALL_TENANTS);
-        return rows === 15 ? rows : undefined;
-      }, 30_000);
+      await waitFor(
+        'the deliveries to be written',
+        async () => {
+          const rows = await stack.orm.em.fork().count(WebhookDelivery, { orgId }, ALL_TENANTS);
+          return rows === 15 ? rows : undefined;
+        },
+        30_000,
+      );
       await new Promise((resolve) => setTimeout(resolve, 1_500));
     } finally {
       await relay.stop();
@@ -432,9 +503,18 @@ describe('webhook fan-out while Temporal is unreachable', () => {
       if (event.type === 'contact.created') await waitForDelivery(stack, event.id, b.endpoint.id, ['delivered']);
     }
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    const perEndpoint = (path: string) => receiver.requests(path).map((r) => r.headers['herald-event-id']).sort();
+    const perEndpoint = (path: string) =>
+      receiver
+        .requests(path)
+        .map((r) => r.headers['herald-event-id'])
+        .sort();
     expect(perEndpoint('/a')).toEqual(events.map((e) => e.id).sort());
-    expect(perEndpoint('/b')).toEqual(events.filter((e) => e.type === 'contact.created').map((e) => e.id).sort());
+    expect(perEndpoint('/b')).toEqual(
+      events
+        .filter((e) => e.type === 'contact.created')
+        .map((e) => e.id)
+        .sort(),
+    );
     expect(await stack.orm.em.fork().count(Event, { orgId, fannedOutAt: null }, ALL_TENANTS)).toBe(0);
     expect(await stack.orm.em.fork().count(WebhookDelivery, { orgId }, ALL_TENANTS)).toBe(15);
   }, 120_000);
@@ -464,10 +544,15 @@ describe('webhook delivery when the worker process is killed mid-series', () => 
     service = await spawnWorkerProcess(stack);
     const event = await emit(stack, orgId);
     await receiver.waitForRequests('/killed', 1, 30_000);
-    const first = await waitFor('attempt 1 to be recorded', async () => {
-      const row = await findDelivery(stack, event.id, endpoint.id);
-      return row && row.attemptCount >= 1 ? row : undefined;
-    }, 10_000, 20);
+    const first = await waitFor(
+      'attempt 1 to be recorded',
+      async () => {
+        const row = await findDelivery(stack, event.id, endpoint.id);
+        return row && row.attemptCount >= 1 ? row : undefined;
+      },
+      10_000,
+      20,
+    );
     service.child.kill('SIGKILL');
     await service.exited;
     service = undefined;

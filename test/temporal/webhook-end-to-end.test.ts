@@ -66,7 +66,11 @@ describe('webhooks end to end (API → outbox → relay → Temporal → receive
     const contact = await request('POST', '/api/v1/contacts', { headers: idem(), body: { email: 'e2e@example.com' } });
     expect(contact.status).toBe(201);
     const [received] = await receiver.waitForRequests('/hook', 1, 30_000);
-    const stripeEvent = new Stripe('sk_test_unused').webhooks.constructEvent(received!.body, received!.headers['herald-signature'] as string, secret);
+    const stripeEvent = new Stripe('sk_test_unused').webhooks.constructEvent(
+      received!.body,
+      received!.headers['herald-signature'] as string,
+      secret,
+    );
     expect(stripeEvent).toMatchObject({ object: 'event', type: 'contact.created', api_version: '1.0.0' });
     const standard = new Webhook(secret.slice('whsec_'.length)).verify(received!.body, {
       'webhook-id': received!.headers['webhook-id'] as string,
@@ -75,10 +79,14 @@ describe('webhooks end to end (API → outbox → relay → Temporal → receive
     });
     expect((standard as { data: { contact: { _id: string } } }).data.contact._id).toBe((contact.body.data as { _id: string })._id);
 
-    const delivered = await waitFor('the delivery log to show delivered', async () => {
-      const [first] = await deliveries();
-      return first?.status === 'delivered' ? first : undefined;
-    }, 30_000);
+    const delivered = await waitFor(
+      'the delivery log to show delivered',
+      async () => {
+        const [first] = await deliveries();
+        return first?.status === 'delivered' ? first : undefined;
+      },
+      30_000,
+    );
     expect(delivered).toMatchObject({ event_type: 'contact.created', replay_count: 0 });
     expect(delivered.event_id).toBe(received!.headers['herald-event-id']);
     expect(delivered.id).toBe(received!.headers['herald-delivery-id']);
@@ -93,10 +101,14 @@ describe('webhooks end to end (API → outbox → relay → Temporal → receive
     const requests = await receiver.waitForRequests('/hook', 2, 30_000);
     expect(requests[1]!.headers['herald-delivery-id']).toBe(original!.id);
     expect(requests[1]!.headers['herald-event-id']).toBe(original!.event_id);
-    const done = await waitFor('the replay to be delivered', async () => {
-      const found = (await deliveries()).find((d) => d.id === original!.id);
-      return found?.status === 'delivered' && found.attempts.some((a) => a.series === 1) ? found : undefined;
-    }, 30_000);
+    const done = await waitFor(
+      'the replay to be delivered',
+      async () => {
+        const found = (await deliveries()).find((d) => d.id === original!.id);
+        return found?.status === 'delivered' && found.attempts.some((a) => a.series === 1) ? found : undefined;
+      },
+      30_000,
+    );
     expect(done.attempts.map((a) => [a.series, a.attempt, a.status_code])).toEqual([
       [0, 1, 200],
       [1, 1, 200],
@@ -107,20 +119,28 @@ describe('webhooks end to end (API → outbox → relay → Temporal → receive
     receiver.respond('/hook', () => ({ status: 500, body: 'down for maintenance' }));
     const contact = await request('POST', '/api/v1/contacts', { headers: idem(), body: { email: 'e2e-fail@example.com' } });
     const contactId = (contact.body.data as { _id: string })._id;
-    const exhausted = await waitFor('the delivery to be exhausted', async () => {
-      const found = (await deliveries()).find((d) => d.status === 'exhausted');
-      return found;
-    }, 60_000);
+    const exhausted = await waitFor(
+      'the delivery to be exhausted',
+      async () => {
+        const found = (await deliveries()).find((d) => d.status === 'exhausted');
+        return found;
+      },
+      60_000,
+    );
     expect(exhausted.attempts.filter((a) => a.series === 0)).toHaveLength(3);
     expect(exhausted.attempts.every((a) => a.status_code === 500)).toBe(true);
 
     receiver.respond('/hook', () => ({ status: 204 }));
     const replay = await request('POST', `/api/v1/webhooks/deliveries/${exhausted.id}/replay`, { headers: idem() });
     expect(replay.status, JSON.stringify(replay.body)).toBe(202);
-    const delivered = await waitFor('the replay to be delivered', async () => {
-      const found = (await deliveries()).find((d) => d.id === exhausted.id);
-      return found?.status === 'delivered' ? found : undefined;
-    }, 30_000);
+    const delivered = await waitFor(
+      'the replay to be delivered',
+      async () => {
+        const found = (await deliveries()).find((d) => d.id === exhausted.id);
+        return found?.status === 'delivered' ? found : undefined;
+      },
+      30_000,
+    );
     expect(delivered.replay_count).toBe(1);
     const bodies = receiver.requests('/hook').map((r) => JSON.parse(r.body) as { data: { contact: { _id: string } } });
     expect(bodies.filter((b) => b.data.contact._id === contactId)).toHaveLength(4);
@@ -143,22 +163,41 @@ describe('webhooks end to end (API → outbox → relay → Temporal → receive
     };
     /** Changes contacts until one's event arrives signed with `key` (a running drain reads a rotation within its 5 s tick). */
     const deliveredWith = (key: string, tag: string) =>
-      waitFor(`an event signed with the ${tag} secret`, async () => {
-        const contact = await request('POST', '/api/v1/contacts', { headers: idem(), body: { email: `rotation-${tag}-${Date.now()}@example.com` } });
-        const id = (contact.body.data as { _id: string })._id;
-        const received = await waitFor('its delivery', () => Promise.resolve(receiver.requests('/hook').find((r) => r.body.includes(id))), 30_000);
-        return verifies(received, key) ? received : undefined;
-      }, 60_000);
+      waitFor(
+        `an event signed with the ${tag} secret`,
+        async () => {
+          const contact = await request('POST', '/api/v1/contacts', {
+            headers: idem(),
+            body: { email: `rotation-${tag}-${Date.now()}@example.com` },
+          });
+          const id = (contact.body.data as { _id: string })._id;
+          const received = await waitFor(
+            'its delivery',
+            () => Promise.resolve(receiver.requests('/hook').find((r) => r.body.includes(id))),
+            30_000,
+          );
+          return verifies(received, key) ? received : undefined;
+        },
+        60_000,
+      );
 
-    const rotated = await request('POST', `/api/v1/webhooks/${endpoint!.id}/rotate-secret`, { headers: idem(), body: { overlap_seconds: 3600 } });
+    const rotated = await request('POST', `/api/v1/webhooks/${endpoint!.id}/rotate-secret`, {
+      headers: idem(),
+      body: { overlap_seconds: 3600 },
+    });
     expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
     const next = (rotated.body.data as { secret: string; previous_secret_expires_at: string }).secret;
     expect(next).not.toBe(secret);
-    expect(Date.parse((rotated.body.data as { previous_secret_expires_at: string }).previous_secret_expires_at)).toBeGreaterThan(Date.now() + 3500_000);
+    expect(Date.parse((rotated.body.data as { previous_secret_expires_at: string }).previous_secret_expires_at)).toBeGreaterThan(
+      Date.now() + 3500_000,
+    );
     const during = await deliveredWith(next, 'new');
     expect(verifies(during, secret)).toBe(true);
 
-    const again = await request('POST', `/api/v1/webhooks/${endpoint!.id}/rotate-secret`, { headers: idem(), body: { overlap_seconds: 0 } });
+    const again = await request('POST', `/api/v1/webhooks/${endpoint!.id}/rotate-secret`, {
+      headers: idem(),
+      body: { overlap_seconds: 0 },
+    });
     expect(again.body.data).toMatchObject({ previous_secret_expires_at: null });
     const newest = (again.body.data as { secret: string }).secret;
     const after = await deliveredWith(newest, 'newest');

@@ -18,9 +18,11 @@ describe('a worker process', () => {
 
   /** The sessions on the stack's database (each test stack has its own) whose last statement was a LISTEN. */
   const listeners = () =>
-    stack.orm.em.getConnection().execute<Session[]>(
-      `select pid, query from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query ilike 'listen %'`,
-    );
+    stack.orm.em
+      .getConnection()
+      .execute<Session[]>(
+        `select pid, query from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query ilike 'listen %'`,
+      );
 
   beforeAll(async () => {
     installTemporalLogging(logger);
@@ -34,10 +36,15 @@ describe('a worker process', () => {
   });
 
   it('holds exactly one LISTEN connection, on every channel Herald notifies', async () => {
-    const [listener] = await waitFor('the worker to listen', async () => {
-      const rows = await listeners();
-      return rows.length > 0 ? rows : undefined;
-    }, 30_000, 50);
+    const [listener] = await waitFor(
+      'the worker to listen',
+      async () => {
+        const rows = await listeners();
+        return rows.length > 0 ? rows : undefined;
+      },
+      30_000,
+      50,
+    );
     // Past the start: every loop and drain has subscribed by now.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const rows = await listeners();
@@ -45,5 +52,4 @@ describe('a worker process', () => {
     expect(rows[0]!.pid).toBe(listener!.pid);
     for (const channel of CHANNELS) expect(rows[0]!.query).toContain(`LISTEN ${channel};`);
   });
-
 });

@@ -29,9 +29,15 @@ describe('workflow replay of recorded histories', () => {
     ['webhook-endpoint-actor.current.json', 'ACTIVITY_TASK_COMPLETED', 2],
     ['send-domain-actor.current.json', 'TIMER_FIRED', 1],
     ['inbound-intake-actor.current.json', 'TIMER_CANCELED', 1],
-  ])('replays %s (%s × %i) without a determinism error', async (name, type, count) => {
-    const recorded = history(name);
-    expect(recorded.events.filter((event) => event.eventType === `EVENT_TYPE_${type}`)).toHaveLength(count);
-    await expect(Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, temporal.api.history.v1.History.fromObject(recorded), `replay-${name}`)).resolves.toBeUndefined();
-  }, 120_000);
+  ])(
+    'replays %s (%s × %i) without a determinism error',
+    async (name, type, count) => {
+      const recorded = history(name);
+      expect(recorded.events.filter((event) => event.eventType === `EVENT_TYPE_${type}`)).toHaveLength(count);
+      await expect(
+        Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, temporal.api.history.v1.History.fromObject(recorded), `replay-${name}`),
+      ).resolves.toBeUndefined();
+    },
+    120_000,
+  );
 });

@@ -19,7 +19,15 @@ describe('API keys', () => {
   it('parses well-formed keys and rejects malformed ones', () => {
     const { key, prefix } = generateApiKey('live');
     expect(parseApiKey(key)).toEqual({ mode: 'live', prefix });
-    for (const bad of ['', 'hrld_live_', key.slice(0, -1), `${key}x`, key.replace('hrld', 'sk'), key.replace('live', 'prod'), `${key.slice(0, -1)}!`]) {
+    for (const bad of [
+      '',
+      'hrld_live_',
+      key.slice(0, -1),
+      `${key}x`,
+      key.replace('hrld', 'sk'),
+      key.replace('live', 'prod'),
+      `${key.slice(0, -1)}!`,
+    ]) {
       expect(parseApiKey(bad)).toBeNull();
     }
   });

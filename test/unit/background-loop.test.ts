@@ -139,7 +139,10 @@ describe('background loops', () => {
     vi.useFakeTimers();
     const { logger } = recordingLogger();
     const starts: number[] = [];
-    const loop = startLoop({ name: 'test loop', intervalMs: 5_000, pass: () => Promise.reject(new Error(String(starts.push(Date.now())))) }, { logger });
+    const loop = startLoop(
+      { name: 'test loop', intervalMs: 5_000, pass: () => Promise.reject(new Error(String(starts.push(Date.now())))) },
+      { logger },
+    );
     await vi.advanceTimersByTimeAsync(200_000);
     const gaps = starts.slice(1).map((at, i) => at - starts[i]!);
     expect(gaps.slice(0, 4)).toEqual([10_000, 20_000, 30_000, 30_000]);

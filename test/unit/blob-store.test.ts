@@ -25,9 +25,11 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 /** A stream of `total` bytes in chunks of `chunk`, so limits are crossed mid-stream. */
 function chunked(bytes: Buffer, chunk = 1024): Readable {
-  return Readable.from((function* () {
-    for (let offset = 0; offset < bytes.length; offset += chunk) yield bytes.subarray(offset, offset + chunk);
-  })());
+  return Readable.from(
+    (function* () {
+      for (let offset = 0; offset < bytes.length; offset += chunk) yield bytes.subarray(offset, offset + chunk);
+    })(),
+  );
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -67,7 +69,9 @@ describe('filesystem blob store', () => {
 
   it('accepts exactly exactBytes and stores nothing when the body is one byte longer or shorter', async () => {
     const bytes = randomBytes(10_000);
-    await expect(store.put('exact/long', chunked(Buffer.concat([bytes, Buffer.from('x')])), { exactBytes: bytes.length })).rejects.toMatchObject({
+    await expect(
+      store.put('exact/long', chunked(Buffer.concat([bytes, Buffer.from('x')])), { exactBytes: bytes.length }),
+    ).rejects.toMatchObject({
       name: 'BlobSizeError',
       reason: 'too_large',
     });

@@ -8,7 +8,12 @@ describe('createCoalescedWake', () => {
     vi.useFakeTimers();
     const wakes = createCoalescedWake({ drainLingerMs: 2_000 });
     const woken: string[] = [];
-    const fire = (key: string) => wakes.fire(key, () => Promise.resolve(void woken.push(key)), () => {});
+    const fire = (key: string) =>
+      wakes.fire(
+        key,
+        () => Promise.resolve(void woken.push(key)),
+        () => {},
+      );
     await fire('a');
     expect(fire('a')).toBeNull();
     await fire('b');
@@ -23,7 +28,12 @@ describe('createCoalescedWake', () => {
     vi.useFakeTimers();
     const wakes = createCoalescedWake({ drainLingerMs: 100 });
     let count = 0;
-    const fire = () => wakes.fire('a', () => Promise.resolve(void (count += 1)), () => {});
+    const fire = () =>
+      wakes.fire(
+        'a',
+        () => Promise.resolve(void (count += 1)),
+        () => {},
+      );
     await fire();
     vi.advanceTimersByTime(49);
     expect(fire()).toBeNull();
@@ -35,10 +45,18 @@ describe('createCoalescedWake', () => {
   it('forgets a wake-up that failed, so the next write tries again, and reports the error', async () => {
     const wakes = createCoalescedWake({ drainLingerMs: 2_000 });
     const errors: unknown[] = [];
-    await wakes.fire('a', () => Promise.reject(new Error('temporal away')), (error) => errors.push(error));
+    await wakes.fire(
+      'a',
+      () => Promise.reject(new Error('temporal away')),
+      (error) => errors.push(error),
+    );
     expect(errors).toHaveLength(1);
     let woken = false;
-    await wakes.fire('a', () => Promise.resolve(void (woken = true)), () => {});
+    await wakes.fire(
+      'a',
+      () => Promise.resolve(void (woken = true)),
+      () => {},
+    );
     expect(woken).toBe(true);
   });
 });

@@ -8,15 +8,18 @@ const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
 const section = readme.slice(readme.indexOf('\n## Configuration\n'), readme.indexOf('\n## Operations\n'));
 
 /** The README's configuration tables: rows by variable name, in order. */
-const tables = section.split('| variable | default | meaning |\n|---|---|---|\n').slice(1).map((block) => {
-  const rows = new Map<string, string>();
-  for (const line of block.split('\n')) {
-    if (!line.startsWith('|')) break;
-    const name = /^\| `([A-Z0-9_]+)` \|/.exec(line)?.[1] ?? line;
-    rows.set(name, line);
-  }
-  return rows;
-});
+const tables = section
+  .split('| variable | default | meaning |\n|---|---|---|\n')
+  .slice(1)
+  .map((block) => {
+    const rows = new Map<string, string>();
+    for (const line of block.split('\n')) {
+      if (!line.startsWith('|')) break;
+      const name = /^\| `([A-Z0-9_]+)` \|/.exec(line)?.[1] ?? line;
+      rows.set(name, line);
+    }
+    return rows;
+  });
 
 describe.each([
   ['the services', SERVER_SETTINGS as Record<string, Setting>, 0],
@@ -26,11 +29,17 @@ describe.each([
 
   it('has a row for every declared setting', () => {
     const missing = Object.entries(settings).filter(([name]) => !rows.has(name));
-    expect(missing.map(([name, declared]) => settingRow(name, declared)), 'add these rows to the README').toEqual([]);
+    expect(
+      missing.map(([name, declared]) => settingRow(name, declared)),
+      'add these rows to the README',
+    ).toEqual([]);
   });
 
   it('documents only declared settings', () => {
-    expect([...rows.keys()].filter((name) => !(name in settings)), 'rows of settings that are not declared').toEqual([]);
+    expect(
+      [...rows.keys()].filter((name) => !(name in settings)),
+      'rows of settings that are not declared',
+    ).toEqual([]);
   });
 
   it("shows each setting's default and description as declared, in declaration order", () => {

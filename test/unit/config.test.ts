@@ -40,14 +40,21 @@ describe('loadConfig', () => {
     expect(config.http.publicUrl).toBe('https://mail.example.com');
     expect(config.temporal.namespace).toBe('prod');
     expect(config.encryptionKey?.length).toBe(32);
-    expect(config.webhooks).toEqual({ retrySchedule: '0s,1s', retryScheduleMs: [0, 1000], allowPrivateTargets: true, endpointConcurrency: 8 });
+    expect(config.webhooks).toEqual({
+      retrySchedule: '0s,1s',
+      retryScheduleMs: [0, 1000],
+      allowPrivateTargets: true,
+      endpointConcurrency: 8,
+    });
   });
 
   it('parses the webhook retry schedule into milliseconds (default: 13 attempts over about 3 days)', () => {
     expect(loadConfig({}).webhooks.retryScheduleMs).toEqual([
       0, 5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 43_200_000, 86_400_000, 86_400_000,
     ]);
-    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0s, 200ms,1.5s,2m,1h,7d' }).webhooks.retryScheduleMs).toEqual([0, 200, 1_500, 120_000, 3_600_000, 604_800_000]);
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0s, 200ms,1.5s,2m,1h,7d' }).webhooks.retryScheduleMs).toEqual([
+      0, 200, 1_500, 120_000, 3_600_000, 604_800_000,
+    ]);
     expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0ms' }).webhooks.retryScheduleMs).toEqual([0]);
   });
 
@@ -112,28 +119,47 @@ describe('loadConfig', () => {
   it('reads the relay TLS policy: opportunistic for the loopback default relay, verify for a relay elsewhere, SMTP_RELAY_TLS to choose', () => {
     expect(loadConfig({}).relayTls).toEqual({ policy: 'opportunistic', source: 'loopback' });
     expect(loadConfig({ SMTP_RELAY_URL: 'smtp://smtp.example.com:587' }).relayTls).toEqual({ policy: 'verify', source: 'host' });
-    expect(loadConfig({ SMTP_RELAY_URL: 'smtp://smtp.example.com:587', SMTP_RELAY_TLS: 'opportunistic' }).relayTls).toEqual({ policy: 'opportunistic', source: 'SMTP_RELAY_TLS' });
+    expect(loadConfig({ SMTP_RELAY_URL: 'smtp://smtp.example.com:587', SMTP_RELAY_TLS: 'opportunistic' }).relayTls).toEqual({
+      policy: 'opportunistic',
+      source: 'SMTP_RELAY_TLS',
+    });
     expect(loadConfig({ SMTP_RELAY_TLS: '', SMTP_RELAY_CA_FILE: '' }).relayTls).toEqual({ policy: 'opportunistic', source: 'loopback' });
-    expect(loadConfig({ SMTP_RELAY_CA_FILE: '/etc/herald/relay-ca.pem' }).relayTls).toEqual({ policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: '/etc/herald/relay-ca.pem' });
+    expect(loadConfig({ SMTP_RELAY_CA_FILE: '/etc/herald/relay-ca.pem' }).relayTls).toEqual({
+      policy: 'verify',
+      source: 'SMTP_RELAY_CA_FILE',
+      caFile: '/etc/herald/relay-ca.pem',
+    });
   });
 
   it.each([
     [{ SMTP_RELAY_TLS: 'require' }, 'SMTP_RELAY_TLS: must be one of opportunistic, verify, none'],
     [{ SMTP_RELAY_TLS: 'none', SMTP_RELAY_URL: 'smtps://relay.example.com' }, 'SMTP_RELAY_TLS: none cannot apply to smtps://'],
-    [{ SMTP_RELAY_TLS: 'opportunistic', SMTP_RELAY_CA_FILE: '/etc/ca.pem' }, 'SMTP_RELAY_CA_FILE: only used with SMTP_RELAY_TLS=verify (not opportunistic)'],
+    [
+      { SMTP_RELAY_TLS: 'opportunistic', SMTP_RELAY_CA_FILE: '/etc/ca.pem' },
+      'SMTP_RELAY_CA_FILE: only used with SMTP_RELAY_TLS=verify (not opportunistic)',
+    ],
   ])('refuses the relay TLS settings %o', (env, problem) => {
     expect(() => loadConfig(env)).toThrowError(problem);
   });
 
   it('listens for submission over implicit TLS only with TLS files: 465 by default in production, off in development', () => {
-    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/h', REDIS_URL: 'redis://r:6379', TEMPORAL_ADDRESS: 't:7233', PUBLIC_URL: 'https://h.example.com', HERALD_ENCRYPTION_KEY: key };
+    const production = {
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://db/h',
+      REDIS_URL: 'redis://r:6379',
+      TEMPORAL_ADDRESS: 't:7233',
+      PUBLIC_URL: 'https://h.example.com',
+      HERALD_ENCRYPTION_KEY: key,
+    };
     const files = { SMTP_TLS_KEY_FILE: '/etc/herald/key.pem', SMTP_TLS_CERT_FILE: '/etc/herald/cert.pem' };
     expect(loadConfig(production).submission).toEqual({ port: 587, host: '0.0.0.0' });
     expect(loadConfig({ ...production, ...files }).submission).toEqual({ port: 587, host: '0.0.0.0', implicitTlsPort: 465 });
     expect(loadConfig({ ...production, ...files, SMTP_SUBMISSIONS_PORT: 'off' }).submission).toEqual({ port: 587, host: '0.0.0.0' });
     expect(loadConfig(files).submission).toEqual({ port: 2587, host: '0.0.0.0' });
     expect(loadConfig({ ...files, SMTP_SUBMISSIONS_PORT: '2465' }).submission).toMatchObject({ implicitTlsPort: 2465 });
-    expect(() => loadConfig({ SMTP_SUBMISSIONS_PORT: '2465' })).toThrowError('SMTP_SUBMISSIONS_PORT: implicit TLS needs SMTP_TLS_KEY_FILE and SMTP_TLS_CERT_FILE');
+    expect(() => loadConfig({ SMTP_SUBMISSIONS_PORT: '2465' })).toThrowError(
+      'SMTP_SUBMISSIONS_PORT: implicit TLS needs SMTP_TLS_KEY_FILE and SMTP_TLS_CERT_FILE',
+    );
     expect(() => loadConfig({ ...files, SMTP_SUBMISSIONS_PORT: 'tls' })).toThrowError(ConfigError);
   });
 
@@ -195,7 +221,21 @@ describe('loadConfig', () => {
       blobDir: '.data/blobs',
       webhooks: {
         retrySchedule: '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h',
-        retryScheduleMs: [0, 5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 43_200_000, DAY, DAY],
+        retryScheduleMs: [
+          0,
+          5_000,
+          30_000,
+          120_000,
+          600_000,
+          1_800_000,
+          3_600_000,
+          7_200_000,
+          14_400_000,
+          28_800_000,
+          43_200_000,
+          DAY,
+          DAY,
+        ],
         allowPrivateTargets: false,
         endpointConcurrency: 8,
       },

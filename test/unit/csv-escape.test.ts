@@ -19,15 +19,22 @@ describe('escapeFormulaCell', () => {
     expect(escapeFormulaCell(cell)).toBe(expected);
   });
 
-  it.each(['', 'Ada', 'a=b', ' =1', "'quoted", '["vip"]', '{"plan":"pro"}', '2026-01-01T00:00:00.000Z', 'ünïcødé', '\n=1'])('leaves %j alone', (cell) => {
-    expect(escapeFormulaCell(cell)).toBe(cell);
-  });
+  it.each(['', 'Ada', 'a=b', ' =1', "'quoted", '["vip"]', '{"plan":"pro"}', '2026-01-01T00:00:00.000Z', 'ünïcødé', '\n=1'])(
+    'leaves %j alone',
+    (cell) => {
+      expect(escapeFormulaCell(cell)).toBe(cell);
+    },
+  );
 });
 
 describe('csvStream', () => {
   it('escapes text cells by default, leaves numbers, the header and empty cells alone, and writes raw values on request', async () => {
     const records = () => rows([1, '=1+1', null, '-x,y'], [-5, 'plain', '', '@me']);
-    expect(await text(csvStream(['row', 'a', 'b', 'c'], records(), { escapeFormulas: true }))).toBe("row,a,b,c\n1,'=1+1,,\"'-x,y\"\n-5,plain,,'@me\n");
-    expect(await text(csvStream(['row', 'a', 'b', 'c'], records(), { escapeFormulas: false }))).toBe('row,a,b,c\n1,=1+1,,"-x,y"\n-5,plain,,@me\n');
+    expect(await text(csvStream(['row', 'a', 'b', 'c'], records(), { escapeFormulas: true }))).toBe(
+      "row,a,b,c\n1,'=1+1,,\"'-x,y\"\n-5,plain,,'@me\n",
+    );
+    expect(await text(csvStream(['row', 'a', 'b', 'c'], records(), { escapeFormulas: false }))).toBe(
+      'row,a,b,c\n1,=1+1,,"-x,y"\n-5,plain,,@me\n',
+    );
   });
 });

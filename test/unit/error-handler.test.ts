@@ -15,10 +15,16 @@ describe('error handler logging', () => {
 
   beforeAll(async () => {
     const app = new Koa<HeraldState>();
-    app.use(errorHandler('http://127.0.0.1', createLogger('info', {}, (line) => lines.push(JSON.parse(line) as (typeof lines)[number]))));
+    app.use(
+      errorHandler(
+        'http://127.0.0.1',
+        createLogger('info', {}, (line) => lines.push(JSON.parse(line) as (typeof lines)[number])),
+      ),
+    );
     app.use((ctx) => {
       ctx.state.requestId = 'req_test';
-      if (ctx.path === '/refused') throw new AppError('bad_gateway', 'The delivery provider rejected the message: 554 no.', { reason: 'PROVIDER_REJECTED' });
+      if (ctx.path === '/refused')
+        throw new AppError('bad_gateway', 'The delivery provider rejected the message: 554 no.', { reason: 'PROVIDER_REJECTED' });
       if (ctx.path === '/invalid') throw new AppError('invalid_request', 'Bad field.');
       throw new Error('database on fire');
     });

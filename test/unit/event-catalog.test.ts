@@ -2,13 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { describe, expect, it } from 'vitest';
-import {
-  ALL_EVENTS,
-  endpointReceives,
-  EVENT_CATALOG,
-  EVENT_TYPES,
-  isEventType,
-} from '../../src/modules/events/events.schemas.ts';
+import { ALL_EVENTS, endpointReceives, EVENT_CATALOG, EVENT_TYPES, isEventType } from '../../src/modules/events/events.schemas.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -30,9 +24,27 @@ describe('event catalog', () => {
   it('lists every event type Herald emits, each with a category, description and data shape', () => {
     expect([...EVENT_TYPES].sort()).toEqual(
       [
-        'contact.created', 'contact.updated', 'contact.deleted', 'contact.unsubscribed', 'contact.suppressed',
-        'contact.bounced', 'contact.complained', 'broadcast.created', 'broadcast.scheduled', 'broadcast.sending', 'broadcast.sent', 'broadcast.cancelled', 'broadcast.failed', 'domain.verified', 'domain.attention',
-        'email.sent', 'email.delivered', 'email.deferred', 'email.bounced', 'email.complained', 'email.failed',
+        'contact.created',
+        'contact.updated',
+        'contact.deleted',
+        'contact.unsubscribed',
+        'contact.suppressed',
+        'contact.bounced',
+        'contact.complained',
+        'broadcast.created',
+        'broadcast.scheduled',
+        'broadcast.sending',
+        'broadcast.sent',
+        'broadcast.cancelled',
+        'broadcast.failed',
+        'domain.verified',
+        'domain.attention',
+        'email.sent',
+        'email.delivered',
+        'email.deferred',
+        'email.bounced',
+        'email.complained',
+        'email.failed',
         'email.received',
       ].sort(),
     );

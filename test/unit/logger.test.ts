@@ -14,7 +14,16 @@ describe('logger', () => {
   it('writes one JSON line per call with time, level, msg and the fields', () => {
     const { logger, lines } = capture('info', { component: 'api' });
     logger.info('request done', { requestId: 'req_1', status: 200 });
-    expect(lines).toEqual([{ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: 'info', msg: 'request done', component: 'api', requestId: 'req_1', status: 200 }]);
+    expect(lines).toEqual([
+      {
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        level: 'info',
+        msg: 'request done',
+        component: 'api',
+        requestId: 'req_1',
+        status: 200,
+      },
+    ]);
   });
 
   it('drops lines under its level and writes nothing when silent', () => {
@@ -31,8 +40,19 @@ describe('logger', () => {
 
   it('redacts fields and bindings named like secrets, in children too', () => {
     const { logger, lines } = capture('debug', { apiKey: 'hrld_live_secret' });
-    logger.child({ signing_secret: 'whsec_x', endpoint: 'ep_1' }).info('sent', { authorization: 'Bearer hrld_live_x', password: 'p', private_key: 'k', token: 't', kept: 'v' });
-    expect(lines[0]).toMatchObject({ apiKey: '[redacted]', signing_secret: '[redacted]', authorization: '[redacted]', password: '[redacted]', private_key: '[redacted]', token: '[redacted]', endpoint: 'ep_1', kept: 'v' });
+    logger
+      .child({ signing_secret: 'whsec_x', endpoint: 'ep_1' })
+      .info('sent', { authorization: 'Bearer hrld_live_x', password: 'p', private_key: 'k', token: 't', kept: 'v' });
+    expect(lines[0]).toMatchObject({
+      apiKey: '[redacted]',
+      signing_secret: '[redacted]',
+      authorization: '[redacted]',
+      password: '[redacted]',
+      private_key: '[redacted]',
+      token: '[redacted]',
+      endpoint: 'ep_1',
+      kept: 'v',
+    });
     expect(JSON.stringify(lines)).not.toMatch(/hrld_live|whsec_x/);
   });
 

@@ -66,7 +66,9 @@ describe('mail sink helpers', () => {
     expect(report).toContain('Arrival-Date: Sat, 21 Nov 2026 08:00:00 +0000');
     expect(report).toContain('Reported-Domain: brand.example');
     expect(report).toContain('Original-Mail-From: <bounce+e1@bounces.example.com>');
-    expect(report).toMatch(/Content-Type: text\/rfc822-headers\r\n\r\nFrom: "Brand" <news@Brand.Example>\r\nMessage-ID: <m1@brand.example>\r\n\r\n--/);
+    expect(report).toMatch(
+      /Content-Type: text\/rfc822-headers\r\n\r\nFrom: "Brand" <news@Brand.Example>\r\nMessage-ID: <m1@brand.example>\r\n\r\n--/,
+    );
     expect(report).not.toContain('body');
   });
 });

@@ -82,7 +82,9 @@ describe('MTA-STS policy cache', () => {
     const refusing = mtaSts({ allowPrivateTargets: false, aaaa: ['::ffff:10.0.0.1'], log: (line) => lines.push(line) });
     expect(await refusing.policyFor('cache.test')).toEqual({ kind: 'none' });
     expect(fetches).toBe(0);
-    expect(lines.join('\n')).toMatch(/mta-sts\.cache\.test has only addresses Herald does not connect to: 127\.0\.0\.1 \(loopback\), ::ffff:10\.0\.0\.1 \(private\)/);
+    expect(lines.join('\n')).toMatch(
+      /mta-sts\.cache\.test has only addresses Herald does not connect to: 127\.0\.0\.1 \(loopback\), ::ffff:10\.0\.0\.1 \(private\)/,
+    );
     expect(await mtaSts({ allowPrivateTargets: true }).policyFor('cache.test')).toMatchObject({ kind: 'policy' });
     expect(fetches).toBe(1);
   });

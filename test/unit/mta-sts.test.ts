@@ -3,12 +3,17 @@ import { mxMatches, parseMtaStsPolicy } from '../../src/modules/outbound/mta-sts
 
 describe('MTA-STS policy rules (RFC 8461)', () => {
   it('parses a policy with CRLF or LF lines, several mx patterns, and caps max_age at a year', () => {
-    expect(parseMtaStsPolicy('version: STSv1\r\nmode: enforce\r\nmx: mail.example.com\r\nmx: *.Example.NET.\r\nmax_age: 604800\r\n')).toEqual({
+    expect(
+      parseMtaStsPolicy('version: STSv1\r\nmode: enforce\r\nmx: mail.example.com\r\nmx: *.Example.NET.\r\nmax_age: 604800\r\n'),
+    ).toEqual({
       mode: 'enforce',
       mx: ['mail.example.com', '*.example.net'],
       maxAgeSeconds: 604_800,
     });
-    expect(parseMtaStsPolicy('version: STSv1\nmode: testing\nmx: a.example\nmax_age: 99999999999\n')).toMatchObject({ mode: 'testing', maxAgeSeconds: 31_557_600 });
+    expect(parseMtaStsPolicy('version: STSv1\nmode: testing\nmx: a.example\nmax_age: 99999999999\n')).toMatchObject({
+      mode: 'testing',
+      maxAgeSeconds: 31_557_600,
+    });
     expect(parseMtaStsPolicy('version: STSv1\nmode: none\nmax_age: 86400\n')).toMatchObject({ mode: 'none', mx: [] });
   });
 

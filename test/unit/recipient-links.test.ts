@@ -12,7 +12,10 @@ describe('unsubscribe links', () => {
     const token = tokenOf(links.url(emailId, now));
     expect(links.check(token, now)).toEqual({ ok: true, claim: { emailId, expires: now.getTime() / 1000 + UNSUBSCRIBE_LINK_TTL_SECONDS } });
     expect(links.check(token, new Date(now.getTime() + UNSUBSCRIBE_LINK_TTL_SECONDS * 1000)).ok).toBe(true);
-    expect(links.check(token, new Date(now.getTime() + UNSUBSCRIBE_LINK_TTL_SECONDS * 1000 + 1000))).toEqual({ ok: false, reason: 'expired' });
+    expect(links.check(token, new Date(now.getTime() + UNSUBSCRIBE_LINK_TTL_SECONDS * 1000 + 1000))).toEqual({
+      ok: false,
+      reason: 'expired',
+    });
   });
 
   it('refuses every other spelling of the signature, another id, another expiry and another key', () => {
@@ -30,7 +33,14 @@ describe('unsubscribe links', () => {
     expect(links.check(`${'0'.repeat(24)}.${expires}.${signature}`)).toEqual({ ok: false, reason: 'invalid' });
     expect(links.check(`${id}.${(Number.parseInt(expires, 36) + 1).toString(36)}.${signature}`)).toEqual({ ok: false, reason: 'invalid' });
     expect(createRecipientLinks(Buffer.alloc(32, 4), 'https://herald.example').check(token)).toEqual({ ok: false, reason: 'invalid' });
-    for (const malformed of ['', 'x', `${id}.${expires}`, `${id.toUpperCase()}.${expires}.${signature}`, `${id}.${expires}.${signature}=`, `${id}..${signature}`]) {
+    for (const malformed of [
+      '',
+      'x',
+      `${id}.${expires}`,
+      `${id.toUpperCase()}.${expires}.${signature}`,
+      `${id}.${expires}.${signature}=`,
+      `${id}..${signature}`,
+    ]) {
       expect(links.check(malformed)).toEqual({ ok: false, reason: 'invalid' });
     }
   });
@@ -46,7 +56,11 @@ describe('tracking links', () => {
     for (const other of ['https://shop.example/a?x=1&y=3', 'https://evil.example/', `${target}#`, 'https://shop.example/a?x=1&y=2 ']) {
       expect(links.checkClick(token, other), other).toBeNull();
     }
-    const open = links.openUrl(emailId).split('/').at(-1)!.replace(/\.gif$/, '');
+    const open = links
+      .openUrl(emailId)
+      .split('/')
+      .at(-1)!
+      .replace(/\.gif$/, '');
     expect(links.checkOpen(open)).toBe(emailId);
     // A token of one kind is not valid as another.
     expect(links.checkOpen(token)).toBeNull();

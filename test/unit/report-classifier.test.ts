@@ -33,7 +33,10 @@ function crlf(lines: string[]): string {
   return lines.join('\r\n');
 }
 
-function dsn(recipients: { email: string; action: string; status: string; diagnostic?: string }[], originalId = `${EMAIL_ID}.0@mail.example.com`): string {
+function dsn(
+  recipients: { email: string; action: string; status: string; diagnostic?: string }[],
+  originalId = `${EMAIL_ID}.0@mail.example.com`,
+): string {
   const blocks = recipients.map((r) =>
     crlf([
       `Final-Recipient: rfc822; ${r.email}`,
@@ -83,7 +86,13 @@ describe('classifyInbound over the real-world corpus', () => {
   });
 
   // Over SMTP every line ends in CRLF, whatever the fixture file uses: check both forms.
-  const cases = files.flatMap((file) => [[file, 'as stored'], [file, 'with CRLF line ends']] as const);
+  const cases = files.flatMap(
+    (file) =>
+      [
+        [file, 'as stored'],
+        [file, 'with CRLF line ends'],
+      ] as const,
+  );
   it.each(cases)('%s (%s)', async (file, form) => {
     const want = expected[file]!;
     const stored = readFileSync(join(FIXTURES, file));
@@ -107,22 +116,29 @@ describe('classifyInbound over the real-world corpus', () => {
 
 describe('classifyInbound: delivery status notifications', () => {
   it('takes the email id from the VERP recipient and the original Message-ID from the report', async () => {
-    const got = await classify(dsn([{ email: 'Gone@Example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' }]), [
-      `bounce+${EMAIL_ID.toUpperCase()}@${BOUNCE_DOMAIN.toUpperCase()}`,
-    ]);
+    const got = await classify(
+      dsn([{ email: 'Gone@Example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' }]),
+      [`bounce+${EMAIL_ID.toUpperCase()}@${BOUNCE_DOMAIN.toUpperCase()}`],
+    );
     expect(got).toEqual({
       kind: 'bounce',
       format: 'dsn',
       emailId: EMAIL_ID,
       originalMessageId: `${EMAIL_ID}.0@mail.example.com`,
       reportingMta: 'mx.example.net',
-      recipients: [{ email: 'gone@example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown', bounceType: 'hard' }],
+      recipients: [
+        { email: 'gone@example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown', bounceType: 'hard' },
+      ],
     });
   });
 
   it('ignores a VERP address on another domain or with a malformed id', async () => {
     const report = dsn([{ email: 'a@example.org', action: 'failed', status: '5.1.1' }]);
-    for (const rcpt of [`bounce+${EMAIL_ID}@elsewhere.test`, `bounce+${EMAIL_ID.slice(1)}@${BOUNCE_DOMAIN}`, `bounces+${EMAIL_ID}@${BOUNCE_DOMAIN}`]) {
+    for (const rcpt of [
+      `bounce+${EMAIL_ID}@elsewhere.test`,
+      `bounce+${EMAIL_ID.slice(1)}@${BOUNCE_DOMAIN}`,
+      `bounces+${EMAIL_ID}@${BOUNCE_DOMAIN}`,
+    ]) {
       const got = await classify(report, [rcpt]);
       expect(got.kind === 'bounce' && got.emailId).toBeNull();
     }
@@ -208,7 +224,15 @@ describe('classifyInbound: complaints and auto-replies', () => {
     ['X-Mailer: test', 'Subject: Automatic reply: undeliverable invoices'],
     ['X-Mailer: test', 'Subject: Abwesenheitsnotiz: Rechnung'],
   ])('classifies %s / %s as an auto-reply, never a bounce', async (header, subject) => {
-    const raw = crlf(['From: person@example.org', 'To: news@example.com', subject, header, '', 'I am away until Monday; delivery of replies may be delayed.', '']);
+    const raw = crlf([
+      'From: person@example.org',
+      'To: news@example.com',
+      subject,
+      header,
+      '',
+      'I am away until Monday; delivery of replies may be delayed.',
+      '',
+    ]);
     const got = await classify(raw);
     expect(got.kind).toBe('auto_reply');
   });
@@ -232,11 +256,22 @@ describe('classifyInbound: complaints and auto-replies', () => {
       '',
     ]);
     const got = await classify(raw);
-    expect(got).toMatchObject({ kind: 'bounce', format: 'exim', recipients: [{ email: 'gone@example.org', status: '5.1.1', bounceType: 'hard' }] });
+    expect(got).toMatchObject({
+      kind: 'bounce',
+      format: 'exim',
+      recipients: [{ email: 'gone@example.org', status: '5.1.1', bounceType: 'hard' }],
+    });
   });
 
   it('leaves an ordinary message that mentions delivery alone', async () => {
-    const raw = crlf(['From: person@example.org', 'To: news@example.com', 'Subject: The delivery failed again', '', 'The courier could not deliver the parcel.', '']);
+    const raw = crlf([
+      'From: person@example.org',
+      'To: news@example.com',
+      'Subject: The delivery failed again',
+      '',
+      'The courier could not deliver the parcel.',
+      '',
+    ]);
     expect(await classify(raw, ['inbox@herald.test'], 'person@example.org')).toEqual({ kind: 'message' });
   });
 });
@@ -246,7 +281,10 @@ describe('classifyInbound: garbage in', () => {
     ['an empty buffer', Buffer.alloc(0)],
     ['random bytes', Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256))],
     ['headers only', Buffer.from('Subject: x\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=\r\n')],
-    ['a broken report', Buffer.from('Content-Type: multipart/report; report-type=feedback-report; boundary="z"\r\n\r\n--z\r\n\x00\xff\r\n')],
+    [
+      'a broken report',
+      Buffer.from('Content-Type: multipart/report; report-type=feedback-report; boundary="z"\r\n\r\n--z\r\n\x00\xff\r\n'),
+    ],
   ])('never throws on %s', async (_name, raw) => {
     const got = await classify(raw);
     expect(['message', 'bounce', 'complaint']).toContain(got.kind);

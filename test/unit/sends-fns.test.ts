@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { resolveSchedule } from '../../src/modules/sends/schedule.fns.ts';
-import { base64DecodedLength, decodeBase64, envelopeRecipients, messageIdFor, parseFromAddress, reservedHeaderNames, secondsUntilNextUtcDay } from '../../src/modules/sends/sends.fns.ts';
+import {
+  base64DecodedLength,
+  decodeBase64,
+  envelopeRecipients,
+  messageIdFor,
+  parseFromAddress,
+  reservedHeaderNames,
+  secondsUntilNextUtcDay,
+} from '../../src/modules/sends/sends.fns.ts';
 
 const NOW = new Date('2026-11-21T10:00:00Z');
 
@@ -44,9 +52,12 @@ describe('parseFromAddress', () => {
   ])('reads %s', (text, parsed) => {
     expect(parseFromAddress(text)).toEqual(parsed);
   });
-  it.each(['orders', 'orders@', '@x.example', 'a@localhost', 'a b@x.example', 'A <a@x.example', 'a@x.example\r\nBcc: e@x.example'])('refuses %s', (text) => {
-    expect(parseFromAddress(text)).toBeNull();
-  });
+  it.each(['orders', 'orders@', '@x.example', 'a@localhost', 'a b@x.example', 'A <a@x.example', 'a@x.example\r\nBcc: e@x.example'])(
+    'refuses %s',
+    (text) => {
+      expect(parseFromAddress(text)).toBeNull();
+    },
+  );
 });
 
 describe('envelope and headers', () => {
@@ -62,7 +73,16 @@ describe('envelope and headers', () => {
     expect(reservedHeaderNames({ 'X-Tag': '1', 'message-ID': 'x', BCC: 'y', 'List-Unsubscribe': 'z' })).toEqual(['message-ID', 'BCC']);
   });
   it('reserves the identity headers: every Resent-* field and Sender', () => {
-    expect(reservedHeaderNames({ 'Resent-From': 'a', 'resent-date': 'b', 'RESENT-MESSAGE-ID': 'c', Sender: 'd', 'X-Resent-Note': 'e', Resent: 'f' })).toEqual(['Resent-From', 'resent-date', 'RESENT-MESSAGE-ID', 'Sender']);
+    expect(
+      reservedHeaderNames({
+        'Resent-From': 'a',
+        'resent-date': 'b',
+        'RESENT-MESSAGE-ID': 'c',
+        Sender: 'd',
+        'X-Resent-Note': 'e',
+        Resent: 'f',
+      }),
+    ).toEqual(['Resent-From', 'resent-date', 'RESENT-MESSAGE-ID', 'Sender']);
   });
   it('builds the Message-ID from the email id', () => {
     expect(messageIdFor('0123456789abcdef01234567', 'shop.example')).toBe('0123456789abcdef01234567.0@shop.example');

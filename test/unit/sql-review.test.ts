@@ -35,8 +35,18 @@ function reviewSql(file: string, source: string, tenantTables: ReadonlySet<strin
   const findings: SqlFinding[] = [];
   const visit = (node: ts.Node): void => {
     // Kysely reaches tables only through db/workspace-db.ts (workspaceDb adds the workspace, allWorkspacesDb says why not).
-    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'getKysely' && !file.endsWith(KYSELY_HOME)) {
-      findings.push({ file, line: tree.getLineAndCharacterOfPosition(node.getStart(tree)).line + 1, tables: [], sql: node.getText(tree).replace(/\s+/g, ' ').slice(0, 120) });
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      node.expression.name.text === 'getKysely' &&
+      !file.endsWith(KYSELY_HOME)
+    ) {
+      findings.push({
+        file,
+        line: tree.getLineAndCharacterOfPosition(node.getStart(tree)).line + 1,
+        tables: [],
+        sql: node.getText(tree).replace(/\s+/g, ' ').slice(0, 120),
+      });
     }
     if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateExpression(node)) {
       const text = node.getText(tree);
@@ -46,7 +56,12 @@ function reviewSql(file: string, source: string, tenantTables: ReadonlySet<strin
         const marker = MARKER.exec(text)?.[0];
         const unsafeMarker = marker !== undefined && /\?|:\w/.test(marker);
         if (unsafeMarker || (tables.length > 0 && !/\borg_id\b/.test(text) && !marker)) {
-          findings.push({ file, line: tree.getLineAndCharacterOfPosition(node.getStart(tree)).line + 1, tables, sql: text.replace(/\s+/g, ' ').slice(0, 120) });
+          findings.push({
+            file,
+            line: tree.getLineAndCharacterOfPosition(node.getStart(tree)).line + 1,
+            tables,
+            sql: text.replace(/\s+/g, ' ').slice(0, 120),
+          });
         }
         return;
       }
@@ -87,7 +102,12 @@ describe('raw SQL review', () => {
     ].join('\n');
     expect(reviewSql('fixture.ts', source, tenantTables)).toEqual([
       { file: 'fixture.ts', line: 1, tables: ['contacts'], sql: "'select id, email from contacts where id = ?'" },
-      { file: 'fixture.ts', line: 6, tables: ['contacts'], sql: "'select id from contacts /* workspace: org_id = ? comes first */ where '" },
+      {
+        file: 'fixture.ts',
+        line: 6,
+        tables: ['contacts'],
+        sql: "'select id from contacts /* workspace: org_id = ? comes first */ where '",
+      },
       { file: 'fixture.ts', line: 7, tables: [], sql: 'em.getKysely()' },
     ]);
   });

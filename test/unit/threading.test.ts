@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  bareMessageId,
-  normalizeSubject,
-  parseMessageIdList,
-  participantsOf,
-  replyCandidates,
-} from '../../src/modules/inbox/threading.ts';
+import { bareMessageId, normalizeSubject, parseMessageIdList, participantsOf, replyCandidates } from '../../src/modules/inbox/threading.ts';
 
 describe('normalizeSubject', () => {
   it.each([

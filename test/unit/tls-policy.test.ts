@@ -34,8 +34,17 @@ describe('resolveRelayTls', () => {
 
 describe('isLoopbackHost', () => {
   it.each([
-    ['127.0.0.1', true], ['127.1.2.3', true], ['localhost', true], ['mail.localhost', true], ['[::1]', true], ['::ffff:127.0.0.1', true],
-    ['128.0.0.1', false], ['10.0.0.1', false], ['localhost.example.com', false], ['[::2]', false], ['example.com', false],
+    ['127.0.0.1', true],
+    ['127.1.2.3', true],
+    ['localhost', true],
+    ['mail.localhost', true],
+    ['[::1]', true],
+    ['::ffff:127.0.0.1', true],
+    ['128.0.0.1', false],
+    ['10.0.0.1', false],
+    ['localhost.example.com', false],
+    ['[::2]', false],
+    ['example.com', false],
   ])('%s → %s', (host, expected) => {
     expect(isLoopbackHost(host)).toBe(expected);
   });
@@ -44,14 +53,16 @@ describe('isLoopbackHost', () => {
 describe('describeRelayTls', () => {
   it('says which policy applies and what chose it', () => {
     expect(describeRelayTls({ policy: 'opportunistic', source: 'loopback' })).toBe('opportunistic (default for a relay on loopback)');
-    expect(describeRelayTls({ policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: '/etc/ca.pem' })).toBe('verify (SMTP_RELAY_CA_FILE is set, trusting /etc/ca.pem)');
+    expect(describeRelayTls({ policy: 'verify', source: 'SMTP_RELAY_CA_FILE', caFile: '/etc/ca.pem' })).toBe(
+      'verify (SMTP_RELAY_CA_FILE is set, trusting /etc/ca.pem)',
+    );
   });
 });
 
 describe('describeTlsFailure', () => {
   const verify: RelayTlsSettings = { policy: 'verify', source: 'host' };
 
-  it('names a refused certificate with Node\'s code', () => {
+  it("names a refused certificate with Node's code", () => {
     const error = Object.assign(new Error('certificate has expired'), { code: 'ESOCKET', originalCode: 'CERT_HAS_EXPIRED' });
     expect(describeTlsFailure(error, verify)).toEqual({
       key: 'CERT_HAS_EXPIRED',
@@ -60,7 +71,12 @@ describe('describeTlsFailure', () => {
   });
 
   it('leaves failures that are not TLS to the caller', () => {
-    expect(describeTlsFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:25'), { code: 'ESOCKET', originalCode: 'ECONNREFUSED' }), verify)).toBeNull();
+    expect(
+      describeTlsFailure(
+        Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:25'), { code: 'ESOCKET', originalCode: 'ECONNREFUSED' }),
+        verify,
+      ),
+    ).toBeNull();
     expect(describeTlsFailure(Object.assign(new Error('Greeting never received'), { code: 'ETIMEDOUT' }), verify)).toBeNull();
   });
 });
@@ -68,17 +84,23 @@ describe('describeTlsFailure', () => {
 describe('createTlsFailureLog', () => {
   it('warns once per reason while the failure lasts, and again after the relay worked in between', () => {
     const lines: { level: string; msg: string; reason?: string }[] = [];
-    const log = createTlsFailureLog(createLogger('info', {}, (line) => lines.push(JSON.parse(line) as (typeof lines)[number])), {
-      address: '127.0.0.1:25',
-      settings: { policy: 'verify', source: 'SMTP_RELAY_TLS' },
-    });
+    const log = createTlsFailureLog(
+      createLogger('info', {}, (line) => lines.push(JSON.parse(line) as (typeof lines)[number])),
+      {
+        address: '127.0.0.1:25',
+        settings: { policy: 'verify', source: 'SMTP_RELAY_TLS' },
+      },
+    );
     const selfSigned = { key: 'DEPTH_ZERO_SELF_SIGNED_CERT', reason: 'self-signed' };
     const expired = { key: 'CERT_HAS_EXPIRED', reason: 'expired' };
     log.recordFailure(selfSigned);
     log.recordFailure(selfSigned);
     log.recordFailure(expired);
     log.recordFailure(selfSigned);
-    expect(lines.map((line) => [line.level, line.reason])).toEqual([['warn', 'self-signed'], ['warn', 'expired']]);
+    expect(lines.map((line) => [line.level, line.reason])).toEqual([
+      ['warn', 'self-signed'],
+      ['warn', 'expired'],
+    ]);
     log.recordSuccess();
     log.recordSuccess();
     log.recordFailure(selfSigned);

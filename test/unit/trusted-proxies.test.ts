@@ -8,13 +8,20 @@ const proxies = (text: string): TrustedProxies => {
   if (typeof parsed === 'string') throw new Error(parsed);
   return parsed;
 };
-const request = (peer: string, forwardedFor = '', forwardedProto = '', encrypted = false) => ({ peer, forwardedFor, forwardedProto, encrypted });
+const request = (peer: string, forwardedFor = '', forwardedProto = '', encrypted = false) => ({
+  peer,
+  forwardedFor,
+  forwardedProto,
+  encrypted,
+});
 
 describe('TRUSTED_PROXIES: parsing', () => {
   it('takes addresses and CIDR ranges of both families, and nothing for an empty list', () => {
     const trusted = proxies(' 10.0.0.0/8, 192.0.2.7 ,fd00::/8, ::1');
-    for (const address of ['10.1.2.3', '192.0.2.7', '::ffff:10.9.9.9', 'fd12::1', '::1']) expect(trusted.trusts(address), address).toBe(true);
-    for (const address of ['11.0.0.1', '192.0.2.8', 'fe80::1', '127.0.0.1', 'not an address', '']) expect(trusted.trusts(address), address).toBe(false);
+    for (const address of ['10.1.2.3', '192.0.2.7', '::ffff:10.9.9.9', 'fd12::1', '::1'])
+      expect(trusted.trusts(address), address).toBe(true);
+    for (const address of ['11.0.0.1', '192.0.2.8', 'fe80::1', '127.0.0.1', 'not an address', ''])
+      expect(trusted.trusts(address), address).toBe(false);
     expect(proxies('').trusts('127.0.0.1')).toBe(false);
   });
 
@@ -41,7 +48,10 @@ describe('TRUSTED_PROXIES: the real client', () => {
 
   it('ignores forwarded headers from a peer that is not a trusted proxy', () => {
     expect(resolveClient(request('203.0.113.9', '198.51.100.1', 'https'), trusted)).toEqual({ address: '203.0.113.9', scheme: 'http' });
-    expect(resolveClient(request('::ffff:203.0.113.9', '198.51.100.1', 'http', true), trusted)).toEqual({ address: '203.0.113.9', scheme: 'https' });
+    expect(resolveClient(request('::ffff:203.0.113.9', '198.51.100.1', 'http', true), trusted)).toEqual({
+      address: '203.0.113.9',
+      scheme: 'https',
+    });
     expect(resolveClient(request('10.0.0.2', '198.51.100.1', 'https'), proxies(''))).toEqual({ address: '10.0.0.2', scheme: 'http' });
   });
 

@@ -31,9 +31,10 @@ describe('signed upload URLs', () => {
     }
   });
 
-  it('refuses malformed signatures and another key\'s signature', () => {
+  it("refuses malformed signatures and another key's signature", () => {
     const sig = signer.sign(claim);
-    for (const bad of ['', 'zz', sig.slice(2), `${sig}00`, sig.toUpperCase(), 'g'.repeat(64)]) expect(signer.verify(claim, bad), bad).toBe(false);
+    for (const bad of ['', 'zz', sig.slice(2), `${sig}00`, sig.toUpperCase(), 'g'.repeat(64)])
+      expect(signer.verify(claim, bad), bad).toBe(false);
     expect(createUploadUrlSigner(randomBytes(32), 'https://herald.example.com').verify(claim, sig)).toBe(false);
     expect(createUploadUrlSigner(key, 'https://other.example.com').verify(claim, sig)).toBe(true);
   });
@@ -56,12 +57,24 @@ describe('attachment rules', () => {
     expect(attachmentProblems({ filename: 'a.pdf', content_type: 'application/pdf' })).toEqual([]);
     expect(attachmentProblems({ filename: 'a.txt', content_type: 'text/plain; charset="utf-8"' })).toEqual([]);
     expect(attachmentProblems({ filename: 'a.exe', content_type: 'application/pdf' }).map((p) => p.type)).toEqual(['denied_extension']);
-    expect(attachmentProblems({ filename: 'a.pdf', content_type: 'application/x-msdownload' }).map((p) => p.type)).toEqual(['denied_content_type']);
+    expect(attachmentProblems({ filename: 'a.pdf', content_type: 'application/x-msdownload' }).map((p) => p.type)).toEqual([
+      'denied_content_type',
+    ]);
   });
 
   it('refuses an executable named as an NTFS alternate data stream', () => {
-    for (const filename of ['invoice.exe::$DATA', 'invoice.EXE::$data', 'invoice.exe:stream', 'invoice.exe:stream:$DATA', 'notes.txt:payload.exe', 'invoice.exe. ::$DATA']) {
-      expect(attachmentProblems({ filename, content_type: 'application/pdf' }).map((p) => p.type), filename).toEqual(['denied_extension']);
+    for (const filename of [
+      'invoice.exe::$DATA',
+      'invoice.EXE::$data',
+      'invoice.exe:stream',
+      'invoice.exe:stream:$DATA',
+      'notes.txt:payload.exe',
+      'invoice.exe. ::$DATA',
+    ]) {
+      expect(
+        attachmentProblems({ filename, content_type: 'application/pdf' }).map((p) => p.type),
+        filename,
+      ).toEqual(['denied_extension']);
     }
     expect(attachmentProblems({ filename: 'minutes 10:30.pdf', content_type: 'application/pdf' })).toEqual([]);
   });

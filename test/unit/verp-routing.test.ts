@@ -15,7 +15,10 @@ describe('signed VERP return paths', () => {
     expect(address.split('@')[0]!.length).toBeLessThanOrEqual(64);
     expect(verp.check(address, BOUNCE_DOMAIN)).toEqual({ kind: 'verified', verp: { emailId: ID, host: 'bounces.shop.example' } });
     // Some MTAs fold the case of the local part.
-    expect(verp.check(address.toUpperCase(), BOUNCE_DOMAIN)).toEqual({ kind: 'verified', verp: { emailId: ID, host: 'bounces.shop.example' } });
+    expect(verp.check(address.toUpperCase(), BOUNCE_DOMAIN)).toEqual({
+      kind: 'verified',
+      verp: { emailId: ID, host: 'bounces.shop.example' },
+    });
   });
 
   it('refuses the unsigned legacy form, another email id, another host, another key and a flipped tag', () => {
@@ -38,7 +41,11 @@ describe('signed VERP return paths', () => {
   });
 
   it('routes a verified address to its email, an ordinary one by domain, and refuses anything else on a bounce host', () => {
-    expect(routeOf(verp.address(ID, 'bounces.shop.example'), BOUNCE_DOMAIN, verp)).toEqual({ kind: 'verp', emailId: ID, host: 'bounces.shop.example' });
+    expect(routeOf(verp.address(ID, 'bounces.shop.example'), BOUNCE_DOMAIN, verp)).toEqual({
+      kind: 'verp',
+      emailId: ID,
+      host: 'bounces.shop.example',
+    });
     expect(routeOf('Support@Shop.Example', BOUNCE_DOMAIN, verp)).toEqual({ kind: 'domain', domain: 'shop.example' });
     expect(routeOf(`bounce+${ID}@bounces.shop.example`, BOUNCE_DOMAIN, verp)).toEqual({ kind: 'refused' });
     expect(routeOf('postmaster@bounces.shop.example', BOUNCE_DOMAIN, verp)).toEqual({ kind: 'refused' });

@@ -26,7 +26,11 @@ describe('postWebhook (SSRF-safe HTTP of deliveries)', () => {
     expect(result.latencyMs).toBeGreaterThanOrEqual(0);
     const [request] = receiver.requests('/ok');
     expect(request).toMatchObject({ method: 'POST', body: '{"a":"é"}' });
-    expect(request!.headers).toMatchObject({ 'content-type': 'application/json', 'x-test': '1', 'content-length': String(Buffer.byteLength('{"a":"é"}')) });
+    expect(request!.headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-test': '1',
+      'content-length': String(Buffer.byteLength('{"a":"é"}')),
+    });
   });
 
   it('connects to the address it checked, keeping the URL host in the Host header', async () => {
@@ -38,8 +42,18 @@ describe('postWebhook (SSRF-safe HTTP of deliveries)', () => {
 
   it.each([
     ['a loopback IP literal', '127.0.0.1', undefined, /^refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback address/],
-    ['a name resolving to a private address', 'internal.example.test', ['10.1.2.3'], /^refused: internal\.example\.test resolves to 10\.1\.2\.3, a private address/],
-    ['a name with one public and one metadata address', 'mixed.example.test', ['93.184.215.14', '169.254.169.254'], /169\.254\.169\.254, a metadata address/],
+    [
+      'a name resolving to a private address',
+      'internal.example.test',
+      ['10.1.2.3'],
+      /^refused: internal\.example\.test resolves to 10\.1\.2\.3, a private address/,
+    ],
+    [
+      'a name with one public and one metadata address',
+      'mixed.example.test',
+      ['93.184.215.14', '169.254.169.254'],
+      /169\.254\.169\.254, a metadata address/,
+    ],
     ['an IPv6 loopback literal', '[::1]', undefined, /^refused: \[::1\] resolves to ::1, a loopback address/],
   ])('refuses %s when private targets are not allowed, before any connection', async (_name, host, addresses, message) => {
     const resolve = () => Promise.resolve((addresses ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
@@ -52,9 +66,13 @@ describe('postWebhook (SSRF-safe HTTP of deliveries)', () => {
 
   it('reports DNS failures, refused connections and unsupported schemes as errors', async () => {
     const notFound = () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.example.test'), { code: 'ENOTFOUND' }));
-    expect((await postWebhook('https://nowhere.example.test/', {}, '{}', { ...deny, resolve: notFound })).error).toBe('DNS: nowhere.example.test does not resolve');
+    expect((await postWebhook('https://nowhere.example.test/', {}, '{}', { ...deny, resolve: notFound })).error).toBe(
+      'DNS: nowhere.example.test does not resolve',
+    );
     const empty = () => Promise.resolve([]);
-    expect((await postWebhook('https://empty.example.test/', {}, '{}', { ...deny, resolve: empty })).error).toBe('DNS: empty.example.test has no addresses');
+    expect((await postWebhook('https://empty.example.test/', {}, '{}', { ...deny, resolve: empty })).error).toBe(
+      'DNS: empty.example.test has no addresses',
+    );
     const port = await freePort();
     expect((await postWebhook(`http://127.0.0.1:${port}/`, {}, '{}', allow)).error).toBe(`connection refused (127.0.0.1:${port})`);
     expect((await postWebhook('ftp://127.0.0.1/', {}, '{}', allow)).error).toBe('unsupported URL scheme ftp:');
@@ -80,7 +98,10 @@ describe('postWebhook (SSRF-safe HTTP of deliveries)', () => {
     });
     await new Promise<void>((resolve) => trickle.listen(0, '127.0.0.1', resolve));
     try {
-      const unfinished = await postWebhook(`http://127.0.0.1:${(trickle.address() as AddressInfo).port}/`, {}, '{}', { ...allow, timeoutMs: 300 });
+      const unfinished = await postWebhook(`http://127.0.0.1:${(trickle.address() as AddressInfo).port}/`, {}, '{}', {
+        ...allow,
+        timeoutMs: 300,
+      });
       expect(unfinished).toMatchObject({ statusCode: null, error: 'timeout: no complete response within 0.3 s' });
     } finally {
       trickle.closeAllConnections();

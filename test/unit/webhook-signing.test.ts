@@ -40,7 +40,9 @@ describe('webhook signing', () => {
 
     const now = Math.floor(Date.now() / 1000);
     const fresh = signatureHeaders({ ...VECTOR, timestamp: now });
-    expect(stripe.webhooks.constructEvent(Buffer.from(VECTOR.body), fresh['Herald-Signature']!, VECTOR.secret)).toMatchObject({ type: 'contact.created' });
+    expect(stripe.webhooks.constructEvent(Buffer.from(VECTOR.body), fresh['Herald-Signature']!, VECTOR.secret)).toMatchObject({
+      type: 'contact.created',
+    });
     expect(new Webhook(VECTOR.secret).verify(VECTOR.body, fresh)).toMatchObject({ id: '69558b000000000000000abc' });
   });
 
@@ -89,7 +91,9 @@ describe('webhook signing', () => {
       expect(verifyHeraldSignature(VECTOR.body, VECTOR.heraldSignature, VECTOR.secret, 300, VECTOR.timestamp - 300)).toBe(VECTOR.timestamp);
       expect(() => verifyHeraldSignature(VECTOR.body, VECTOR.heraldSignature, VECTOR.secret, 300, VECTOR.timestamp + 301)).toThrow(/300 s/);
       expect(() => verifyHeraldSignature(VECTOR.body, VECTOR.heraldSignature, VECTOR.secret, 300, VECTOR.timestamp - 301)).toThrow(/300 s/);
-      expect(verifyHeraldSignature(VECTOR.body, VECTOR.heraldSignature, VECTOR.secret, 0, VECTOR.timestamp + 86_400)).toBe(VECTOR.timestamp);
+      expect(verifyHeraldSignature(VECTOR.body, VECTOR.heraldSignature, VECTOR.secret, 0, VECTOR.timestamp + 86_400)).toBe(
+        VECTOR.timestamp,
+      );
     });
 
     it.each([
@@ -101,7 +105,13 @@ describe('webhook signing', () => {
       ['tampered body', VECTOR.heraldSignature, VECTOR.body + ' ', VECTOR.secret, /matches/],
       ['wrong secret', VECTOR.heraldSignature, VECTOR.body, 'whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8', /matches/],
       ['truncated signature', VECTOR.heraldSignature.slice(0, -2), VECTOR.body, VECTOR.secret, /matches/],
-      ['uppercase hex', VECTOR.heraldSignature.toUpperCase().replace('T=', 't=').replace('V1=', 'v1='), VECTOR.body, VECTOR.secret, /matches/],
+      [
+        'uppercase hex',
+        VECTOR.heraldSignature.toUpperCase().replace('T=', 't=').replace('V1=', 'v1='),
+        VECTOR.body,
+        VECTOR.secret,
+        /matches/,
+      ],
     ])('rejects %s with webhook_signature_invalid', (_name, header, body, secret, message) => {
       let caught: unknown;
       try {

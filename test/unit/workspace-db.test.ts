@@ -27,7 +27,7 @@ describe('workspaceDb: every statement confined to one workspace', () => {
     expect(query.sql).toBe('select "c"."email" from "contacts" as "c" where "c"."org_id" = $1');
   });
 
-  it('puts a joined table\'s condition in its ON, so a left join keeps unmatched rows', () => {
+  it("puts a joined table's condition in its ON, so a left join keeps unmatched rows", () => {
     const query = db
       .selectFrom('segments as s')
       .leftJoin('segment_members as m', 'm.segment_id', 's.id')
@@ -60,15 +60,41 @@ describe('workspaceDb: every statement confined to one workspace', () => {
     const update = db.updateTable('segments').set({ name: 'Renamed' }).where('id', '=', 'seg_1').compile();
     expect(update.sql).toBe('update "segments" set "name" = $1 where "id" = $2 and "segments"."org_id" = $3');
     const remove = db.deleteFrom('segment_members').where('contact_id', '=', 'con_1').returning('segment_id').compile();
-    expect(remove.sql).toBe('delete from "segment_members" where "contact_id" = $1 and "segment_members"."org_id" = $2 returning "segment_id"');
+    expect(remove.sql).toBe(
+      'delete from "segment_members" where "contact_id" = $1 and "segment_members"."org_id" = $2 returning "segment_id"',
+    );
   });
 
   it('takes an insert into a workspace table only when every row belongs to the workspace', () => {
     const row = { segment_id: 'seg_1', contact_id: 'con_1', created_at: new Date(0) };
-    expect(() => db.insertInto('segment_members').values({ ...row, org_id: ORG }).compile()).not.toThrow();
-    expect(() => db.insertInto('segment_members').values([{ ...row, org_id: ORG }, { ...row, contact_id: 'con_2', org_id: 'org_other' }]).compile()).toThrow(/must set org_id/);
-    expect(() => db.insertInto('segment_members').values({ ...row, org_id: sql<string>`'org_other'` }).compile()).toThrow(/must set org_id/);
-    expect(() => db.insertInto('segment_members').columns(['segment_id', 'contact_id']).expression(db.selectFrom('contacts').select(['id', 'id'])).compile()).toThrow(/must set org_id/);
+    expect(() =>
+      db
+        .insertInto('segment_members')
+        .values({ ...row, org_id: ORG })
+        .compile(),
+    ).not.toThrow();
+    expect(() =>
+      db
+        .insertInto('segment_members')
+        .values([
+          { ...row, org_id: ORG },
+          { ...row, contact_id: 'con_2', org_id: 'org_other' },
+        ])
+        .compile(),
+    ).toThrow(/must set org_id/);
+    expect(() =>
+      db
+        .insertInto('segment_members')
+        .values({ ...row, org_id: sql<string>`'org_other'` })
+        .compile(),
+    ).toThrow(/must set org_id/);
+    expect(() =>
+      db
+        .insertInto('segment_members')
+        .columns(['segment_id', 'contact_id'])
+        .expression(db.selectFrom('contacts').select(['id', 'id']))
+        .compile(),
+    ).toThrow(/must set org_id/);
   });
 
   it('confines the update of an insert ... on conflict do update to a row of the workspace', () => {
@@ -76,16 +102,29 @@ describe('workspaceDb: every statement confined to one workspace', () => {
     const upsert = db
       .insertInto('segment_members')
       .values(row)
-      .onConflict((oc) => oc.columns(['segment_id', 'contact_id']).doUpdateSet({ created_at: new Date(1) }).where('segment_members.contact_id', '=', 'con_1'))
+      .onConflict((oc) =>
+        oc
+          .columns(['segment_id', 'contact_id'])
+          .doUpdateSet({ created_at: new Date(1) })
+          .where('segment_members.contact_id', '=', 'con_1'),
+      )
       .compile();
     expect(upsert.sql).toBe(
       'insert into "segment_members" ("segment_id", "contact_id", "created_at", "org_id") values ($1, $2, $3, $4) ' +
         'on conflict ("segment_id", "contact_id") do update set "created_at" = $5 where "segment_members"."contact_id" = $6 and "segment_members"."org_id" = $7',
     );
     expect(upsert.parameters.at(-1)).toBe(ORG);
-    const plain = db.insertInto('segment_members').values(row).onConflict((oc) => oc.column('contact_id').doUpdateSet({ created_at: new Date(1) })).compile();
+    const plain = db
+      .insertInto('segment_members')
+      .values(row)
+      .onConflict((oc) => oc.column('contact_id').doUpdateSet({ created_at: new Date(1) }))
+      .compile();
     expect(plain.sql).toMatch(/do update set "created_at" = \$5 where "segment_members"\."org_id" = \$6$/);
-    const nothing = db.insertInto('segment_members').values(row).onConflict((oc) => oc.doNothing()).compile();
+    const nothing = db
+      .insertInto('segment_members')
+      .values(row)
+      .onConflict((oc) => oc.doNothing())
+      .compile();
     expect(nothing.sql).toMatch(/on conflict do nothing$/);
   });
 

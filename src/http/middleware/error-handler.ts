@@ -92,11 +92,7 @@ export function errorEnvelope(requestId: string, publicUrl: string, error: AppEr
   };
 }
 
-export function renderError(
-  ctx: Context & { state: HeraldState },
-  publicUrl: string,
-  error: AppError,
-): void {
+export function renderError(ctx: Context & { state: HeraldState }, publicUrl: string, error: AppError): void {
   ctx.status = error.status;
   if (error.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(Math.max(0, Math.ceil(error.retryAfterSeconds))));
   if (error.allow) ctx.set('Allow', error.allow.join(', '));

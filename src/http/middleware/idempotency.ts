@@ -21,7 +21,9 @@ class KeyTaken extends Error {
 }
 
 function inProgress(): AppError {
-  return new AppError('conflict', `A request with this ${IDEMPOTENCY_HEADER} is still being processed; retry shortly.`, undefined, { retryAfterSeconds: 1 });
+  return new AppError('conflict', `A request with this ${IDEMPOTENCY_HEADER} is still being processed; retry shortly.`, undefined, {
+    retryAfterSeconds: 1,
+  });
 }
 
 function badKey(message: string, type: string): AppError {
@@ -130,7 +132,10 @@ export function idempotency(options: {
     if (record.stored) {
       if (original === undefined) return;
       if (await options.store.isCompleted(recordId).catch(() => false)) {
-        options.logger.error('request failed after its idempotent answer was committed; retries replay that answer', { requestId: ctx.state.requestId, error: original });
+        options.logger.error('request failed after its idempotent answer was committed; retries replay that answer', {
+          requestId: ctx.state.requestId,
+          error: original,
+        });
         throw original;
       }
     }

@@ -6,7 +6,6 @@ import { callerOf, type HeraldState, type RateLimitMeta } from '../state.ts';
 
 export type { RateLimitMeta };
 
-
 /**
  * Per-key token bucket. Every authenticated response carries RateLimit-Limit (the burst),
  * RateLimit-Remaining and RateLimit-Reset (seconds until the bucket is full); a refusal is

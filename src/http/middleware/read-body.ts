@@ -16,11 +16,10 @@ import type { HeraldState } from '../state.ts';
 const DISCARD_CAP_BYTES = 64 * MIB;
 
 function tooLarge(limit: number): AppError {
-  return new AppError(
-    'payload_too_large',
-    `The request body is over this operation's limit of ${formatBytes(limit)} (${limit} bytes).`,
-    { reason: 'REQUEST_TOO_LARGE', limit_bytes: limit },
-  );
+  return new AppError('payload_too_large', `The request body is over this operation's limit of ${formatBytes(limit)} (${limit} bytes).`, {
+    reason: 'REQUEST_TOO_LARGE',
+    limit_bytes: limit,
+  });
 }
 
 /** Lets the rest of a refused body flow into nothing, up to DISCARD_CAP_BYTES. */
@@ -48,10 +47,14 @@ function readFailure(error: unknown, limit: number): AppError {
   if (status === 413) return tooLarge(limit);
   if (status === 415) {
     return new AppError('invalid_request', 'Unsupported Content-Encoding; send identity, gzip, deflate or br.', {
-      fields: [{ path: 'Content-Encoding', location: 'header', type: 'content_encoding', message: 'must be identity, gzip, deflate or br' }],
+      fields: [
+        { path: 'Content-Encoding', location: 'header', type: 'content_encoding', message: 'must be identity, gzip, deflate or br' },
+      ],
     });
   }
-  return new AppError('invalid_request', 'The request body could not be read (aborted, ended early or badly encoded).', { reason: 'MALFORMED_JSON' });
+  return new AppError('invalid_request', 'The request body could not be read (aborted, ended early or badly encoded).', {
+    reason: 'MALFORMED_JSON',
+  });
 }
 
 /**
@@ -91,7 +94,13 @@ async function readBytes(ctx: Context, reader: Middleware): Promise<Buffer> {
 const OFFLOAD_MIN_BYTES = 64 * KIB;
 
 /** The parsed JSON body, `{}` when the request has none (or the route takes none). */
-async function readJson(ctx: Context, limit: number, reader: Middleware, takesBody: boolean, offload: BodyParser | undefined): Promise<ParsedBody | { value: unknown }> {
+async function readJson(
+  ctx: Context,
+  limit: number,
+  reader: Middleware,
+  takesBody: boolean,
+  offload: BodyParser | undefined,
+): Promise<ParsedBody | { value: unknown }> {
   const kind = ctx.request.is('application/json', '+json');
   if (kind === null) return { value: {} };
   if (ctx.request.length > limit) throw tooLarge(limit);

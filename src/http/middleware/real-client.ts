@@ -11,7 +11,12 @@ export function realClient(trusted: TrustedProxies): Middleware<HeraldState> {
   return async (ctx, next) => {
     const socket = ctx.req.socket as typeof ctx.req.socket & { encrypted?: boolean };
     const client = resolveClient(
-      { peer: socket.remoteAddress ?? '', encrypted: socket.encrypted === true, forwardedFor: ctx.get('x-forwarded-for'), forwardedProto: ctx.get('x-forwarded-proto') },
+      {
+        peer: socket.remoteAddress ?? '',
+        encrypted: socket.encrypted === true,
+        forwardedFor: ctx.get('x-forwarded-for'),
+        forwardedProto: ctx.get('x-forwarded-proto'),
+      },
       trusted,
     );
     ctx.request.ip = client.address;

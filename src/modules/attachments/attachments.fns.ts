@@ -64,11 +64,59 @@ export const DENIED_CONTENT_TYPES: ReadonlySet<string> = new Set([
  * commonly used to smuggle them past filters.
  */
 export const DENIED_EXTENSIONS: ReadonlySet<string> = new Set([
-  'ade', 'adp', 'apk', 'appx', 'appxbundle', 'bat', 'cab', 'chm', 'cmd', 'com', 'cpl',
-  'dll', 'dmg', 'exe', 'hta', 'img', 'inf', 'ins', 'iso', 'isp', 'jar', 'jnlp', 'js', 'jse',
-  'lnk', 'mde', 'msc', 'msi', 'msix', 'msixbundle', 'msp', 'mst', 'pif', 'ps1', 'psm1', 'reg',
-  'scf', 'scr', 'sct', 'sh', 'shb', 'sys', 'vb', 'vbe', 'vbs', 'vhd', 'vhdx', 'vxd', 'ws',
-  'wsc', 'wsf', 'wsh', 'xll',
+  'ade',
+  'adp',
+  'apk',
+  'appx',
+  'appxbundle',
+  'bat',
+  'cab',
+  'chm',
+  'cmd',
+  'com',
+  'cpl',
+  'dll',
+  'dmg',
+  'exe',
+  'hta',
+  'img',
+  'inf',
+  'ins',
+  'iso',
+  'isp',
+  'jar',
+  'jnlp',
+  'js',
+  'jse',
+  'lnk',
+  'mde',
+  'msc',
+  'msi',
+  'msix',
+  'msixbundle',
+  'msp',
+  'mst',
+  'pif',
+  'ps1',
+  'psm1',
+  'reg',
+  'scf',
+  'scr',
+  'sct',
+  'sh',
+  'shb',
+  'sys',
+  'vb',
+  'vbe',
+  'vbs',
+  'vhd',
+  'vhdx',
+  'vxd',
+  'ws',
+  'wsc',
+  'wsf',
+  'wsh',
+  'xll',
 ]);
 
 const TOKEN = "[A-Za-z0-9!#$&^_.+'*`|~-]+";
@@ -132,9 +180,7 @@ export function contentTypeProblem(contentType: string): FieldProblem | null {
 
 /** Every problem with the file name and content type of an upload request (empty when fine). */
 export function attachmentProblems(input: { filename: string; content_type: string }): FieldProblem[] {
-  return [filenameProblem(input.filename), contentTypeProblem(input.content_type)].filter(
-    (found): found is FieldProblem => found !== null,
-  );
+  return [filenameProblem(input.filename), contentTypeProblem(input.content_type)].filter((found): found is FieldProblem => found !== null);
 }
 
 /** The blob key reserved for an upload when it is created (no bytes are stored under it). */

@@ -52,7 +52,6 @@ export const AttachmentUploadResponse = v.object({
   required_headers: v.record(v.string(), v.string()),
 });
 
-
 /**
  * The spec's `details.reason` for a request body that fails its shape: a missing or malformed
  * file name (or content type) is INVALID_ATTACHMENT, as the value rules of the service answer it.

@@ -158,7 +158,12 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
         throw headerProblem('Content-Type', 'content_type', `must be exactly ${found.contentType}, as signed`, 'CONTENT_TYPE_MISMATCH');
       }
       if (request.hasTransferEncoding || request.contentLength === undefined) {
-        throw headerProblem('Content-Length', 'content_length', `is required (${found.sizeBytes}); chunked uploads are not accepted`, 'CONTENT_LENGTH_REQUIRED');
+        throw headerProblem(
+          'Content-Length',
+          'content_length',
+          `is required (${found.sizeBytes}); chunked uploads are not accepted`,
+          'CONTENT_LENGTH_REQUIRED',
+        );
       }
       if (request.contentLength !== String(found.sizeBytes)) {
         throw headerProblem('Content-Length', 'content_length', `must be exactly ${found.sizeBytes}, as signed`, 'CONTENT_LENGTH_MISMATCH');
@@ -205,7 +210,10 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
       return orm.em.fork().transactional(async (em) => {
         const stale = await claimStaleUploads(em, cutoff, options.batchSize ?? 100);
         for (const upload of stale) await blobs?.delete(upload.blob_key);
-        await deleteUploadRows(em, stale.map((upload) => upload.id));
+        await deleteUploadRows(
+          em,
+          stale.map((upload) => upload.id),
+        );
         return { deleted: stale.length };
       });
     },

@@ -66,7 +66,9 @@ export function parseUploadExpiry(value: string | undefined): number | null {
 
 /** 403 INVALID_SIGNATURE: the URL was altered or names nothing; `createdBy` is the operation that hands out good ones. */
 export function invalidUploadSignature(createdBy: string): AppError {
-  return new AppError('forbidden', `The upload URL is not valid: use upload_url exactly as ${createdBy} returned it.`, { reason: 'INVALID_SIGNATURE' });
+  return new AppError('forbidden', `The upload URL is not valid: use upload_url exactly as ${createdBy} returned it.`, {
+    reason: 'INVALID_SIGNATURE',
+  });
 }
 
 const CLIENT_ABORT_CODES = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);

@@ -23,7 +23,9 @@ interface SignedUpload {
 function putUpload(router: Router<HeraldState>, path: string, handle: (ctx: Context, upload: SignedUpload) => Promise<void>): void {
   router.all(path, async (ctx) => {
     if (ctx.method !== 'PUT') {
-      throw new AppError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; upload with PUT.`, undefined, { allow: ['PUT'] });
+      throw new AppError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; upload with PUT.`, undefined, {
+        allow: ['PUT'],
+      });
     }
     const query = new URLSearchParams(ctx.querystring);
     await handle(ctx, {

@@ -10,7 +10,7 @@ export async function revokeKeyAndDescendants(em: EntityManager, key: ApiKey, at
   await scopeToOrg(em, key.orgId).transactional(async (tx) => {
     await tx.nativeUpdate(ApiKey, { id: key.id, revokedAt: null }, { revokedAt: at });
     const seen = new Set([key.id]);
-    for (let parents = [key.id]; parents.length > 0; ) {
+    for (let parents = [key.id]; parents.length > 0;) {
       const children = await tx.find(ApiKey, { parentKeyId: { $in: parents } }, { fields: ['id'] });
       parents = children.map((child) => child.id).filter((id) => !seen.has(id));
       for (const id of parents) seen.add(id);

@@ -23,13 +23,26 @@ const ApiKeyResponse = v.object({
   last_used_at: v.nullable(Timestamp),
   expires_at: v.nullable(Timestamp),
   revoked_at: v.nullable(Timestamp),
-  parent_key_id: v.pipe(v.nullable(v.string()), v.description('The key that created this one through the API (revoked with it); null for keys made by an operator or in the dashboard.')),
+  parent_key_id: v.pipe(
+    v.nullable(v.string()),
+    v.description(
+      'The key that created this one through the API (revoked with it); null for keys made by an operator or in the dashboard.',
+    ),
+  ),
 });
 
-const CreatedApiKeyResponse = v.object({ ...ApiKeyResponse.entries, secret: v.pipe(v.string(), v.description('The key itself: shown this once, never again.')) });
+const CreatedApiKeyResponse = v.object({
+  ...ApiKeyResponse.entries,
+  secret: v.pipe(v.string(), v.description('The key itself: shown this once, never again.')),
+});
 
 const CreateApiKeyBody = v.strictObject({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(KEY_NAME_MAX, `must be at most ${KEY_NAME_MAX} characters`)),
+  name: v.pipe(
+    v.string(),
+    v.trim(),
+    v.minLength(1, 'must not be empty'),
+    v.maxLength(KEY_NAME_MAX, `must be at most ${KEY_NAME_MAX} characters`),
+  ),
   scopes: v.pipe(v.array(v.pipe(v.string(), v.maxLength(100))), v.minLength(1, 'must list at least one scope'), v.maxLength(100)),
   mode: v.optional(v.picklist(API_KEY_MODES, `must be ${API_KEY_MODES.join(' or ')}`)),
   expires_at: v.optional(DateTime),
@@ -50,13 +63,18 @@ export function createApiKeysRoutes(deps: { keys: WorkspaceKeysService; cursors:
       operationId: 'listApiKeys',
       method: 'GET',
       path: '/api-keys',
-      summary: 'List the workspace\'s API keys (metadata, never the secret)',
+      summary: "List the workspace's API keys (metadata, never the secret)",
       tag: 'API keys',
       scope: 'api_keys:read',
       extension: true,
       query: PageQuery,
       response: { status: 200, description: 'A page of API keys', schema: ApiKeyResponse, list: true },
-      handle: ({ caller, query }) => listResult({ cursors: deps.cursors, list: 'api-keys', caller, query }, (page) => deps.keys.listKeys(caller.orgId, page), serializeApiKey),
+      handle: ({ caller, query }) =>
+        listResult(
+          { cursors: deps.cursors, list: 'api-keys', caller, query },
+          (page) => deps.keys.listKeys(caller.orgId, page),
+          serializeApiKey,
+        ),
     }),
     defineRoute({
       operationId: 'createApiKey',
@@ -64,7 +82,7 @@ export function createApiKeysRoutes(deps: { keys: WorkspaceKeysService; cursors:
       path: '/api-keys',
       summary: 'Create an API key',
       description:
-        '`scopes` from the catalog (or ["all"]), only ones the calling key holds (403 SCOPE_NOT_HELD); gated scopes cannot be granted. `mode` live or test (default the caller\'s; a test key cannot create a live one, 403 MODE_NOT_HELD). `expires_at` optional, a minute to three years ahead, and no later than the calling key\'s own expiry (403 EXPIRY_NOT_HELD; absent: the calling key\'s). `rate_limit` optional, no higher than the calling key\'s profile (403 RATE_LIMIT_NOT_HELD). Revoking a key revokes the keys it made. The `secret` is in this answer only.',
+        "`scopes` from the catalog (or [\"all\"]), only ones the calling key holds (403 SCOPE_NOT_HELD); gated scopes cannot be granted. `mode` live or test (default the caller's; a test key cannot create a live one, 403 MODE_NOT_HELD). `expires_at` optional, a minute to three years ahead, and no later than the calling key's own expiry (403 EXPIRY_NOT_HELD; absent: the calling key's). `rate_limit` optional, no higher than the calling key's profile (403 RATE_LIMIT_NOT_HELD). Revoking a key revokes the keys it made. The `secret` is in this answer only.",
       tag: 'API keys',
       scope: 'api_keys:write',
       extension: true,

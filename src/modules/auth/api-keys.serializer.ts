@@ -15,4 +15,3 @@ export function serializeApiKey(key: ApiKey) {
     parent_key_id: key.parentKeyId ?? null,
   };
 }
-

@@ -77,9 +77,7 @@ export function createApiKeysService({ orm }: { orm: MikroORM }) {
     },
 
     async listApiKeys(orgId?: string) {
-      return orm.em
-        .fork()
-        .find(ApiKey, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+      return orm.em.fork().find(ApiKey, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
     },
   };
 }

@@ -93,9 +93,7 @@ export function createAuthenticator(options: AuthenticatorOptions) {
     const last = lastUsedWrites.get(keyId) ?? 0;
     if (now() - last < LAST_USED_RESOLUTION_MS) return;
     lastUsedWrites.set(keyId, now());
-    await options.orm.em
-      .fork()
-      .nativeUpdate(ApiKey, { id: keyId }, { lastUsedAt: new Date(now()) }, ALL_TENANTS);
+    await options.orm.em.fork().nativeUpdate(ApiKey, { id: keyId }, { lastUsedAt: new Date(now()) }, ALL_TENANTS);
   }
 
   return {

@@ -44,22 +44,14 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('metrics:read', 'public', 'Read metrics summaries'),
   entry('assistant.chat:write', 'gated', 'Assistant chat (admin-approved organisations, portal only)'),
   entry('assistant.tools:read', 'gated', 'Assistant tools (admin-approved organisations, portal only)'),
-  entry(
-    'assistant.sessions:read',
-    'gated',
-    'Assistant sessions (admin-approved organisations, portal only)',
-  ),
+  entry('assistant.sessions:read', 'gated', 'Assistant sessions (admin-approved organisations, portal only)'),
 ];
 
-export const PUBLIC_SCOPES: readonly string[] = SCOPE_CATALOG.filter(
-  (scope) => scope.launch === 'public',
-).map((scope) => scope.id);
+export const PUBLIC_SCOPES: readonly string[] = SCOPE_CATALOG.filter((scope) => scope.launch === 'public').map((scope) => scope.id);
 
 const KNOWN = new Map(SCOPE_CATALOG.map((scope) => [scope.id, scope]));
 
-export type ScopeCheck =
-  | { ok: true; scopes: string[] }
-  | { ok: false; unknown: string[]; gated: string[] };
+export type ScopeCheck = { ok: true; scopes: string[] } | { ok: false; unknown: string[]; gated: string[] };
 
 /**
  * Resolves a requested scope list for a public_api key: `all` means every public scope;

@@ -56,12 +56,17 @@ export function createWorkspaceKeysService({ orm }: { orm: MikroORM }) {
       if (!resolved.ok) {
         const unknown = [...resolved.unknown, ...resolved.gated];
         throw new AppError('invalid_request', `These scopes cannot be granted to an API key: ${unknown.join(', ') || '(none given)'}.`, {
-          fields: [field('scopes', 'scope', unknown.length > 0 ? `unknown or gated: ${unknown.join(', ')}` : 'at least one scope is required')],
+          fields: [
+            field('scopes', 'scope', unknown.length > 0 ? `unknown or gated: ${unknown.join(', ')}` : 'at least one scope is required'),
+          ],
         });
       }
       const notHeld = resolved.scopes.filter((scope) => !caller.scopes.includes(scope));
       if (notHeld.length > 0) {
-        throw new AppError('forbidden', `This key cannot grant scopes it does not hold: ${notHeld.join(', ')}.`, { reason: 'SCOPE_NOT_HELD', scopes: notHeld });
+        throw new AppError('forbidden', `This key cannot grant scopes it does not hold: ${notHeld.join(', ')}.`, {
+          reason: 'SCOPE_NOT_HELD',
+          scopes: notHeld,
+        });
       }
       const mode = input.mode ?? caller.keyMode;
       if (mode === 'live' && caller.keyMode !== 'live') {
@@ -131,10 +136,14 @@ async function parentBounds(orm: MikroORM, caller: KeyContext): Promise<ParentBo
 function limitsFromParent(parent: ParentBounds, expiresAt: Date | null, rate: CreateWorkspaceKeyInput['rate_limit']) {
   if (parent.expiresAt && (!expiresAt || expiresAt > parent.expiresAt)) {
     if (expiresAt) {
-      throw new AppError('forbidden', `A key cannot outlive the key that creates it: expires_at must be at most ${parent.expiresAt.toISOString()}.`, {
-        reason: 'EXPIRY_NOT_HELD',
-        parent_expires_at: parent.expiresAt.toISOString(),
-      });
+      throw new AppError(
+        'forbidden',
+        `A key cannot outlive the key that creates it: expires_at must be at most ${parent.expiresAt.toISOString()}.`,
+        {
+          reason: 'EXPIRY_NOT_HELD',
+          parent_expires_at: parent.expiresAt.toISOString(),
+        },
+      );
     }
     expiresAt = parent.expiresAt;
   }
@@ -142,10 +151,14 @@ function limitsFromParent(parent: ParentBounds, expiresAt: Date | null, rate: Cr
   const burst = rate.burst ?? parent.profile.burst;
   if (rate.requests_per_minute > parent.profile.requests_per_minute || burst > parent.profile.burst) {
     const { requests_per_minute, burst: parentBurst } = parent.profile;
-    throw new AppError('forbidden', `A key cannot have a higher rate limit than the key that creates it (${requests_per_minute} requests a minute, burst ${parentBurst}).`, {
-      reason: 'RATE_LIMIT_NOT_HELD',
-      rate_limit: { requests_per_minute, burst: parentBurst },
-    });
+    throw new AppError(
+      'forbidden',
+      `A key cannot have a higher rate limit than the key that creates it (${requests_per_minute} requests a minute, burst ${parentBurst}).`,
+      {
+        reason: 'RATE_LIMIT_NOT_HELD',
+        rate_limit: { requests_per_minute, burst: parentBurst },
+      },
+    );
   }
   return { expiresAt, perMinute: rate.requests_per_minute, burst };
 }

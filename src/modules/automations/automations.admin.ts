@@ -35,4 +35,3 @@ export function createAutomationsAdmin({ orm }: { orm: MikroORM }) {
     },
   };
 }
-

@@ -76,7 +76,8 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       method: 'DELETE',
       path: '/automations/:id',
       summary: 'Delete (archive) an automation',
-      description: 'Archives the automation; it stays readable with status archived. Deleting an archived automation again answers the same envelope.',
+      description:
+        'Archives the automation; it stays readable with status archived. Deleting an archived automation again answers the same envelope.',
       tag: 'Automations',
       scope: 'automations:write',
       params: IdParams,

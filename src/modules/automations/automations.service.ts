@@ -15,7 +15,6 @@ import type { UpdateAutomationInput } from './automations.schemas.ts';
 
 const notFound = (id: string) => new AppError('not_found', `Automation ${id} does not exist.`);
 
-
 async function lockAutomation(em: EntityManager, id: string): Promise<Automation> {
   const automation = await em.findOne(Automation, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!automation) throw notFound(id);

@@ -65,7 +65,11 @@ const PLAIN = { escape: (value: unknown) => String(value) };
 
 /** Whether a broadcast's parts parse as Mustache templates (checked at launch); the first problem otherwise. */
 export function templateProblem(parts: { subject: string; html: string; plainText: string }): { field: string; message: string } | null {
-  for (const [field, template] of [['subject', parts.subject], ['html', parts.html], ['plain_text', parts.plainText]] as const) {
+  for (const [field, template] of [
+    ['subject', parts.subject],
+    ['html', parts.html],
+    ['plain_text', parts.plainText],
+  ] as const) {
     try {
       Mustache.parse(template);
     } catch (error) {
@@ -89,7 +93,9 @@ function withPreview(html: string, previewText: string): string {
   if (!previewText) return html;
   const preheader = `<div style="${HIDDEN_PREVIEW}">${escapeHtml(previewText)}</div>`;
   const body = /<body[^>]*>/i.exec(html);
-  return body ? `${html.slice(0, body.index + body[0].length)}${preheader}${html.slice(body.index + body[0].length)}` : `${preheader}${html}`;
+  return body
+    ? `${html.slice(0, body.index + body[0].length)}${preheader}${html.slice(body.index + body[0].length)}`
+    : `${preheader}${html}`;
 }
 
 /** The footer: the postal address and an unsubscribe link, before `</body>` when there is one. */
@@ -143,12 +149,17 @@ export function renderBroadcastMessage(
   const contact = content.contact;
   if (!contact) throw new Error('a broadcast message without its contact is skipped, not rendered');
   const variables = broadcastVariables(contact, links.unsubscribe);
-  const subject = Mustache.render(content.subject, variables, {}, PLAIN).replace(/[\r\n]+/g, ' ').trim();
+  const subject = Mustache.render(content.subject, variables, {}, PLAIN)
+    .replace(/[\r\n]+/g, ' ')
+    .trim();
   let html = content.html ? withPreview(Mustache.render(content.html, variables), content.previewText) : null;
-  if (html !== null && content.tracking && links.click) html = withTrackedLinks(html, links.click, (target) => target === links.unsubscribe);
+  if (html !== null && content.tracking && links.click)
+    html = withTrackedLinks(html, links.click, (target) => target === links.unsubscribe);
   if (html !== null) html = withHtmlFooter(html, content.postalAddress, links.unsubscribe);
   if (html !== null && content.tracking && links.open) html = withOpenPixel(html, links.open);
-  const text = content.plainText ? withTextFooter(Mustache.render(content.plainText, variables, {}, PLAIN), content.postalAddress, links.unsubscribe) : null;
+  const text = content.plainText
+    ? withTextFooter(Mustache.render(content.plainText, variables, {}, PLAIN), content.postalAddress, links.unsubscribe)
+    : null;
   return {
     subject,
     html,

@@ -26,7 +26,13 @@ export interface AudienceMember {
  * least one of the segments (a static segment's members added by then), active and not on the
  * suppression list. One row per contact, so a contact in several segments is mailed once.
  */
-export async function readAudiencePage(em: EntityManager, orgId: string, segmentIds: readonly string[], cursor: AudienceCursor, limit: number): Promise<AudienceMember[]> {
+export async function readAudiencePage(
+  em: EntityManager,
+  orgId: string,
+  segmentIds: readonly string[],
+  cursor: AudienceCursor,
+  limit: number,
+): Promise<AudienceMember[]> {
   return em.execute<AudienceMember[]>(
     `select c.id, c.email, c.created_at
        from contacts c
@@ -73,7 +79,11 @@ export interface BroadcastSender {
  * activity) adds nothing: (broadcast_id, contact_id) is unique. Returns how many were written,
  * or null when the broadcast is no longer sending.
  */
-export async function writeAudiencePage(em: EntityManager, sender: BroadcastSender, members: readonly AudienceMember[]): Promise<number | null> {
+export async function writeAudiencePage(
+  em: EntityManager,
+  sender: BroadcastSender,
+  members: readonly AudienceMember[],
+): Promise<number | null> {
   const last = members.at(-1);
   if (!last) return 0;
   const rows = members.map((member) => ({ id: newId(), rid: newId(), contact_id: member.id, email: member.email }));
@@ -166,7 +176,11 @@ export async function hasOpenMessages(em: EntityManager, orgId: string, broadcas
 }
 
 /** The event counters (sent, delivered, bounced, …) of some broadcasts of a workspace, from the daily rollup. */
-export async function countBroadcastEvents(em: EntityManager, orgId: string, broadcastIds: readonly string[]): Promise<Map<string, Record<string, number>>> {
+export async function countBroadcastEvents(
+  em: EntityManager,
+  orgId: string,
+  broadcastIds: readonly string[],
+): Promise<Map<string, Record<string, number>>> {
   const counts = new Map<string, Record<string, number>>();
   if (broadcastIds.length === 0) return counts;
   const rows = await em.execute<{ broadcast_id: string; type: string; count: number }[]>(

@@ -42,13 +42,21 @@ export function createBroadcastSender(deps: {
   }
 
   /** Moves the broadcast from one status to the next (only from `from`), with its event; false when it was not in `from`. */
-  async function move(input: BroadcastSendInput, from: string, to: 'sending' | 'sent' | 'failed', changes: Partial<Broadcast> = {}): Promise<boolean> {
+  async function move(
+    input: BroadcastSendInput,
+    from: string,
+    to: 'sending' | 'sent' | 'failed',
+    changes: Partial<Broadcast> = {},
+  ): Promise<boolean> {
     return em(input.orgId).transactional(async (tx) => {
       const broadcast = await tx.findOne(Broadcast, { id: input.broadcastId, status: from }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!broadcast) return false;
       Object.assign(broadcast, changes, { status: to });
       await tx.flush();
-      recordEvent(tx, input.orgId, `broadcast.${to}`, { broadcast: serializeBroadcast(broadcast), ...(to === 'failed' ? { reason: broadcast.failureReason ?? 'unknown' } : {}) });
+      recordEvent(tx, input.orgId, `broadcast.${to}`, {
+        broadcast: serializeBroadcast(broadcast),
+        ...(to === 'failed' ? { reason: broadcast.failureReason ?? 'unknown' } : {}),
+      });
       return true;
     });
   }
@@ -62,7 +70,11 @@ export function createBroadcastSender(deps: {
     async state(input: BroadcastSendInput): Promise<BroadcastState> {
       const broadcast = await load(input);
       if (!broadcast) return { status: 'deleted', scheduledAtMs: null, audienceWritten: false };
-      return { status: broadcast.status, scheduledAtMs: broadcast.scheduledAt?.getTime() ?? null, audienceWritten: broadcast.audienceWrittenAt !== null };
+      return {
+        status: broadcast.status,
+        scheduledAtMs: broadcast.scheduledAt?.getTime() ?? null,
+        audienceWritten: broadcast.audienceWrittenAt !== null,
+      };
     },
 
     /** A scheduled broadcast whose time has come starts sending (its audience is the contacts as of now). */
@@ -84,32 +96,44 @@ export function createBroadcastSender(deps: {
         const broadcast = await load(input);
         if (!broadcast || broadcast.status !== 'sending') return { status: broadcast?.status ?? 'deleted', written };
         if (broadcast.audienceWrittenAt) return { status: broadcast.status, written };
-        if (!broadcast.sendingAt || !broadcast.domainId) throw new Error(`broadcast ${broadcast.id} is sending without a send time or domain`);
+        if (!broadcast.sendingAt || !broadcast.domainId)
+          throw new Error(`broadcast ${broadcast.id} is sending without a send time or domain`);
         domain ??= await em(input.orgId).findOneOrFail(Domain, { id: broadcast.domainId });
         const tx = deps.orm.em.fork();
-        const members = await readAudiencePage(tx, input.orgId, broadcast.segmentIds, {
-          sendingAt: broadcast.sendingAt,
-          afterAt: broadcast.audienceAfterAt ?? null,
-          afterId: broadcast.audienceAfterId ?? null,
-        }, pageSize);
+        const members = await readAudiencePage(
+          tx,
+          input.orgId,
+          broadcast.segmentIds,
+          {
+            sendingAt: broadcast.sendingAt,
+            afterAt: broadcast.audienceAfterAt ?? null,
+            afterId: broadcast.audienceAfterId ?? null,
+          },
+          pageSize,
+        );
         if (members.length > 0) {
-          const count = await writeAudiencePage(tx, {
-            orgId: input.orgId,
-            broadcastId: broadcast.id,
-            domainId: domain.id,
-            domain: domain.domain,
-            fromEmail: broadcast.fromEmail,
-            fromName: broadcast.fromName,
-            replyTo: broadcast.replyTo ?? null,
-            subject: broadcast.subject,
-          }, members);
+          const count = await writeAudiencePage(
+            tx,
+            {
+              orgId: input.orgId,
+              broadcastId: broadcast.id,
+              domainId: domain.id,
+              domain: domain.domain,
+              fromEmail: broadcast.fromEmail,
+              fromName: broadcast.fromName,
+              replyTo: broadcast.replyTo ?? null,
+              subject: broadcast.subject,
+            },
+            members,
+          );
           if (count === null) continue;
           written += count;
           await wakeDomain(input.orgId, domain.id);
         }
         if (members.length < pageSize) {
           await em(input.orgId).nativeUpdate(Broadcast, { id: broadcast.id, status: 'sending' }, { audienceWrittenAt: new Date() });
-          if (written === 0 && broadcast.recipientCount === 0) deps.logger.info('broadcast audience is empty', { broadcastId: broadcast.id });
+          if (written === 0 && broadcast.recipientCount === 0)
+            deps.logger.info('broadcast audience is empty', { broadcastId: broadcast.id });
         }
         heartbeat();
       }

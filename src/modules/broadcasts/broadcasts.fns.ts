@@ -19,7 +19,8 @@ export const MAX_SCHEDULE_AHEAD_MS = 30 * 24 * 3600 * 1000;
  * RFC 3339 date-time: date, `T`, time with seconds, optional fraction, and `Z` or `±hh:mm`.
  * Stricter than valibot's isoTimestamp, which also takes forms `Date` cannot parse.
  */
-export const DATE_TIME_PATTERN = /^(\d{4})-(\d{2})-(\d{2})[Tt]([01]\d|2[0-3]):([0-5]\d):([0-5]\d)(\.\d{1,9})?([Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
+export const DATE_TIME_PATTERN =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt]([01]\d|2[0-3]):([0-5]\d):([0-5]\d)(\.\d{1,9})?([Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
 
 /** True when `value` is an RFC 3339 date-time naming a real calendar day (no 31 February). */
 export function isDateTime(value: string): boolean {

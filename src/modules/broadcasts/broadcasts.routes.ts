@@ -11,7 +11,7 @@ const LIST = 'broadcasts';
 const view = ({ broadcast, counts }: BroadcastView) => serializeBroadcast(broadcast, counts);
 
 const STATES =
-  'States: draft → scheduled (launched for a later time) → sending (the audience, the segments\' active and unsuppressed contacts as of the send time, ' +
+  "States: draft → scheduled (launched for a later time) → sending (the audience, the segments' active and unsuppressed contacts as of the send time, " +
   'is queued on the sending domain) → sent (every message left the queue); or cancelled (by the caller; messages not yet handed off are not sent) ' +
   'or failed (by Herald; the broadcast.failed event says why). `metrics` counts the messages queued (`recipients`) and their events.';
 

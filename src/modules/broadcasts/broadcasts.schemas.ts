@@ -42,10 +42,7 @@ export const CreateBroadcastBody = v.strictObject({
     v.maxLength(MAX_SEGMENTS, `must name at most ${MAX_SEGMENTS} segments`),
   ),
   html: v.optional(v.pipe(v.string(), v.maxLength(MAX_HTML_LENGTH, `must be at most ${MAX_HTML_LENGTH} characters`)), ''),
-  plain_text: v.optional(
-    v.pipe(v.string(), v.maxLength(MAX_PLAIN_TEXT_LENGTH, `must be at most ${MAX_PLAIN_TEXT_LENGTH} characters`)),
-    '',
-  ),
+  plain_text: v.optional(v.pipe(v.string(), v.maxLength(MAX_PLAIN_TEXT_LENGTH, `must be at most ${MAX_PLAIN_TEXT_LENGTH} characters`)), ''),
   scheduled_at: v.optional(DateTime),
 });
 

@@ -1,7 +1,6 @@
 import type { Broadcast } from '../../../db/entities/index.ts';
 import { completeMetrics } from './broadcasts.fns.ts';
 
-
 /**
  * The spec's Broadcast (camelCase); `groupIds` are the segment ids it targets, `metrics` the
  * messages queued and their event counts (`counts`, from the daily rollup; zeros when not given).

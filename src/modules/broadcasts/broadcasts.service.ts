@@ -34,7 +34,11 @@ export interface BroadcastView {
 const broadcastNotFound = (id: string) => new AppError('not_found', `Broadcast ${id} does not exist.`);
 
 function invalid(path: string, type: string, message: string, reason: string, extra: Record<string, unknown> = {}): AppError {
-  return new AppError('invalid_request', `Invalid body.${path}: ${message}.`, { reason, fields: [{ path, location: 'body', type, message }], ...extra });
+  return new AppError('invalid_request', `Invalid body.${path}: ${message}.`, {
+    reason,
+    fields: [{ path, location: 'body', type, message }],
+    ...extra,
+  });
 }
 
 const SCHEDULE_MESSAGES = {
@@ -64,7 +68,11 @@ export function createBroadcastsService({
   clock?: () => Date;
 }) {
   async function withCounts(em: EntityManager, orgId: string, broadcasts: Broadcast[]): Promise<BroadcastView[]> {
-    const counts = await countBroadcastEvents(em, orgId, broadcasts.filter((b) => b.status !== 'draft').map((b) => b.id));
+    const counts = await countBroadcastEvents(
+      em,
+      orgId,
+      broadcasts.filter((b) => b.status !== 'draft').map((b) => b.id),
+    );
     return broadcasts.map((broadcast) => ({ broadcast, counts: counts.get(broadcast.id) ?? {} }));
   }
 
@@ -80,16 +88,20 @@ export function createBroadcastsService({
       throw invalid('html', 'required', 'the broadcast has neither html nor plain_text', 'EMPTY_BODY');
     }
     const problem = templateProblem({ subject: broadcast.subject, html: broadcast.html, plainText: broadcast.plainText });
-    if (problem) throw invalid(problem.field, 'template_syntax', `is not a valid Mustache template (${problem.message})`, 'TEMPLATE_INVALID');
+    if (problem)
+      throw invalid(problem.field, 'template_syntax', `is not a valid Mustache template (${problem.message})`, 'TEMPLATE_INVALID');
     const segments = await em.find(Segment, { id: { $in: broadcast.segmentIds } });
     const known = new Set(segments.map((segment) => segment.id));
     const unknown = broadcast.segmentIds.filter((id) => !known.has(id));
     if (unknown.length > 0) {
-      throw invalid('segment_ids', 'unknown_segment', 'names segments deleted since the draft was made', 'UNKNOWN_SEGMENT', { unknown_segment_ids: unknown });
+      throw invalid('segment_ids', 'unknown_segment', 'names segments deleted since the draft was made', 'UNKNOWN_SEGMENT', {
+        unknown_segment_ids: unknown,
+      });
     }
     const host = domainOf(broadcast.fromEmail);
     const domain = await em.findOne(Domain, { domain: host });
-    if (!domain) throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
+    if (!domain)
+      throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
     const refusal = domainRefusal(domain, host);
     if (refusal) throw refusal;
     return domain;
@@ -97,7 +109,10 @@ export function createBroadcastsService({
 
   return {
     /** Newest first, keyset-paginated on (createdAt, id), with each one's live counters. */
-    async listBroadcasts(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<KeysetPage<Broadcast> & { counts: Map<string, Record<string, number>> }> {
+    async listBroadcasts(
+      orgId: string,
+      page: { limit: number; after?: KeysetPosition | undefined },
+    ): Promise<KeysetPage<Broadcast> & { counts: Map<string, Record<string, number>> }> {
       const em = scopeToOrg(orm.em, orgId);
       const found = await findKeysetPage(em, Broadcast, {}, page);
       const views = await withCounts(em, orgId, found.items);
@@ -122,22 +137,39 @@ export function createBroadcastsService({
      */
     async launchBroadcast(orgId: string, id: string, input: LaunchBroadcastInput, caller: SendCaller): Promise<BroadcastView> {
       if (!config.encryptionKey) {
-        throw new AppError('service_unavailable', 'Broadcasts need HERALD_ENCRYPTION_KEY: every message carries a signed unsubscribe link.', { reason: 'ENCRYPTION_KEY_MISSING' });
+        throw new AppError(
+          'service_unavailable',
+          'Broadcasts need HERALD_ENCRYPTION_KEY: every message carries a signed unsubscribe link.',
+          { reason: 'ENCRYPTION_KEY_MISSING' },
+        );
       }
       const now = clock();
       const broadcast = await scopeToOrg(orm.em, orgId).transactional(async (em) => {
         const row = await lockBroadcast(em, id);
         if (!LAUNCHABLE_STATUSES.includes(row.status)) {
-          throw new AppError('conflict', `Broadcast ${row.id} is ${row.status}; only a draft can be launched.`, { reason: 'BROADCAST_NOT_DRAFT', status: row.status });
+          throw new AppError('conflict', `Broadcast ${row.id} is ${row.status}; only a draft can be launched.`, {
+            reason: 'BROADCAST_NOT_DRAFT',
+            status: row.status,
+          });
         }
         const domain = await checkLaunchable(em, row);
-        const at = input.scheduled_at === undefined ? (row.scheduledAt ?? null) : input.scheduled_at === null ? null : new Date(input.scheduled_at);
+        const at =
+          input.scheduled_at === undefined ? (row.scheduledAt ?? null) : input.scheduled_at === null ? null : new Date(input.scheduled_at);
         const schedule = at ? scheduleProblem(at, now) : null;
         if (schedule) {
-          const message = schedule === 'in_past' ? 'must be in the future (send with "scheduled_at": null to send now)' : 'must be at most 30 days ahead';
+          const message =
+            schedule === 'in_past' ? 'must be in the future (send with "scheduled_at": null to send now)' : 'must be at most 30 days ahead';
           throw invalid('scheduled_at', schedule, message, 'SCHEDULE_OUT_OF_RANGE');
         }
-        Object.assign(row, { domainId: domain.id, launchedAt: now, scheduledAt: at, status: at ? 'scheduled' : 'sending', sendingAt: at ? null : now, tracking: input.tracking, sandbox: isSandboxCaller(caller) });
+        Object.assign(row, {
+          domainId: domain.id,
+          launchedAt: now,
+          scheduledAt: at,
+          status: at ? 'scheduled' : 'sending',
+          sendingAt: at ? null : now,
+          tracking: input.tracking,
+          sandbox: isSandboxCaller(caller),
+        });
         await em.flush();
         recordEvent(em, orgId, at ? 'broadcast.scheduled' : 'broadcast.sending', { broadcast: serializeBroadcast(row) });
         const workflowInput: BroadcastSendInput = { orgId, broadcastId: row.id };
@@ -233,11 +265,15 @@ export function createBroadcastsService({
         const [first] = problems;
         if (first) {
           const unknownSegmentIds = segmentIds.filter((id) => !known.has(id));
-          throw new AppError('invalid_request', `Invalid body.${first.path}: ${first.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}.`, {
-            reason: first.reason,
-            fields: problems.map(({ reason: _reason, ...field }) => field),
-            ...(unknownSegmentIds.length > 0 ? { unknown_segment_ids: unknownSegmentIds } : {}),
-          });
+          throw new AppError(
+            'invalid_request',
+            `Invalid body.${first.path}: ${first.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}.`,
+            {
+              reason: first.reason,
+              fields: problems.map(({ reason: _reason, ...field }) => field),
+              ...(unknownSegmentIds.length > 0 ? { unknown_segment_ids: unknownSegmentIds } : {}),
+            },
+          );
         }
         const broadcast = em.create(Broadcast, {
           orgId,

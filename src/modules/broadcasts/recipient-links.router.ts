@@ -16,10 +16,12 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
  * Plain HTML pages: 200, 404 for a link that was altered or names nothing, 410 once expired.
  */
 function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`
-    + `<title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1a1a1a}`
-    + `button{font:inherit;padding:.5rem 1rem;border:1px solid #1a1a1a;background:#fff;border-radius:4px;cursor:pointer}</style></head>`
-    + `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`;
+  return (
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1a1a1a}` +
+    `button{font:inherit;padding:.5rem 1rem;border:1px solid #1a1a1a;background:#fff;border-radius:4px;cursor:pointer}</style></head>` +
+    `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`
+  );
 }
 
 function render(ctx: Context, result: UnsubscribeResult): void {
@@ -30,16 +32,25 @@ function render(ctx: Context, result: UnsubscribeResult): void {
   switch (result.outcome) {
     case 'confirm':
       ctx.status = 200;
-      ctx.body = page('Unsubscribe', `<p>Stop receiving broadcasts from ${escapeHtml(result.sender)} at ${escapeHtml(result.email)}?</p>`
-        + `<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`);
+      ctx.body = page(
+        'Unsubscribe',
+        `<p>Stop receiving broadcasts from ${escapeHtml(result.sender)} at ${escapeHtml(result.email)}?</p>` +
+          `<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`,
+      );
       return;
     case 'unsubscribed':
       ctx.status = 200;
-      ctx.body = page('You are unsubscribed', `<p>${escapeHtml(result.email)} will no longer receive broadcasts from ${escapeHtml(result.sender)}.</p>`);
+      ctx.body = page(
+        'You are unsubscribed',
+        `<p>${escapeHtml(result.email)} will no longer receive broadcasts from ${escapeHtml(result.sender)}.</p>`,
+      );
       return;
     case 'expired':
       ctx.status = 410;
-      ctx.body = page('This link has expired', '<p>Unsubscribe links work for 60 days. Use the link in a more recent message, or reply to the sender.</p>');
+      ctx.body = page(
+        'This link has expired',
+        '<p>Unsubscribe links work for 60 days. Use the link in a more recent message, or reply to the sender.</p>',
+      );
       return;
     case 'unavailable':
       ctx.status = 503;

@@ -15,8 +15,13 @@ const PASS_LIMIT = 1_000;
  * click on another link within BURST_WINDOW_MS; an open with clicks on two different links
  * within that window (the pixel fetched along with every link).
  */
-export function inBurst(hit: Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>, neighbours: readonly Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>[]): boolean {
-  const near = neighbours.filter((other) => other.id !== hit.id && other.kind === 'click' && Math.abs(other.at_ms - hit.at_ms) <= BURST_WINDOW_MS);
+export function inBurst(
+  hit: Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>,
+  neighbours: readonly Pick<HitRow, 'id' | 'kind' | 'url' | 'at_ms'>[],
+): boolean {
+  const near = neighbours.filter(
+    (other) => other.id !== hit.id && other.kind === 'click' && Math.abs(other.at_ms - hit.at_ms) <= BURST_WINDOW_MS,
+  );
   if (hit.kind === 'click') return near.some((other) => other.url !== hit.url);
   return new Set(near.map((other) => other.url)).size >= 2;
 }
@@ -50,7 +55,15 @@ export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number
             continue;
           }
           const event = (type: 'opened' | 'clicked') =>
-            events.push({ orgId: hit.org_id, type, recipient: message.recipient, domain: message.domain, emailId: hit.email_id, broadcastId: hit.broadcast_id, occurredAt: new Date(hit.at_ms) });
+            events.push({
+              orgId: hit.org_id,
+              type,
+              recipient: message.recipient,
+              domain: message.domain,
+              emailId: hit.email_id,
+              broadcastId: hit.broadcast_id,
+              occurredAt: new Date(hit.at_ms),
+            });
           const first = hit.kind === 'open' ? !message.opened : !message.clicked;
           states.set(hit.id, first ? 'counted' : 'repeat');
           if (!first) continue;
@@ -70,4 +83,3 @@ export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number
     },
   };
 }
-

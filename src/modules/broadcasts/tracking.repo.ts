@@ -8,7 +8,10 @@ import { newId } from '../../../db/ids.ts';
 import type { TrackingHitKind, TrackingHitState } from '../../../db/entities/index.ts';
 
 /** Records a pending hit of broadcast message `emailId`; false when no such broadcast message exists. */
-export async function insertHit(em: EntityManager, hit: { emailId: string; kind: TrackingHitKind; url: string | null; userAgent: string | null }): Promise<boolean> {
+export async function insertHit(
+  em: EntityManager,
+  hit: { emailId: string; kind: TrackingHitKind; url: string | null; userAgent: string | null },
+): Promise<boolean> {
   const rows = await em.execute<{ id: string }[]>(
     `/* all workspaces: a tracking link names its message, whose row gives the workspace */
      insert into tracking_hits (id, org_id, email_id, broadcast_id, kind, url, user_agent, state, at)

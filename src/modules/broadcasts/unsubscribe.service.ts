@@ -48,9 +48,19 @@ export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Con
         const contact = await tx.findOne(Contact, { id: email.contactId! });
         if (!contact) return null;
         if (contact.status === 'active') await moveContact(tx, email.orgId, contact.email, 'unsubscribed', 'contact.unsubscribed');
-        const added = await suppressAddress(tx, email.orgId, contact.email, 'unsubscribe', { emailId: email.id, detail: `broadcast ${email.broadcastId}` });
+        const added = await suppressAddress(tx, email.orgId, contact.email, 'unsubscribe', {
+          emailId: email.id,
+          detail: `broadcast ${email.broadcastId}`,
+        });
         if (added) {
-          await recordEmailEvent(tx, { orgId: email.orgId, type: 'unsubscribed', recipient: contact.email, domain: email.domain, emailId: email.id, broadcastId: email.broadcastId });
+          await recordEmailEvent(tx, {
+            orgId: email.orgId,
+            type: 'unsubscribed',
+            recipient: contact.email,
+            domain: email.domain,
+            emailId: email.id,
+            broadcastId: email.broadcastId,
+          });
         }
         return contact.email;
       });

@@ -101,7 +101,10 @@ export function mapHeader(header: readonly string[]): { ok: true; mapping: Heade
     const key = role.kind === 'field' ? role.field : `custom:${role.key}`;
     const earlier = seen.get(key);
     if (earlier !== undefined) {
-      return refuse('DUPLICATE_COLUMN', `The columns "${earlier}" and "${header[index]}" both mean ${role.kind === 'field' ? role.field : role.key}.`);
+      return refuse(
+        'DUPLICATE_COLUMN',
+        `The columns "${earlier}" and "${header[index]}" both mean ${role.kind === 'field' ? role.field : role.key}.`,
+      );
     }
     seen.set(key, header[index] ?? '');
   }
@@ -160,12 +163,18 @@ function parseTags(cell: string): string[] | string {
 /** Reads one data row; a row that cannot become a contact is skipped with its reason. */
 export function readRow(record: readonly string[], mapping: HeaderMapping): RowOutcome {
   const rawEmail = (record[mapping.emailIndex] ?? '').trim();
-  const skip = (reason: RowReason, message: string): RowOutcome => ({ ok: false, reason, message, email: rawEmail.slice(0, IMPORT_LIMITS.emailChars) });
+  const skip = (reason: RowReason, message: string): RowOutcome => ({
+    ok: false,
+    reason,
+    message,
+    email: rawEmail.slice(0, IMPORT_LIMITS.emailChars),
+  });
   if (record.length !== mapping.roles.length) {
     return skip('COLUMN_COUNT', `The row has ${record.length} fields; the header has ${mapping.roles.length}.`);
   }
   if (rawEmail === '') return skip('MISSING_EMAIL', 'The email cell is empty.');
-  if (rawEmail.length > IMPORT_LIMITS.emailChars || !v.is(EmailCheck, rawEmail)) return skip('INVALID_EMAIL', 'The email is not a valid address.');
+  if (rawEmail.length > IMPORT_LIMITS.emailChars || !v.is(EmailCheck, rawEmail))
+    return skip('INVALID_EMAIL', 'The email is not a valid address.');
   const email = normalizeEmail(rawEmail);
   const domain = email.slice(email.lastIndexOf('@') + 1);
   if (isDisposableDomain(domain)) return skip('DISPOSABLE_DOMAIN', `${domain} is a disposable email domain.`);
@@ -185,7 +194,8 @@ export function readRow(record: readonly string[], mapping: HeaderMapping): RowO
       case 'first_name':
       case 'last_name':
       case 'company': {
-        if (cell.length > IMPORT_LIMITS.nameChars) return skip('FIELD_TOO_LONG', `${role.field} is at most ${IMPORT_LIMITS.nameChars} characters.`);
+        if (cell.length > IMPORT_LIMITS.nameChars)
+          return skip('FIELD_TOO_LONG', `${role.field} is at most ${IMPORT_LIMITS.nameChars} characters.`);
         const key = role.field === 'first_name' ? 'firstName' : role.field === 'last_name' ? 'lastName' : 'company';
         contact[key] = cell;
         break;
@@ -198,7 +208,8 @@ export function readRow(record: readonly string[], mapping: HeaderMapping): RowO
       }
       case 'status': {
         const status = cell.toLowerCase();
-        if (!(CONTACT_STATUSES as readonly string[]).includes(status)) return skip('INVALID_STATUS', `status must be one of ${CONTACT_STATUSES.join(', ')}.`);
+        if (!(CONTACT_STATUSES as readonly string[]).includes(status))
+          return skip('INVALID_STATUS', `status must be one of ${CONTACT_STATUSES.join(', ')}.`);
         contact.status = status as ContactStatus;
         break;
       }
@@ -209,7 +220,8 @@ export function readRow(record: readonly string[], mapping: HeaderMapping): RowO
         } catch {
           parsed = undefined;
         }
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return skip('INVALID_CUSTOM_FIELDS', 'custom_fields must be a JSON object.');
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+          return skip('INVALID_CUSTOM_FIELDS', 'custom_fields must be a JSON object.');
         contact.customFields = { ...(parsed as Record<string, unknown>) };
         break;
       }

@@ -5,7 +5,15 @@ import { ContactImport, type ContactImportFailure } from '../../../db/entities/i
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
-import { IMPORT_LIMITS, mapHeader, mergeImported, readRow, type FileProblem, type HeaderMapping, type ImportedContact } from './contact-import.fns.ts';
+import {
+  IMPORT_LIMITS,
+  mapHeader,
+  mergeImported,
+  readRow,
+  type FileProblem,
+  type HeaderMapping,
+  type ImportedContact,
+} from './contact-import.fns.ts';
 import { MEMBERSHIP_LIMITS } from '../segments/segments.fns.ts';
 import { findSegmentSize, writeImportBatch, type ImportCheckpoint, type SkippedRow } from './contact-imports.repo.ts';
 
@@ -115,7 +123,11 @@ function problemOf(error: unknown, lines: LineCounter): FileProblem | null {
   const at = (error as { bytes?: unknown }).bytes;
   const line = typeof at === 'number' ? lines.linesBefore(at) + 1 : null;
   if (error.code === 'CSV_MAX_RECORD_SIZE') {
-    return { reason: 'RECORD_TOO_LARGE', message: `A row is longer than ${IMPORT_LIMITS.maxRecordChars} characters (line ${line ?? '?'}).`, line };
+    return {
+      reason: 'RECORD_TOO_LARGE',
+      message: `A row is longer than ${IMPORT_LIMITS.maxRecordChars} characters (line ${line ?? '?'}).`,
+      line,
+    };
   }
   return { reason: 'MALFORMED_CSV', message: `The file is not valid CSV at line ${line ?? '?'}: ${error.message}`, line };
 }
@@ -163,7 +175,14 @@ export function createContactImportRunner(deps: {
   }
 
   function summaryOf(row: ContactImport): ImportSummary {
-    return { status: row.status, rowsDone: row.rowsDone, created: row.created, updated: row.updated, unchanged: row.unchanged, skipped: row.skipped };
+    return {
+      status: row.status,
+      rowsDone: row.rowsDone,
+      created: row.created,
+      updated: row.updated,
+      unchanged: row.unchanged,
+      skipped: row.skipped,
+    };
   }
 
   function store(): BlobStore {
@@ -175,7 +194,11 @@ export function createContactImportRunner(deps: {
   async function segmentProblem(orgId: string, segmentId: string, rows: number): Promise<FileProblem | null> {
     const segment = await findSegmentSize(orm.em.fork(), orgId, segmentId);
     if (!segment || segment.type !== 'static') {
-      return { reason: 'SEGMENT_NOT_STATIC', message: `Segment ${segmentId} is gone or no longer a static segment: nothing was imported.`, line: null };
+      return {
+        reason: 'SEGMENT_NOT_STATIC',
+        message: `Segment ${segmentId} is gone or no longer a static segment: nothing was imported.`,
+        line: null,
+      };
     }
     if (segment.members + rows > MEMBERSHIP_LIMITS.membersMax) {
       return {
@@ -190,7 +213,11 @@ export function createContactImportRunner(deps: {
   /** Ends the import as failed (nothing more is imported) and drops its file. */
   async function fail(target: ImportTarget, failure: ContactImportFailure): Promise<ImportSummary> {
     const em = scopeToOrg(orm.em.fork(), target.orgId);
-    await em.nativeUpdate(ContactImport, { id: target.importId, status: { $in: ['validating', 'importing'] } }, { status: 'failed', failure, completedAt: new Date(), updatedAt: new Date() });
+    await em.nativeUpdate(
+      ContactImport,
+      { id: target.importId, status: { $in: ['validating', 'importing'] } },
+      { status: 'failed', failure, completedAt: new Date(), updatedAt: new Date() },
+    );
     const row = await em.findOneOrFail(ContactImport, { id: target.importId });
     if (row.blobKey) await store().delete(row.blobKey);
     logger.info('contact import failed', { importId: target.importId, reason: failure.reason });
@@ -210,7 +237,11 @@ export function createContactImportRunner(deps: {
         for await (const { record, info } of records) {
           const line = position(info);
           if (hasReplacement(record)) {
-            problem = { reason: 'INVALID_ENCODING', message: `The file is not UTF-8 (line ${line}): save it as "CSV UTF-8" and upload it again.`, line };
+            problem = {
+              reason: 'INVALID_ENCODING',
+              message: `The file is not UTF-8 (line ${line}): save it as "CSV UTF-8" and upload it again.`,
+              line,
+            };
             break;
           }
           if (header === null) {
@@ -224,7 +255,11 @@ export function createContactImportRunner(deps: {
           }
           rows += 1;
           if (rows > maxRows) {
-            problem = { reason: 'TOO_MANY_ROWS', message: `The file has more than ${maxRows} rows (line ${line}); split it into several imports.`, line };
+            problem = {
+              reason: 'TOO_MANY_ROWS',
+              message: `The file has more than ${maxRows} rows (line ${line}); split it into several imports.`,
+              line,
+            };
             break;
           }
           if (rows % HEARTBEAT_EVERY === 0) heartbeat({ validated: rows });
@@ -233,12 +268,17 @@ export function createContactImportRunner(deps: {
         problem = problemOf(error, lines);
         if (problem === null) throw error;
       }
-      if (problem === null && header === null) problem = { reason: 'EMPTY_FILE', message: 'The file is empty: it needs a header line with an "email" column.', line: null };
+      if (problem === null && header === null)
+        problem = { reason: 'EMPTY_FILE', message: 'The file is empty: it needs a header line with an "email" column.', line: null };
       if (problem === null && row.segmentId) problem = await segmentProblem(target.orgId, row.segmentId, rows);
       if (problem !== null) return fail(target, problem);
 
       const em = scopeToOrg(orm.em.fork(), target.orgId);
-      await em.nativeUpdate(ContactImport, { id: target.importId, status: 'validating' }, { status: 'importing', columns: header, totalRows: rows, updatedAt: new Date() });
+      await em.nativeUpdate(
+        ContactImport,
+        { id: target.importId, status: 'validating' },
+        { status: 'importing', columns: header, totalRows: rows, updatedAt: new Date() },
+      );
       return summaryOf(await em.findOneOrFail(ContactImport, { id: target.importId }));
     },
 
@@ -259,7 +299,9 @@ export function createContactImportRunner(deps: {
         const contacts = [...batch.values()];
         const errors = skipped;
         const at = checkpoint;
-        await orm.em.fork().transactional((em) => writeImportBatch(em, { ...target, segmentId: row.segmentId ?? null }, contacts, errors, at));
+        await orm.em
+          .fork()
+          .transactional((em) => writeImportBatch(em, { ...target, segmentId: row.segmentId ?? null }, contacts, errors, at));
         batch = new Map();
         skipped = [];
         pending = 0;
@@ -272,7 +314,11 @@ export function createContactImportRunner(deps: {
       for await (const { record, info } of records) {
         const line = position(info);
         const end = row.byteOffset + info.bytes;
-        const next: ImportCheckpoint = { rowsDone: checkpoint.rowsDone, byteOffset: end, linesDone: lines.linesBefore(end) + row.linesDone };
+        const next: ImportCheckpoint = {
+          rowsDone: checkpoint.rowsDone,
+          byteOffset: end,
+          linesDone: lines.linesBefore(end) + row.linesDone,
+        };
         if (!headerSkipped) {
           headerSkipped = true;
           checkpoint = next;
@@ -293,7 +339,11 @@ export function createContactImportRunner(deps: {
       await flush();
 
       const em = scopeToOrg(orm.em.fork(), target.orgId);
-      await em.nativeUpdate(ContactImport, { id: target.importId, status: 'importing' }, { status: 'completed', completedAt: new Date(), updatedAt: new Date() });
+      await em.nativeUpdate(
+        ContactImport,
+        { id: target.importId, status: 'importing' },
+        { status: 'completed', completedAt: new Date(), updatedAt: new Date() },
+      );
       const done = await em.findOneOrFail(ContactImport, { id: target.importId });
       await store().delete(row.blobKey);
       logger.info('contact import completed', { importId: target.importId, ...summaryOf(done) });

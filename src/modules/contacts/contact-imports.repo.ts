@@ -28,7 +28,14 @@ const TAGS = `(c.tags || array(select t from unnest(excluded.tags) t where t <> 
 const CUSTOM = `c.custom_fields || excluded.custom_fields`;
 /** A status only moves away from active. */
 const STATUS = `case when c.status = 'active' and excluded.status <> 'active' then excluded.status else c.status end`;
-const MERGED = { first_name: keep('first_name'), last_name: keep('last_name'), company: keep('company'), tags: TAGS, custom_fields: CUSTOM, status: STATUS };
+const MERGED = {
+  first_name: keep('first_name'),
+  last_name: keep('last_name'),
+  company: keep('company'),
+  tags: TAGS,
+  custom_fields: CUSTOM,
+  status: STATUS,
+};
 
 /**
  * One batch of an import, in the caller's transaction: upserts the contacts by (workspace,
@@ -54,9 +61,13 @@ export async function writeImportBatch(
                array(select jsonb_array_elements_text(r0.tags::jsonb)), r0.custom::jsonb, coalesce(nullif(r0.status, ''), 'active'), now(), now()
           from r0
         on conflict (org_id, email) do update set
-          ${Object.entries(MERGED).map(([column, value]) => `${column} = ${value}`).join(',\n          ')},
+          ${Object.entries(MERGED)
+            .map(([column, value]) => `${column} = ${value}`)
+            .join(',\n          ')},
           updated_at = now()
-        where (${Object.keys(MERGED).map((column) => `c.${column}`).join(', ')}) is distinct from (${Object.values(MERGED).join(', ')})
+        where (${Object.keys(MERGED)
+          .map((column) => `c.${column}`)
+          .join(', ')}) is distinct from (${Object.values(MERGED).join(', ')})
         returning (xmax = 0) as inserted
       )
       select count(*) filter (where inserted)::int as created, count(*) filter (where not inserted)::int as updated from upserted`,
@@ -132,12 +143,24 @@ export async function writeImportBatch(
 }
 
 /** Reads a workspace's segment's type and member count, or undefined when it has no such segment. */
-export async function findSegmentSize(em: EntityManager, orgId: string, segmentId: string): Promise<{ type: string; members: number } | undefined> {
+export async function findSegmentSize(
+  em: EntityManager,
+  orgId: string,
+  segmentId: string,
+): Promise<{ type: string; members: number } | undefined> {
   return workspaceDb(em, orgId)
     .selectFrom('segments as s')
     .select((eb) => [
       's.type',
-      eb.cast<number>(eb.selectFrom('segment_members as m').select((sub) => sub.fn.countAll().as('n')).whereRef('m.segment_id', '=', 's.id'), 'integer').as('members'),
+      eb
+        .cast<number>(
+          eb
+            .selectFrom('segment_members as m')
+            .select((sub) => sub.fn.countAll().as('n'))
+            .whereRef('m.segment_id', '=', 's.id'),
+          'integer',
+        )
+        .as('members'),
     ])
     .where('s.id', '=', segmentId)
     .executeTakeFirst();

@@ -41,8 +41,12 @@ const CreatedImportResponse = v.object({
 });
 
 const CreateImportBody = v.strictObject({
-  segment_id: v.optional(v.pipe(IdSchema, v.description('A static segment every imported contact is added to (needs segments:write too).'))),
-  filename: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters'))),
+  segment_id: v.optional(
+    v.pipe(IdSchema, v.description('A static segment every imported contact is added to (needs segments:write too).')),
+  ),
+  filename: v.optional(
+    v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(255, 'must be at most 255 characters')),
+  ),
 });
 
 const LIST = 'contact-imports';
@@ -72,9 +76,14 @@ export function createContactImportsRoutes(deps: { imports: ContactImportsServic
       errors: ['invalid_request', 'not_found', 'conflict', 'idempotency_conflict', 'service_unavailable'],
       async handle({ caller, body }) {
         if (body.segment_id && !caller.scopes.includes('segments:write')) {
-          throw new AppError('missing_scope', 'Importing into a segment also requires the segments:write scope.', { required_scope: 'segments:write' });
+          throw new AppError('missing_scope', 'Importing into a segment also requires the segments:write scope.', {
+            required_scope: 'segments:write',
+          });
         }
-        const { contactImport, uploadUrl } = await deps.imports.createImport(caller.orgId, { filename: body.filename, segmentId: body.segment_id });
+        const { contactImport, uploadUrl } = await deps.imports.createImport(caller.orgId, {
+          filename: body.filename,
+          segmentId: body.segment_id,
+        });
         return { status: 201, data: { ...serializeContactImport(contactImport), upload_url: uploadUrl } };
       },
     }),
@@ -89,7 +98,11 @@ export function createContactImportsRoutes(deps: { imports: ContactImportsServic
       query: PageQuery,
       response: { status: 200, description: 'A page of imports', schema: ContactImportResponse, list: true },
       handle: ({ caller, query }) =>
-        listResult({ cursors: deps.cursors, list: LIST, caller, query }, (page) => deps.imports.listImports(caller.orgId, page), (item) => serializeContactImport(item)),
+        listResult(
+          { cursors: deps.cursors, list: LIST, caller, query },
+          (page) => deps.imports.listImports(caller.orgId, page),
+          (item) => serializeContactImport(item),
+        ),
     }),
     defineRoute({
       operationId: 'getContactImport',
@@ -120,7 +133,10 @@ export function createContactImportsRoutes(deps: { imports: ContactImportsServic
       response: {
         status: 200,
         description: 'The report',
-        binary: { contentType: 'text/csv; charset=utf-8', headers: { 'Content-Disposition': 'attachment; filename="contact-import-<id>-errors.csv"' } },
+        binary: {
+          contentType: 'text/csv; charset=utf-8',
+          headers: { 'Content-Disposition': 'attachment; filename="contact-import-<id>-errors.csv"' },
+        },
       },
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, params, query }) {

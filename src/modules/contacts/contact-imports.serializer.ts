@@ -19,7 +19,9 @@ export function serializeContactImport(contactImport: ContactImport, now = new D
     skipped: contactImport.skipped,
     segment_id: contactImport.segmentId ?? null,
     added_to_segment: contactImport.addedToSegment ?? 0,
-    failure: lapsed ? { reason: 'UPLOAD_EXPIRED', message: 'No file was uploaded before the upload URL expired.', line: null } : (contactImport.failure ?? null),
+    failure: lapsed
+      ? { reason: 'UPLOAD_EXPIRED', message: 'No file was uploaded before the upload URL expired.', line: null }
+      : (contactImport.failure ?? null),
     errors_url: `/api/v1/contacts/imports/${contactImport.id}/errors`,
     upload_expires_at: contactImport.uploadExpiresAt.toISOString(),
     uploaded_at: contactImport.uploadedAt?.toISOString() ?? null,

@@ -5,7 +5,12 @@ import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { ContactImport, ContactImportError } from '../../../db/entities/index.ts';
 import { findKeysetPage, type KeysetPosition } from '../../../db/keyset.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
-import { CONTACT_IMPORT_KIND, CONTACT_IMPORT_WORKFLOW, contactImportWorkflowId, type ContactImportInput } from '../../../workflows/contact-imports.ts';
+import {
+  CONTACT_IMPORT_KIND,
+  CONTACT_IMPORT_WORKFLOW,
+  contactImportWorkflowId,
+  type ContactImportInput,
+} from '../../../workflows/contact-imports.ts';
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
@@ -61,7 +66,12 @@ export function createContactImportsService(deps: {
   const { orm, blobs, temporal, config } = deps;
   const now = deps.now ?? (() => new Date());
   const signer = config.encryptionKey ? createUploadUrlSigner(config.encryptionKey, config.http.publicUrl, 'contact-import') : null;
-  const claimOf = (id: string, expiresAt: Date) => ({ attachmentId: id, contentType: 'text/csv', sizeBytes: 0, expires: Math.floor(expiresAt.getTime() / 1000) });
+  const claimOf = (id: string, expiresAt: Date) => ({
+    attachmentId: id,
+    contentType: 'text/csv',
+    sizeBytes: 0,
+    expires: Math.floor(expiresAt.getTime() / 1000),
+  });
 
   function usable(): { store: BlobStore; sign: NonNullable<typeof signer> } {
     if (!blobs) throw unavailable('File storage is not configured on this server (BLOB_DIR)');
@@ -92,7 +102,10 @@ export function createContactImportsService(deps: {
      * Records an import awaiting its file; its upload URL works for an hour. With `segmentId`,
      * the segment must be a static segment of the workspace (404, 409 SEGMENT_NOT_STATIC).
      */
-    async createImport(orgId: string, input: { filename?: string | undefined; segmentId?: string | undefined }): Promise<{ contactImport: ContactImport; uploadUrl: string }> {
+    async createImport(
+      orgId: string,
+      input: { filename?: string | undefined; segmentId?: string | undefined },
+    ): Promise<{ contactImport: ContactImport; uploadUrl: string }> {
       const { sign } = usable();
       const em = scopeToOrg(orm.em, orgId);
       const segmentId = input.segmentId?.toLowerCase() ?? null;
@@ -124,8 +137,12 @@ export function createContactImportsService(deps: {
       await find(orgId, id);
       const em = scopeToOrg(orm.em.fork(), orgId);
       async function* records() {
-        for (let after = 0; ; ) {
-          const rows = await em.find(ContactImportError, { importId: id, row: { $gt: after } }, { orderBy: { row: 'asc' }, limit: REPORT_PAGE });
+        for (let after = 0; ;) {
+          const rows = await em.find(
+            ContactImportError,
+            { importId: id, row: { $gt: after } },
+            { orderBy: { row: 'asc' }, limit: REPORT_PAGE },
+          );
           for (const row of rows) yield [row.row, row.line, row.email, row.reason, row.message];
           if (rows.length < REPORT_PAGE) return;
           after = rows.at(-1)!.row;
@@ -146,20 +163,30 @@ export function createContactImportsService(deps: {
       const expires = parseUploadExpiry(request.expires);
       if (expires === null || !/^[0-9a-f]{24}$/.test(request.importId)) throw badSignature();
       const found = await orm.em.fork().findOne(ContactImport, { id: request.importId }, ALL_TENANTS);
-      if (!found || !sign.verify(claimOf(found.id, new Date(expires * 1000)), request.sig ?? '') || expires !== claimOf(found.id, found.uploadExpiresAt).expires) {
+      if (
+        !found ||
+        !sign.verify(claimOf(found.id, new Date(expires * 1000)), request.sig ?? '') ||
+        expires !== claimOf(found.id, found.uploadExpiresAt).expires
+      ) {
         throw badSignature();
       }
       if (found.uploadExpiresAt.getTime() <= now().getTime()) {
-        throw new AppError('forbidden', 'The upload URL has expired; create a new import with POST /api/v1/contacts/imports.', { reason: 'UPLOAD_URL_EXPIRED' });
+        throw new AppError('forbidden', 'The upload URL has expired; create a new import with POST /api/v1/contacts/imports.', {
+          reason: 'UPLOAD_URL_EXPIRED',
+        });
       }
       if (found.status !== 'awaiting_upload') {
         throw new AppError('conflict', 'The file of this import was already uploaded.', { reason: 'ALREADY_UPLOADED' });
       }
       if (request.contentType?.toLowerCase().startsWith('multipart/')) {
-        throw new AppError('invalid_request', 'Send the CSV file itself as the body (curl --data-binary @file.csv), not a multipart form.', {
-          reason: 'UNSUPPORTED_CONTENT_TYPE',
-          fields: [{ path: 'Content-Type', location: 'header', type: 'content_type', message: 'must not be multipart' }],
-        });
+        throw new AppError(
+          'invalid_request',
+          'Send the CSV file itself as the body (curl --data-binary @file.csv), not a multipart form.',
+          {
+            reason: 'UNSUPPORTED_CONTENT_TYPE',
+            fields: [{ path: 'Content-Type', location: 'header', type: 'content_type', message: 'must not be multipart' }],
+          },
+        );
       }
       const tooLarge = () =>
         new AppError('payload_too_large', `A contact import file is at most ${IMPORT_LIMITS.maxBytes} bytes.`, {
@@ -175,7 +202,9 @@ export function createContactImportsService(deps: {
       } catch (error) {
         if (error instanceof BlobSizeError) throw tooLarge();
         if (isClientAbort(error)) {
-          throw new AppError('invalid_request', 'The upload ended before the whole file arrived; nothing was stored.', { reason: 'UPLOAD_INCOMPLETE' });
+          throw new AppError('invalid_request', 'The upload ended before the whole file arrived; nothing was stored.', {
+            reason: 'UPLOAD_INCOMPLETE',
+          });
         }
         throw error;
       }
@@ -195,7 +224,11 @@ export function createContactImportsService(deps: {
         await startWorkflow(contactImport);
       } catch (error) {
         // Undo, so the same URL can be used again once Temporal answers.
-        await em.nativeUpdate(ContactImport, { id: found.id, status: 'validating' }, { status: 'awaiting_upload', blobKey: null, sizeBytes: null, sha256: null, uploadedAt: null, updatedAt: now() });
+        await em.nativeUpdate(
+          ContactImport,
+          { id: found.id, status: 'validating' },
+          { status: 'awaiting_upload', blobKey: null, sizeBytes: null, sha256: null, uploadedAt: null, updatedAt: now() },
+        );
         await store.delete(key);
         throw unavailable(`The import could not be started (${(error as Error).message})`);
       }

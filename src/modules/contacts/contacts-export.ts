@@ -12,7 +12,18 @@ import { csvStream, type CsvOptions } from './csv.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { findExportPage, type ContactFilters, type ExportRow } from './contacts.repo.ts';
 
-export const EXPORT_COLUMNS = ['id', 'email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields', 'created_at', 'updated_at'] as const;
+export const EXPORT_COLUMNS = [
+  'id',
+  'email',
+  'first_name',
+  'last_name',
+  'company',
+  'tags',
+  'status',
+  'custom_fields',
+  'created_at',
+  'updated_at',
+] as const;
 const EXPORT_PAGE = 1_000;
 
 export type ExportFilter = Pick<ContactFilters, 'status' | 'segment'>;

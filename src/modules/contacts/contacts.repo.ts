@@ -48,7 +48,10 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
 function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sql: string | null; params: Record<string, unknown> } {
   if (segment.type === 'all') return { sql: null, params: {} };
   if (segment.type === 'static') {
-    return { sql: 'id in (select contact_id from segment_members where segment_id = :segmentId and org_id = :org)', params: { segmentId: segment.id } };
+    return {
+      sql: 'id in (select contact_id from segment_members where segment_id = :segmentId and org_id = :org)',
+      params: { segmentId: segment.id },
+    };
   }
   return { sql: 'tags && array[:segmentTags]::text[]', params: { segmentTags: [...segment.tags] } };
 }

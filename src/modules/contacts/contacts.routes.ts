@@ -68,11 +68,18 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       response: {
         status: 200,
         description: 'The CSV file',
-        binary: { contentType: 'text/csv; charset=utf-8', headers: { 'Content-Disposition': 'attachment; filename="contacts-<date>.csv"' } },
+        binary: {
+          contentType: 'text/csv; charset=utf-8',
+          headers: { 'Content-Disposition': 'attachment; filename="contacts-<date>.csv"' },
+        },
       },
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, query }) {
-        const stream = await deps.contacts.exportContacts(caller.orgId, { status: query.status, segmentId: query.segment_id }, csvOptionsOf(query));
+        const stream = await deps.contacts.exportContacts(
+          caller.orgId,
+          { status: query.status, segmentId: query.segment_id },
+          csvOptionsOf(query),
+        );
         return csvDownload(stream, `contacts-${new Date().toISOString().slice(0, 10)}.csv`);
       },
     }),

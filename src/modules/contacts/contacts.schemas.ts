@@ -8,12 +8,7 @@ const Tag = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.
 const Tags = v.pipe(v.array(Tag), v.maxLength(100));
 const Status = v.picklist(CONTACT_STATUSES, `must be one of ${CONTACT_STATUSES.join(', ')}`);
 
-export const ContactEmail = v.pipe(
-  v.string(),
-  v.trim(),
-  v.maxLength(320),
-  v.email('must be a valid email address'),
-);
+export const ContactEmail = v.pipe(v.string(), v.trim(), v.maxLength(320), v.email('must be a valid email address'));
 
 export const CreateContactBody = v.strictObject({
   email: ContactEmail,
@@ -58,7 +53,9 @@ export const CsvDownloadQuery = v.object({
 });
 
 /** The CsvOptions of a CSV download's query: formulas escaped unless `escape_formulas=false`. */
-export const csvOptionsOf = (query: { escape_formulas?: 'true' | 'false' | undefined }) => ({ escapeFormulas: query.escape_formulas !== 'false' });
+export const csvOptionsOf = (query: { escape_formulas?: 'true' | 'false' | undefined }) => ({
+  escapeFormulas: query.escape_formulas !== 'false',
+});
 
 /** GET /contacts/export (Herald extension). */
 export const ExportContactsQuery = v.object({

@@ -72,7 +72,11 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
     },
 
     /** The CSV export of the workspace's contacts or a segment's (404 for an unknown segment); see contacts-export.ts. */
-    async exportContacts(orgId: string, filter: { status?: ContactStatus | undefined; segmentId?: string | undefined }, csv: CsvOptions): Promise<Readable> {
+    async exportContacts(
+      orgId: string,
+      filter: { status?: ContactStatus | undefined; segmentId?: string | undefined },
+      csv: CsvOptions,
+    ): Promise<Readable> {
       const em = orm.em.fork();
       const segment = filter.segmentId ? await findSegmentRule(em, orgId, filter.segmentId) : undefined;
       return exportContactsCsv(em, orgId, { status: filter.status, segment }, csv);

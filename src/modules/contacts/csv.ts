@@ -23,7 +23,12 @@ export interface CsvOptions {
  * disconnects stops the reads. Text cells are formula-escaped unless `escapeFormulas` is false.
  */
 export function csvStream(columns: readonly string[], records: AsyncIterable<unknown[]>, options: CsvOptions): Readable {
-  const csv = stringify({ header: true, columns: [...columns], bom: false, ...(options.escapeFormulas ? { cast: { string: escapeFormulaCell } } : {}) });
+  const csv = stringify({
+    header: true,
+    columns: [...columns],
+    bom: false,
+    ...(options.escapeFormulas ? { cast: { string: escapeFormulaCell } } : {}),
+  });
   const source = Readable.from(records);
   source.on('error', (error) => csv.destroy(error));
   csv.on('close', () => source.destroy());

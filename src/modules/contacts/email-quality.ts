@@ -3,9 +3,7 @@ import type { DnsResolver } from '../../dns/resolver.ts';
 
 export type QualityReason = 'DISPOSABLE_DOMAIN' | 'NO_MAIL_SERVER';
 
-export type QualityVerdict =
-  | { ok: true; dns: 'checked' | 'unavailable' }
-  | { ok: false; reason: QualityReason; message: string };
+export type QualityVerdict = { ok: true; dns: 'checked' | 'unavailable' } | { ok: false; reason: QualityReason; message: string };
 
 let blocklist: Set<string> | undefined;
 

@@ -42,7 +42,8 @@ export function sameToken(a: string, b: string): boolean {
 }
 
 /** Whether a link can still be used: it exists, was not used, and has not expired. */
-const isOpen = (link: DashboardInvite | null, now: Date): link is DashboardInvite => link !== null && !link.acceptedAt && link.expiresAt > now;
+const isOpen = (link: DashboardInvite | null, now: Date): link is DashboardInvite =>
+  link !== null && !link.acceptedAt && link.expiresAt > now;
 
 /** A hash to verify against when no user matches, so an unknown email costs the same time as a wrong password. */
 let decoyHash: Promise<string> | null = null;
@@ -79,22 +80,42 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     now: Date,
   ): Promise<{ token: string; link: DashboardInvite }> {
     const token = newToken();
-    const row = em.create(DashboardInvite, { ...link, tokenHash: tokenHash(token), expiresAt: new Date(now.getTime() + ttlMs), acceptedAt: null });
+    const row = em.create(DashboardInvite, {
+      ...link,
+      tokenHash: tokenHash(token),
+      expiresAt: new Date(now.getTime() + ttlMs),
+      acceptedAt: null,
+    });
     await em.flush();
     return { token, link: row };
   }
 
   /** The open link of `kind` a token names, locked in `em`'s transaction and used up now; null when unknown, used or expired. */
   async function useLink(em: EntityManager, token: string, kind: DashboardInvite['kind'], now: Date): Promise<DashboardInvite | null> {
-    const link = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+    const link = await em.findOne(
+      DashboardInvite,
+      { tokenHash: tokenHash(token), kind },
+      { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE },
+    );
     if (!isOpen(link, now)) return null;
     link.acceptedAt = now;
     return link;
   }
 
   /** Closes the open links (invitations and sign-in links) of a workspace's address: they stop working now; the rows stay. */
-  async function closeLinks(em: EntityManager, orgId: string, email: string, now: Date, kinds: DashboardInvite['kind'][] = ['invite', 'sign_in']): Promise<void> {
-    await em.nativeUpdate(DashboardInvite, { orgId, email, kind: { $in: kinds }, acceptedAt: null, expiresAt: { $gt: now } }, { expiresAt: now }, ALL_TENANTS);
+  async function closeLinks(
+    em: EntityManager,
+    orgId: string,
+    email: string,
+    now: Date,
+    kinds: DashboardInvite['kind'][] = ['invite', 'sign_in'],
+  ): Promise<void> {
+    await em.nativeUpdate(
+      DashboardInvite,
+      { orgId, email, kind: { $in: kinds }, acceptedAt: null, expiresAt: { $gt: now } },
+      { expiresAt: now },
+      ALL_TENANTS,
+    );
   }
 
   /** Ends every session of a person. */
@@ -103,7 +124,16 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
   }
 
   function describe(session: DashboardSession, user: User, org: Organization): SignedIn {
-    return { sessionId: session.id, csrfToken: session.csrfToken, userId: user.id, orgId: user.orgId, orgName: org.name, email: user.email, name: user.name, role: user.role };
+    return {
+      sessionId: session.id,
+      csrfToken: session.csrfToken,
+      userId: user.id,
+      orgId: user.orgId,
+      orgName: org.name,
+      email: user.email,
+      name: user.name,
+      role: user.role,
+    };
   }
 
   return {
@@ -114,13 +144,22 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
      * never lowers a role). A person without a password (removed, or a first owner signed in by
      * operators' links) can be invited: that is how they choose one.
      */
-    async invite(input: { orgId: string; email: string; role: UserRole }, now = new Date()): Promise<{ token: string; invite: DashboardInvite }> {
+    async invite(
+      input: { orgId: string; email: string; role: UserRole },
+      now = new Date(),
+    ): Promise<{ token: string; invite: DashboardInvite }> {
       const em = scopeToOrg(orm.em, input.orgId);
-      if (!(await em.findOne(Organization, { id: input.orgId }))) throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
+      if (!(await em.findOne(Organization, { id: input.orgId })))
+        throw new AppError('not_found', `workspace ${input.orgId} does not exist`);
       const email = input.email.trim().toLowerCase();
       const existing = await em.findOne(User, { email });
-      if (existing?.passwordHash) throw new AppError('conflict', `${email} already has access to this workspace; they sign in with their password. Nothing was created.`);
-      if (existing?.role === 'owner' && input.role !== 'owner') throw new AppError('conflict', `${email} is an owner; an invitation cannot change their role. Nothing was created.`);
+      if (existing?.passwordHash)
+        throw new AppError(
+          'conflict',
+          `${email} already has access to this workspace; they sign in with their password. Nothing was created.`,
+        );
+      if (existing?.role === 'owner' && input.role !== 'owner')
+        throw new AppError('conflict', `${email} is an owner; an invitation cannot change their role. Nothing was created.`);
       const { token, link } = await createLink(em, { orgId: input.orgId, email, role: input.role, kind: 'invite' }, INVITE_TTL_MS, now);
       return { token, invite: link };
     },
@@ -160,7 +199,11 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     },
 
     /** The open link a token names (an invitation, or a sign-in link with `kind`), or null (unknown, used or expired). */
-    async findInvite(token: string, now = new Date(), kind: DashboardInvite['kind'] = 'invite'): Promise<{ invite: DashboardInvite; orgName: string } | null> {
+    async findInvite(
+      token: string,
+      now = new Date(),
+      kind: DashboardInvite['kind'] = 'invite',
+    ): Promise<{ invite: DashboardInvite; orgName: string } | null> {
       const em = orm.em.fork();
       const invite = await em.findOne(DashboardInvite, { tokenHash: tokenHash(token), kind }, ALL_TENANTS);
       if (!isOpen(invite, now)) return null;
@@ -175,27 +218,43 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
      * other session of the person ends, and a session opens. 409 conflict, the link used up and
      * nothing else changed, when the address has a password by now (a second invitation accepted).
      */
-    async acceptInvite(token: string, input: { name: string; password: string }, now = new Date()): Promise<{ token: string; session: SignedIn }> {
+    async acceptInvite(
+      token: string,
+      input: { name: string; password: string },
+      now = new Date(),
+    ): Promise<{ token: string; session: SignedIn }> {
       checkPassword(input.password);
       const name = input.name.trim();
-      if (name.length === 0 || name.length > 200) throw new AppError('invalid_request', 'Enter your name (200 characters at most).', { fields: [{ path: 'name', location: 'body', type: 'length', message: 'between 1 and 200 characters' }] });
+      if (name.length === 0 || name.length > 200)
+        throw new AppError('invalid_request', 'Enter your name (200 characters at most).', {
+          fields: [{ path: 'name', location: 'body', type: 'length', message: 'between 1 and 200 characters' }],
+        });
       const passwordHash = await hash(input.password);
       const accepted = await orm.em.fork().transactional(async (em) => {
         // Locked: two tabs accepting one link make one user.
         const invite = await useLink(em, token, 'invite', now);
         if (!invite) throw new AppError('not_found', 'This invitation link is not valid any more.');
-        const existing = await em.findOne(User, { orgId: invite.orgId, email: invite.email }, { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE });
+        const existing = await em.findOne(
+          User,
+          { orgId: invite.orgId, email: invite.email },
+          { ...ALL_TENANTS, lockMode: LockMode.PESSIMISTIC_WRITE },
+        );
         if (existing?.passwordHash) return { refused: existing.email };
         await em.flush();
         await closeLinks(em, invite.orgId, invite.email, now, ['invite']);
-        if (!existing) return { user: em.create(User, { orgId: invite.orgId, email: invite.email, name, passwordHash, role: invite.role }) };
+        if (!existing)
+          return { user: em.create(User, { orgId: invite.orgId, email: invite.email, name, passwordHash, role: invite.role }) };
         existing.name = name;
         existing.passwordHash = passwordHash;
         if (existing.role !== 'owner') existing.role = invite.role;
         await endSessions(em, existing, now);
         return { user: existing };
       });
-      if ('refused' in accepted) throw new AppError('conflict', `${accepted.refused} already has access to this workspace: sign in with your password. This invitation changed nothing and is used up.`);
+      if ('refused' in accepted)
+        throw new AppError(
+          'conflict',
+          `${accepted.refused} already has access to this workspace: sign in with your password. This invitation changed nothing and is used up.`,
+        );
       return openSession(accepted.user, now);
     },
 
@@ -206,7 +265,13 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
      */
     async signIn(email: string, password: string, now = new Date()): Promise<{ token: string; session: SignedIn } | null> {
       if (password.length > PASSWORD_MAX) return null;
-      const users = await orm.em.fork().find(User, { email: email.trim().toLowerCase(), passwordHash: { $ne: null } }, { ...ALL_TENANTS, orderBy: { id: 'asc' }, limit: 5 });
+      const users = await orm.em
+        .fork()
+        .find(
+          User,
+          { email: email.trim().toLowerCase(), passwordHash: { $ne: null } },
+          { ...ALL_TENANTS, orderBy: { id: 'asc' }, limit: 5 },
+        );
       for (const user of users) {
         if (await verify(user.passwordHash!, password)) return openSession(user, now);
       }
@@ -218,7 +283,8 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
     async resolve(token: string, now = new Date()): Promise<SignedIn | null> {
       const em = orm.em.fork();
       const session = await em.findOne(DashboardSession, { tokenHash: tokenHash(token) }, ALL_TENANTS);
-      if (!session || session.revokedAt || session.expiresAt <= now || now.getTime() - session.lastSeenAt.getTime() > SESSION_IDLE_MS) return null;
+      if (!session || session.revokedAt || session.expiresAt <= now || now.getTime() - session.lastSeenAt.getTime() > SESSION_IDLE_MS)
+        return null;
       const user = await em.findOne(User, { id: session.userId }, ALL_TENANTS);
       const org = user && (await em.findOne(Organization, { id: user.orgId }));
       // Removing a person's access ends their sessions (revokeAccess); a person without a password
@@ -248,7 +314,7 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
      * workspace's). 403 for a member, 409 for one's own access; 404 for another workspace's person.
      */
     async revokeAccess(by: SignedIn, userId: string, now = new Date()): Promise<User> {
-      if (by.role !== 'owner') throw new AppError('forbidden', 'Only an owner can remove a person\'s access.');
+      if (by.role !== 'owner') throw new AppError('forbidden', "Only an owner can remove a person's access.");
       if (userId === by.userId) throw new AppError('conflict', 'You cannot remove your own access; another owner can.');
       const em = scopeToOrg(orm.em, by.orgId);
       const user = await em.findOne(User, { id: userId });
@@ -267,7 +333,11 @@ export function createDashboardAuthService({ orm }: { orm: MikroORM }) {
 
     /** Ends every session of the person (every browser, this one included). */
     async signOutEverywhere(signedIn: SignedIn, now = new Date()): Promise<number> {
-      return scopeToOrg(orm.em, signedIn.orgId).nativeUpdate(DashboardSession, { userId: signedIn.userId, revokedAt: null }, { revokedAt: now });
+      return scopeToOrg(orm.em, signedIn.orgId).nativeUpdate(
+        DashboardSession,
+        { userId: signedIn.userId, revokedAt: null },
+        { revokedAt: now },
+      );
     },
   };
 }

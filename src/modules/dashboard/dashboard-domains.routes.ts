@@ -54,7 +54,9 @@ export function domainsArea(services: ApiServices): DashboardArea {
           senders: found.senders,
           records: deliverabilityRecords(found.domain, config),
           reloading,
-          ...(ctx.query.added === '1' ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` } : {}),
+          ...(ctx.query.added === '1'
+            ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` }
+            : {}),
           ...(ctx.query.checked === '1' ? { notice: `Checked just now: ${found.domain.status}.` } : {}),
         }),
       );
@@ -70,7 +72,15 @@ export function domainsArea(services: ApiServices): DashboardArea {
       } catch (error) {
         if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'domain');
         if (error instanceof AppError && error.code === 'service_unavailable') {
-          return kit.send(ctx, 503, notePage('The check is taking longer', 'It keeps running and the domain\'s page will show its result; is Herald\'s worker running?', signedIn));
+          return kit.send(
+            ctx,
+            503,
+            notePage(
+              'The check is taking longer',
+              "It keeps running and the domain's page will show its result; is Herald's worker running?",
+              signedIn,
+            ),
+          );
         }
         throw error;
       }

@@ -1,5 +1,11 @@
 import { html } from 'ghtml';
-import { EMAIL_STATUSES, type EmailEventType, type EmailRecipient, type RecipientStatus, type TransactionalEmail } from '../../../db/entities/index.ts';
+import {
+  EMAIL_STATUSES,
+  type EmailEventType,
+  type EmailRecipient,
+  type RecipientStatus,
+  type TransactionalEmail,
+} from '../../../db/entities/index.ts';
 import type { EmailEventView } from '../sends/email-log.repo.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { layout, message, when } from './dashboard.pages.ts';
@@ -9,7 +15,8 @@ const at = (date: Date) => html`<time datetime="${date.toISOString()}">${date.to
 
 const state = (status: string) => html`<span class="state ${status}">${status}</span>`;
 
-const fromOf = (email: Pick<TransactionalEmail, 'fromName' | 'fromEmail'>) => (email.fromName ? `${email.fromName} <${email.fromEmail}>` : email.fromEmail);
+const fromOf = (email: Pick<TransactionalEmail, 'fromName' | 'fromEmail'>) =>
+  email.fromName ? `${email.fromName} <${email.fromEmail}>` : email.fromEmail;
 
 const subjectOf = (email: Pick<TransactionalEmail, 'subject'>) => (email.subject.trim() === '' ? '(no subject)' : email.subject);
 
@@ -34,7 +41,10 @@ export interface EmailsPageModel {
 
 function recipientsCell(recipients: readonly EmailRecipient[]): string {
   if (recipients.length === 0) return '—';
-  const shown = recipients.slice(0, 2).map((r) => r.email).join(', ');
+  const shown = recipients
+    .slice(0, 2)
+    .map((r) => r.email)
+    .join(', ');
   return html`${shown}!${recipients.length > 2 ? html` <small class="hint">+${String(recipients.length - 2)} more</small>` : ''}`;
 }
 
@@ -59,26 +69,50 @@ export function emailsPage(model: EmailsPageModel): string {
   return layout(
     'Emails',
     html`<form method="get" action="/dashboard/emails" class="card filters" role="search" aria-label="Filter the emails">
-  <div><label for="filter-status">Status</label>
-    <select id="filter-status" name="status">
-      <option value="">Any</option>
-      !${EMAIL_STATUSES.map((s) => html`<option value="${s}"!${filters.status === s ? ' selected' : ''}>${s}</option>`).join('')}
-    </select></div>
-  <div><label for="filter-to">Recipient</label>
-    <input id="filter-to" name="to" type="email" maxlength="320" autocomplete="off" value="${filters.to}"></div>
-  <div><label for="filter-from">From <small>(address or domain)</small></label>
-    <input id="filter-from" name="from" type="text" maxlength="320" autocomplete="off" spellcheck="false" value="${filters.from}"></div>
-  <div class="filter-actions"><button type="submit">Filter</button>!${filtered ? html` <a href="/dashboard/emails">Clear</a>` : ''}</div>
-</form>
-!${message(model.error)}
-<section aria-labelledby="log-title">
-  <h2 id="log-title">!${filtered ? 'Matching emails' : 'Transactional emails'}, newest first</h2>
-  !${model.emails.length === 0
-    ? html`<p>${model.error ? 'Fix the filters to see emails.' : filtered ? 'No email matches these filters.' : 'No emails yet.'}</p>`
-    : html`<table class="keys cards emails"><thead><tr><th scope="col">Created</th><th scope="col">Subject</th><th scope="col">From</th><th scope="col">To</th><th scope="col">Status</th></tr></thead>
-      <tbody>!${model.emails.map((email) => emailRow(email, model.recipients.get(email.id) ?? [])).join('')}</tbody></table>`}
-  !${pager.length > 0 ? html`<nav class="pager" aria-label="Pages">!${pager.join(' ')}</nav>` : ''}
-</section>`,
+        <div>
+          <label for="filter-status">Status</label>
+          <select id="filter-status" name="status">
+            <option value="">Any</option>
+            !${EMAIL_STATUSES.map((s) => html`<option value="${s}" !${filters.status === s ? ' selected' : ''}>${s}</option>`).join('')}
+          </select>
+        </div>
+        <div>
+          <label for="filter-to">Recipient</label>
+          <input id="filter-to" name="to" type="email" maxlength="320" autocomplete="off" value="${filters.to}" />
+        </div>
+        <div>
+          <label for="filter-from">From <small>(address or domain)</small></label>
+          <input id="filter-from" name="from" type="text" maxlength="320" autocomplete="off" spellcheck="false" value="${filters.from}" />
+        </div>
+        <div class="filter-actions">
+          <button type="submit">Filter</button>!${filtered ? html` <a href="/dashboard/emails">Clear</a>` : ''}
+        </div>
+      </form>
+      !${message(model.error)}
+      <section aria-labelledby="log-title">
+        <h2 id="log-title">!${filtered ? 'Matching emails' : 'Transactional emails'}, newest first</h2>
+        !${
+          model.emails.length === 0
+            ? html`<p>
+                ${model.error ? 'Fix the filters to see emails.' : filtered ? 'No email matches these filters.' : 'No emails yet.'}
+              </p>`
+            : html`<table class="keys cards emails">
+                <thead>
+                  <tr>
+                    <th scope="col">Created</th>
+                    <th scope="col">Subject</th>
+                    <th scope="col">From</th>
+                    <th scope="col">To</th>
+                    <th scope="col">Status</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  !${model.emails.map((email) => emailRow(email, model.recipients.get(email.id) ?? [])).join('')}
+                </tbody>
+              </table>`
+        }
+        !${pager.length > 0 ? html`<nav class="pager" aria-label="Pages">!${pager.join(' ')}</nav>` : ''}
+      </section>`,
     signedIn,
     'emails',
   );
@@ -109,8 +143,12 @@ function responseEventType(status: RecipientStatus): EmailEventType | null {
 /** The remote server's reply as stored on the recipient: its SMTP code (when not already leading the text) and text. */
 function diagnostic(recipient: EmailRecipient): string {
   const text = recipient.lastResponse ?? '';
-  const code = recipient.lastResponseCode !== null && recipient.lastResponseCode !== undefined && !text.startsWith(String(recipient.lastResponseCode)) ? `${recipient.lastResponseCode} ` : '';
-  const kind = recipient.status === 'bounced' && recipient.bounceType ? html` <small class="hint">(${recipient.bounceType} bounce)</small>` : '';
+  const code =
+    recipient.lastResponseCode !== null && recipient.lastResponseCode !== undefined && !text.startsWith(String(recipient.lastResponseCode))
+      ? `${recipient.lastResponseCode} `
+      : '';
+  const kind =
+    recipient.status === 'bounced' && recipient.bounceType ? html` <small class="hint">(${recipient.bounceType} bounce)</small>` : '';
   return html`<div class="diagnostic"><span class="hint">Remote server:</span> <code>${code}${text}</code>!${kind}</div>`;
 }
 
@@ -126,19 +164,32 @@ function timeline(email: TransactionalEmail, entry: RecipientTimeline, index: nu
   const carrier = target ? events.findLastIndex((event) => event.type === target) : -1;
   const headingId = `recipient-${String(index)}`;
   const items = [
-    html`<li><span class="event accepted">Accepted</span> !${at(email.createdAt)}!${email.scheduledAt ? html` <small class="hint">(scheduled for !${at(email.scheduledAt)})</small>` : ''}</li>`,
+    html`<li>
+      <span class="event accepted">Accepted</span>
+      !${at(email.createdAt)}!${email.scheduledAt ? html` <small class="hint">(scheduled for !${at(email.scheduledAt)})</small>` : ''}
+    </li>`,
     ...events.map(
       (event, i) =>
-        html`<li><span class="event ${event.type}">${EVENT_LABELS[event.type]}</span> !${at(event.occurredAt)}!${i === carrier && recipient ? diagnostic(recipient) : ''}</li>`,
+        html`<li>
+          <span class="event ${event.type}">${EVENT_LABELS[event.type]}</span>
+          !${at(event.occurredAt)}!${i === carrier && recipient ? diagnostic(recipient) : ''}
+        </li>`,
     ),
   ];
-  const waiting = recipient?.status === 'deferred' && recipient.nextAttemptAt ? html`<li class="hint">Next attempt at !${at(recipient.nextAttemptAt)}</li>` : '';
+  const waiting =
+    recipient?.status === 'deferred' && recipient.nextAttemptAt
+      ? html`<li class="hint">Next attempt at !${at(recipient.nextAttemptAt)}</li>`
+      : '';
   return html`<section class="card recipient" aria-labelledby="${headingId}">
-  <h3 id="${headingId}">${entry.address} !${recipient ? html`<small class="hint">(${recipient.kind})</small> !${state(recipient.status)}` : ''}</h3>
-  !${recipient && recipient.attempts > 0 ? html`<p class="hint">Delivery attempts: ${String(recipient.attempts)}</p>` : ''}
-  <ol class="timeline">!${items.join('')}!${waiting}</ol>
-  !${recipient?.lastResponse && carrier === -1 ? diagnostic(recipient) : ''}
-</section>`;
+    <h3 id="${headingId}">
+      ${entry.address} !${recipient ? html`<small class="hint">(${recipient.kind})</small> !${state(recipient.status)}` : ''}
+    </h3>
+    !${recipient && recipient.attempts > 0 ? html`<p class="hint">Delivery attempts: ${String(recipient.attempts)}</p>` : ''}
+    <ol class="timeline">
+      !${items.join('')}!${waiting}
+    </ol>
+    !${recipient?.lastResponse && carrier === -1 ? diagnostic(recipient) : ''}
+  </section>`;
 }
 
 export interface EmailPageModel {
@@ -160,29 +211,27 @@ export function emailPage(model: EmailPageModel): string {
     }
     entry.events.push(event);
   }
-  const fact = (term: string, value: string) => html`<dt>${term}</dt><dd>!${value}</dd>`;
+  const fact = (term: string, value: string) =>
+    html`<dt>${term}</dt>
+      <dd>!${value}</dd>`;
   return layout(
     subjectOf(email),
     html`<p><a href="/dashboard/emails">← All emails</a></p>
-<section aria-labelledby="email-title" class="card">
-  <h2 id="email-title">The email</h2>
-  <dl class="facts">
-    !${fact('From', html`${fromOf(email)}`)}
-    !${fact('Subject', html`${subjectOf(email)}`)}
-    !${fact('Status', state(email.status))}
-    !${fact('Created', at(email.createdAt))}
-    !${email.scheduledAt ? fact('Scheduled for', at(email.scheduledAt)) : ''}
-    !${email.sentAt ? fact('Sent', at(email.sentAt)) : ''}
-    !${email.cancelledAt ? fact('Cancelled', at(email.cancelledAt)) : ''}
-    !${fact('Message-ID', html`<code>${email.messageId}</code>`)}
-    !${email.tags.length > 0 ? fact('Tags', email.tags.map((tag) => html`<code>${tag}</code>`).join(' ')) : ''}
-    !${email.lastError ? fact('Last error', html`${email.lastError}`) : ''}
-  </dl>
-</section>
-<section aria-labelledby="timeline-title">
-  <h2 id="timeline-title">Timeline per recipient</h2>
-  !${entries.length === 0 ? html`<p>This email has no recipients.</p>` : entries.map((entry, index) => timeline(email, entry, index)).join('')}
-</section>`,
+      <section aria-labelledby="email-title" class="card">
+        <h2 id="email-title">The email</h2>
+        <dl class="facts">
+          !${fact('From', html`${fromOf(email)}`)} !${fact('Subject', html`${subjectOf(email)}`)} !${fact('Status', state(email.status))}
+          !${fact('Created', at(email.createdAt))} !${email.scheduledAt ? fact('Scheduled for', at(email.scheduledAt)) : ''}
+          !${email.sentAt ? fact('Sent', at(email.sentAt)) : ''} !${email.cancelledAt ? fact('Cancelled', at(email.cancelledAt)) : ''}
+          !${fact('Message-ID', html`<code>${email.messageId}</code>`)}
+          !${email.tags.length > 0 ? fact('Tags', email.tags.map((tag) => html`<code>${tag}</code>`).join(' ')) : ''}
+          !${email.lastError ? fact('Last error', html`${email.lastError}`) : ''}
+        </dl>
+      </section>
+      <section aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Timeline per recipient</h2>
+        !${entries.length === 0 ? html`<p>This email has no recipients.</p>` : entries.map((entry, index) => timeline(email, entry, index)).join('')}
+      </section>`,
     signedIn,
     'emails',
   );

@@ -58,11 +58,27 @@ export function emailsArea(services: ApiServices): DashboardArea {
           const path = v.getDotPath(issue) ?? '';
           return `${FIELD_LABELS[path] ?? path}: ${issue.message}.`;
         });
-        return kit.send(ctx, 400, emailsPage({ signedIn, filters, emails: [], recipients: new Map(), olderHref: null, newestHref: null, error: problems.join(' ') }));
+        return kit.send(
+          ctx,
+          400,
+          emailsPage({
+            signedIn,
+            filters,
+            emails: [],
+            recipients: new Map(),
+            olderHref: null,
+            newestHref: null,
+            error: problems.join(' '),
+          }),
+        );
       }
       const { limit: _limit, cursor: _cursor, ...query } = parsed.output;
       const after = positionOf(ctx.query.older);
-      const page = await sends.listEmails(signedIn.orgId, { limit: PAGE_SIZE, after }, query satisfies Omit<ListEmailsFilters, 'limit' | 'cursor'>);
+      const page = await sends.listEmails(
+        signedIn.orgId,
+        { limit: PAGE_SIZE, after },
+        query satisfies Omit<ListEmailsFilters, 'limit' | 'cursor'>,
+      );
       const last = page.items.at(-1);
       kit.send(
         ctx,

@@ -45,7 +45,12 @@ export function inboxArea(services: ApiServices): DashboardArea {
       kit.send(
         ctx,
         200,
-        inboxPage({ signedIn, threads: page.items.map((item) => item.row), summaries: page, older: page.hasMore && last ? olderOf(last.sortKey, last.row.id) : undefined }),
+        inboxPage({
+          signedIn,
+          threads: page.items.map((item) => item.row),
+          summaries: page,
+          older: page.hasMore && last ? olderOf(last.sortKey, last.row.id) : undefined,
+        }),
       );
     });
 
@@ -85,7 +90,11 @@ export function inboxArea(services: ApiServices): DashboardArea {
           messages,
           attachments,
           truncated: more,
-          ...(ctx.query.marked === 'read' ? { notice: 'Marked as read.' } : ctx.query.marked === 'unread' ? { notice: 'Marked as unread.' } : {}),
+          ...(ctx.query.marked === 'read'
+            ? { notice: 'Marked as read.' }
+            : ctx.query.marked === 'unread'
+              ? { notice: 'Marked as unread.' }
+              : {}),
         }),
       );
     });
@@ -114,7 +123,11 @@ export function inboxArea(services: ApiServices): DashboardArea {
       } catch (error) {
         if (isError(error, 'not_found')) return notFound(ctx, 'attachment');
         if (isError(error, 'service_unavailable')) {
-          return kit.send(ctx, 503, notePage('Attachments are unavailable', 'Attachment storage is not configured on this server.', kit.signedInOf(ctx)));
+          return kit.send(
+            ctx,
+            503,
+            notePage('Attachments are unavailable', 'Attachment storage is not configured on this server.', kit.signedInOf(ctx)),
+          );
         }
         throw error;
       }

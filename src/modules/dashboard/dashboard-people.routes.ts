@@ -26,7 +26,8 @@ export function peopleArea(deps: { auth: DashboardAuthService; publicUrl: string
       const email = one(form(ctx).email).trim().toLowerCase();
       const role = one(form(ctx).role) || 'member';
       if (signedIn.role !== 'owner') return render(ctx, 403, { error: 'Only an owner can invite people.' });
-      if (!EMAIL.test(email) || email.length > 320) return render(ctx, 400, { error: 'Enter the email address of the person to invite.', form: { email, role } });
+      if (!EMAIL.test(email) || email.length > 320)
+        return render(ctx, 400, { error: 'Enter the email address of the person to invite.', form: { email, role } });
       if (role !== 'owner' && role !== 'member') return render(ctx, 400, { error: 'Choose member or owner.', form: { email, role } });
       try {
         const { token } = await auth.invite({ orgId: signedIn.orgId, email, role });

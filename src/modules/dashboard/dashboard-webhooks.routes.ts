@@ -26,7 +26,8 @@ const isError = (error: unknown, code: ErrorCode): error is AppError => error in
 /** What the dashboard says when a replay is refused (the service's 409 reasons). */
 function conflictText(error: AppError): string {
   const reason = error.details?.reason;
-  if (reason === 'ENDPOINT_DISABLED') return 'Its endpoint is disabled: re-enable it (PATCH /api/v1/webhooks/{id} with enabled: true), then replay.';
+  if (reason === 'ENDPOINT_DISABLED')
+    return 'Its endpoint is disabled: re-enable it (PATCH /api/v1/webhooks/{id} with enabled: true), then replay.';
   if (reason === 'ENDPOINT_DELETED') return 'Its endpoint was deleted: the delivery cannot be replayed.';
   return 'This delivery is still in flight (queued or delivering): replay it once it has finished.';
 }
@@ -43,7 +44,12 @@ export function webhooksArea(services: ApiServices): DashboardArea {
     const { notFound } = kit;
 
     /** The endpoint page: the endpoint, one page of its delivery log (filtered), and what happened. */
-    async function renderEndpoint(ctx: DashboardContext, status: number, endpoint: WebhookEndpoint, extra: Partial<EndpointPageModel> = {}) {
+    async function renderEndpoint(
+      ctx: DashboardContext,
+      status: number,
+      endpoint: WebhookEndpoint,
+      extra: Partial<EndpointPageModel> = {},
+    ) {
       const signedIn = kit.signedInOf(ctx);
       const wanted = one(ctx.query.status);
       const filter = (WEBHOOK_DELIVERY_STATUSES as readonly string[]).includes(wanted) ? (wanted as WebhookDeliveryStatus) : undefined;
@@ -98,11 +104,24 @@ export function webhooksArea(services: ApiServices): DashboardArea {
       const signedIn = kit.signedInOf(ctx);
       const page = await webhooks.listWebhooks(signedIn.orgId, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
       const last = page.items.at(-1);
-      kit.send(ctx, 200, webhooksPage({ signedIn, endpoints: page.items, older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined }));
+      kit.send(
+        ctx,
+        200,
+        webhooksPage({
+          signedIn,
+          endpoints: page.items,
+          older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
+        }),
+      );
     });
 
     router.get('/webhooks/deliveries/:id', kit.requireSession, async (ctx) => {
-      await renderDelivery(ctx, 200, ctx.params.id ?? '', ctx.query.replayed === '1' ? { notice: 'Replay queued: the delivery is sent again with its next drain.' } : {});
+      await renderDelivery(
+        ctx,
+        200,
+        ctx.params.id ?? '',
+        ctx.query.replayed === '1' ? { notice: 'Replay queued: the delivery is sent again with its next drain.' } : {},
+      );
     });
 
     router.post('/webhooks/deliveries/:id/replay', kit.forms, kit.requireSession, async (ctx) => {
@@ -129,13 +148,19 @@ export function webhooksArea(services: ApiServices): DashboardArea {
       const endpoint = await endpointOf(ctx, ctx.params.id ?? '');
       if (!endpoint) return notFound(ctx, 'webhook endpoint');
       const chosen = Number(one(form(ctx).overlap_seconds) || ROTATION_CHOICES[0][0]);
-      if (!ROTATION_CHOICES.some(([seconds]) => seconds === chosen)) return renderEndpoint(ctx, 400, endpoint, { error: 'Choose how long the old secret keeps signing.' });
+      if (!ROTATION_CHOICES.some(([seconds]) => seconds === chosen))
+        return renderEndpoint(ctx, 400, endpoint, { error: 'Choose how long the old secret keeps signing.' });
       try {
         const rotated = await webhooks.rotateSecret(kit.signedInOf(ctx).orgId, endpoint.id, chosen);
-        await renderEndpoint(ctx, 200, rotated.endpoint, { rotated: { secret: rotated.secret, previousExpiresAt: rotated.endpoint.previousSecretExpiresAt ?? null } });
+        await renderEndpoint(ctx, 200, rotated.endpoint, {
+          rotated: { secret: rotated.secret, previousExpiresAt: rotated.endpoint.previousSecretExpiresAt ?? null },
+        });
       } catch (error) {
         if (isError(error, 'not_found')) return notFound(ctx, 'webhook endpoint');
-        if (isError(error, 'service_unavailable')) return renderEndpoint(ctx, 503, endpoint, { error: 'Signing secrets cannot be rotated: secret encryption is not configured on this server.' });
+        if (isError(error, 'service_unavailable'))
+          return renderEndpoint(ctx, 503, endpoint, {
+            error: 'Signing secrets cannot be rotated: secret encryption is not configured on this server.',
+          });
         throw error;
       }
     });

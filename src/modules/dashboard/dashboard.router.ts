@@ -29,12 +29,16 @@ const SIGN_IN_PER_ADDRESS = { requests_per_minute: 60, burst: 60, source: 'defau
 const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/dashboard.css', import.meta.url)) },
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/dashboard.js', import.meta.url)) },
-  'uplot.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.iife.min.js'))) },
+  'uplot.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.iife.min.js'))),
+  },
   'uplot.css': { type: 'text/css; charset=utf-8', body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.min.css'))) },
 };
 
 const SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'same-origin',
@@ -156,12 +160,23 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     // The same form sent again (a double click, a reload after POST) does nothing more.
     const nonce = one(form(ctx)._once);
     if (ctx.method === 'POST' && /^[\w-]{22}$/.test(nonce) && !(await deps.formSentOnce(signedIn.sessionId, nonce))) {
-      send(ctx, 409, notePage('This form was already sent', 'What it asked for was done the first time; it was not done again. Reload the page to see the result.', signedIn));
+      send(
+        ctx,
+        409,
+        notePage(
+          'This form was already sent',
+          'What it asked for was done the first time; it was not done again. Reload the page to see the result.',
+          signedIn,
+        ),
+      );
       return;
     }
     const ui = deps.workflowsUi;
     ctx.state.signedIn = ui
-      ? { ...signedIn, workflowsUrl: `${ui.url}/namespaces/${encodeURIComponent(ui.namespace)}/workflows?query=${encodeURIComponent(`HeraldOrgId="${signedIn.orgId}"`)}` }
+      ? {
+          ...signedIn,
+          workflowsUrl: `${ui.url}/namespaces/${encodeURIComponent(ui.namespace)}/workflows?query=${encodeURIComponent(`HeraldOrgId="${signedIn.orgId}"`)}`,
+        }
       : signedIn;
     await next();
   }
@@ -181,7 +196,8 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     rateLimit: { requests_per_minute: 0, burst: 0, source: 'default' },
   });
 
-  const notFound = (ctx: DashboardContext, what: string) => send(ctx, 404, notePage('Not found', `This workspace has no such ${what}.`, ctx.state.signedIn));
+  const notFound = (ctx: DashboardContext, what: string) =>
+    send(ctx, 404, notePage('Not found', `This workspace has no such ${what}.`, ctx.state.signedIn));
   const kit: DashboardKit = { forms, requireSession, signedInOf, callerOf, send, notFound };
 
   async function renderKeys(ctx: DashboardContext, status: number, extra: Partial<Parameters<typeof keysPage>[0]> = {}): Promise<void> {
@@ -212,12 +228,20 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
   router.post('/sign-in', forms, async (ctx) => {
     const fields = form(ctx);
     const email = one(fields.email).trim().toLowerCase();
-    if (!formTokenValid(ctx)) return send(ctx, 403, signInPage({ csrf: formToken(ctx), email, error: 'The form expired: please sign in again.' }));
-    for (const [key, limit] of [[`dashboard-sign-in:ip:${ctx.ip}`, SIGN_IN_PER_ADDRESS], [`dashboard-sign-in:email:${email}`, SIGN_IN_PER_EMAIL]] as const) {
+    if (!formTokenValid(ctx))
+      return send(ctx, 403, signInPage({ csrf: formToken(ctx), email, error: 'The form expired: please sign in again.' }));
+    for (const [key, limit] of [
+      [`dashboard-sign-in:ip:${ctx.ip}`, SIGN_IN_PER_ADDRESS],
+      [`dashboard-sign-in:email:${email}`, SIGN_IN_PER_EMAIL],
+    ] as const) {
       const decision = await deps.bucket.take(key, limit);
       if (!decision.allowed) {
         ctx.set('Retry-After', String(Math.ceil(decision.retryAfterMs / 1000)));
-        return send(ctx, 429, signInPage({ csrf: formToken(ctx), email, error: 'Too many sign-in attempts. Wait a minute and try again.' }));
+        return send(
+          ctx,
+          429,
+          signInPage({ csrf: formToken(ctx), email, error: 'Too many sign-in attempts. Wait a minute and try again.' }),
+        );
       }
     }
     const signedIn = await deps.auth.signIn(email, one(fields.password));
@@ -227,28 +251,49 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
 
   router.get('/sign-in/:token', async (ctx) => {
     const found = await deps.auth.findInvite(ctx.params.token ?? '', new Date(), 'sign_in');
-    if (!found) return send(ctx, 404, notePage('This sign-in link is not valid', 'It was used already, expired (links last 15 minutes), or is incomplete.'));
+    if (!found)
+      return send(
+        ctx,
+        404,
+        notePage('This sign-in link is not valid', 'It was used already, expired (links last 15 minutes), or is incomplete.'),
+      );
     send(ctx, 200, signInLinkPage({ csrf: formToken(ctx), orgName: found.orgName, email: found.invite.email }));
   });
 
   router.post('/sign-in/:token', forms, async (ctx) => {
     if (!formTokenValid(ctx)) return send(ctx, 403, notePage('This form has expired', 'Open the link again.'));
     const signedIn = await deps.auth.useSignInLink(ctx.params.token ?? '');
-    if (!signedIn) return send(ctx, 404, notePage('This sign-in link is not valid', 'It was used already, expired (links last 15 minutes), or is incomplete.'));
+    if (!signedIn)
+      return send(
+        ctx,
+        404,
+        notePage('This sign-in link is not valid', 'It was used already, expired (links last 15 minutes), or is incomplete.'),
+      );
     startSession(ctx, signedIn.token);
   });
 
   router.get('/invite/:token', async (ctx) => {
     const found = await deps.auth.findInvite(ctx.params.token ?? '');
-    if (!found) return send(ctx, 404, notePage('This invitation is not valid', 'It was used already, expired, or the link is incomplete. Ask for a new one.'));
+    if (!found)
+      return send(
+        ctx,
+        404,
+        notePage('This invitation is not valid', 'It was used already, expired, or the link is incomplete. Ask for a new one.'),
+      );
     send(ctx, 200, invitePage({ csrf: formToken(ctx), orgName: found.orgName, email: found.invite.email }));
   });
 
   router.post('/invite/:token', forms, async (ctx) => {
     const token = ctx.params.token ?? '';
     const found = await deps.auth.findInvite(token);
-    if (!found) return send(ctx, 404, notePage('This invitation is not valid', 'It was used already, expired, or the link is incomplete. Ask for a new one.'));
-    const again = (status: number, error: string) => send(ctx, status, invitePage({ csrf: formToken(ctx), orgName: found.orgName, email: found.invite.email, error }));
+    if (!found)
+      return send(
+        ctx,
+        404,
+        notePage('This invitation is not valid', 'It was used already, expired, or the link is incomplete. Ask for a new one.'),
+      );
+    const again = (status: number, error: string) =>
+      send(ctx, status, invitePage({ csrf: formToken(ctx), orgName: found.orgName, email: found.invite.email, error }));
     if (!formTokenValid(ctx)) return again(403, 'The form expired: please submit it again.');
     try {
       const accepted = await deps.auth.acceptInvite(token, { name: one(form(ctx).name), password: one(form(ctx).password) });
@@ -280,14 +325,24 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
     const fields = form(ctx);
     const input = { name: one(fields.name).trim(), mode: one(fields.mode) || 'test', scopes: many(fields.scopes) };
     try {
-      if (input.name.length === 0 || input.name.length > KEY_NAME_MAX) throw new AppError('invalid_request', `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`);
+      if (input.name.length === 0 || input.name.length > KEY_NAME_MAX)
+        throw new AppError('invalid_request', `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`);
       if (input.mode !== 'test' && input.mode !== 'live') throw new AppError('invalid_request', 'Choose test or live.');
-      const { apiKey, key } = await deps.keys.createKey(callerOf(signedInOf(ctx)), { name: input.name, scopes: input.scopes, mode: input.mode });
+      const { apiKey, key } = await deps.keys.createKey(callerOf(signedInOf(ctx)), {
+        name: input.name,
+        scopes: input.scopes,
+        mode: input.mode,
+      });
       await renderKeys(ctx, 201, { created: { name: apiKey.name, secret: key } });
     } catch (error) {
       if (!(error instanceof AppError) || !['invalid_request', 'forbidden'].includes(error.code)) throw error;
       const status = error.code === 'forbidden' ? 403 : 400;
-      const text = error.code === 'forbidden' && input.mode === 'live' ? 'Only an owner can create live keys.' : input.scopes.length === 0 ? 'Choose at least one scope.' : error.message;
+      const text =
+        error.code === 'forbidden' && input.mode === 'live'
+          ? 'Only an owner can create live keys.'
+          : input.scopes.length === 0
+            ? 'Choose at least one scope.'
+            : error.message;
       await renderKeys(ctx, status, { error: text, form: input });
     }
   });

@@ -88,7 +88,10 @@ function checkSpf(records: string[], settings: RecordSettings): RecordCheck {
   // RFC 7208 §4.5: more than one SPF record is a permanent error for receivers.
   if (spf.length > 1) return { status: 'mismatch', found: joined(spf) };
   const include = `include:${normalizeHost(settings.spfInclude)}`;
-  const terms = spf[0]!.trim().split(/\s+/).map((t) => t.toLowerCase().replace(/^\+/, ''));
+  const terms = spf[0]!
+    .trim()
+    .split(/\s+/)
+    .map((t) => t.toLowerCase().replace(/^\+/, ''));
   return { status: terms.includes(include) ? 'verified' : 'mismatch', found: spf[0]! };
 }
 
@@ -161,7 +164,8 @@ export function deliverabilityRecords(
   settings: RecordSettings,
 ): Record<DnsRecordKey, DeliverabilityRecord> {
   const expected = expectedRecords(domain, settings);
-  return Object.fromEntries(
-    DNS_RECORD_KEYS.map((key) => [key, { ...expected[key], ...storedCheck(domain.dnsCheck, key) }]),
-  ) as Record<DnsRecordKey, DeliverabilityRecord>;
+  return Object.fromEntries(DNS_RECORD_KEYS.map((key) => [key, { ...expected[key], ...storedCheck(domain.dnsCheck, key) }])) as Record<
+    DnsRecordKey,
+    DeliverabilityRecord
+  >;
 }

@@ -4,13 +4,7 @@ import { Domain, SenderIdentity } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
 import { recordEvent } from '../events/events.fns.ts';
-import {
-  deliverabilityRecords,
-  evaluateRecords,
-  expectedRecords,
-  nextDomainStatus,
-  type RecordSettings,
-} from './deliverability.fns.ts';
+import { deliverabilityRecords, evaluateRecords, expectedRecords, nextDomainStatus, type RecordSettings } from './deliverability.fns.ts';
 import { serializeDomainOption } from './domains.serializer.ts';
 import type { DomainCheckOutcome, RecheckPage } from '../../../workflows/domains.ts';
 
@@ -53,7 +47,11 @@ export function createDomainVerification(deps: DomainVerificationDeps) {
         const previousStatus = row.status;
         let status = nextDomainStatus(previousStatus, checks);
         // Another workspace holds the name proven: this one stays pending until it lets go (an operator decides).
-        if (previousStatus === 'pending' && status !== 'pending' && (await em.count(Domain, { domain: row.domain, status: { $ne: 'pending' }, id: { $ne: row.id } }, ALL_TENANTS)) > 0) {
+        if (
+          previousStatus === 'pending' &&
+          status !== 'pending' &&
+          (await em.count(Domain, { domain: row.domain, status: { $ne: 'pending' }, id: { $ne: row.id } }, ALL_TENANTS)) > 0
+        ) {
           status = 'pending';
         }
         row.dnsCheck = checks;
@@ -81,11 +79,13 @@ export function createDomainVerification(deps: DomainVerificationDeps) {
 
     /** Verified and attention domains of every workspace, by id, one page at a time. */
     async listDomainsForRecheck(afterId: string | null, limit: number): Promise<RecheckPage> {
-      const rows = await orm.em.fork().find(
-        Domain,
-        { status: { $in: ['verified', 'attention'] }, ...(afterId ? { id: { $gt: afterId } } : {}) },
-        { ...ALL_TENANTS, orderBy: { id: 'asc' }, limit: limit + 1, fields: ['id', 'orgId'] },
-      );
+      const rows = await orm.em
+        .fork()
+        .find(
+          Domain,
+          { status: { $in: ['verified', 'attention'] }, ...(afterId ? { id: { $gt: afterId } } : {}) },
+          { ...ALL_TENANTS, orderBy: { id: 'asc' }, limit: limit + 1, fields: ['id', 'orgId'] },
+        );
       const page = rows.slice(0, limit);
       return {
         domains: page.map((row) => ({ orgId: row.orgId, domainId: row.id })),

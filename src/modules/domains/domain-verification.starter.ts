@@ -2,7 +2,13 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import { Domain } from '../../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
-import { DOMAIN_VERIFY_KIND, VERIFY_DOMAIN_WORKFLOW, domainVerifyWorkflowId, type DomainCheckOutcome, type verifyDomain } from '../../../workflows/domains.ts';
+import {
+  DOMAIN_VERIFY_KIND,
+  VERIFY_DOMAIN_WORKFLOW,
+  domainVerifyWorkflowId,
+  type DomainCheckOutcome,
+  type verifyDomain,
+} from '../../../workflows/domains.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { connectTemporalClient } from '../../temporal/client.ts';
@@ -66,7 +72,6 @@ export function createDomainVerificationRunner(deps: { orm: MikroORM; config: Pi
     },
   };
 }
-
 
 /** How long a person waits for a check started from the dashboard before the page answers. */
 export const DOMAIN_CHECK_WAIT_MS = 20_000;

@@ -51,10 +51,7 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
         throw new AppError('invalid_request', 'daily cap must be a positive integer');
       }
       if (!deps.encryptionKey) {
-        throw new AppError(
-          'service_unavailable',
-          'HERALD_ENCRYPTION_KEY is not set: DKIM private keys cannot be stored',
-        );
+        throw new AppError('service_unavailable', 'HERALD_ENCRYPTION_KEY is not set: DKIM private keys cannot be stored');
       }
       const admissible = async (em: EntityManager): Promise<number> => {
         const org = await em.findOne(Organization, { id: input.orgId });
@@ -115,9 +112,7 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
     },
 
     async listDomains(orgId?: string) {
-      return orm.em
-        .fork()
-        .find(Domain, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+      return orm.em.fork().find(Domain, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
     },
 
     /** Adds a sender identity on a domain; the address must belong to that domain. */
@@ -152,13 +147,9 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
     },
 
     async listSenders(domainId: string) {
-      return orm.em
-        .fork()
-        .find(SenderIdentity, { domainId }, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
+      return orm.em.fork().find(SenderIdentity, { domainId }, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
     },
   };
 }
 
 export type DomainsService = ReturnType<typeof createDomainsService>;
-
-

@@ -78,7 +78,11 @@ const emailData = <T extends v.ObjectEntries>(extra: T) =>
   });
 
 /** A broadcast status change: the broadcast as it is after it. */
-const broadcastEvent = (description: string): Omit<EventDefinition, 'type'> => ({ category: 'broadcast', description, data: v.object({ broadcast: BroadcastResponse }) });
+const broadcastEvent = (description: string): Omit<EventDefinition, 'type'> => ({
+  category: 'broadcast',
+  description,
+  data: v.object({ broadcast: BroadcastResponse }),
+});
 
 const Address = v.object({ email: v.string(), name: v.string() });
 
@@ -124,7 +128,7 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     data: v.object({ broadcast: BroadcastResponse }),
   },
   'broadcast.scheduled': broadcastEvent('A broadcast was launched for its scheduled_at.'),
-  'broadcast.sending': broadcastEvent('A broadcast started sending: its audience (the segments\' contacts as of now) is being queued.'),
+  'broadcast.sending': broadcastEvent("A broadcast started sending: its audience (the segments' contacts as of now) is being queued."),
   'broadcast.sent': broadcastEvent('Every message of a broadcast left the queue (delivered, bounced, failed or skipped).'),
   'broadcast.cancelled': broadcastEvent('A broadcast was cancelled; messages not yet handed off are not sent.'),
   'broadcast.failed': {

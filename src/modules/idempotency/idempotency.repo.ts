@@ -87,11 +87,21 @@ export async function completeRecord(em: EntityManager, recordId: string, status
 
 /** Reads whether the record is completed (holds a stored answer). */
 export async function isRecordCompleted(em: EntityManager, recordId: string): Promise<boolean> {
-  const rows = await em.getConnection().execute<{ id: string }[]>(`/* workspace: by the id of a record claimed under the workspace of the caller */ select id from idempotency_records where id = ? and state = 'completed'`, [recordId]);
+  const rows = await em
+    .getConnection()
+    .execute<{ id: string }[]>(
+      `/* workspace: by the id of a record claimed under the workspace of the caller */ select id from idempotency_records where id = ? and state = 'completed'`,
+      [recordId],
+    );
   return rows.length > 0;
 }
 
 /** Deletes the record while it is still running (a claim whose answer is not stored). */
 export async function deleteRunningRecord(em: EntityManager, recordId: string): Promise<void> {
-  await em.getConnection().execute(`/* workspace: by the id of a record claimed under the workspace of the caller */ delete from idempotency_records where id = ? and state = 'running'`, [recordId]);
+  await em
+    .getConnection()
+    .execute(
+      `/* workspace: by the id of a record claimed under the workspace of the caller */ delete from idempotency_records where id = ? and state = 'running'`,
+      [recordId],
+    );
 }

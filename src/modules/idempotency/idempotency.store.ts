@@ -1,7 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
 import { newId } from '../../../db/ids.ts';
-import { answerStatement, claimRecord, claimStatement, completeRecord, deleteRunningRecord, findRecord, type IdempotencyScope, isRecordCompleted } from './idempotency.repo.ts';
+import {
+  answerStatement,
+  claimRecord,
+  claimStatement,
+  completeRecord,
+  deleteRunningRecord,
+  findRecord,
+  type IdempotencyScope,
+  isRecordCompleted,
+} from './idempotency.repo.ts';
 
 export type { IdempotencyScope };
 

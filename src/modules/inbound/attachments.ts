@@ -105,7 +105,12 @@ export async function settleAttachments(orm: MikroORM, inboundId: string, names:
  * stored and this is not the final attempt, throws AttachmentsIncompleteError (Temporal retries
  * with backoff); on the final attempt the messages settle with partial_failure.
  */
-export async function storeAttachments(input: { orm: MikroORM; blobs: BlobStore; inbound: InboundMessage; final: boolean }): Promise<StoreOutcome> {
+export async function storeAttachments(input: {
+  orm: MikroORM;
+  blobs: BlobStore;
+  inbound: InboundMessage;
+  final: boolean;
+}): Promise<StoreOutcome> {
   const { orm, blobs, inbound } = input;
   const em = orm.em.fork();
   const messages = await em.find(InboxMessage, { inboundId: inbound.id, attachmentIngestStatus: 'pending' }, ALL_TENANTS);
@@ -120,7 +125,10 @@ export async function storeAttachments(input: { orm: MikroORM; blobs: BlobStore;
     if (targets.length === 0) return;
     const results = await fanOut(
       part.content,
-      targets.map((message) => (body: Readable) => blobs.put(attachmentBlobKey(message.orgId, message.id, part.position), body, { maxBytes: ATTACHMENT_MAX_BYTES })),
+      targets.map(
+        (message) => (body: Readable) =>
+          blobs.put(attachmentBlobKey(message.orgId, message.id, part.position), body, { maxBytes: ATTACHMENT_MAX_BYTES }),
+      ),
     );
     for (const [index, result] of results.entries()) {
       const message = targets[index]!;

@@ -49,7 +49,9 @@ export function summarizeAuth(result: AuthenticateResult): AuthResultsSummary {
     aligned: Boolean(row.status?.aligned),
   }));
   const dkim = signatures.some((row) => row.result === 'pass') ? 'pass' : (signatures[0]?.result ?? 'none');
-  const spf = result.spf ? { result: String(result.spf.status?.result ?? 'none'), domain: result.spf.domain ? String(result.spf.domain) : null } : { result: 'none', domain: null };
+  const spf = result.spf
+    ? { result: String(result.spf.status?.result ?? 'none'), domain: result.spf.domain ? String(result.spf.domain) : null }
+    : { result: 'none', domain: null };
   const dmarc = result.dmarc
     ? {
         result: String(result.dmarc.status?.result ?? 'none'),

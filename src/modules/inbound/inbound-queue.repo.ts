@@ -36,7 +36,9 @@ export async function notifyInboundDrain(em: EntityManager): Promise<{ draining:
  * a claim reports the attempt number from it.
  */
 export async function countIngestAttempt(em: EntityManager, inboundId: string): Promise<void> {
-  await em.getConnection().execute(`update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ?`, [inboundId], 'run');
+  await em
+    .getConnection()
+    .execute(`update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ?`, [inboundId], 'run');
 }
 
 export function createInboundQueue(orm: MikroORM) {

@@ -114,13 +114,29 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
    * fails the step (retried) until the final attempt; then the message is recorded without the
    * report's effects rather than lost.
    */
-  async function applyReport(em: EntityManager, route: InboundRoute, report: InboundReportLike, messageId: string, final: boolean): Promise<void> {
+  async function applyReport(
+    em: EntityManager,
+    route: InboundRoute,
+    report: InboundReportLike,
+    messageId: string,
+    final: boolean,
+  ): Promise<void> {
     try {
       const applied = await em.transactional((savepoint) => reports!.apply!(savepoint, route, report, messageId));
-      if (applied.unapplied) deps.logger?.info('inbound: a report changed nothing; kept in the inbox', { orgId: route.orgId, messageId, kind: report.kind, reason: applied.unapplied });
+      if (applied.unapplied)
+        deps.logger?.info('inbound: a report changed nothing; kept in the inbox', {
+          orgId: route.orgId,
+          messageId,
+          kind: report.kind,
+          reason: applied.unapplied,
+        });
     } catch (error) {
       if (!final) throw error;
-      deps.logger?.error('inbound: applying the report failed; the message is recorded without it', { orgId: route.orgId, messageId, error });
+      deps.logger?.error('inbound: applying the report failed; the message is recorded without it', {
+        orgId: route.orgId,
+        messageId,
+        error,
+      });
     }
   }
 
@@ -203,11 +219,25 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
         parse(inbound),
         blobStore()
           .get(inbound.blobKey)
-          .then((raw) => checkAuthentication({ raw, mailFrom: inbound.mailFrom, remoteAddress: inbound.remoteAddress ?? null, heloName: inbound.heloName ?? null, mta, resolver })),
+          .then((raw) =>
+            checkAuthentication({
+              raw,
+              mailFrom: inbound.mailFrom,
+              remoteAddress: inbound.remoteAddress ?? null,
+              heloName: inbound.heloName ?? null,
+              mta,
+              resolver,
+            }),
+          ),
       ]);
       const messageIds: string[] = [];
       for (const route of routes) messageIds.push(await recordForWorkspace(inbound, route, parsed, auth, report, options.final ?? false));
-      return { status: 'recorded', orgIds: routes.map((route) => route.orgId), messageIds, attachmentsPending: parsed.attachments.length > 0 };
+      return {
+        status: 'recorded',
+        orgIds: routes.map((route) => route.orgId),
+        messageIds,
+        attachmentsPending: parsed.attachments.length > 0,
+      };
     },
 
     /** Stores the attachments of the raw message's pending inbox messages; see attachments.ts. */
@@ -219,7 +249,13 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
 
     /** Ends ingestion successfully. */
     async markIngested(inboundId: string): Promise<void> {
-      await orm.em.fork().nativeUpdate(InboundMessage, { id: inboundId }, { status: 'ingested', ingestedAt: new Date(), lastError: null, updatedAt: new Date() });
+      await orm.em
+        .fork()
+        .nativeUpdate(
+          InboundMessage,
+          { id: inboundId },
+          { status: 'ingested', ingestedAt: new Date(), lastError: null, updatedAt: new Date() },
+        );
     },
 
     /**
@@ -228,7 +264,9 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
      */
     async markFailed(inboundId: string, reason: string): Promise<void> {
       await settleAttachments(orm, inboundId);
-      await orm.em.fork().nativeUpdate(InboundMessage, { id: inboundId }, { status: 'failed', lastError: reason.slice(0, 1024), updatedAt: new Date() });
+      await orm.em
+        .fork()
+        .nativeUpdate(InboundMessage, { id: inboundId }, { status: 'failed', lastError: reason.slice(0, 1024), updatedAt: new Date() });
     },
   };
 }

@@ -18,9 +18,7 @@ export interface InboundEnvelope {
 
 export type IntakeResult =
   /** draining: the inbound actor's drain was running at the commit (it was poked; no wake-up needed). */
-  | { status: 'accepted'; id: string; sizeBytes: number; draining: boolean }
-  | { status: 'too_large' }
-  | { status: 'failed'; reason: string };
+  { status: 'accepted'; id: string; sizeBytes: number; draining: boolean } | { status: 'too_large' } | { status: 'failed'; reason: string };
 
 export interface InboundIntakeDeps {
   orm: MikroORM;
@@ -105,7 +103,9 @@ export function createInboundIntake({ orm, blobs, maxBytes, logger }: InboundInt
         }));
       } catch (error) {
         logger.error('inbound: recording the raw message failed', { error });
-        await blobs.delete(key).catch((deleteError: unknown) => logger.error('inbound: could not delete an unrecorded blob', { key, error: deleteError }));
+        await blobs
+          .delete(key)
+          .catch((deleteError: unknown) => logger.error('inbound: could not delete an unrecorded blob', { key, error: deleteError }));
         return { status: 'failed', reason: 'database failure' };
       }
       return { status: 'accepted', id, sizeBytes: stored.sizeBytes, draining };

@@ -75,8 +75,10 @@ function headerText(value: HeaderValue | undefined): string | null {
 }
 
 function safeFilename(name: string | undefined, position: number): string {
+  // Control characters never belong in a file name.
   // eslint-disable-next-line no-control-regex
-  const cleaned = (name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 512);
+  const controls = /[\u0000-\u001f\u007f]/g;
+  const cleaned = (name ?? '').replace(controls, '').trim().slice(0, 512);
   return cleaned || `attachment-${position + 1}`;
 }
 
@@ -189,7 +191,10 @@ export function parseMessageStream(
         () =>
           new Promise<void>((done) => {
             if (content.readableEnded || content.destroyed) return done();
-            content.once('end', done).once('close', done).once('error', () => done());
+            content
+              .once('end', done)
+              .once('close', done)
+              .once('error', () => done());
             content.resume();
           }),
       );

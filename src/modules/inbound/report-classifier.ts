@@ -172,11 +172,25 @@ async function classify(input: ClassifyInput): Promise<InboundReport> {
     const feedback = parseFeedbackReport(part ? attachmentText(part) : (mail.text ?? ''));
     let recipients = feedback.recipients;
     if (recipients.length === 0) recipients = originalRecipients(mail, raw);
-    return { kind: 'complaint', emailId, originalMessageId: originalMessageId(mail, raw), feedbackType: feedback.feedbackType, userAgent: feedback.userAgent, recipients };
+    return {
+      kind: 'complaint',
+      emailId,
+      originalMessageId: originalMessageId(mail, raw),
+      feedbackType: feedback.feedbackType,
+      userAgent: feedback.userAgent,
+      recipients,
+    };
   }
   const hotmail = complaintFromHotmail(mail, raw);
   if (hotmail) {
-    return { kind: 'complaint', emailId, originalMessageId: originalMessageId(mail, raw), feedbackType: 'abuse', userAgent: null, recipients: hotmail };
+    return {
+      kind: 'complaint',
+      emailId,
+      originalMessageId: originalMessageId(mail, raw),
+      feedbackType: 'abuse',
+      userAgent: null,
+      recipients: hotmail,
+    };
   }
   if (type === 'disposition-notification') return { kind: 'auto_reply', reason: 'disposition-notification (read receipt)' };
 
@@ -200,7 +214,14 @@ async function classify(input: ClassifyInput): Promise<InboundReport> {
   if (strongAutoReply) return { kind: 'auto_reply', reason: strongAutoReply };
   const text = textReport(mail, { ...input, raw });
   if (text) {
-    return { kind: text.kind, format: text.format, emailId, originalMessageId: originalMessageId(mail, raw), reportingMta: text.reportingMta, recipients: text.recipients };
+    return {
+      kind: text.kind,
+      format: text.format,
+      emailId,
+      originalMessageId: originalMessageId(mail, raw),
+      reportingMta: text.reportingMta,
+      recipients: text.recipients,
+    };
   }
   const weakAutoReply = autoReplyReason(mail, false);
   if (weakAutoReply) return { kind: 'auto_reply', reason: weakAutoReply };
@@ -213,7 +234,9 @@ async function classify(input: ClassifyInput): Promise<InboundReport> {
  * expands inline message/rfc822 parts instead of keeping them).
  */
 function originalHeaderBlocks(mail: ParsedMail, raw: Buffer): string[] {
-  const blocks = mail.attachments.filter((a) => ORIGINAL_TYPES.has(a.contentType.toLowerCase())).map((a) => leadingHeaders(attachmentText(a)));
+  const blocks = mail.attachments
+    .filter((a) => ORIGINAL_TYPES.has(a.contentType.toLowerCase()))
+    .map((a) => leadingHeaders(attachmentText(a)));
   const body = rawBody(raw);
   const re = /^content-type:[ \t]*(?:message\/(?:rfc822|global)|text\/rfc822-headers?)[^\n]*\n(?:[ \t].*\n|[A-Za-z-]+:.*\n)*\r?\n/gim;
   for (const m of body.matchAll(re)) blocks.push(leadingHeaders(body.slice(m.index + m[0].length)));

@@ -113,8 +113,10 @@ export function resolveStatus(statusField: string | null, diagnostic: string | n
 const SOFT_PERMANENT = new Set(['5.2.2', '5.2.3', '5.3.4', '5.4.7']);
 
 /** Diagnostics that say the mailbox is full or over quota, whatever code the MTA used. */
-const QUOTA = /mailbox (is )?full|over ?quota|quota exceeded|exceeded (the )?(storage|quota)|insufficient (disk )?space|mailbox size limit|not enough (disk )?space|mailfolder is full|user is over|out of storage/i;
-const PERMANENT_WORDS = /permanent|fatal|does not exist|doesn't exist|no such (user|mailbox|address)|user unknown|unknown user|address rejected|invalid (recipient|address|mailbox)|no mailbox|not a valid|mailbox unavailable|unrouteable|unroutable|recipient not found|not found|not listed|account (is )?(disabled|closed|has been disabled)|host not found|domain not found|bad destination/i;
+const QUOTA =
+  /mailbox (is )?full|over ?quota|quota exceeded|exceeded (the )?(storage|quota)|insufficient (disk )?space|mailbox size limit|not enough (disk )?space|mailfolder is full|user is over|out of storage/i;
+const PERMANENT_WORDS =
+  /permanent|fatal|does not exist|doesn't exist|no such (user|mailbox|address)|user unknown|unknown user|address rejected|invalid (recipient|address|mailbox)|no mailbox|not a valid|mailbox unavailable|unrouteable|unroutable|recipient not found|not found|not listed|account (is )?(disabled|closed|has been disabled)|host not found|domain not found|bad destination/i;
 const TRANSIENT_WORDS = /temporar|transient|try again|will retry|deferred|delayed|timed? ?out/i;
 
 /**
@@ -136,7 +138,10 @@ export function bounceTypeOf(action: ReportAction | null, status: string | null,
 
 /** The RFC 3464 Action of a field value, inferred from the status class when absent. */
 export function parseAction(value: string | null, status: string | null): ReportAction | null {
-  const action = value?.trim().toLowerCase().split(/[\s(;]/)[0];
+  const action = value
+    ?.trim()
+    .toLowerCase()
+    .split(/[\s(;]/)[0];
   if (action === 'failed' || action === 'delayed' || action === 'delivered' || action === 'relayed' || action === 'expanded') {
     return action;
   }

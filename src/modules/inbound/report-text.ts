@@ -30,19 +30,34 @@ export interface TextReport {
 
 const FORMAT_SIGNATURES: [TextFormat, RegExp][] = [
   ['qmail', /qmail-send program|This is the qmail|qmail[- ]send/i],
-  ['exim', /This message was created automatically by mail delivery software|SMTP error from remote mail server|Mail delivery failed: returning message to sender|retry time not reached|all relevant MX records point to non-existent hosts|\bExim\b/i],
-  ['postfix', /This is the (mail system|Postfix program) at host|Undelivered Mail Returned to Sender|\(in reply to (RCPT TO|end of DATA|MAIL FROM) command\)/i],
-  ['exchange', /Delivery has failed to these recipients|did not reach (some or all of )?the intended recipient|Diagnostic information for administrators|Microsoft Exchange|RESOLVER\.[A-Z]{3}\.|The following recipient\(s\) (cannot|could not) be reached|Your message (wasn't|couldn't be|could not be) delivered to|Remote Server returned '/i],
-  ['sendmail', /The following addresses had (permanent fatal|transient non-fatal) errors|Transcript of session follows|The original message was received at|Returned mail: see transcript/i],
+  [
+    'exim',
+    /This message was created automatically by mail delivery software|SMTP error from remote mail server|Mail delivery failed: returning message to sender|retry time not reached|all relevant MX records point to non-existent hosts|\bExim\b/i,
+  ],
+  [
+    'postfix',
+    /This is the (mail system|Postfix program) at host|Undelivered Mail Returned to Sender|\(in reply to (RCPT TO|end of DATA|MAIL FROM) command\)/i,
+  ],
+  [
+    'exchange',
+    /Delivery has failed to these recipients|did not reach (some or all of )?the intended recipient|Diagnostic information for administrators|Microsoft Exchange|RESOLVER\.[A-Z]{3}\.|The following recipient\(s\) (cannot|could not) be reached|Your message (wasn't|couldn't be|could not be) delivered to|Remote Server returned '/i,
+  ],
+  [
+    'sendmail',
+    /The following addresses had (permanent fatal|transient non-fatal) errors|Transcript of session follows|The original message was received at|Returned mail: see transcript/i,
+  ],
 ];
 
 const GENERIC_SIGNATURE =
   /Delivery to the following recipients? (failed|has been delayed)|could not be delivered to (one or more|the following)|wasn't able to deliver|(unable|not able) to deliver (your|the) message|message (could not|was not|wasn't|has not been) (be )?delivered|delivery (has |have )?failed|delivery status notification|returned mail|failure notice|non-?delivery (report|notification)|undeliverable|undelivered mail|permanent (error|failure)|delivery to .{1,200} failed|mail delivery (failed|failure|problem)|could not deliver|delivery problem|delivery failure|failed delivery|mail failure|bounce notification|error sending your (mail|message)|trouble delivering|not delivered to|unable to deliver|delayed mail|not yet been delivered|message delayed|delivery incomplete|delivery notification/i;
 
-const DAEMON_LOCAL = /^(mailer-?daemon|mail-?daemon|postmaster|mdaemon|mail\.?delivery|maildelivery|bounces?|nobody|root|daemon|mail|double-bounce|mailer)$/i;
+const DAEMON_LOCAL =
+  /^(mailer-?daemon|mail-?daemon|postmaster|mdaemon|mail\.?delivery|maildelivery|bounces?|nobody|root|daemon|mail|double-bounce|mailer)$/i;
 
-const DELAY = /delayed mail|delivery (status notification \(delay\)|delayed|delay)|has been delayed|not yet been delivered|has not been delivered yet|warning: (message .{0,200}delayed|could not send message)|transient non-fatal|mail delivery deferred|will (continue to )?(retry|try)|delay notification|still trying|is delayed/i;
-const FINAL = /permanent(ly)?|fatal|given up|giving up|gave up|Undelivered Mail Returned|Mail delivery failed|could not be delivered|could not deliver|couldn't be delivered|failed permanently/i;
+const DELAY =
+  /delayed mail|delivery (status notification \(delay\)|delayed|delay)|has been delayed|not yet been delivered|has not been delivered yet|warning: (message .{0,200}delayed|could not send message)|transient non-fatal|mail delivery deferred|will (continue to )?(retry|try)|delay notification|still trying|is delayed/i;
+const FINAL =
+  /permanent(ly)?|fatal|given up|giving up|gave up|Undelivered Mail Returned|Mail delivery failed|could not be delivered|could not deliver|couldn't be delivered|failed permanently/i;
 
 const ORIGINAL_MARKER =
   /^\s*(?:[-=*_]{2,}.*(?:original|copy of|message (?:headers|text|body) follow|undelivered message|returned message|your message (?:follows|reads|was)|headers? of|below this line|unsent message|message header|rfc822)|original message (?:headers|follows)|-+ ?original message ?-+|content-type:\s*message\/rfc822|(?:Return-Path|Received|DKIM-Signature|X-Original-To|Delivered-To|Message-ID|MIME-Version)\s*:\s)/im;
@@ -51,7 +66,10 @@ const ADDR = String.raw`[A-Za-z0-9._%+=&'/!#$^{}|~-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2
 const LINE_PATTERNS: RegExp[] = [
   new RegExp(String.raw`^\s*(?:<<<\s*)?(?:[245]\d\d[ -](?:[245]\.\d{1,3}\.\d{1,3}\s+)?)?<(${ADDR})>(?::|\.\.\.)?\s*(.*)$`),
   new RegExp(String.raw`^\s*"?(${ADDR})"?\s*(?::\s*(.*)|\s+on\s.*|\s*\(.*\)\s*|\s*<\1>\s*|\s*\[.*\]\s*)?$`),
-  new RegExp(String.raw`^\s*(?:Failed|Original|Final|Unknown|Invalid|Bad|Target)?[- ]?(?:[Rr]ecipient|mail address|e-?mail address)(?:\s*address)?(?:\(s\))?\s*:\s*<?(${ADDR})>?\s*(.*)$`, 'i'),
+  new RegExp(
+    String.raw`^\s*(?:Failed|Original|Final|Unknown|Invalid|Bad|Target)?[- ]?(?:[Rr]ecipient|mail address|e-?mail address)(?:\s*address)?(?:\(s\))?\s*:\s*<?(${ADDR})>?\s*(.*)$`,
+    'i',
+  ),
   new RegExp(String.raw`RCPT TO:?\s*<(${ADDR})>:?\s*(.*)$`, 'i'),
   new RegExp(String.raw`^\s*(?:To|Addressed To)\s*:\s*<?(${ADDR})>?\s*$`, 'i'),
 ];
@@ -136,7 +154,10 @@ function sectionDiagnostic(section: string): string | null {
 }
 
 function reportingMtaOf(text: string): string | null {
-  const m = /(?:This is the (?:mail system|Postfix program|qmail-send program) at (?:host )?|Reporting-MTA:\s*(?:dns;\s*)?|Generating server:\s*)([A-Za-z0-9.-]+[A-Za-z0-9])/i.exec(text);
+  const m =
+    /(?:This is the (?:mail system|Postfix program|qmail-send program) at (?:host )?|Reporting-MTA:\s*(?:dns;\s*)?|Generating server:\s*)([A-Za-z0-9.-]+[A-Za-z0-9])/i.exec(
+      text,
+    );
   return m ? m[1]!.toLowerCase() : null;
 }
 
@@ -149,7 +170,8 @@ export function classifyTextReport(input: TextReportInput): TextReport | null {
   const haystack = `${input.subject}\n${input.text}`;
   const format = formatOf(haystack);
   const nullSender = input.mailFrom.trim() === '' || input.mailFrom.trim() === '<>';
-  const daemonSender = isDaemonAddress(input.fromAddress) || /mail delivery (system|subsystem)|mailer[- ]daemon|postmaster/i.test(input.fromName ?? '');
+  const daemonSender =
+    isDaemonAddress(input.fromAddress) || /mail delivery (system|subsystem)|mailer[- ]daemon|postmaster/i.test(input.fromName ?? '');
   const generic = GENERIC_SIGNATURE.test(haystack);
   if (!format && !input.failedRecipientsHeader && !(generic && (daemonSender || nullSender))) return null;
 
@@ -171,7 +193,8 @@ export function classifyTextReport(input: TextReportInput): TextReport | null {
     const single = candidates.length === 1 ? sectionDiagnostic(section) : null;
     recipients = candidates.map((c) => {
       let diagnostic = c.lines.join(' ').replace(/\s+/g, ' ').trim().slice(0, 1000) || null;
-      if (single && single !== diagnostic && !enhancedStatus(diagnostic) && !replyCode(diagnostic)) diagnostic = diagnostic ? `${diagnostic} ${single}` : single;
+      if (single && single !== diagnostic && !enhancedStatus(diagnostic) && !replyCode(diagnostic))
+        diagnostic = diagnostic ? `${diagnostic} ${single}` : single;
       const status = resolveStatus(null, diagnostic);
       const hint = diagnostic ?? (format === 'qmail' && /permanent error/i.test(section) ? 'permanent error' : null);
       return { email: c.email, action, status, diagnostic, bounceType: bounceTypeOf(action, status, hint ?? sectionHint(section)) };

@@ -40,7 +40,12 @@ export function routeOf(address: string, bounceDomain: string, verp: VerpSigner 
  * quotes a Herald Message-ID proves nothing (ids are not secrets). One route per workspace; a
  * VERP route wins over a domain route of the same workspace.
  */
-export async function routeRecipients(em: EntityManager, rcptTo: readonly string[], bounceDomain: string, verp: VerpSigner | null): Promise<InboundRoute[]> {
+export async function routeRecipients(
+  em: EntityManager,
+  rcptTo: readonly string[],
+  bounceDomain: string,
+  verp: VerpSigner | null,
+): Promise<InboundRoute[]> {
   const domains = new Set<string>();
   const hostsById = new Map<string, string>();
   for (const address of rcptTo) {
@@ -50,14 +55,22 @@ export async function routeRecipients(em: EntityManager, rcptTo: readonly string
   }
   const routes = new Map<string, InboundRoute>();
   if (hostsById.size > 0) {
-    const emails = await em.find(TransactionalEmail, { id: { $in: [...hostsById.keys()] } }, { ...ALL_TENANTS, fields: ['id', 'orgId', 'domain'] });
+    const emails = await em.find(
+      TransactionalEmail,
+      { id: { $in: [...hostsById.keys()] } },
+      { ...ALL_TENANTS, fields: ['id', 'orgId', 'domain'] },
+    );
     for (const email of emails) {
       if (hostsById.get(email.id) !== bounceHostOf(email.domain)) continue;
       if (!routes.has(email.orgId)) routes.set(email.orgId, { orgId: email.orgId, emailId: email.id });
     }
   }
   if (domains.size > 0) {
-    const owned = await em.find(Domain, { domain: { $in: [...domains] }, status: { $ne: 'pending' } }, { ...ALL_TENANTS, fields: ['orgId'] });
+    const owned = await em.find(
+      Domain,
+      { domain: { $in: [...domains] }, status: { $ne: 'pending' } },
+      { ...ALL_TENANTS, fields: ['orgId'] },
+    );
     for (const domain of owned) if (!routes.has(domain.orgId)) routes.set(domain.orgId, { orgId: domain.orgId, emailId: null });
   }
   return [...routes.values()];

@@ -12,7 +12,13 @@ import { workspaceDb } from '../../../db/workspace-db.ts';
  * The row's state, locked for the change; null when the workspace has no such row. `columns`
  * is a comma-separated list of column names (constants of the caller, not input).
  */
-export async function lockRow<T>(tx: EntityManager, table: 'inbox_threads' | 'inbox_messages', columns: string, orgId: string, id: string): Promise<T | null> {
+export async function lockRow<T>(
+  tx: EntityManager,
+  table: 'inbox_threads' | 'inbox_messages',
+  columns: string,
+  orgId: string,
+  id: string,
+): Promise<T | null> {
   const db = workspaceDb(tx, orgId);
   const row = await db
     .selectFrom(table)
@@ -23,7 +29,12 @@ export async function lockRow<T>(tx: EntityManager, table: 'inbox_threads' | 'in
   return (row as T | undefined) ?? null;
 }
 
-export async function writeMessageState(tx: EntityManager, orgId: string, id: string, state: { read: boolean; starred: boolean; tags: readonly string[] }): Promise<void> {
+export async function writeMessageState(
+  tx: EntityManager,
+  orgId: string,
+  id: string,
+  state: { read: boolean; starred: boolean; tags: readonly string[] },
+): Promise<void> {
   await workspaceDb(tx, orgId)
     .updateTable('inbox_messages')
     .set((eb) => ({
@@ -70,7 +81,12 @@ export async function markLatestUnread(tx: EntityManager, orgId: string, threadI
   return rows.length;
 }
 
-export async function writeThreadState(tx: EntityManager, orgId: string, id: string, state: { starred: boolean; archived: boolean; tags: readonly string[] }): Promise<void> {
+export async function writeThreadState(
+  tx: EntityManager,
+  orgId: string,
+  id: string,
+  state: { starred: boolean; archived: boolean; tags: readonly string[] },
+): Promise<void> {
   await workspaceDb(tx, orgId)
     .updateTable('inbox_threads')
     .set({ starred: state.starred, archived: state.archived, tags: [...state.tags], updated_at: sql<Date>`now()` })

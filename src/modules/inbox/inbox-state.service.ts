@@ -17,7 +17,6 @@ export interface ThreadView {
   summary: ThreadSummaries;
 }
 
-
 function tagsAfter(current: readonly string[], change: TagChange): string[] {
   const next = nextTags(current, change, INBOX_LIMITS.tagsMax);
   if (next.ok) return next.tags;
@@ -34,7 +33,13 @@ export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: 
     async updateMessage(orgId: string, messageId: string, input: UpdateMessageInput): Promise<MessageDetail> {
       const id = messageId.toLowerCase();
       await orm.em.fork().transactional(async (tx) => {
-        const row = await lockRow<{ read_at: string | null; starred: boolean; tags: string[] }>(tx, 'inbox_messages', 'read_at, starred, tags', orgId, id);
+        const row = await lockRow<{ read_at: string | null; starred: boolean; tags: string[] }>(
+          tx,
+          'inbox_messages',
+          'read_at, starred, tags',
+          orgId,
+          id,
+        );
         if (!row) throw messageNotFound(messageId);
         const tags = tagsAfter(row.tags, input);
         const read = input.read ?? row.read_at !== null;
@@ -52,7 +57,13 @@ export function createInboxStateService({ orm, inbox }: { orm: MikroORM; inbox: 
     async updateThread(orgId: string, threadId: string, input: UpdateThreadInput): Promise<ThreadView> {
       const id = threadId.toLowerCase();
       await orm.em.fork().transactional(async (tx) => {
-        const row = await lockRow<{ starred: boolean; archived: boolean; tags: string[] }>(tx, 'inbox_threads', 'starred, archived, tags', orgId, id);
+        const row = await lockRow<{ starred: boolean; archived: boolean; tags: string[] }>(
+          tx,
+          'inbox_threads',
+          'starred, archived, tags',
+          orgId,
+          id,
+        );
         if (!row) throw threadNotFound(threadId);
         const tags = tagsAfter(row.tags, input);
         let messagesChanged = 0;

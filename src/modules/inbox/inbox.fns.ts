@@ -22,7 +22,10 @@ function truncateKeepingExtension(name: string, max: number): string {
 
 /** The filename with unsafe characters replaced, bounded, never empty. */
 export function safeFilename(filename: string): string {
-  const cleaned = filename.replace(/\p{Cs}/gu, '\uFFFD').replace(UNSAFE_IN_FILENAME, '_').trim();
+  const cleaned = filename
+    .replace(/\p{Cs}/gu, '\uFFFD')
+    .replace(UNSAFE_IN_FILENAME, '_')
+    .trim();
   const bounded = truncateKeepingExtension(cleaned, MAX_HEADER_FILENAME);
   return /^[._\s]*$/u.test(bounded) ? DEFAULT_FILENAME : bounded;
 }
@@ -65,7 +68,10 @@ export const SNIPPET_LENGTH = 200;
 
 /** The first words of a text body on one line: whitespace collapsed, at most SNIPPET_LENGTH code points. */
 export function snippetOf(text: string): string {
-  const line = text.slice(0, SNIPPET_LENGTH * 4).replace(/\s+/gu, ' ').trim();
+  const line = text
+    .slice(0, SNIPPET_LENGTH * 4)
+    .replace(/\s+/gu, ' ')
+    .trim();
   const chars = [...line];
   return chars.length <= SNIPPET_LENGTH ? line : `${chars.slice(0, SNIPPET_LENGTH - 1).join('')}…`;
 }
@@ -101,6 +107,11 @@ export function nextTags(current: readonly string[], change: TagChange, max: num
   }
   const removed = new Set(change.remove_tags ?? []);
   const tags = [...new Set([...(change.tags ?? current), ...(change.add_tags ?? [])])].filter((tag) => !removed.has(tag));
-  if (tags.length > max) return { ok: false, path: change.add_tags ? 'add_tags' : 'tags', message: `would leave ${tags.length} tags; at most ${max} are allowed` };
+  if (tags.length > max)
+    return {
+      ok: false,
+      path: change.add_tags ? 'add_tags' : 'tags',
+      message: `would leave ${tags.length} tags; at most ${max} are allowed`,
+    };
   return { ok: true, tags };
 }

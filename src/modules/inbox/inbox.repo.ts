@@ -87,11 +87,24 @@ export async function findMessagePage(
       const threads: Expression<SqlBool>[] = [];
       if (email !== null) {
         // Threads the user takes part in.
-        threads.push(eb('m.thread_id', 'in', eb.selectFrom('inbox_threads as t').select('t.id').where((t) => t(t.val(email), '=', t.fn.any('t.participants')))));
+        threads.push(
+          eb(
+            'm.thread_id',
+            'in',
+            eb
+              .selectFrom('inbox_threads as t')
+              .select('t.id')
+              .where((t) => t(t.val(email), '=', t.fn.any('t.participants'))),
+          ),
+        );
       }
       if (keyId !== null) {
         // Threads of an email the key sent (the workspace applies to both tables: s in WHERE, e in the join's ON).
-        const sent = eb.selectFrom('inbox_messages as s').innerJoin('transactional_emails as e', 'e.id', 's.email_id').select('s.thread_id').where('e.api_key_id', '=', keyId);
+        const sent = eb
+          .selectFrom('inbox_messages as s')
+          .innerJoin('transactional_emails as e', 'e.id', 's.email_id')
+          .select('s.thread_id')
+          .where('e.api_key_id', '=', keyId);
         threads.push(eb('m.thread_id', 'in', sent));
       }
       return threads.length > 0 ? eb.or(threads) : eb.lit(false);
@@ -130,7 +143,13 @@ export async function findThreadPage(
   if (tag !== undefined) query = query.where((eb) => eb(eb.val(tag), '=', eb.fn.any('t.tags')));
   if (unread !== undefined) {
     query = query.where((eb) => {
-      const unreadMessage = eb.exists(eb.selectFrom('inbox_messages as m').select(eb.lit(1).as('one')).whereRef('m.thread_id', '=', 't.id').where('m.read_at', 'is', null));
+      const unreadMessage = eb.exists(
+        eb
+          .selectFrom('inbox_messages as m')
+          .select(eb.lit(1).as('one'))
+          .whereRef('m.thread_id', '=', 't.id')
+          .where('m.read_at', 'is', null),
+      );
       return unread ? unreadMessage : eb.not(unreadMessage);
     });
   }
@@ -172,11 +191,7 @@ export interface ThreadSummaries {
  * have a message whose attachments are not settled, and unread counts: two statements for a
  * whole page.
  */
-export async function findThreadSummaries(
-  em: EntityManager,
-  orgId: string,
-  threadIds: readonly string[],
-): Promise<ThreadSummaries> {
+export async function findThreadSummaries(em: EntityManager, orgId: string, threadIds: readonly string[]): Promise<ThreadSummaries> {
   const lastMessages = new Map<string, LastMessage>();
   if (threadIds.length === 0) return { lastMessages, pendingThreadIds: new Set(), unreadCounts: new Map() };
   const db = workspaceDb(em, orgId);
@@ -234,10 +249,7 @@ export async function findThreadSummaries(
 }
 
 /** The stored attachments of some messages, in MIME order, by message id. `em` must be workspace-scoped. */
-export async function findStoredAttachments(
-  em: EntityManager,
-  messageIds: readonly string[],
-): Promise<Map<string, InboxAttachment[]>> {
+export async function findStoredAttachments(em: EntityManager, messageIds: readonly string[]): Promise<Map<string, InboxAttachment[]>> {
   const byMessage = new Map<string, InboxAttachment[]>();
   if (messageIds.length === 0) return byMessage;
   const attachments = await em.find(

@@ -172,8 +172,8 @@ export function createInboxRoutes(deps: { inbox: InboxService; state: InboxState
       summary: 'Download the bytes of a message attachment',
       description:
         'The exact stored bytes, always as application/octet-stream with `Content-Disposition: attachment` (the ' +
-        'declared type is the attachment\'s content_type on the message). These are private bytes from an outside ' +
-        'sender: scan them before opening or extracting. 404 when the attachment is not one of this message\'s ' +
+        "declared type is the attachment's content_type on the message). These are private bytes from an outside " +
+        "sender: scan them before opening or extracting. 404 when the attachment is not one of this message's " +
         'stored attachments (failed ingestion included).',
       tag: 'Inbox',
       scope: 'inbox.threads:read',

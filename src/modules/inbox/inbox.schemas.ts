@@ -1,9 +1,5 @@
 import * as v from 'valibot';
-import {
-  ATTACHMENT_INGEST_STATUSES,
-  INBOX_MESSAGE_KINDS,
-  MESSAGE_DIRECTIONS,
-} from '../../../db/entities/index.ts';
+import { ATTACHMENT_INGEST_STATUSES, INBOX_MESSAGE_KINDS, MESSAGE_DIRECTIONS } from '../../../db/entities/index.ts';
 import { IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { DATE_TIME_PATTERN, isDateTime } from '../broadcasts/broadcasts.fns.ts';
 
@@ -25,7 +21,10 @@ export const DateTime = v.pipe(
 
 /** Tags on an inbox thread or message (Herald's bounds, the pattern of send tags). */
 export const INBOX_LIMITS = { tagsMax: 20, tagMax: 64 } as const;
-const Tag = v.pipe(v.string(), v.regex(new RegExp(`^[A-Za-z0-9_.:-]{1,${INBOX_LIMITS.tagMax}}$`), `must be 1 to ${INBOX_LIMITS.tagMax} letters, digits or _ - . :`));
+const Tag = v.pipe(
+  v.string(),
+  v.regex(new RegExp(`^[A-Za-z0-9_.:-]{1,${INBOX_LIMITS.tagMax}}$`), `must be 1 to ${INBOX_LIMITS.tagMax} letters, digits or _ - . :`),
+);
 const TagList = v.pipe(v.array(Tag), v.maxLength(INBOX_LIMITS.tagsMax, `must hold at most ${INBOX_LIMITS.tagsMax} tags`));
 const Flag = (what: string) => v.optional(v.pipe(v.picklist(['true', 'false'], 'must be true or false'), v.description(what)));
 
@@ -80,8 +79,8 @@ export const ListMessagesQuery = v.object({
     v.pipe(
       v.picklist(INBOX_SCOPES, 'must be mine or team'),
       v.description(
-        'team (default): the whole workspace. mine: conversations of the key\'s actor, i.e. threads where the actor ' +
-          'user\'s email address is a participant, or that hold an email sent with this key.',
+        "team (default): the whole workspace. mine: conversations of the key's actor, i.e. threads where the actor " +
+          "user's email address is a participant, or that hold an email sent with this key.",
       ),
     ),
     'team',
@@ -113,7 +112,10 @@ export const InboxMessageResponse = v.object({
   rfc_message_id: v.nullable(v.string()),
   in_reply_to_message_id: v.nullable(v.string()),
   references_rfc: v.array(v.string()),
-  attachments: v.pipe(v.array(InboxAttachmentResponse), v.description('Stored attachments only, in MIME order; failed ones are in failed_attachments.')),
+  attachments: v.pipe(
+    v.array(InboxAttachmentResponse),
+    v.description('Stored attachments only, in MIME order; failed ones are in failed_attachments.'),
+  ),
   attachment_ingest_status: v.picklist(ATTACHMENT_INGEST_STATUSES),
   failed_attachments: v.array(v.object({ filename: v.string(), reason: v.literal('ingest_failed') })),
   attachment_count: Integer,
@@ -121,7 +123,9 @@ export const InboxMessageResponse = v.object({
   cc: v.pipe(v.array(Mailbox), v.description(`${EXTENSION} Cc recipients.`)),
   kind: v.pipe(
     v.picklist(INBOX_MESSAGE_KINDS),
-    v.description(`${EXTENSION} what the message is: message, bounce (a DSN), delay (a delayed DSN), complaint (an ARF report) or auto_reply.`),
+    v.description(
+      `${EXTENSION} what the message is: message, bounce (a DSN), delay (a delayed DSN), complaint (an ARF report) or auto_reply.`,
+    ),
   ),
   auth_results: v.pipe(
     v.nullable(v.record(v.string(), v.unknown())),
@@ -149,7 +153,10 @@ const MessageReference = v.object({
 /** GET /inbox/messages/{id}: the message with its HTML body and reply correlation. */
 export const InboxMessageDetailResponse = v.object({
   ...InboxMessageResponse.entries,
-  html: v.pipe(v.nullable(v.string()), v.description(`${EXTENSION} the HTML body, when the message had one (only on this operation, not in lists).`)),
+  html: v.pipe(
+    v.nullable(v.string()),
+    v.description(`${EXTENSION} the HTML body, when the message had one (only on this operation, not in lists).`),
+  ),
   in_reply_to: v.pipe(
     v.nullable(MessageReference),
     v.description('Reply correlation: the workspace message this one answers (matched by In-Reply-To), or null.'),

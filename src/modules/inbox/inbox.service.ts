@@ -84,8 +84,7 @@ async function whenReadable(stream: Readable): Promise<void> {
   });
 }
 
-const isMissingFile = (error: unknown) =>
-  error instanceof BlobNotFoundError || (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+const isMissingFile = (error: unknown) => error instanceof BlobNotFoundError || (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
 
 /** Read access to one workspace's inbox at a time; every query names the workspace. */
 export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobStore | null }) {
@@ -97,7 +96,11 @@ export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobS
 
   return {
     /** Threads, the most recent conversation first, each with its latest message and attachment state. */
-    async listThreads(orgId: string, filter: Omit<ListThreadsInput, 'limit' | 'cursor'>, page: { limit: number; after?: KeysetPosition | undefined }): Promise<ThreadPage> {
+    async listThreads(
+      orgId: string,
+      filter: Omit<ListThreadsInput, 'limit' | 'cursor'>,
+      page: { limit: number; after?: KeysetPosition | undefined },
+    ): Promise<ThreadPage> {
       const em = scopeToOrg(orm.em, orgId);
       const flag = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
       const result = await findThreadPage(
@@ -106,7 +109,11 @@ export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobS
         { archived: flag(filter.archived), starred: flag(filter.starred), unread: flag(filter.unread), tag: filter.tag },
         { limit: page.limit, after: preciseAfter(page.after) },
       );
-      const summaries = await findThreadSummaries(em, orgId, result.items.map((item) => item.row.id));
+      const summaries = await findThreadSummaries(
+        em,
+        orgId,
+        result.items.map((item) => item.row.id),
+      );
       return { ...result, ...summaries };
     },
 
@@ -131,7 +138,10 @@ export function createInboxService({ orm, blobs }: { orm: MikroORM; blobs: BlobS
         },
         { limit: page.limit, after: preciseAfter(page.after) },
       );
-      const attachments = await findStoredAttachments(em, result.items.map((item) => item.row.id));
+      const attachments = await findStoredAttachments(
+        em,
+        result.items.map((item) => item.row.id),
+      );
       return { ...result, attachments };
     },
 

@@ -2,7 +2,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
 import { executePrepared } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
-import { normalizeSubject, participantsOf, replyCandidates, SUBJECT_THREAD_WINDOW_MS, THREAD_LOCK_SQL, threadLockKey, type ThreadingInput } from './threading.ts';
+import {
+  normalizeSubject,
+  participantsOf,
+  replyCandidates,
+  SUBJECT_THREAD_WINDOW_MS,
+  THREAD_LOCK_SQL,
+  threadLockKey,
+  type ThreadingInput,
+} from './threading.ts';
 
 /**
  * Thread placement in SQL: the rules of threading.ts (reply by Message-ID, else subject plus a
@@ -113,7 +121,11 @@ export function threadPlacementCtes(orgId: string, input: ThreadingInput, option
  * thread row itself is locked when a message joins it (threadPlacementCtes), so its counters
  * stay exact.
  */
-export async function lockWorkspaceThreads(em: EntityManager, orgId: string, message: { subject: string; participants: readonly string[] }): Promise<void> {
+export async function lockWorkspaceThreads(
+  em: EntityManager,
+  orgId: string,
+  message: { subject: string; participants: readonly string[] },
+): Promise<void> {
   await em.execute(`select ${THREAD_LOCK_SQL}`, { threadLock: threadLockKey(orgId, message) });
 }
 
@@ -129,7 +141,10 @@ export interface Placement {
  */
 export async function placeInThread(em: EntityManager, orgId: string, input: ThreadingInput): Promise<Placement> {
   const placement = threadPlacementCtes(orgId, input, { reopen: true });
-  const [row] = await executePrepared<{ id: string; parent_id: string | null }>(em, { sql: `with ${placement.sql} select id, parent_id from tp_thread`, params: placement.params });
+  const [row] = await executePrepared<{ id: string; parent_id: string | null }>(em, {
+    sql: `with ${placement.sql} select id, parent_id from tp_thread`,
+    params: placement.params,
+  });
   if (!row?.id) throw new Error(`thread placement in workspace ${orgId} found no thread`);
   return { threadId: row.id, parentId: row.parent_id };
 }

@@ -95,5 +95,7 @@ export const THREAD_LOCK_SQL = 'pg_advisory_xact_lock(hashtextextended(:threadLo
 
 /** The key lockWorkspaceThreads locks for a message: workspace, normalised subject and sorted participants. */
 export function threadLockKey(orgId: string, message: { subject: string; participants: readonly string[] }): string {
-  return ['inbox-threads:' + orgId, normalizeSubject(message.subject).slice(0, 200), ...participantsOf(message.participants).sort()].join('\n');
+  return ['inbox-threads:' + orgId, normalizeSubject(message.subject).slice(0, 200), ...participantsOf(message.participants).sort()].join(
+    '\n',
+  );
 }

@@ -83,7 +83,17 @@ export interface MetricsInput {
   contacts: ContactCounts;
 }
 
-const ZERO: EventCounts = { sent: 0, delivered: 0, deferred: 0, failed: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
+const ZERO: EventCounts = {
+  sent: 0,
+  delivered: 0,
+  deferred: 0,
+  failed: 0,
+  opened: 0,
+  clicked: 0,
+  bounced: 0,
+  complained: 0,
+  unsubscribed: 0,
+};
 
 /** The spec's counters (deferred and failed are kept in the rollup but not part of the summary shape). */
 const countsOf = (c: EventCounts) => ({

@@ -63,10 +63,7 @@ const toCounts = (row: CountRow): EventCounts => ({
 });
 
 /** The window as rollup days: the first day (inclusive) and the day after the last (exclusive), `YYYY-MM-DD`. */
-const dayRange = (window: PeriodWindow): [string, string] => [
-  window.from.toISOString().slice(0, 10),
-  window.to.toISOString().slice(0, 10),
-];
+const dayRange = (window: PeriodWindow): [string, string] => [window.from.toISOString().slice(0, 10), window.to.toISOString().slice(0, 10)];
 
 /** The workspace's rollup rows of the window's days (the primary key's order: org_id, day, …). */
 function windowCounts(em: EntityManager, orgId: string, window: PeriodWindow) {

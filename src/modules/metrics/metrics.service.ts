@@ -31,7 +31,10 @@ export function createMetricsService({ orm, clock = () => new Date() }: { orm: M
       countContacts(em(), orgId),
       workspaceDomainNames(em()),
     ]);
-    const names = await broadcastNames(em(), broadcasts.top.map((b) => b.broadcastId));
+    const names = await broadcastNames(
+      em(),
+      broadcasts.top.map((b) => b.broadcastId),
+    );
     const summary = summarizeMetrics({
       period,
       window,

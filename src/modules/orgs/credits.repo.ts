@@ -68,7 +68,12 @@ export async function readCreditsOf(em: EntityManager, orgIds: readonly string[]
 }
 
 /** Gives credits back to one shard: `fromBalance` to its balance, `overage` off its overage used. */
-export async function releaseCredits(em: EntityManager, orgId: string, shard: number, charge: { fromBalance: number; overage: number }): Promise<void> {
+export async function releaseCredits(
+  em: EntityManager,
+  orgId: string,
+  shard: number,
+  charge: { fromBalance: number; overage: number },
+): Promise<void> {
   if (charge.fromBalance === 0 && charge.overage === 0) return;
   await em.execute(
     `insert into credit_shards (org_id, shard, balance) values (?, ?, ?)

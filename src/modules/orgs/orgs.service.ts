@@ -55,7 +55,10 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
     async listOrganizations(): Promise<Array<{ org: Organization; credits: CreditTotals }>> {
       const em = orm.em.fork();
       const orgs = await em.find(Organization, {}, { orderBy: { id: 'asc' } });
-      const credits = await readCreditsOf(em, orgs.map((org) => org.id));
+      const credits = await readCreditsOf(
+        em,
+        orgs.map((org) => org.id),
+      );
       return orgs.map((org) => ({ org, credits: credits.get(org.id) ?? { balance: 0, overageUsed: 0 } }));
     },
 

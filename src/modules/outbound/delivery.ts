@@ -81,7 +81,9 @@ const isInline = (blobKey: string | null, attachmentId: string | null) => blobKe
 
 /** Whether the relay accepted the message for every recipient it was sent to. */
 function acceptedByAll(result: RelayResult, pending: readonly SendRecipient[]): result is Extract<RelayResult, { kind: 'recipients' }> {
-  return result.kind === 'recipients' && result.recipients.length === pending.length && result.recipients.every((answer) => answer.accepted);
+  return (
+    result.kind === 'recipients' && result.recipients.length === pending.length && result.recipients.every((answer) => answer.accepted)
+  );
 }
 
 /**
@@ -118,14 +120,20 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   async function afterSettled(orgId: string, attachments: readonly EmailAttachmentRecord[]): Promise<void> {
     if (attachments.length === 0) return;
     const uploadIds = attachments.flatMap((a) => (a.attachment_id ? [a.attachment_id] : []));
-    if (uploadIds.length > 0) await scopeToOrg(orm.em, orgId).nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: new Date() });
+    if (uploadIds.length > 0)
+      await scopeToOrg(orm.em, orgId).nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: new Date() });
     if (!deps.blobs) return;
     for (const record of attachments) {
       if (isInline(record.blob_key, record.attachment_id)) await deps.blobs.delete(record.blob_key as string);
     }
   }
 
-  function outcomesOf(result: RelayResult, pending: readonly SendRecipient[], nextAttemptAt: Date | null, finalHop: boolean): Map<string, RecipientOutcome> {
+  function outcomesOf(
+    result: RelayResult,
+    pending: readonly SendRecipient[],
+    nextAttemptAt: Date | null,
+    finalHop: boolean,
+  ): Map<string, RecipientOutcome> {
     const outcomes = new Map<string, RecipientOutcome>();
     if (result.kind === 'recipients') {
       for (const answer of result.recipients) {
@@ -134,7 +142,12 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
         } else if ((answer.code ?? 400) >= 500) {
           outcomes.set(answer.email, { type: 'bounced', bounceType: 'hard', response: answer.response, code: answer.code });
         } else {
-          outcomes.set(answer.email, { type: 'deferred', response: answer.response ?? 'temporary failure', code: answer.code, nextAttemptAt });
+          outcomes.set(answer.email, {
+            type: 'deferred',
+            response: answer.response ?? 'temporary failure',
+            code: answer.code,
+            nextAttemptAt,
+          });
         }
       }
       return outcomes;
@@ -155,7 +168,12 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   /** The email cannot be built: its pending recipients fail (credits back when nothing was ever handed off). */
-  async function failBuild(orgId: string, email: MessageSource, recipients: readonly SendRecipient[], error: BuildFailure): Promise<DeliverResult> {
+  async function failBuild(
+    orgId: string,
+    email: MessageSource,
+    recipients: readonly SendRecipient[],
+    error: BuildFailure,
+  ): Promise<DeliverResult> {
     const everHandedOff = recipients.some((r) => HANDED_OFF.has(r.status));
     const now = new Date();
     await scopeToOrg(orm.em, orgId).transactional(async (tx) => {
@@ -176,7 +194,13 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   /** Records what the relay answered, one transaction through applyRecipientOutcome; the email's status after it. */
-  async function recordOutcomes(orgId: string, emailId: string, result: RelayResult, outcomes: Map<string, RecipientOutcome>, releaseQuota: boolean): Promise<EmailStatus> {
+  async function recordOutcomes(
+    orgId: string,
+    emailId: string,
+    result: RelayResult,
+    outcomes: Map<string, RecipientOutcome>,
+    releaseQuota: boolean,
+  ): Promise<EmailStatus> {
     const now = new Date();
     return scopeToOrg(orm.em, orgId).transactional(async (tx) => {
       const row = await tx.findOneOrFail(TransactionalEmail, { id: emailId });
@@ -199,7 +223,12 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
   }
 
   /** Builds, sends to the pending recipients and records the answers. */
-  async function attempt(orgId: string, email: AttemptedEmail, recipients: readonly SendRecipient[], nextDelayMs: number | null): Promise<DeliverResult> {
+  async function attempt(
+    orgId: string,
+    email: AttemptedEmail,
+    recipients: readonly SendRecipient[],
+    nextDelayMs: number | null,
+  ): Promise<DeliverResult> {
     const pending = recipients.filter((r) => isPending(r.status));
     let message: Mail.Options;
     const built = sendStepDuration.startTimer({ step: 'build' });
@@ -244,7 +273,14 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       const byEmail = new Map(result.recipients.map((answer) => [answer.email, answer.response]));
       await deps.recorder.record({
         orgId,
-        email: { id: email.id, messageId: email.messageId, fromEmail: email.fromEmail, subject: email.subject, domain: email.domain, broadcastId: email.broadcastId ?? null },
+        email: {
+          id: email.id,
+          messageId: email.messageId,
+          fromEmail: email.fromEmail,
+          subject: email.subject,
+          domain: email.domain,
+          broadcastId: email.broadcastId ?? null,
+        },
         recipients: pending.map((r) => ({ id: r.id, email: r.email, response: byEmail.get(r.email) ?? null })),
         delivered: finalHop,
         at: new Date(),
@@ -277,7 +313,8 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       );
       if (claimed === 0) {
         const email = await em.findOneOrFail(TransactionalEmail, { id: input.emailId });
-        const outcome = email.status === 'cancelled' ? 'cancelled' : email.status === 'failed' && email.quotaReleased ? 'rejected' : 'accepted';
+        const outcome =
+          email.status === 'cancelled' ? 'cancelled' : email.status === 'failed' && email.quotaReleased ? 'rejected' : 'accepted';
         return { status: email.status, handoff: { outcome, response: email.lastError ?? null } };
       }
       const email = await em.findOneOrFail(TransactionalEmail, { id: input.emailId });

@@ -33,8 +33,7 @@ export interface DirectDeliveryOptions {
 
 /** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
 export type MailRoute =
-  | { kind: 'hosts'; hosts: { name: string; address: string }[] }
-  | { kind: 'none'; permanent: boolean; response: string };
+  { kind: 'hosts'; hosts: { name: string; address: string }[] } | { kind: 'none'; permanent: boolean; response: string };
 
 /** Open pools kept at most; the least recently used is closed past it. */
 const POOLS_MAX = 500;
@@ -64,14 +63,16 @@ export async function resolveMailRoute(
   { maxHosts = MAX_HOSTS, allowPrivateTargets = false }: { maxHosts?: number | undefined; allowPrivateTargets?: boolean } = {},
 ): Promise<MailRoute> {
   const mx = await dns.mx(domain);
-  if (mx.status === 'unreachable') return { kind: 'none', permanent: false, response: `DNS did not answer for the MX of ${domain} (${mx.error})` };
+  if (mx.status === 'unreachable')
+    return { kind: 'none', permanent: false, response: `DNS did not answer for the MX of ${domain} (${mx.error})` };
   let names: string[];
   if (mx.status === 'found') {
     if (mx.records.some((record) => record.exchange === '' || record.exchange === '.')) {
       return { kind: 'none', permanent: true, response: `550 5.1.10 ${domain} accepts no mail (null MX, RFC 7505)` };
     }
     const byPreference = new Map<number, string[]>();
-    for (const record of mx.records) byPreference.set(record.priority, [...(byPreference.get(record.priority) ?? []), record.exchange.toLowerCase()]);
+    for (const record of mx.records)
+      byPreference.set(record.priority, [...(byPreference.get(record.priority) ?? []), record.exchange.toLowerCase()]);
     names = [...byPreference.entries()].sort(([a], [b]) => a - b).flatMap(([, hosts]) => shuffle(hosts));
   } else {
     names = [domain];
@@ -90,13 +91,20 @@ export async function resolveMailRoute(
   }
   if (hosts.length > 0) return { kind: 'hosts', hosts };
   if (refused.length > 0) {
-    return { kind: 'none', permanent: false, response: `the mail hosts of ${domain} have only addresses Herald does not deliver to: ${refused.join(', ')}` };
+    return {
+      kind: 'none',
+      permanent: false,
+      response: `the mail hosts of ${domain} have only addresses Herald does not deliver to: ${refused.join(', ')}`,
+    };
   }
   if (unanswered) return { kind: 'none', permanent: false, response: `DNS did not answer for the mail hosts of ${domain}` };
   return {
     kind: 'none',
     permanent: true,
-    response: mx.status === 'found' ? `550 5.1.2 the MX hosts of ${domain} have no address` : `550 5.1.2 ${domain} has no mail server (no MX, A or AAAA record)`,
+    response:
+      mx.status === 'found'
+        ? `550 5.1.2 the MX hosts of ${domain} have no address`
+        : `550 5.1.2 ${domain} has no mail server (no MX, A or AAAA record)`,
   };
 }
 
@@ -155,14 +163,29 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
       disableFileAccess: true,
       disableUrlAccess: true,
     } satisfies SMTPPool.Options);
-    const pool = { transport, tls: tls.settings, tlsFailures: createTlsFailureLog(options.logger, { address: `${host.name} [${host.address}]:${options.port}`, settings: tls.settings }) };
+    const pool = {
+      transport,
+      tls: tls.settings,
+      tlsFailures: createTlsFailureLog(options.logger, {
+        address: `${host.name} [${host.address}]:${options.port}`,
+        settings: tls.settings,
+      }),
+    };
     pools.set(key, pool);
     return pool;
   }
 
   /** One domain's recipients: each host in turn until one answers. */
-  async function sendToDomain(message: Mail.Options, from: string, domain: string, recipients: string[]): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
-    const route = await resolveMailRoute(options.dns, domain, { maxHosts: options.maxHosts, allowPrivateTargets: options.allowPrivateTargets });
+  async function sendToDomain(
+    message: Mail.Options,
+    from: string,
+    domain: string,
+    recipients: string[],
+  ): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
+    const route = await resolveMailRoute(options.dns, domain, {
+      maxHosts: options.maxHosts,
+      allowPrivateTargets: options.allowPrivateTargets,
+    });
     if (route.kind === 'none') {
       return { results: forAll(recipients, false, route.permanent ? 550 : null, route.response), response: route.response };
     }
@@ -180,21 +203,33 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
           hosts = listed;
           enforced = true;
         } else if (listed.length < hosts.length) {
-          options.logger.info('MTA-STS testing policy would refuse some MX hosts', { domain, refused: hosts.filter((h) => !listed.includes(h)).map((h) => h.name) });
+          options.logger.info('MTA-STS testing policy would refuse some MX hosts', {
+            domain,
+            refused: hosts.filter((h) => !listed.includes(h)).map((h) => h.name),
+          });
         }
       }
     }
     let last: RelayResult | null = null;
     for (const host of hosts) {
       const pool = poolFor(host, enforced || options.tls.policy === 'verify');
-      const result = await sendOnTransport(pool.transport, message, { from, to: recipients }, { tls: pool.tls, tlsFailures: pool.tlsFailures });
+      const result = await sendOnTransport(
+        pool.transport,
+        message,
+        { from, to: recipients },
+        { tls: pool.tls, tlsFailures: pool.tlsFailures },
+      );
       last = result;
       // A host that does not answer, or answers 4xx to the whole message, leaves the next one to try (RFC 5321 §5.1).
       if (result.kind === 'unreachable' || (result.kind === 'message_refused' && !result.permanent)) continue;
-      if (result.kind === 'message_refused') return { results: forAll(recipients, false, result.code, `${host.name}: ${result.response}`), response: result.response };
-      return { results: result.recipients.map((r) => (r.accepted ? r : { ...r, response: `${host.name}: ${r.response ?? ''}` })), response: result.response };
+      if (result.kind === 'message_refused')
+        return { results: forAll(recipients, false, result.code, `${host.name}: ${result.response}`), response: result.response };
+      return {
+        results: result.recipients.map((r) => (r.accepted ? r : { ...r, response: `${host.name}: ${r.response ?? ''}` })),
+        response: result.response,
+      };
     }
-    const response = last?.kind === 'message_refused' ? last.response : last?.response ?? 'no host answered';
+    const response = last?.kind === 'message_refused' ? last.response : (last?.response ?? 'no host answered');
     const code = last?.kind === 'message_refused' ? last.code : null;
     return { results: forAll(recipients, false, code, `no mail host of ${domain} took the message: ${response}`), response };
   }
@@ -206,12 +241,16 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
         const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
         byDomain.set(domain, [...(byDomain.get(domain) ?? []), recipient]);
       }
-      const answers = await Promise.all([...byDomain.entries()].map(([domain, recipients]) => sendToDomain(message, envelope.from, domain, recipients)));
+      const answers = await Promise.all(
+        [...byDomain.entries()].map(([domain, recipients]) => sendToDomain(message, envelope.from, domain, recipients)),
+      );
       const results = answers.flatMap((answer) => answer.results);
       const byEmail = new Map(results.map((r) => [r.email, r]));
       return {
         kind: 'recipients',
-        recipients: envelope.to.map((email) => byEmail.get(email.toLowerCase()) ?? { email: email.toLowerCase(), accepted: false, code: null, response: 'no answer' }),
+        recipients: envelope.to.map(
+          (email) => byEmail.get(email.toLowerCase()) ?? { email: email.toLowerCase(), accepted: false, code: null, response: 'no answer' },
+        ),
         response: answers.find((answer) => answer.response !== null)?.response ?? null,
       };
     },

@@ -70,7 +70,13 @@ function createBroadcastRender(delivery: EmailDelivery, config: DomainDrainDeps[
       listId: `<${content.broadcastId}.${email.domain}>`,
       feedbackId: `${content.broadcastId}:${email.orgId}:herald`,
     });
-    return { ...email, subject: rendered.subject, html: rendered.html, text: rendered.text, headers: { ...email.headers, ...rendered.headers } };
+    return {
+      ...email,
+      subject: rendered.subject,
+      html: rendered.html,
+      text: rendered.text,
+      headers: { ...email.headers, ...rendered.headers },
+    };
   };
 }
 
@@ -87,7 +93,10 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
       run.tally.exhausted += 1;
       run.count(status);
     } catch (error) {
-      logger.warn('send attempt failed after the retry window closed and the email could not be ended; retried when its lease lapses', { emailId: email.id, error });
+      logger.warn('send attempt failed after the retry window closed and the email could not be ended; retried when its lease lapses', {
+        emailId: email.id,
+        error,
+      });
     }
   }
 
@@ -104,7 +113,8 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
       let { status } = await delivery.deliverClaimed(message, nextDelayMs);
       if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId: email.orgId, emailId: email.id })).status;
       // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
-      if (status === 'sending') await queue.reschedule(email.orgId, email.id, nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs));
+      if (status === 'sending')
+        await queue.reschedule(email.orgId, email.id, nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs));
       run.count(status === 'sending' ? 'deferred' : status, email.dueMs);
       if (status === 'sent') tally.delivered += 1;
       else if (status === 'failed') tally.exhausted += 1;
@@ -115,7 +125,11 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
       // This email only: it stays claimed until its lease lapses, then the next drain tries it
       // again (each claim counts an attempt). Once the retry window has closed, an attempt
       // that keeps failing ends the email: what is still pending fails, as for SMTP deferrals.
-      logger.warn('send attempt failed; the email is retried when its lease lapses', { emailId: email.id, attempt: email.handoffAttempts, error });
+      logger.warn('send attempt failed; the email is retried when its lease lapses', {
+        emailId: email.id,
+        attempt: email.handoffAttempts,
+        error,
+      });
       tally.lastFailed = true;
       tally.lastOutcome = error instanceof Error ? error.message : String(error);
       if (nextDelayMs === null) await expireAfterFailure(email, run);

@@ -21,7 +21,6 @@ const OPEN = `status in ('scheduled', 'queued', 'sending')`;
 const TRANSACTIONAL = `${OPEN} and broadcast_id is null`;
 const BROADCAST = `${OPEN} and broadcast_id is not null`;
 
-
 /** How often a paused domain's broadcast messages are looked at again. */
 const PAUSED_RECHECK_SECONDS = 60;
 
@@ -166,7 +165,13 @@ export function createDomainQueue(orm: MikroORM) {
      * queue as they were, and the record of an attempt (a synchronous commit, later in the WAL)
      * can never survive without the claim before it.
      */
-    async claim(orgId: string, domainId: string, limit: number, leaseSeconds: number, cursor: QueueCursor | null = null): Promise<ClaimedEmail[]> {
+    async claim(
+      orgId: string,
+      domainId: string,
+      limit: number,
+      leaseSeconds: number,
+      cursor: QueueCursor | null = null,
+    ): Promise<ClaimedEmail[]> {
       const rows = await db().execute<ClaimedRow[]>(
         `with no_fsync as (select set_config('synchronous_commit', 'off', true) as setting),
          t as (
@@ -220,7 +225,15 @@ export function createDomainQueue(orm: MikroORM) {
                 (select count(*) from counted)::int as counted
            from claimed e, no_fsync
           order by e.broadcast_id nulls first, e.due_at, e.id`,
-        { lease: leaseSeconds, domain: domainId, org: orgId, limit, day: utcDay(new Date()), afterAt: cursor?.dueAt ?? '-infinity', afterId: cursor?.id ?? '' },
+        {
+          lease: leaseSeconds,
+          domain: domainId,
+          org: orgId,
+          limit,
+          day: utcDay(new Date()),
+          afterAt: cursor?.dueAt ?? '-infinity',
+          afterId: cursor?.id ?? '',
+        },
       );
       return rows.map(toClaimed);
     },
@@ -243,11 +256,7 @@ export function createDomainQueue(orm: MikroORM) {
 
     /** After an attempt: due again at `at` (deferred recipients remain), or off the queue (null: settled). */
     async reschedule(orgId: string, id: string, at: Date | null): Promise<void> {
-      await db().execute(
-        `update transactional_emails set next_attempt_at = ? where id = ? and org_id = ?`,
-        [at, id, orgId],
-        'run',
-      );
+      await db().execute(`update transactional_emails set next_attempt_at = ? where id = ? and org_id = ?`, [at, id, orgId], 'run');
     },
 
     /** Epoch ms when the domain's next email falls due (a broadcast message no earlier than it may be taken), or null. */

@@ -41,10 +41,35 @@ const DKIM_KEY_TTL_MS = 60_000;
  * List-Unsubscribe for one-click unsubscribe to be honoured.
  */
 const DKIM_SIGNED_HEADERS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
-  'Content-ID', 'Content-Description', 'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
-  'In-Reply-To', 'References', 'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post',
-  'List-Owner', 'List-Archive',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'Content-ID',
+  'Content-Description',
+  'Resent-Date',
+  'Resent-From',
+  'Resent-Sender',
+  'Resent-To',
+  'Resent-Cc',
+  'Resent-Message-ID',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Help',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
+  'List-Subscribe',
+  'List-Post',
+  'List-Owner',
+  'List-Archive',
 ].join(':');
 
 /** The plain-text alternative of an HTML body (html-to-text): links kept as `text [url]`, images left out, lines wrapped at 78. */
@@ -65,7 +90,10 @@ const MAX_CACHED_KEYS = 10_000;
  * key is used within a minute and a drain does not load the domain and decrypt per email.
  */
 export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | null; config: Pick<Config, 'encryptionKey'> }) {
-  const signingKeys = new LRUCache<string, { domain: string; selector: string; privateKey: string }>({ max: MAX_CACHED_KEYS, ttl: DKIM_KEY_TTL_MS });
+  const signingKeys = new LRUCache<string, { domain: string; selector: string; privateKey: string }>({
+    max: MAX_CACHED_KEYS,
+    ttl: DKIM_KEY_TTL_MS,
+  });
 
   async function signingKeyOf(domainId: string) {
     const cached = signingKeys.get(domainId);

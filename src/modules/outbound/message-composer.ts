@@ -20,7 +20,13 @@ let composer: Transporter<StreamTransport.SentMessageInfo> | null = null;
 export async function composeMessage(message: Mail.Options, envelope: Envelope): Promise<Buffer> {
   if (!composer) {
     const { default: nodemailer } = await import('nodemailer');
-    composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows', disableFileAccess: true, disableUrlAccess: true });
+    composer = nodemailer.createTransport({
+      streamTransport: true,
+      buffer: true,
+      newline: 'windows',
+      disableFileAccess: true,
+      disableUrlAccess: true,
+    });
   }
   const info = await composer.sendMail({ ...message, envelope: { from: envelope.from, to: envelope.to } });
   return info.message as Buffer;
@@ -40,5 +46,9 @@ const lengthOf = (body: Mail.Options['html']) => (typeof body === 'string' ? bod
  * which cannot cross), string bodies of at most MAX_COMPOSED_ELSEWHERE_CHARS together.
  */
 export function composableElsewhere(message: Mail.Options): boolean {
-  return (message.attachments?.length ?? 0) === 0 && message.raw === undefined && lengthOf(message.html) + lengthOf(message.text) <= MAX_COMPOSED_ELSEWHERE_CHARS;
+  return (
+    (message.attachments?.length ?? 0) === 0 &&
+    message.raw === undefined &&
+    lengthOf(message.html) + lengthOf(message.text) <= MAX_COMPOSED_ELSEWHERE_CHARS
+  );
 }

@@ -89,7 +89,9 @@ export function createMtaSts(options: MtaStsOptions) {
     if (addresses.length === 0) throw new Error(`${host} has no address`);
     const reachable = options.allowPrivateTargets ? addresses : addresses.filter((address) => forbiddenRangeOf(address) === null);
     if (reachable.length === 0) {
-      throw new Error(`${host} has only addresses Herald does not connect to: ${addresses.map((address) => `${address} (${forbiddenRangeOf(address)})`).join(', ')}`);
+      throw new Error(
+        `${host} has only addresses Herald does not connect to: ${addresses.map((address) => `${address} (${forbiddenRangeOf(address)})`).join(', ')}`,
+      );
     }
     return reachable[0]!;
   }
@@ -150,7 +152,10 @@ export function createMtaSts(options: MtaStsOptions) {
       try {
         parsed = parseMtaStsPolicy(await fetchPolicy(domain));
       } catch (error) {
-        options.logger.warn('MTA-STS policy could not be fetched; the cached one (or none) applies', { domain, error: (error as Error).message });
+        options.logger.warn('MTA-STS policy could not be fetched; the cached one (or none) applies', {
+          domain,
+          error: (error as Error).message,
+        });
         return fresh ? { kind: 'policy', policy: fresh.policy } : { kind: 'none' };
       }
       if (typeof parsed === 'string') {

@@ -33,7 +33,11 @@ const CONTACT_STATUS_AFTER: Partial<Record<RecipientOutcome['type'], { status: C
 };
 
 /** What every email.* event of a transactional email says about one recipient. */
-export function emailEventData(email: Pick<TransactionalEmail, 'id' | 'messageId' | 'fromEmail' | 'subject'> & { broadcastId?: string | null }, recipient: string, at: Date) {
+export function emailEventData(
+  email: Pick<TransactionalEmail, 'id' | 'messageId' | 'fromEmail' | 'subject'> & { broadcastId?: string | null },
+  recipient: string,
+  at: Date,
+) {
   return {
     email_id: email.id,
     message_id: email.messageId,
@@ -78,7 +82,15 @@ export async function applyRecipientOutcome(
 ): Promise<void> {
   const data = emailEventData(email, recipient.email, at);
   const metric = (type: EmailEventType) =>
-    metrics.push({ orgId: email.orgId, type, recipient: recipient.email, domain: email.domain, emailId: email.id, broadcastId: email.broadcastId, occurredAt: at });
+    metrics.push({
+      orgId: email.orgId,
+      type,
+      recipient: recipient.email,
+      domain: email.domain,
+      emailId: email.id,
+      broadcastId: email.broadcastId,
+      occurredAt: at,
+    });
   switch (outcome.type) {
     case 'sent':
       recipient.status = outcome.delivered ? 'delivered' : 'sent';

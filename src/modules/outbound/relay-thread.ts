@@ -16,7 +16,8 @@ export interface RelayThreadSettings {
 }
 
 /** A message for the thread: one it composes and signs itself, or bytes composed here. */
-export type RelayThreadTask = { kind: 'compose'; message: Mail.Options; envelope: Envelope } | { kind: 'raw'; raw: Uint8Array; envelope: Envelope };
+export type RelayThreadTask =
+  { kind: 'compose'; message: Mail.Options; envelope: Envelope } | { kind: 'raw'; raw: Uint8Array; envelope: Envelope };
 
 /** A log line of the thread, written by the worker's logger. */
 interface ThreadLog {

@@ -18,11 +18,18 @@ const forward =
   (level: 'debug' | 'info' | 'warn' | 'error') =>
   (message: string, fields?: Record<string, unknown>): void =>
     port.postMessage({ log: { level, message, fields: fields ?? {} } });
-const logger: Logger = { debug: forward('debug'), info: forward('info'), warn: forward('warn'), error: forward('error'), child: () => logger };
+const logger: Logger = {
+  debug: forward('debug'),
+  info: forward('info'),
+  warn: forward('warn'),
+  error: forward('error'),
+  child: () => logger,
+};
 const relay = createRelay({ url: settings.url, poolSize: settings.poolSize, tls: settings.tls, logger });
 
 async function send(task: RelayThreadTask): Promise<RelayResult> {
-  if (task.kind === 'raw') return relay.send({ raw: Buffer.from(task.raw.buffer, task.raw.byteOffset, task.raw.byteLength) }, task.envelope);
+  if (task.kind === 'raw')
+    return relay.send({ raw: Buffer.from(task.raw.buffer, task.raw.byteOffset, task.raw.byteLength) }, task.envelope);
   let raw: Buffer;
   try {
     raw = await composeMessage(task.message, task.envelope);
@@ -41,6 +48,13 @@ port.on('message', (incoming: { id: number; request: RelayThreadTask } | { close
   }
   send(incoming.request).then(
     (result) => port.postMessage({ id: incoming.id, result }),
-    (error: unknown) => port.postMessage({ id: incoming.id, result: { kind: 'unreachable', response: `relay thread: ${error instanceof Error ? error.message : String(error)}` } satisfies RelayResult }),
+    (error: unknown) =>
+      port.postMessage({
+        id: incoming.id,
+        result: {
+          kind: 'unreachable',
+          response: `relay thread: ${error instanceof Error ? error.message : String(error)}`,
+        } satisfies RelayResult,
+      }),
   );
 });

@@ -104,6 +104,6 @@ export function createTlsFailureLog(logger: Logger, relay: { address: string; se
 export type TlsFailureLog = ReturnType<typeof createTlsFailureLog>;
 
 function hintFor(settings: RelayTlsSettings): string {
-  if (settings.policy !== 'verify') return 'check the relay\'s TLS setup';
+  if (settings.policy !== 'verify') return "check the relay's TLS setup";
   return 'give the relay a certificate for its host name, trust its CA with SMTP_RELAY_CA_FILE, or set SMTP_RELAY_TLS=opportunistic for a relay you reach over a trusted network';
 }

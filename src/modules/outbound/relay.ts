@@ -64,7 +64,11 @@ export async function sendOnTransport(
 ): Promise<RelayResult> {
   const { tls, tlsFailures } = context;
   try {
-    const info = (await transport.sendMail({ ...message, envelope })) as { accepted?: (string | Mail.Address)[]; rejectedErrors?: SmtpError[]; response?: string };
+    const info = (await transport.sendMail({ ...message, envelope })) as {
+      accepted?: (string | Mail.Address)[];
+      rejectedErrors?: SmtpError[];
+      response?: string;
+    };
     tlsFailures.recordSuccess();
     const accepted = new Set((info.accepted ?? []).map((a) => String(typeof a === 'string' ? a : a.address).toLowerCase()));
     const rejected = rejectedResults(info.rejectedErrors ?? []);
@@ -105,7 +109,11 @@ export async function sendOnTransport(
  * message with attachments (streams from blob storage) is composed by the relay itself, and so
  * is one the thread failed to compose (the relay then answers as it would have).
  */
-export function composedElsewhere(relay: Relay, compose: (message: Mail.Options, envelope: Envelope) => Promise<Buffer>, logger: Logger): Relay {
+export function composedElsewhere(
+  relay: Relay,
+  compose: (message: Mail.Options, envelope: Envelope) => Promise<Buffer>,
+  logger: Logger,
+): Relay {
   return {
     async send(message, envelope) {
       if (!composableElsewhere(message)) return relay.send(message, envelope);

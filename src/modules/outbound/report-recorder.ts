@@ -44,25 +44,40 @@ const bareMessageId = (value: string) => value.trim().replace(/^<|>$/g, '').toLo
  * report → email.complained (suppressed, contact complained). A report that changes nothing
  * stays in the inbox and is counted with its reason (herald_inbound_reports_total).
  */
-export async function applyInboundReport(em: EntityManager, route: InboundRoute, report: InboundReport, _inboxMessageId: string): Promise<AppliedReport> {
+export async function applyInboundReport(
+  em: EntityManager,
+  route: InboundRoute,
+  report: InboundReport,
+  _inboxMessageId: string,
+): Promise<AppliedReport> {
   if (report.kind === 'message' || report.kind === 'auto_reply') return { emailId: null, recipients: [] };
   const result = await applyProvenReport(em, route, report);
   inboundReportsTotal.inc({ kind: report.kind, result: result.unapplied ?? 'applied' });
   return result;
 }
 
-async function applyProvenReport(em: EntityManager, route: InboundRoute, report: Exclude<InboundReport, { kind: 'message' | 'auto_reply' }>): Promise<AppliedReport> {
-  const unapplied = (reason: UnappliedReason, emailId: string | null = null): AppliedReport => ({ emailId, recipients: [], unapplied: reason });
+async function applyProvenReport(
+  em: EntityManager,
+  route: InboundRoute,
+  report: Exclude<InboundReport, { kind: 'message' | 'auto_reply' }>,
+): Promise<AppliedReport> {
+  const unapplied = (reason: UnappliedReason, emailId: string | null = null): AppliedReport => ({
+    emailId,
+    recipients: [],
+    unapplied: reason,
+  });
   if (!route.emailId) return unapplied('no_signed_return_path');
   const email = await em.findOne(TransactionalEmail, { id: route.emailId, orgId: route.orgId });
   if (!email) return unapplied('unknown_email');
   if (report.originalMessageId) {
     const quoted = bareMessageId(report.originalMessageId);
-    if (quoted !== bareMessageId(email.messageId) && quoted !== bareMessageId(messageIdFor(email.id, email.domain))) return unapplied('message_id_mismatch', email.id);
+    if (quoted !== bareMessageId(email.messageId) && quoted !== bareMessageId(messageIdFor(email.id, email.domain)))
+      return unapplied('message_id_mismatch', email.id);
   }
   const rows = await em.find(EmailRecipient, { emailId: email.id }, { orderBy: { id: 'asc' } });
   const byAddress = new Map(rows.map((r) => [r.email, r]));
-  const resolve = (address: string | null | undefined) => (address ? byAddress.get(address.toLowerCase()) : rows.length === 1 ? rows[0] : undefined);
+  const resolve = (address: string | null | undefined) =>
+    address ? byAddress.get(address.toLowerCase()) : rows.length === 1 ? rows[0] : undefined;
   const changed: string[] = [];
   let matched = 0;
   const metrics: EmailEventInput[] = [];
@@ -79,7 +94,9 @@ async function applyProvenReport(em: EntityManager, route: InboundRoute, report:
       changed.push(row.email);
     }
     await recordEmailEvents(em, metrics);
-    return changed.length > 0 ? { emailId: email.id, recipients: changed } : unapplied(matched > 0 ? 'already_applied' : 'unknown_recipient', email.id);
+    return changed.length > 0
+      ? { emailId: email.id, recipients: changed }
+      : unapplied(matched > 0 ? 'already_applied' : 'unknown_recipient', email.id);
   }
 
   for (const entry of report.recipients.length > 0 ? report.recipients : [null]) {
@@ -88,7 +105,15 @@ async function applyProvenReport(em: EntityManager, route: InboundRoute, report:
     matched += 1;
     const diagnostic = entry?.diagnostic ?? entry?.status ?? null;
     if (report.kind === 'delay' || entry?.action === 'delayed') {
-      metrics.push({ orgId: route.orgId, type: 'deferred', recipient: row.email, domain: email.domain, emailId: email.id, broadcastId: email.broadcastId, occurredAt: now });
+      metrics.push({
+        orgId: route.orgId,
+        type: 'deferred',
+        recipient: row.email,
+        domain: email.domain,
+        emailId: email.id,
+        broadcastId: email.broadcastId,
+        occurredAt: now,
+      });
       recordEvent(em, route.orgId, 'email.deferred', {
         ...emailEventData(email, row.email, now),
         reason: diagnostic ?? 'delivery delayed (DSN)',
@@ -100,10 +125,19 @@ async function applyProvenReport(em: EntityManager, route: InboundRoute, report:
     if (entry && entry.action !== null && entry.action !== 'failed') continue;
     if (row.status === 'bounced' || row.status === 'complained') continue;
     const code = entry?.status ? Number(entry.status.charAt(0)) * 100 : null;
-    await applyRecipientOutcome(em, email, row, { type: 'bounced', bounceType: entry?.bounceType ?? 'soft', response: diagnostic, code }, metrics, now);
+    await applyRecipientOutcome(
+      em,
+      email,
+      row,
+      { type: 'bounced', bounceType: entry?.bounceType ?? 'soft', response: diagnostic, code },
+      metrics,
+      now,
+    );
     changed.push(row.email);
   }
   await em.flush();
   await recordEmailEvents(em, metrics);
-  return changed.length > 0 ? { emailId: email.id, recipients: changed } : unapplied(matched > 0 ? 'already_applied' : 'unknown_recipient', email.id);
+  return changed.length > 0
+    ? { emailId: email.id, recipients: changed }
+    : unapplied(matched > 0 ? 'already_applied' : 'unknown_recipient', email.id);
 }

@@ -40,7 +40,13 @@ export function createSendReconciler(options: SendReconcilerOptions): LoopSpec {
     async pass() {
       const stranded = await queue.findStranded(afterMs, batchSize);
       if (stranded.length === 0) return 0;
-      await wakeActors(temporal, config, sendDomainActorContract, stranded.map((d) => ({ orgId: d.org_id, domainId: d.id })), { deadlineMs: 10_000 });
+      await wakeActors(
+        temporal,
+        config,
+        sendDomainActorContract,
+        stranded.map((d) => ({ orgId: d.org_id, domainId: d.id })),
+        { deadlineMs: 10_000 },
+      );
       logger.info('send reconciler woke sending-domain actors', { count: stranded.length });
       return stranded.length;
     },

@@ -33,7 +33,11 @@ export interface SentEmailRow {
  * Writes `status` (sent or delivered) to the recipient rows still queued or deferred, with
  * their answer and send time; returns the ids of the rows it changed.
  */
-export async function markRecipientsSent(tx: EntityManager, status: 'sent' | 'delivered', rows: readonly SentRecipientRow[]): Promise<{ id: string }[]> {
+export async function markRecipientsSent(
+  tx: EntityManager,
+  status: 'sent' | 'delivered',
+  rows: readonly SentRecipientRow[],
+): Promise<{ id: string }[]> {
   return tx.execute<{ id: string }[]>(
     `update email_recipients r
             set status = ?, sent_at = v.at::timestamptz, last_response = v.response, next_attempt_at = null,

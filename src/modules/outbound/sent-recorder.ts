@@ -39,24 +39,40 @@ export function createSentRecorder(deps: { orm: MikroORM }) {
       for (const delivered of [true, false]) {
         const recipients = attempts
           .filter((a) => a.delivered === delivered)
-          .flatMap((a) => a.recipients.map((r) => ({ id: r.id, orgId: a.orgId, response: r.response?.slice(0, 1024) ?? null, at: a.at.toISOString() })));
+          .flatMap((a) =>
+            a.recipients.map((r) => ({ id: r.id, orgId: a.orgId, response: r.response?.slice(0, 1024) ?? null, at: a.at.toISOString() })),
+          );
         if (recipients.length > 0) changed.push(...(await markRecipientsSent(tx, delivered ? 'delivered' : 'sent', recipients)));
       }
-      await settleEmailsSent(tx, attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() })));
+      await settleEmailsSent(
+        tx,
+        attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() })),
+      );
       const recorded = new Set(changed.map((row) => row.id));
       // email.sent / email.delivered only where an endpoint will receive them (most of the
       // rows a broadcast writes otherwise: two events per message that nobody reads).
-      const subscribed = await findSubscribedEventTypes(tx, attempts.map((a) => a.orgId));
+      const subscribed = await findSubscribedEventTypes(
+        tx,
+        attempts.map((a) => a.orgId),
+      );
       const metrics: EmailEventInput[] = [];
       for (const attempt of attempts) {
         for (const recipient of attempt.recipients) {
           if (!recorded.has(recipient.id)) continue;
           const data = emailEventData(attempt.email, recipient.email, attempt.at);
-          const metric = { orgId: attempt.orgId, recipient: recipient.email, domain: attempt.email.domain, emailId: attempt.email.id, broadcastId: attempt.email.broadcastId, occurredAt: attempt.at };
+          const metric = {
+            orgId: attempt.orgId,
+            recipient: recipient.email,
+            domain: attempt.email.domain,
+            emailId: attempt.email.id,
+            broadcastId: attempt.email.broadcastId,
+            occurredAt: attempt.at,
+          };
           if (isSubscribed(subscribed, attempt.orgId, 'email.sent')) recordEvent(tx, attempt.orgId, 'email.sent', data);
           metrics.push({ ...metric, type: 'sent' });
           if (!attempt.delivered) continue;
-          if (isSubscribed(subscribed, attempt.orgId, 'email.delivered')) recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
+          if (isSubscribed(subscribed, attempt.orgId, 'email.delivered'))
+            recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
           metrics.push({ ...metric, type: 'delivered' });
         }
       }

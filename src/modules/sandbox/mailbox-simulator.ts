@@ -18,7 +18,10 @@ export interface SmtpReply {
 export const RCPT_ACCEPTED: SmtpReply = { code: 250, message: 'Accepted' };
 
 export const BOUNCE_REPLY: SmtpReply = { code: 550, message: '5.1.1 mailbox does not exist (simulated hard bounce)' };
-export const SOFT_BOUNCE_REPLY: SmtpReply = { code: 451, message: '4.2.0 mailbox temporarily unavailable, try again later (simulated soft bounce)' };
+export const SOFT_BOUNCE_REPLY: SmtpReply = {
+  code: 451,
+  message: '4.2.0 mailbox temporarily unavailable, try again later (simulated soft bounce)',
+};
 export const SUPPRESSED_REPLY: SmtpReply = { code: 550, message: '5.1.1 address on suppression list' };
 /** reject@: the whole message is refused after DATA, as a provider refusing content would. */
 export const REJECT_REPLY: SmtpReply = { code: 554, message: '5.7.1 message rejected (simulated provider rejection)' };

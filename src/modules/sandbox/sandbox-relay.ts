@@ -52,7 +52,11 @@ export function createSandboxRelay(deps: SandboxRelayDeps): Relay & { settle(): 
     const timer = setTimeout(() => {
       timers.delete(timer);
       const messageId = /^message-id:\s*<([^>\r\n]+)>/im.exec(raw.subarray(0, 64 * 1024).toString('latin1'))?.[1] ?? null;
-      const report = buildArfReport({ original: { raw, mailFrom: envelope.from, receivedAt: new Date().toISOString(), messageId }, complainant, fromAddress: `feedback@${simulatorDomain}` });
+      const report = buildArfReport({
+        original: { raw, mailFrom: envelope.from, receivedAt: new Date().toISOString(), messageId },
+        complainant,
+        fromAddress: `feedback@${simulatorDomain}`,
+      });
       const sent = deps
         .receiveReport(report, { from: '', to: [envelope.from] })
         .catch((error: unknown) => deps.logger.warn('sandbox: the complaint report could not be recorded', { complainant, error }))
@@ -66,7 +70,12 @@ export function createSandboxRelay(deps: SandboxRelayDeps): Relay & { settle(): 
     async send(message: Mail.Options, envelope: Envelope) {
       const raw = Buffer.isBuffer(message.raw) ? message.raw : await composeMessage(message, envelope);
       if (envelope.to.some((rcpt) => simulatedMailbox(rcpt, simulatorDomain) === 'reject')) {
-        return { kind: 'message_refused', permanent: true, code: REJECT_REPLY.code, response: `${REJECT_REPLY.code} ${REJECT_REPLY.message}` };
+        return {
+          kind: 'message_refused',
+          permanent: true,
+          code: REJECT_REPLY.code,
+          response: `${REJECT_REPLY.code} ${REJECT_REPLY.message}`,
+        };
       }
       const recipients: RelayRecipientResult[] = envelope.to.map((rcpt) => {
         const mailbox = simulatedMailbox(rcpt, simulatorDomain);

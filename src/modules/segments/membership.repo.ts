@@ -19,14 +19,23 @@ export async function lockStaticSegment(tx: EntityManager, orgId: string, id: st
   const row = await workspaceDb(tx, orgId).selectFrom('segments').select('type').where('id', '=', id).forUpdate().executeTakeFirst();
   if (!row) throw segmentNotFound(id);
   if (row.type !== 'static') {
-    throw new AppError('conflict', `Segment ${id} is a ${row.type} segment: its members follow from ${row.type === 'all' ? 'the workspace' : 'its tags'}. Only static segments have members added or removed.`, {
-      reason: 'SEGMENT_NOT_STATIC',
-    });
+    throw new AppError(
+      'conflict',
+      `Segment ${id} is a ${row.type} segment: its members follow from ${row.type === 'all' ? 'the workspace' : 'its tags'}. Only static segments have members added or removed.`,
+      {
+        reason: 'SEGMENT_NOT_STATIC',
+      },
+    );
   }
 }
 
 /** The workspace's contacts with one of `ids` or `emails` (lower-cased). */
-export async function findContactsByIdOrEmail(tx: EntityManager, orgId: string, ids: readonly string[], emails: readonly string[]): Promise<{ id: string; email: string }[]> {
+export async function findContactsByIdOrEmail(
+  tx: EntityManager,
+  orgId: string,
+  ids: readonly string[],
+  emails: readonly string[],
+): Promise<{ id: string; email: string }[]> {
   return workspaceDb(tx, orgId)
     .selectFrom('contacts')
     .select(['id', 'email'])
@@ -68,5 +77,9 @@ export async function deleteMembers(tx: EntityManager, orgId: string, segmentId:
 
 /** Marks the segment changed now. */
 export async function touchSegment(tx: EntityManager, orgId: string, segmentId: string): Promise<void> {
-  await workspaceDb(tx, orgId).updateTable('segments').set({ updated_at: sql<Date>`now()` }).where('id', '=', segmentId).execute();
+  await workspaceDb(tx, orgId)
+    .updateTable('segments')
+    .set({ updated_at: sql<Date>`now()` })
+    .where('id', '=', segmentId)
+    .execute();
 }

@@ -59,11 +59,15 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
         const added = await insertMembers(tx, orgId, id, contactIds);
         const contactCount = await countMembers(tx, orgId, id);
         if (contactCount > MEMBERSHIP_LIMITS.membersMax) {
-          throw new AppError('conflict', `Segment ${id} would hold ${contactCount} contacts; a static segment holds at most ${MEMBERSHIP_LIMITS.membersMax}.`, {
-            reason: 'SEGMENT_FULL',
-            limit: MEMBERSHIP_LIMITS.membersMax,
-            members: contactCount - added.length,
-          });
+          throw new AppError(
+            'conflict',
+            `Segment ${id} would hold ${contactCount} contacts; a static segment holds at most ${MEMBERSHIP_LIMITS.membersMax}.`,
+            {
+              reason: 'SEGMENT_FULL',
+              limit: MEMBERSHIP_LIMITS.membersMax,
+              members: contactCount - added.length,
+            },
+          );
         }
         if (added.length > 0) await touchSegment(tx, orgId, id);
         return { segmentId: id, changed: added.length, unchanged: contactIds.length - added.length, notFound, contactCount };
@@ -75,12 +79,22 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
       return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
         const removed = await deleteMembers(tx, orgId, id, contactIds);
         if (removed.length > 0) await touchSegment(tx, orgId, id);
-        return { segmentId: id, changed: removed.length, unchanged: contactIds.length - removed.length, notFound, contactCount: await countMembers(tx, orgId, id) };
+        return {
+          segmentId: id,
+          changed: removed.length,
+          unchanged: contactIds.length - removed.length,
+          notFound,
+          contactCount: await countMembers(tx, orgId, id),
+        };
       });
     },
 
     /** The segment's contacts now, newest first (as GET /contacts lists them); 404 for an unknown segment. */
-    async listMembers(orgId: string, segmentId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<ContactJsonPage> {
+    async listMembers(
+      orgId: string,
+      segmentId: string,
+      page: { limit: number; after?: KeysetPosition | undefined },
+    ): Promise<ContactJsonPage> {
       return listContactPage(orm.em, orgId, page, { segment: await findSegmentRule(orm.em.fork(), orgId, segmentId) });
     },
   };

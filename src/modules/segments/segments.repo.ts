@@ -26,8 +26,18 @@ export function segmentCountQuery(db: Kysely<HeraldDb>, segmentIds: readonly str
         .when('s.type', '=', 'all')
         .then(eb.selectFrom('contacts').select((sub) => sub.fn.countAll<string>().as('n')))
         .when('s.type', '=', 'static')
-        .then(eb.selectFrom('segment_members as m').select((sub) => sub.fn.countAll<string>().as('n')).whereRef('m.segment_id', '=', 's.id'))
-        .else(eb.selectFrom('contacts as c').select((sub) => sub.fn.countAll<string>().as('n')).whereRef('c.tags', '&&', 's.tags'))
+        .then(
+          eb
+            .selectFrom('segment_members as m')
+            .select((sub) => sub.fn.countAll<string>().as('n'))
+            .whereRef('m.segment_id', '=', 's.id'),
+        )
+        .else(
+          eb
+            .selectFrom('contacts as c')
+            .select((sub) => sub.fn.countAll<string>().as('n'))
+            .whereRef('c.tags', '&&', 's.tags'),
+        )
         .end()
         .as('contact_count'),
     ])
@@ -39,11 +49,7 @@ export function segmentCountQuery(db: Kysely<HeraldDb>, segmentIds: readonly str
  * out): a `tag` segment counts the contacts carrying at least one of its tags (exact match,
  * any status), an `all` segment every contact of the workspace.
  */
-export async function countSegmentMembers(
-  em: EntityManager,
-  orgId: string,
-  segmentIds: readonly string[],
-): Promise<Map<string, number>> {
+export async function countSegmentMembers(em: EntityManager, orgId: string, segmentIds: readonly string[]): Promise<Map<string, number>> {
   if (segmentIds.length === 0) return new Map();
   const rows = await segmentCountQuery(workspaceDb(em, orgId), segmentIds).execute();
   return new Map(rows.map((row) => [row.id, Number(row.contact_count)]));
@@ -52,8 +58,16 @@ export async function countSegmentMembers(
 export const segmentNotFound = (id: string) => new AppError('not_found', `Segment ${id} does not exist.`);
 
 /** A segment's membership rule, as contact lists filter on it; 404 for a segment of no one or of another workspace. */
-export async function findSegmentRule(em: EntityManager, orgId: string, segmentId: string): Promise<{ id: string; type: string; tags: string[] }> {
-  const row = await workspaceDb(em, orgId).selectFrom('segments').select(['id', 'type', 'tags']).where('id', '=', segmentId.toLowerCase()).executeTakeFirst();
+export async function findSegmentRule(
+  em: EntityManager,
+  orgId: string,
+  segmentId: string,
+): Promise<{ id: string; type: string; tags: string[] }> {
+  const row = await workspaceDb(em, orgId)
+    .selectFrom('segments')
+    .select(['id', 'type', 'tags'])
+    .where('id', '=', segmentId.toLowerCase())
+    .executeTakeFirst();
   if (!row) throw segmentNotFound(segmentId);
   return row;
 }

@@ -12,7 +12,14 @@ import { IdParams, PageQuery } from '../../http/schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
 import type { MembershipService } from './membership.service.ts';
 import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
-import { AddMembersResponse, CreateSegmentBody, MembershipBody, RemoveMembersResponse, SegmentResponse, type MembershipInput } from './segments.schemas.ts';
+import {
+  AddMembersResponse,
+  CreateSegmentBody,
+  MembershipBody,
+  RemoveMembersResponse,
+  SegmentResponse,
+  type MembershipInput,
+} from './segments.schemas.ts';
 import { serializeSegment } from './segments.serializer.ts';
 import type { SegmentsService } from './segments.service.ts';
 
@@ -85,7 +92,13 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; membersh
       schema: AddMembersResponse,
       handle: async (orgId, id, body) => {
         const change = await deps.membership.addMembers(orgId, id, body);
-        return { segmentId: change.segmentId, added: change.changed, alreadyMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount };
+        return {
+          segmentId: change.segmentId,
+          added: change.changed,
+          alreadyMembers: change.unchanged,
+          notFound: change.notFound,
+          contactCount: change.contactCount,
+        };
       },
     }),
     membershipRoute({
@@ -96,7 +109,13 @@ export function createSegmentsRoutes(deps: { segments: SegmentsService; membersh
       schema: RemoveMembersResponse,
       handle: async (orgId, id, body) => {
         const change = await deps.membership.removeMembers(orgId, id, body);
-        return { segmentId: change.segmentId, removed: change.changed, notMembers: change.unchanged, notFound: change.notFound, contactCount: change.contactCount };
+        return {
+          segmentId: change.segmentId,
+          removed: change.changed,
+          notMembers: change.unchanged,
+          notFound: change.notFound,
+          contactCount: change.contactCount,
+        };
       },
     }),
     defineRoute({

@@ -24,7 +24,10 @@ export const CreateSegmentBody = v.strictObject({
 /** POST /segments/{id}/contacts and /segments/{id}/contacts/remove: contacts by id and/or email. */
 export const MembershipBody = v.pipe(
   v.strictObject({
-    contact_ids: v.optional(v.pipe(v.array(IdSchema), v.maxLength(MEMBERSHIP_LIMITS.perRequest, `must hold at most ${MEMBERSHIP_LIMITS.perRequest} ids`)), []),
+    contact_ids: v.optional(
+      v.pipe(v.array(IdSchema), v.maxLength(MEMBERSHIP_LIMITS.perRequest, `must hold at most ${MEMBERSHIP_LIMITS.perRequest} ids`)),
+      [],
+    ),
     emails: v.optional(
       v.pipe(
         v.array(v.pipe(v.string(), v.trim(), v.maxLength(320), v.email('must be a valid email address'))),
@@ -36,7 +39,8 @@ export const MembershipBody = v.pipe(
   v.forward(
     v.partialCheck(
       [['contact_ids'], ['emails']],
-      (body) => body.contact_ids.length + body.emails.length >= 1 && body.contact_ids.length + body.emails.length <= MEMBERSHIP_LIMITS.perRequest,
+      (body) =>
+        body.contact_ids.length + body.emails.length >= 1 && body.contact_ids.length + body.emails.length <= MEMBERSHIP_LIMITS.perRequest,
       `name 1 to ${MEMBERSHIP_LIMITS.perRequest} contacts in all (contact_ids and emails together)`,
     ),
     ['contact_ids'],

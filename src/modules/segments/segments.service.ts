@@ -24,7 +24,11 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
     async listSegments(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<SegmentPage> {
       const em = scopeToOrg(orm.em, orgId);
       const result = await findKeysetPage(em, Segment, {}, page);
-      const contactCounts = await countSegmentMembers(em, orgId, result.items.map((segment) => segment.id));
+      const contactCounts = await countSegmentMembers(
+        em,
+        orgId,
+        result.items.map((segment) => segment.id),
+      );
       return { ...result, contactCounts };
     },
 
@@ -33,9 +37,13 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
       const em = scopeToOrg(orm.em, orgId);
       const tags = normalizeSegmentTags(input.tags);
       if (input.type === 'static' && tags.length > 0) {
-        throw new AppError('invalid_request', 'Invalid body.tags: a static segment has no tags (its members are added with POST /segments/{id}/contacts).', {
-          fields: [{ path: 'tags', location: 'body', type: 'static_segment', message: 'must be empty for a static segment' }],
-        });
+        throw new AppError(
+          'invalid_request',
+          'Invalid body.tags: a static segment has no tags (its members are added with POST /segments/{id}/contacts).',
+          {
+            fields: [{ path: 'tags', location: 'body', type: 'static_segment', message: 'must be empty for a static segment' }],
+          },
+        );
       }
       const segment = em.create(Segment, {
         orgId,

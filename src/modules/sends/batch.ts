@@ -33,13 +33,22 @@ function itemKey(key: string, index: number): string {
 }
 
 function errorOf(index: number, error: AppError): BatchItemResult {
-  return { index, status: error.status, error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } };
+  return {
+    index,
+    status: error.status,
+    error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+  };
 }
 
 /** Field paths of a message's validation problems, as paths of the batch body (`emails.3.to`). */
 function inBatch(index: number, error: AppError): AppError {
-  const fields = (error.details?.fields as { path: string }[] | undefined)?.map((field) => ({ ...field, path: `emails.${index}${field.path ? `.${field.path}` : ''}` }));
-  return fields ? new AppError(error.code, error.message.replace('Invalid body.', `Invalid body.emails.${index}.`), { ...error.details, fields }) : error;
+  const fields = (error.details?.fields as { path: string }[] | undefined)?.map((field) => ({
+    ...field,
+    path: `emails.${index}${field.path ? `.${field.path}` : ''}`,
+  }));
+  return fields
+    ? new AppError(error.code, error.message.replace('Invalid body.', `Invalid body.emails.${index}.`), { ...error.details, fields })
+    : error;
 }
 
 /**
@@ -54,9 +63,18 @@ function inBatch(index: number, error: AppError): AppError {
 export function createBatchSender(deps: { sends: SendsService; idempotency: IdempotencyStore }) {
   async function sendOne(request: BatchRequest, index: number, raw: unknown): Promise<BatchItemResult> {
     const input = await parseInput(SendEmailBody, raw, 'body', sendBodyErrorReason);
-    const answer = (accepted: AcceptedEmail): BatchItemResult => ({ index, status: 202, email: serializeEmail(accepted.email, accepted.recipients) });
+    const answer = (accepted: AcceptedEmail): BatchItemResult => ({
+      index,
+      status: 202,
+      email: serializeEmail(accepted.email, accepted.recipients),
+    });
     if (!request.idempotencyKey) return answer(await deps.sends.sendEmail(request.orgId, request.caller, input));
-    const scope = { orgId: request.orgId, apiKeyId: request.caller.keyId ?? '', key: itemKey(request.idempotencyKey, index), fingerprint: requestFingerprint('POST', '/outbox/emails', raw) };
+    const scope = {
+      orgId: request.orgId,
+      apiKeyId: request.caller.keyId ?? '',
+      key: itemKey(request.idempotencyKey, index),
+      fingerprint: requestFingerprint('POST', '/outbox/emails', raw),
+    };
     const begun = await deps.idempotency.begin(scope);
     if (begun.kind === 'replay') return begun.body as BatchItemResult;
     if (begun.kind !== 'started') throw new AppError('conflict', `Message ${index} of this batch is still being processed; retry shortly.`);
@@ -70,7 +88,8 @@ export function createBatchSender(deps: { sends: SendsService; idempotency: Idem
       return answer(accepted);
     } catch (error) {
       if (stored) throw error;
-      if (error instanceof AppError && error.status < 500) await deps.idempotency.complete(begun.recordId, error.status, errorOf(index, inBatch(index, error)));
+      if (error instanceof AppError && error.status < 500)
+        await deps.idempotency.complete(begun.recordId, error.status, errorOf(index, inBatch(index, error)));
       else await deps.idempotency.abandon(begun.recordId);
       throw error;
     }

@@ -29,8 +29,20 @@ export async function readHandoff(em: EntityManager, orgId: string, emailId: str
       'e.status',
       'e.quota_released',
       'e.last_error',
-      eb.exists(eb.selectFrom('email_recipients as r').select('r.id').whereRef('r.email_id', '=', 'e.id').where('r.status', 'in', ['sent', 'delivered', 'bounced', 'complained'])).as('handed'),
-      eb.exists(eb.selectFrom('email_recipients as r').select('r.id').whereRef('r.email_id', '=', 'e.id').where('r.status', '=', 'deferred')).as('deferred'),
+      eb
+        .exists(
+          eb
+            .selectFrom('email_recipients as r')
+            .select('r.id')
+            .whereRef('r.email_id', '=', 'e.id')
+            .where('r.status', 'in', ['sent', 'delivered', 'bounced', 'complained']),
+        )
+        .as('handed'),
+      eb
+        .exists(
+          eb.selectFrom('email_recipients as r').select('r.id').whereRef('r.email_id', '=', 'e.id').where('r.status', '=', 'deferred'),
+        )
+        .as('deferred'),
     ])
     .where('e.id', '=', emailId)
     .executeTakeFirst();

@@ -123,7 +123,8 @@ export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & {
   // opposite orders deadlock), and only once the credits are taken. A capped domain counts on
   // shard 0 (quotaShardFor) and checks the day's sum over all shards: rows of other shards exist
   // when the cap was set during the day.
-  const otherShards = '/* workspace: the sending domain was read under the workspace of the caller */ coalesce((select sum(d.count) from domain_daily_sends d where d.domain_id = :qDomain and d.day = :qDay and d.shard <> :qShard), 0)';
+  const otherShards =
+    '/* workspace: the sending domain was read under the workspace of the caller */ coalesce((select sum(d.count) from domain_daily_sends d where d.domain_id = :qDomain and d.day = :qDay and d.shard <> :qShard), 0)';
   const sql = `${request.mode === 'shard' ? shardCharge(after) : consolidatedCharge(after)},
     q_counted as (
       insert into domain_daily_sends (domain_id, day, shard, org_id, count)
@@ -179,7 +180,10 @@ export function chargeOf(row: ReservationRow | undefined, request: QuotaRequest)
 
 async function releaseDomainQuota(em: EntityManager, domainId: string, day: string, shard: number, count: number): Promise<void> {
   if (count === 0) return;
-  await em.execute('/* workspace: the domain of an email of the workspace */ update domain_daily_sends set count = greatest(0, count - ?) where domain_id = ? and day = ? and shard = ?', [count, domainId, day, shard]);
+  await em.execute(
+    '/* workspace: the domain of an email of the workspace */ update domain_daily_sends set count = greatest(0, count - ?) where domain_id = ? and day = ? and shard = ?',
+    [count, domainId, day, shard],
+  );
 }
 
 /**
@@ -188,7 +192,10 @@ async function releaseDomainQuota(em: EntityManager, domainId: string, day: stri
  */
 export async function releaseEmailQuota(
   em: EntityManager,
-  email: Pick<TransactionalEmail, 'orgId' | 'domainId' | 'quotaDay' | 'quotaShard' | 'creditsCharged' | 'overageCharged' | 'quotaReleased' | 'broadcastId'>,
+  email: Pick<
+    TransactionalEmail,
+    'orgId' | 'domainId' | 'quotaDay' | 'quotaShard' | 'creditsCharged' | 'overageCharged' | 'quotaReleased' | 'broadcastId'
+  >,
 ): Promise<void> {
   if (email.quotaReleased) return;
   await releaseCredits(em, email.orgId, email.quotaShard, { fromBalance: email.creditsCharged, overage: email.overageCharged });

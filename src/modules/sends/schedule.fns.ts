@@ -9,8 +9,7 @@ export const MAX_SCHEDULE_AHEAD_MS = 30 * 24 * 3600 * 1000;
 export const PAST_TOLERANCE_MS = 60_000;
 
 export type ScheduleResult =
-  | { ok: true; at: Date | null }
-  | { ok: false; problem: 'unparseable' | 'in_past' | 'too_far_ahead'; message: string };
+  { ok: true; at: Date | null } | { ok: false; problem: 'unparseable' | 'in_past' | 'too_far_ahead'; message: string };
 
 /** ISO 8601 date-time with an optional offset (none means UTC); calendar-checked below. */
 const ISO_PATTERN = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
@@ -56,7 +55,8 @@ export function resolveSchedule(value: string | undefined, now: Date): ScheduleR
     };
   }
   const ahead = at.getTime() - now.getTime();
-  if (ahead < -PAST_TOLERANCE_MS) return { ok: false, problem: 'in_past', message: `resolves to ${at.toISOString()}, which is in the past` };
+  if (ahead < -PAST_TOLERANCE_MS)
+    return { ok: false, problem: 'in_past', message: `resolves to ${at.toISOString()}, which is in the past` };
   if (ahead > MAX_SCHEDULE_AHEAD_MS) {
     return { ok: false, problem: 'too_far_ahead', message: `resolves to ${at.toISOString()}, more than 30 days ahead` };
   }

@@ -16,7 +16,10 @@ const MB = 1024 * 1024;
 
 function invalid(index: number, field: string, type: string, message: string): AppError {
   const fields: FieldProblem[] = [{ path: `attachments.${index}.${field}`, location: 'body', type, message }];
-  return new AppError('invalid_request', `Invalid body.attachments.${index}.${field}: ${message}.`, { reason: 'INVALID_ATTACHMENT', fields });
+  return new AppError('invalid_request', `Invalid body.attachments.${index}.${field}: ${message}.`, {
+    reason: 'INVALID_ATTACHMENT',
+    fields,
+  });
 }
 
 function tooLarge(index: number, size: number): AppError {
@@ -52,17 +55,22 @@ export async function prepareAttachments(
   for (const [index, attachment] of attachments.entries()) {
     if (attachment.content_id !== undefined) {
       const key = attachment.content_id.toLowerCase();
-      if (contentIds.has(key)) throw invalid(index, 'content_id', 'duplicate', `content_id "${attachment.content_id}" is used twice in this message`);
+      if (contentIds.has(key))
+        throw invalid(index, 'content_id', 'duplicate', `content_id "${attachment.content_id}" is used twice in this message`);
       contentIds.add(key);
     }
     if ('attachment_id' in attachment) {
       const upload = byId.get(attachment.attachment_id);
       if (!upload) {
-        throw new AppError('not_found', `Attachment ${attachment.attachment_id} does not exist in this workspace or its upload has not finished.`, {
-          reason: 'INVALID_ATTACHMENT',
-          attachment_id: attachment.attachment_id,
-          index,
-        });
+        throw new AppError(
+          'not_found',
+          `Attachment ${attachment.attachment_id} does not exist in this workspace or its upload has not finished.`,
+          {
+            reason: 'INVALID_ATTACHMENT',
+            attachment_id: attachment.attachment_id,
+            index,
+          },
+        );
       }
       const filename = attachment.filename ?? upload.filename;
       const contentType = attachment.content_type ?? upload.contentType;

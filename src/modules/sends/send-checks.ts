@@ -11,7 +11,8 @@ export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
 export function domainRefusal(domain: Pick<SendingDomain, 'status' | 'reputationState'>, host: string): AppError | null {
   const refuse = (reason: string, message: string) => new AppError('forbidden', message, { reason, domain: host });
   if (domain.status === 'pending') return refuse('DOMAIN_NOT_READY', `${host} has not passed DNS verification yet.`);
-  if (domain.status === 'attention') return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
+  if (domain.status === 'attention')
+    return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
   if (domain.reputationState === 'recovery') {
     return refuse('DOMAIN_REPUTATION_RECOVERY', `${host} is in reputation recovery; sending from it is paused.`);
   }
@@ -33,9 +34,14 @@ export async function checkSendingDomain(
   claim?: IdempotencyClaim,
 ): Promise<SendingDomain> {
   const addresses = recipients.map((r) => r.email);
-  const { domain, suppressed: found, claimed } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock, ...(claim ? { claim: claim.cte() } : {}) });
+  const {
+    domain,
+    suppressed: found,
+    claimed,
+  } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock, ...(claim ? { claim: claim.cte() } : {}) });
   if (claim && !claimed) throw claim.taken();
-  if (!domain) throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
+  if (!domain)
+    throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
   const refusal = domainRefusal(domain, host);
   if (refusal) throw refusal;
   if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);

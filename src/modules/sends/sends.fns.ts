@@ -129,7 +129,8 @@ export function listUnsubscribeProblems(headers: Record<string, string>): Header
     const items = list[1].split(',').map((item) => item.trim());
     for (const item of items) {
       const uri = /^<([^<>\s]+)>$/.exec(item)?.[1];
-      const valid = uri !== undefined && (/^mailto:[^@\s]+@[^@\s]+$/i.test(uri) || (URL.canParse(uri) && new URL(uri).protocol === 'https:'));
+      const valid =
+        uri !== undefined && (/^mailto:[^@\s]+@[^@\s]+$/i.test(uri) || (URL.canParse(uri) && new URL(uri).protocol === 'https:'));
       if (!valid) {
         problems.push({ name: list[0], message: 'must be a comma-separated list of <https://…> or <mailto:…> URIs' });
         break;

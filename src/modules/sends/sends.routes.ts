@@ -1,7 +1,15 @@
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import { BATCH_MAX, type BatchSender } from './batch.ts';
-import { BatchBody, BatchResponse, ListEmailsQuery, SEND_REQUEST_BYTES_MAX, SendEmailBody, sendBodyErrorReason, TransactionalEmailResponse } from './sends.schemas.ts';
+import {
+  BatchBody,
+  BatchResponse,
+  ListEmailsQuery,
+  SEND_REQUEST_BYTES_MAX,
+  SendEmailBody,
+  sendBodyErrorReason,
+  TransactionalEmailResponse,
+} from './sends.schemas.ts';
 import { serializeEmail, serializeEmailEvent } from './sends.serializer.ts';
 import type { CursorCodec } from '../../http/cursor.ts';
 import { filteredList, listResult } from '../../http/paging.ts';
@@ -22,13 +30,13 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       path: '/outbox/emails',
       summary: 'Send a transactional email',
       description: [
-        'Consumes one transactional credit per recipient (to + cc + bcc, each address once) and counts against the sending domain\'s daily warm-up cap.',
+        "Consumes one transactional credit per recipient (to + cc + bcc, each address once) and counts against the sending domain's daily warm-up cap.",
         '`scheduled_at` takes ISO 8601 (UTC unless an offset is given) or natural language in UTC ("in 2 hours", "tomorrow at 9am", "friday 15:00 UTC"); up to 30 days ahead; a time up to a minute in the past means now.',
-        'Herald extension: `template_id` (a published template) with `variables` renders the template\'s subject and html with Mustache (`{{name}}` HTML-escaped in the html, `{{{name}}}` raw; subject and text plain); `subject` and `text`, when given, are rendered with the same variables. `html` is not allowed with `template_id`.',
+        "Herald extension: `template_id` (a published template) with `variables` renders the template's subject and html with Mustache (`{{name}}` HTML-escaped in the html, `{{{name}}}` raw; subject and text plain); `subject` and `text`, when given, are rendered with the same variables. `html` is not allowed with `template_id`.",
         '400 details.reason: INVALID_FROM, NO_RECIPIENTS, TOO_MANY_RECIPIENTS, EMPTY_BODY, TOO_MANY_ATTACHMENTS, INVALID_ATTACHMENT, TEMPLATE_VARIABLE_MISSING, TEMPLATE_INVALID. 402 credits short (overage off). 404 TEMPLATE_NOT_FOUND. 409 TEMPLATE_NOT_PUBLISHED.',
         '403 details.reason: DOMAIN_NOT_FOUND, DOMAIN_NOT_READY, DOMAIN_ATTENTION, DOMAIN_REPUTATION_RECOVERY, RECIPIENT_SUPPRESSED. 404 INVALID_ATTACHMENT (unknown or unfinished attachment_id).',
         '413 details.reason: ATTACHMENT_TOO_LARGE (one file over 12 MB decoded), MESSAGE_TOO_LARGE (bodies plus attachments over 25 MB), REQUEST_TOO_LARGE.',
-        '429 details.reason DAILY_CAP_REACHED when the domain\'s warm-up cap for that UTC day is used up (Retry-After: seconds to the next UTC day). 502 PROVIDER_REJECTED.',
+        "429 details.reason DAILY_CAP_REACHED when the domain's warm-up cap for that UTC day is used up (Retry-After: seconds to the next UTC day). 502 PROVIDER_REJECTED.",
       ].join('\n\n'),
       tag: 'Outbox',
       scope: 'outbox.transactional:send',
@@ -36,7 +44,16 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       bodyLimit: SEND_REQUEST_BYTES_MAX,
       bodyErrorReason: sendBodyErrorReason,
       claimInTransaction: true,
-      errors: ['payment_required', 'forbidden', 'not_found', 'conflict', 'payload_too_large', 'rate_limited', 'bad_gateway', 'service_unavailable'],
+      errors: [
+        'payment_required',
+        'forbidden',
+        'not_found',
+        'conflict',
+        'payload_too_large',
+        'rate_limited',
+        'bad_gateway',
+        'service_unavailable',
+      ],
       response: { status: 202, description: 'Accepted for delivery: the transactional email record', schema: TransactionalEmailResponse },
       handle: async ({ caller, body, idempotentAnswer }) => {
         // The idempotent answer commits with the email: a crash between the two cannot leave a
@@ -58,7 +75,7 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       description: [
         `\`emails\`: 1 to ${BATCH_MAX} messages, each exactly a POST /outbox/emails body. Each is validated and accepted or refused on its own, in order; one refusal does not stop the others.`,
         'The answer (200) lists one result per message: `status` 202 with the `email` record, or the status and `error` (code, message, details with field paths under `emails.<index>`) that message would have had alone. `accepted` and `refused` count them.',
-        'With an Idempotency-Key (one for the batch) each message keeps its own idempotent answer, committed with its email: a retry after a failure mid-batch sends only what was not accepted. The request body is limited as one send\'s.',
+        "With an Idempotency-Key (one for the batch) each message keeps its own idempotent answer, committed with its email: a retry after a failure mid-batch sends only what was not accepted. The request body is limited as one send's.",
       ].join('\n\n'),
       tag: 'Outbox',
       scope: 'outbox.transactional:send',
@@ -115,7 +132,8 @@ export function createSendsRoutes(deps: { sends: SendsService; batch: BatchSende
       method: 'POST',
       path: '/outbox/emails/:id/cancel',
       summary: 'Cancel a scheduled send',
-      description: 'Only before sending starts: 409 conflict (details.reason EMAIL_NOT_CANCELLABLE) once it is sending, sent, failed or cancelled. Credits and the warm-up count are given back.',
+      description:
+        'Only before sending starts: 409 conflict (details.reason EMAIL_NOT_CANCELLABLE) once it is sending, sent, failed or cancelled. Credits and the warm-up count are given back.',
       tag: 'Outbox',
       scope: 'outbox.transactional:send',
       extension: true,

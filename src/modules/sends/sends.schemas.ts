@@ -52,11 +52,25 @@ const TAG = new RegExp(`^[A-Za-z0-9_.:-]{1,${SEND_LIMITS.tagMax}}$`);
 /** RFC 5322 field name: printable ASCII except colon. */
 const HEADER_NAME = /^[!-9;-~]{1,76}$/;
 
-const AttachmentContentType = v.optional(v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')));
-const AttachmentContentId = v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.contentIdMax), v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets')));
+const AttachmentContentType = v.optional(
+  v.pipe(v.string(), v.maxLength(SEND_LIMITS.contentTypeMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')),
+);
+const AttachmentContentId = v.optional(
+  v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(SEND_LIMITS.contentIdMax),
+    v.regex(/^[^\s<>]+$/, 'must not contain spaces or angle brackets'),
+  ),
+);
 
 const InlineAttachment = v.strictObject({
-  filename: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')),
+  filename: v.pipe(
+    v.string(),
+    v.minLength(1, 'must not be empty'),
+    v.maxLength(SEND_LIMITS.filenameMax),
+    v.regex(NO_LINE_BREAKS, 'must not contain line breaks'),
+  ),
   content: v.pipe(v.string(), v.minLength(1, 'must not be empty')),
   content_type: AttachmentContentType,
   content_id: AttachmentContentId,
@@ -64,7 +78,9 @@ const InlineAttachment = v.strictObject({
 
 const StoredAttachment = v.strictObject({
   attachment_id: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(64)),
-  filename: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks'))),
+  filename: v.optional(
+    v.pipe(v.string(), v.minLength(1), v.maxLength(SEND_LIMITS.filenameMax), v.regex(NO_LINE_BREAKS, 'must not contain line breaks')),
+  ),
   content_type: AttachmentContentType,
   content_id: AttachmentContentId,
 });
@@ -109,7 +125,9 @@ export const SendEmailBody = v.pipe(
     ),
     attachments: v.optional(
       v.pipe(
-        v.array(v.union([InlineAttachment, StoredAttachment], 'must be an inline attachment (filename, content) or a stored one (attachment_id)')),
+        v.array(
+          v.union([InlineAttachment, StoredAttachment], 'must be an inline attachment (filename, content) or a stored one (attachment_id)'),
+        ),
         v.maxLength(SEND_LIMITS.attachmentsMax, `must hold at most ${SEND_LIMITS.attachmentsMax} attachments`),
       ),
     ),
@@ -127,7 +145,10 @@ export const SendEmailBody = v.pipe(
       v.pipe(
         v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be 1 to 100 letters, digits, _ or -')), v.unknown()),
         v.check((variables) => Object.keys(variables).length <= SEND_LIMITS.variablesMax, `at most ${SEND_LIMITS.variablesMax} variables`),
-        v.check((variables) => Buffer.byteLength(JSON.stringify(variables)) <= SEND_LIMITS.variablesBytesMax, `at most ${SEND_LIMITS.variablesBytesMax} bytes of JSON`),
+        v.check(
+          (variables) => Buffer.byteLength(JSON.stringify(variables)) <= SEND_LIMITS.variablesBytesMax,
+          `at most ${SEND_LIMITS.variablesBytesMax} bytes of JSON`,
+        ),
       ),
     ),
   }),
@@ -140,15 +161,27 @@ export const SendEmailBody = v.pipe(
     ['html'],
   ),
   v.forward(
-    v.partialCheck([['subject'], ['template_id']], (input) => input.subject !== undefined || input.template_id !== undefined, 'is required (unless template_id gives it)'),
+    v.partialCheck(
+      [['subject'], ['template_id']],
+      (input) => input.subject !== undefined || input.template_id !== undefined,
+      'is required (unless template_id gives it)',
+    ),
     ['subject'],
   ),
   v.forward(
-    v.partialCheck([['html'], ['template_id']], (input) => input.html === undefined || input.template_id === undefined, 'must not be given with template_id (the template is the html)'),
+    v.partialCheck(
+      [['html'], ['template_id']],
+      (input) => input.html === undefined || input.template_id === undefined,
+      'must not be given with template_id (the template is the html)',
+    ),
     ['html'],
   ),
   v.forward(
-    v.partialCheck([['variables'], ['template_id']], (input) => input.variables === undefined || input.template_id !== undefined, 'are only used with template_id'),
+    v.partialCheck(
+      [['variables'], ['template_id']],
+      (input) => input.variables === undefined || input.template_id !== undefined,
+      'are only used with template_id',
+    ),
     ['variables'],
   ),
 );
@@ -162,7 +195,8 @@ export function sendBodyErrorReason(fields: FieldProblem[]): string | undefined 
   const at = (prefix: string) => fields.filter((f) => f.path === prefix || f.path.startsWith(`${prefix}.`));
   if (at('from').length > 0) return 'INVALID_FROM';
   const to = at('to');
-  const missingTo = (f: FieldProblem) => f.path === 'to' && (f.type === 'min_length' || f.type === 'strict_object' || f.message.startsWith('must be an email address or'));
+  const missingTo = (f: FieldProblem) =>
+    f.path === 'to' && (f.type === 'min_length' || f.type === 'strict_object' || f.message.startsWith('must be an email address or'));
   if (to.some(missingTo)) {
     return 'NO_RECIPIENTS';
   }
@@ -222,7 +256,16 @@ export const ListEmailsQuery = v.object({
   ...PageQuery.entries,
   status: v.optional(v.picklist(EMAIL_STATUSES, `must be one of ${EMAIL_STATUSES.join(', ')}`)),
   to: v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.maxLength(320), v.email('must be an email address'))),
-  from: v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.minLength(1), v.maxLength(320), v.description('A sender address (addr@host) or a sending domain.'))),
+  from: v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.toLowerCase(),
+      v.minLength(1),
+      v.maxLength(320),
+      v.description('A sender address (addr@host) or a sending domain.'),
+    ),
+  ),
   tag: v.optional(v.pipe(v.string(), v.regex(TAG, 'is not a tag'))),
   template_id: v.optional(IdSchema),
   created_after: v.optional(v.pipe(DateTime, v.description('Emails created at or after this time.'))),
@@ -236,7 +279,10 @@ export const BatchBody = v.strictObject({
     v.array(v.unknown()),
     v.minLength(1, 'must hold at least one message'),
     v.maxLength(100, 'must hold at most 100 messages'),
-    v.check((emails) => emails.every((email) => typeof email === 'object' && email !== null && !Array.isArray(email)), 'each message must be a JSON object'),
+    v.check(
+      (emails) => emails.every((email) => typeof email === 'object' && email !== null && !Array.isArray(email)),
+      'each message must be a JSON object',
+    ),
   ),
 });
 

@@ -6,11 +6,32 @@ const iso = (value: Date | null | undefined) => (value ? value.toISOString() : n
 /** What the email record shows of an email (an entity, or the row acceptance just wrote). */
 export type EmailRecord = Pick<
   TransactionalEmail,
-  'id' | 'messageId' | 'status' | 'templateId' | 'templateVersion' | 'tags' | 'fromName' | 'fromEmail' | 'subject' | 'replyTo' | 'scheduledAt' | 'attachments' | 'creditsCharged' | 'overageCharged' | 'lastError' | 'createdAt' | 'updatedAt' | 'sentAt' | 'cancelledAt'
+  | 'id'
+  | 'messageId'
+  | 'status'
+  | 'templateId'
+  | 'templateVersion'
+  | 'tags'
+  | 'fromName'
+  | 'fromEmail'
+  | 'subject'
+  | 'replyTo'
+  | 'scheduledAt'
+  | 'attachments'
+  | 'creditsCharged'
+  | 'overageCharged'
+  | 'lastError'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'sentAt'
+  | 'cancelledAt'
 >;
 
 /** What the email record shows of a recipient. */
-export type RecipientRecord = Pick<EmailRecipient, 'email' | 'kind' | 'status' | 'attempts' | 'lastResponse' | 'bounceType' | 'nextAttemptAt' | 'updatedAt'>;
+export type RecipientRecord = Pick<
+  EmailRecipient,
+  'email' | 'kind' | 'status' | 'attempts' | 'lastResponse' | 'bounceType' | 'nextAttemptAt' | 'updatedAt'
+>;
 
 /** The transactional email record: `_id` and `message_id` as the spec names them, snake_case like the request. */
 export function serializeEmail(email: EmailRecord, recipients: readonly RecipientRecord[]) {

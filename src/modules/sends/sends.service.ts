@@ -30,13 +30,20 @@ import { createActorWaker } from '../../temporal/actor-wake.ts';
 const DOMAIN_WAKE_DEADLINE_MS = 2_000;
 import { readHandoff, type HandoffResult } from './handoff.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
-import { decodeBase64, envelopeRecipients, listUnsubscribeProblems, messageIdFor, parseFromAddress, reservedHeaderNames, utcDay } from './sends.fns.ts';
+import {
+  decodeBase64,
+  envelopeRecipients,
+  listUnsubscribeProblems,
+  messageIdFor,
+  parseFromAddress,
+  reservedHeaderNames,
+  utcDay,
+} from './sends.fns.ts';
 import { SEND_LIMITS, type ListEmailsFilters, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
 import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
 
 const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
-
 
 export interface SendsServiceDeps {
   orm: MikroORM;
@@ -89,7 +96,13 @@ export function createSendsService(deps: SendsServiceDeps) {
   const { orm, config, logger } = deps;
   const now = deps.now ?? (() => new Date());
   // A lost wake-up is the send reconciler's to repeat; the 202 never waits for Temporal.
-  const wakeDomain = createActorWaker({ client: deps.temporal, config, logger, actor: sendDomainActorContract, deadlineMs: DOMAIN_WAKE_DEADLINE_MS });
+  const wakeDomain = createActorWaker({
+    client: deps.temporal,
+    config,
+    logger,
+    actor: sendDomainActorContract,
+    deadlineMs: DOMAIN_WAKE_DEADLINE_MS,
+  });
   const templates = deps.templates ?? createTemplatesService({ orm });
 
   /**
@@ -106,12 +119,19 @@ export function createSendsService(deps: SendsServiceDeps) {
     }
   }
 
-  async function writeInlineBlobs(orgId: string, emailId: string, prepared: Awaited<ReturnType<typeof prepareAttachments>>): Promise<string[]> {
+  async function writeInlineBlobs(
+    orgId: string,
+    emailId: string,
+    prepared: Awaited<ReturnType<typeof prepareAttachments>>,
+  ): Promise<string[]> {
     const written: string[] = [];
     for (const [index, attachment] of prepared.entries()) {
       if (attachment.bytes === null) continue;
       if (!deps.blobs) {
-        throw new AppError('service_unavailable', 'Attachment storage is not configured on this server (BLOB_DIR), so attachments cannot be sent.');
+        throw new AppError(
+          'service_unavailable',
+          'Attachment storage is not configured on this server (BLOB_DIR), so attachments cannot be sent.',
+        );
       }
       const key = `sends/${orgId}/${emailId}/${index}`;
       await deps.blobs.put(key, attachment.bytes);
@@ -129,13 +149,18 @@ export function createSendsService(deps: SendsServiceDeps) {
   async function afterCommit(orgId: string, accepted: AcceptedEmail & { charge: CreditCharge; domainId: string }) {
     const { email, recipients, charge } = accepted;
     if (!email.scheduledAt && !charge.domainDraining) void wakeDomain({ orgId, domainId: accepted.domainId }, { emailId: email.id });
-    const handoff = email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, email.id, config.sends.handoffWaitMs);
+    const handoff =
+      email.scheduledAt || config.sends.handoffWaitMs <= 0 ? null : await waitForHandoff(orgId, email.id, config.sends.handoffWaitMs);
     if (handoff?.outcome === 'rejected') {
-      throw new AppError('bad_gateway', `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`, {
-        reason: 'PROVIDER_REJECTED',
-        email_id: email.id,
-        smtp_response: handoff.response,
-      });
+      throw new AppError(
+        'bad_gateway',
+        `The delivery provider rejected the message: ${handoff.response ?? 'no reason given'}. Credits and quota were released; it is safe to retry.`,
+        {
+          reason: 'PROVIDER_REJECTED',
+          email_id: email.id,
+          smtp_response: handoff.response,
+        },
+      );
     }
     return { email, recipients, handoff };
   }
@@ -166,7 +191,12 @@ export function createSendsService(deps: SendsServiceDeps) {
       const reserved = reservedHeaderNames(headers);
       if (reserved.length > 0) {
         throw new AppError('invalid_request', `Header ${reserved[0]} is set by Herald and cannot be overridden.`, {
-          fields: reserved.map((name) => ({ path: `headers.${name}`, location: 'body', type: 'reserved_header', message: 'is set by Herald' })),
+          fields: reserved.map((name) => ({
+            path: `headers.${name}`,
+            location: 'body',
+            type: 'reserved_header',
+            message: 'is set by Herald',
+          })),
         });
       }
       const unsubscribe = listUnsubscribeProblems(headers);
@@ -205,7 +235,14 @@ export function createSendsService(deps: SendsServiceDeps) {
       const accept = (creditMode: CreditMode) =>
         em.transactional(async (tx) => {
           // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
-          const domain = await checkSendingDomain(tx, orgId, from.domain, recipients, threadLockKey(orgId, message.thread), options.answer?.claim);
+          const domain = await checkSendingDomain(
+            tx,
+            orgId,
+            from.domain,
+            recipients,
+            threadLockKey(orgId, message.thread),
+            options.answer?.claim,
+          );
           blobKeys.push(...(await writeInlineBlobs(orgId, emailId, prepared)));
           const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
           if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
@@ -238,8 +275,24 @@ export function createSendsService(deps: SendsServiceDeps) {
           const rows = recipients.map((r) => ({ id: newId(at), kind: r.kind, email: r.email }));
           // The answer a client sees: a successful reservation always charges one credit per recipient.
           const accepted: AcceptedEmail = {
-            email: { ...email, creditsCharged: recipients.length, overageCharged: 0, lastError: null, updatedAt: at, sentAt: null, cancelledAt: null },
-            recipients: rows.map((r) => ({ ...r, status: 'queued' as const, attempts: 0, lastResponse: null, bounceType: null, nextAttemptAt: null, updatedAt: at })),
+            email: {
+              ...email,
+              creditsCharged: recipients.length,
+              overageCharged: 0,
+              lastError: null,
+              updatedAt: at,
+              sentAt: null,
+              cancelledAt: null,
+            },
+            recipients: rows.map((r) => ({
+              ...r,
+              status: 'queued' as const,
+              attempts: 0,
+              lastResponse: null,
+              bounceType: null,
+              nextAttemptAt: null,
+              updatedAt: at,
+            })),
           };
           const answerIsFinal = Boolean(schedule.at) || config.sends.handoffWaitMs <= 0;
           const answer = answerIsFinal ? options.answer : undefined;
@@ -249,8 +302,15 @@ export function createSendsService(deps: SendsServiceDeps) {
             recipients: rows,
             message,
             quota: {
-              orgId, domainId: domain.id, domain: domain.domain, day: email.quotaDay, count: recipients.length, cap: domain.dailyCap ?? null, now: at,
-              shard: quotaShardFor(domain.dailyCap ?? null), mode: creditMode,
+              orgId,
+              domainId: domain.id,
+              domain: domain.domain,
+              day: email.quotaDay,
+              count: recipients.length,
+              cap: domain.dailyCap ?? null,
+              now: at,
+              shard: quotaShardFor(domain.dailyCap ?? null),
+              mode: creditMode,
               // A drain of the domain running in any worker sees an immediate email at commit.
               ...(schedule.at ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
             },
@@ -284,13 +344,20 @@ export function createSendsService(deps: SendsServiceDeps) {
     },
 
     /** One email with its recipients and their events (the email's timeline), or 404. */
-    async getEmailWithEvents(orgId: string, id: string): Promise<{ email: TransactionalEmail; recipients: EmailRecipient[]; events: EmailEventView[] }> {
+    async getEmailWithEvents(
+      orgId: string,
+      id: string,
+    ): Promise<{ email: TransactionalEmail; recipients: EmailRecipient[]; events: EmailEventView[] }> {
       const found = await this.getEmail(orgId, id);
       return { ...found, events: await findEmailEvents(scopeToOrg(orm.em, orgId), orgId, id) };
     },
 
     /** The email log: a keyset page of the workspace's emails, newest first, filtered. */
-    async listEmails(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }, filters: Omit<ListEmailsFilters, 'limit' | 'cursor'>) {
+    async listEmails(
+      orgId: string,
+      page: { limit: number; after?: KeysetPosition | undefined },
+      filters: Omit<ListEmailsFilters, 'limit' | 'cursor'>,
+    ) {
       return findEmailPage(scopeToOrg(orm.em, orgId), page, filters);
     },
 

@@ -35,7 +35,15 @@ export async function findDomainAndSuppressed(
   addresses: readonly string[],
   options: { threadLock?: string; claim?: SqlFragment } = {},
 ): Promise<{ domain: SendingDomain | null; suppressed: Set<string>; claimed: boolean }> {
-  const rows = await executePrepared<{ id: string; domain: string; status: string; reputation_state: string; daily_cap: number | null; suppressed: string[] | null; claimed?: string | null }>(em, {
+  const rows = await executePrepared<{
+    id: string;
+    domain: string;
+    status: string;
+    reputation_state: string;
+    daily_cap: number | null;
+    suppressed: string[] | null;
+    claimed?: string | null;
+  }>(em, {
     sql: `${options.claim ? `with ${options.claim.sql}\n     ` : ''}select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
             array(select email from suppressions where org_id = :org and email = any(:addresses::text[])
                   union
@@ -44,10 +52,18 @@ export async function findDomainAndSuppressed(
             ${options.claim ? ', (select id from idem_claim) as claimed' : ''}
        from (select 1) one
        left join domains d on d.org_id = :org and d.domain = :domain`,
-    params: { ...options.claim?.params, org: orgId, addresses: [...addresses], domain: domainName, ...(options.threadLock ? { threadLock: options.threadLock } : {}) },
+    params: {
+      ...options.claim?.params,
+      org: orgId,
+      addresses: [...addresses],
+      domain: domainName,
+      ...(options.threadLock ? { threadLock: options.threadLock } : {}),
+    },
   });
   const row = rows[0];
-  const domain = row?.id ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap } : null;
+  const domain = row?.id
+    ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap }
+    : null;
   return { domain, suppressed: new Set(row?.suppressed ?? []), claimed: Boolean(row?.claimed) };
 }
 
@@ -72,7 +88,16 @@ export async function suppressAddress(
      insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
      select :changeId, org_id, email, 'added', reason, :apiKeyId, email_id, detail, created_at from added
      returning id`,
-    { id: newId(), changeId: newId(), org: orgId, email, reason, emailId: source.emailId ?? null, detail: source.detail?.slice(0, 1024) ?? null, apiKeyId: source.apiKeyId ?? null },
+    {
+      id: newId(),
+      changeId: newId(),
+      org: orgId,
+      email,
+      reason,
+      emailId: source.emailId ?? null,
+      detail: source.detail?.slice(0, 1024) ?? null,
+      apiKeyId: source.apiKeyId ?? null,
+    },
   );
   return rows.length > 0;
 }

@@ -55,28 +55,43 @@ function parseOrRefuse(parts: Record<string, string>): Record<string, string[]> 
     try {
       required[field] = requiredVariables(template);
     } catch (error) {
-      throw templateError(`The ${field} cannot be rendered: ${error instanceof Error ? error.message : String(error)}.`, 'TEMPLATE_INVALID', [
-        { path: field === 'html' ? 'template_id' : field, type: 'template_syntax', message: 'is not a valid Mustache template' },
-      ]);
+      throw templateError(
+        `The ${field} cannot be rendered: ${error instanceof Error ? error.message : String(error)}.`,
+        'TEMPLATE_INVALID',
+        [{ path: field === 'html' ? 'template_id' : field, type: 'template_syntax', message: 'is not a valid Mustache template' }],
+      );
     }
   }
   return required;
 }
 
 /** Renders subject (plain), html (escaped) and text (plain) with `variables`; throws 400 TEMPLATE_VARIABLE_MISSING. */
-export function renderTemplate(source: TemplateSource, variables: TemplateVariables): { subject: string; html: string; text: string | undefined } {
-  const parts: Record<string, string> = { subject: source.subject, html: source.html, ...(source.text !== undefined ? { text: source.text } : {}) };
+export function renderTemplate(
+  source: TemplateSource,
+  variables: TemplateVariables,
+): { subject: string; html: string; text: string | undefined } {
+  const parts: Record<string, string> = {
+    subject: source.subject,
+    html: source.html,
+    ...(source.text !== undefined ? { text: source.text } : {}),
+  };
   const required = parseOrRefuse(parts);
   const missing = [...new Set(Object.values(required).flat())].filter((name) => !resolves(variables, name));
   if (missing.length > 0) {
-    throw templateError(`The template uses ${missing.map((name) => `{{${name}}}`).join(', ')}, missing from variables.`, 'TEMPLATE_VARIABLE_MISSING', missing.map((name) => ({
-      path: `variables.${name}`,
-      type: 'required',
-      message: 'is used by the template and must be given',
-    })));
+    throw templateError(
+      `The template uses ${missing.map((name) => `{{${name}}}`).join(', ')}, missing from variables.`,
+      'TEMPLATE_VARIABLE_MISSING',
+      missing.map((name) => ({
+        path: `variables.${name}`,
+        type: 'required',
+        message: 'is used by the template and must be given',
+      })),
+    );
   }
   return {
-    subject: Mustache.render(source.subject, variables, {}, PLAIN).replace(/[\r\n]+/g, ' ').trim(),
+    subject: Mustache.render(source.subject, variables, {}, PLAIN)
+      .replace(/[\r\n]+/g, ' ')
+      .trim(),
     html: Mustache.render(source.html, variables),
     text: source.text === undefined ? undefined : Mustache.render(source.text, variables, {}, PLAIN),
   };

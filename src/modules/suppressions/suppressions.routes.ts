@@ -57,7 +57,10 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       body: AddSuppressionBody,
       errors: ['invalid_request', 'conflict', 'idempotency_conflict'],
       response: { status: 201, description: 'The suppression list entry', schema: SuppressionResponse },
-      handle: async ({ caller, body }) => ({ status: 201, data: serializeSuppression(await deps.suppressions.addSuppression(caller.orgId, caller.keyId, body)) }),
+      handle: async ({ caller, body }) => ({
+        status: 201,
+        data: serializeSuppression(await deps.suppressions.addSuppression(caller.orgId, caller.keyId, body)),
+      }),
     }),
     defineRoute({
       operationId: 'removeSuppression',
@@ -65,7 +68,7 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       path: '/suppressions/:email',
       summary: 'Lift a suppression',
       description:
-        'Removes the address from the list (404 when it is not on it) and records who did in the audit trail. The workspace\'s contact with this address, when bounced, complained or suppressed, is moved back to active, so the address can be sent to again.',
+        "Removes the address from the list (404 when it is not on it) and records who did in the audit trail. The workspace's contact with this address, when bounced, complained or suppressed, is moved back to active, so the address can be sent to again.",
       tag: 'Suppressions',
       scope: 'contacts:write',
       extension: true,
@@ -81,7 +84,7 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       operationId: 'listSuppressionChanges',
       method: 'GET',
       path: '/suppressions/changes',
-      summary: 'The suppression list\'s audit trail, newest first',
+      summary: "The suppression list's audit trail, newest first",
       description: 'Every address added (by a bounce, a complaint or a caller: `api_key_id`) or removed, with when and why.',
       tag: 'Suppressions',
       scope: 'contacts:read',
@@ -89,7 +92,11 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       query: PageQuery,
       response: { status: 200, description: 'A page of changes', schema: SuppressionChangeResponse, list: true },
       handle: ({ caller, query }) =>
-        listResult({ cursors: deps.cursors, list: 'suppression-changes', caller, query }, (page) => deps.suppressions.listChanges(caller.orgId, page), serializeSuppressionChange),
+        listResult(
+          { cursors: deps.cursors, list: 'suppression-changes', caller, query },
+          (page) => deps.suppressions.listChanges(caller.orgId, page),
+          serializeSuppressionChange,
+        ),
     }),
   ];
 }

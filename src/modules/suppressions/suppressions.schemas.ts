@@ -5,7 +5,13 @@ import { PageQuery, Timestamp } from '../../http/schemas.ts';
 export const SUPPRESSION_API_REASONS = ['bounce', 'complaint', 'unsubscribe', 'manual'] as const;
 export type SuppressionApiReason = (typeof SUPPRESSION_API_REASONS)[number];
 
-const Address = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.maxLength(320, 'must be at most 320 characters'), v.email('must be an email address'));
+const Address = v.pipe(
+  v.string(),
+  v.trim(),
+  v.toLowerCase(),
+  v.maxLength(320, 'must be at most 320 characters'),
+  v.email('must be an email address'),
+);
 
 export const ListSuppressionsQuery = v.object({
   ...PageQuery.entries,

@@ -7,7 +7,13 @@ export const apiReason = (reason: SuppressionReason): SuppressionApiReason => (r
 export const storedReason = (reason: SuppressionApiReason): SuppressionReason => (reason === 'bounce' ? 'hard_bounce' : reason);
 
 export function serializeSuppression(entry: Pick<Suppression, 'email' | 'reason' | 'emailId' | 'detail' | 'createdAt'>) {
-  return { email: entry.email, reason: apiReason(entry.reason), email_id: entry.emailId ?? null, detail: entry.detail ?? null, created_at: entry.createdAt.toISOString() };
+  return {
+    email: entry.email,
+    reason: apiReason(entry.reason),
+    email_id: entry.emailId ?? null,
+    detail: entry.detail ?? null,
+    created_at: entry.createdAt.toISOString(),
+  };
 }
 
 export function serializeSuppressionChange(change: SuppressionChange) {

@@ -23,7 +23,11 @@ export function createSuppressionsService(deps: { orm: MikroORM; contacts: Pick<
   const page = (p: { limit: number; after?: KeysetPosition | undefined }) => p;
 
   return {
-    async listSuppressions(orgId: string, request: { limit: number; after?: KeysetPosition | undefined }, filters: { reason?: SuppressionApiReason | undefined; email?: string | undefined }) {
+    async listSuppressions(
+      orgId: string,
+      request: { limit: number; after?: KeysetPosition | undefined },
+      filters: { reason?: SuppressionApiReason | undefined; email?: string | undefined },
+    ) {
       const where: FilterQuery<Suppression> = {
         ...(filters.reason ? { reason: storedReason(filters.reason) } : {}),
         ...(filters.email ? { email: filters.email } : {}),
@@ -53,7 +57,8 @@ export function createSuppressionsService(deps: { orm: MikroORM; contacts: Pick<
      */
     async removeSuppression(orgId: string, apiKeyId: string | null, email: string): Promise<{ contactReactivated: boolean }> {
       const em = scopeToOrg(orm.em, orgId);
-      if (!(await deleteSuppression(em, orgId, email, apiKeyId))) throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
+      if (!(await deleteSuppression(em, orgId, email, apiKeyId)))
+        throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
       const contact = await em.findOne(Contact, { email, status: { $in: [...BLOCKING_STATUSES] } });
       if (!contact) return { contactReactivated: false };
       await deps.contacts.updateContact(orgId, contact.id, { status: 'active' });

@@ -17,11 +17,7 @@ export function createTemplatesAdmin({ orm }: { orm: MikroORM }) {
         if (template.orgId === input.orgId) {
           throw new AppError('invalid_request', 'a template cannot be shared with its own workspace');
         }
-        const existing = await em.findOne(
-          TemplateShare,
-          { templateId: template.id, orgId: input.orgId },
-          ALL_TENANTS,
-        );
+        const existing = await em.findOne(TemplateShare, { templateId: template.id, orgId: input.orgId }, ALL_TENANTS);
         if (existing) {
           existing.hiddenAt = null;
           return existing;
@@ -35,4 +31,3 @@ export function createTemplatesAdmin({ orm }: { orm: MikroORM }) {
     },
   };
 }
-

@@ -22,7 +22,7 @@ export function createTemplatesRoutes(deps: { templates: TemplatesService; curso
       method: 'GET',
       path: '/templates',
       summary: 'List templates, newest first',
-      description: 'The workspace\'s own templates and those shared with it (unless it hid them), in one list.',
+      description: "The workspace's own templates and those shared with it (unless it hid them), in one list.",
       tag: 'Templates',
       scope: 'templates:read',
       query: PageQuery,
@@ -88,7 +88,7 @@ export function createTemplatesRoutes(deps: { templates: TemplatesService; curso
       path: '/templates/:id',
       summary: 'Delete a template, or hide a shared one',
       description:
-        'The owner\'s delete removes the template and its shares (`hidden: false`). On a template shared with the ' +
+        "The owner's delete removes the template and its shares (`hidden: false`). On a template shared with the " +
         'workspace it hides the template for this workspace only (`hidden: true`); the owner keeps it.',
       tag: 'Templates',
       scope: 'templates:write',

@@ -32,10 +32,7 @@ const sharedReadOnly = (id: string) =>
 
 /** Templates `orgId` owns, or that are shared with it and not hidden by it. */
 function visibleTo(em: EntityManager, orgId: string): FilterQuery<Template> {
-  const shared = em
-    .createQueryBuilder(TemplateShare, 'share')
-    .select('share.templateId')
-    .where({ orgId, hiddenAt: null });
+  const shared = em.createQueryBuilder(TemplateShare, 'share').select('share.templateId').where({ orgId, hiddenAt: null });
   return { $or: [{ orgId }, { id: { $in: shared } }] };
 }
 

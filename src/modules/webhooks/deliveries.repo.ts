@@ -83,7 +83,15 @@ export async function markForReplay(
     .whereRef('d.id', '=', 'previous.id')
     .where('previous.status', 'in', REPLAYABLE_STATUSES)
     // The endpoint is the workspace's (workspaceDb scopes e like d).
-    .where((eb) => eb.exists(eb.selectFrom('webhook_endpoints as e').select(eb.lit(1).as('one')).whereRef('e.id', '=', 'd.webhook_id').where('e.enabled', '=', true)))
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('webhook_endpoints as e')
+          .select(eb.lit(1).as('one'))
+          .whereRef('e.id', '=', 'd.webhook_id')
+          .where('e.enabled', '=', true),
+      ),
+    )
     .returning(['d.replay_count as series', 'previous.status as previous_status'])
     .executeTakeFirst();
   return row ? { series: Number(row.series), previousStatus: row.previous_status } : null;

@@ -25,12 +25,7 @@ export interface DeliveryWithAttempts {
  * not take the wake-up within 5 s, the replay is still accepted: the row is due, and the
  * relay's reconciler wakes any endpoint with due rows and no drain running.
  */
-export function createDeliveriesService(deps: {
-  orm: MikroORM;
-  temporal: Client;
-  config: Pick<Config, 'temporal'>;
-  logger: Logger;
-}) {
+export function createDeliveriesService(deps: { orm: MikroORM; temporal: Client; config: Pick<Config, 'temporal'>; logger: Logger }) {
   const { orm, temporal, logger } = deps;
 
   async function wakeEndpoint(orgId: string, endpointId: string): Promise<void> {
@@ -58,7 +53,11 @@ export function createDeliveriesService(deps: {
         ...(filters.status ? { status: filters.status } : {}),
       };
       const deliveries = await findKeysetPage(em, WebhookDelivery, where, page);
-      const attempts = await findRecentAttempts(em, orgId, deliveries.items.map((d) => d.id));
+      const attempts = await findRecentAttempts(
+        em,
+        orgId,
+        deliveries.items.map((d) => d.id),
+      );
       return {
         hasMore: deliveries.hasMore,
         items: deliveries.items.map((delivery) => ({ delivery, attempts: attempts.get(delivery.id) ?? [] })),

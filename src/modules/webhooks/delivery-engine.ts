@@ -31,7 +31,13 @@ export function sendDelivery(request: DeliveryRequest): Promise<PostResult> {
     'Herald-Event-Id': delivery.event_id,
     'Herald-Delivery-Id': delivery.id,
     'Herald-Event-Type': delivery.event_type,
-    ...signatureHeaders({ secret: request.secret, previousSecret: request.previousSecret, deliveryId: delivery.id, timestamp: Math.floor(Date.now() / 1000), body }),
+    ...signatureHeaders({
+      secret: request.secret,
+      previousSecret: request.previousSecret,
+      deliveryId: delivery.id,
+      timestamp: Math.floor(Date.now() / 1000),
+      body,
+    }),
   };
   return postWebhook(request.url, headers, body, request.http);
 }

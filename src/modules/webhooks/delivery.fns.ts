@@ -16,7 +16,13 @@ export function clip(text: string | null): string | null {
 }
 
 /** The delivered JSON: `{id, object: "event", type, created_at, api_version, data}`. */
-export function eventPayload(row: { event_id: string; event_type: string; event_created_ms: number; api_version: string; data: unknown }): string {
+export function eventPayload(row: {
+  event_id: string;
+  event_type: string;
+  event_created_ms: number;
+  api_version: string;
+  data: unknown;
+}): string {
   return JSON.stringify({
     id: row.event_id,
     object: 'event',

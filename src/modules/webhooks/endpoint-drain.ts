@@ -6,7 +6,13 @@ import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
 import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
-import { createEndpointQueue, type AttemptRecord, type ClaimedDelivery, type EndpointQueue, type LeasedEndpoint } from './endpoint-queue.repo.ts';
+import {
+  createEndpointQueue,
+  type AttemptRecord,
+  type ClaimedDelivery,
+  type EndpointQueue,
+  type LeasedEndpoint,
+} from './endpoint-queue.repo.ts';
 import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
 import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
@@ -174,16 +180,30 @@ function countRecord(record: AttemptRecord, run: DrainRun): void {
  * Claims due rows for the endpoint as it was last leased: a disabled endpoint's rows end without
  * an attempt (up to 500 at a time); rows whose event no longer exists end too; the rest are sent.
  */
-async function claimDeliveries(queue: EndpointQueue, owner: { orgId: string; endpointId: string }, endpoint: LeasedEndpoint, limit: number, run: DrainRun) {
+async function claimDeliveries(
+  queue: EndpointQueue,
+  owner: { orgId: string; endpointId: string },
+  endpoint: LeasedEndpoint,
+  limit: number,
+  run: DrainRun,
+) {
   const { orgId, endpointId } = owner;
   const rows = await queue.claim(orgId, endpointId, endpoint.enabled ? limit : 500, ROW_LEASE_SECONDS);
   if (!endpoint.enabled) {
-    await queue.finishWithoutAttempt(orgId, rows.map((r) => r.id), `the webhook endpoint is disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}`);
+    await queue.finishWithoutAttempt(
+      orgId,
+      rows.map((r) => r.id),
+      `the webhook endpoint is disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}`,
+    );
     run.tally.exhausted += rows.length;
     return { claimed: rows.length, items: [] };
   }
   const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
-  await queue.finishWithoutAttempt(orgId, orphans.map((r) => r.id), 'the event no longer exists');
+  await queue.finishWithoutAttempt(
+    orgId,
+    orphans.map((r) => r.id),
+    'the event no longer exists',
+  );
   run.tally.exhausted += orphans.length;
   return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
 }
@@ -202,7 +222,10 @@ export function createEndpointDrainer(deps: EndpointDrainDeps): Drainer<WebhookE
       const { orgId, endpointId } = owner;
       // Set by the first lease; a renewal that finds the endpoint gone keeps the last one seen.
       let endpoint: LeasedEndpoint | null = null;
-      const recorder = createRecorder((records) => queue.record(orgId, endpointId, records), (record) => countRecord(record, run));
+      const recorder = createRecorder(
+        (records) => queue.record(orgId, endpointId, records),
+        (record) => countRecord(record, run),
+      );
       return {
         ownerId: endpointId,
         concurrency: config.webhooks.endpointConcurrency,

@@ -69,7 +69,17 @@ async function recordAttempts(run: Run, orgId: string, endpointId: string, recor
   if (records.length === 0) return;
   const values = records.map(() => `(?, ?, ?::int, ?::int, ?::timestamptz, ?::int, ?::int, ?, ?, ?, ?::timestamptz)`).join(', ');
   const params = records.flatMap((r) => [
-    newId(), r.deliveryId, r.series, r.attemptNumber, r.startedAt, r.statusCode, r.latencyMs, r.error, r.excerpt, r.status, r.nextAttemptAt,
+    newId(),
+    r.deliveryId,
+    r.series,
+    r.attemptNumber,
+    r.startedAt,
+    r.statusCode,
+    r.latencyMs,
+    r.error,
+    r.excerpt,
+    r.status,
+    r.nextAttemptAt,
   ]);
   const gone = records.find((r) => r.gone);
   await run(
@@ -80,10 +90,14 @@ async function recordAttempts(run: Run, orgId: string, endpointId: string, recor
        select attempt_id, ?, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, excerpt, now() from v
        on conflict (delivery_id, series, attempt_number) do nothing
        returning delivery_id
-     )${gone ? `, disabled as (
+     )${
+       gone
+         ? `, disabled as (
        update webhook_endpoints set enabled = false, disabled_at = now(), disabled_reason = ?, updated_at = now()
         where id = ? and org_id = ? and enabled
-     )` : ''}
+     )`
+         : ''
+     }
      update webhook_deliveries d
         set status = v.status, attempt_count = d.attempt_count + 1, next_attempt_at = v.next_attempt_at, lease_until = null,
             last_response_status = v.status_code, last_response_excerpt = v.excerpt, last_error = v.error, updated_at = now()

@@ -6,11 +6,29 @@ import type { LoopSpec } from '../../queue/background-loop.ts';
 import { endpointReceives } from '../events/events.schemas.ts';
 import { webhookEndpointActorContract } from '../../../workflows/webhook-endpoint.ts';
 import { wakeActors } from '../../temporal/actor-wake.ts';
-import { claimUnfannedEvents, drainingEndpoints, findCandidates, insertDeliveries, markFannedOut, type EndpointRef } from './outbox.repo.ts';
+import {
+  claimUnfannedEvents,
+  drainingEndpoints,
+  findCandidates,
+  insertDeliveries,
+  markFannedOut,
+  type EndpointRef,
+} from './outbox.repo.ts';
 
 /** Signal-with-start of the actors of endpoints as the outbox queries return them, within `deadlineMs`. */
-export function wakeEndpoints(temporal: Client, config: Pick<Config, 'temporal'>, endpoints: readonly EndpointRef[], deadlineMs: number): Promise<void> {
-  return wakeActors(temporal, config, webhookEndpointActorContract, endpoints.map((e) => ({ orgId: e.org_id, endpointId: e.id })), { deadlineMs });
+export function wakeEndpoints(
+  temporal: Client,
+  config: Pick<Config, 'temporal'>,
+  endpoints: readonly EndpointRef[],
+  deadlineMs: number,
+): Promise<void> {
+  return wakeActors(
+    temporal,
+    config,
+    webhookEndpointActorContract,
+    endpoints.map((e) => ({ orgId: e.org_id, endpointId: e.id })),
+    { deadlineMs },
+  );
 }
 
 /**
@@ -71,7 +89,10 @@ export function createWebhookFanOut(options: WebhookFanOutOptions): LoopSpec {
   /** The endpoints among `endpoints` whose drain is not running: they need a signal. */
   async function asleep(endpoints: readonly EndpointRef[]): Promise<EndpointRef[]> {
     if (endpoints.length === 0) return [];
-    const running = await drainingEndpoints(orm.em.fork(), endpoints.map((e) => e.id));
+    const running = await drainingEndpoints(
+      orm.em.fork(),
+      endpoints.map((e) => e.id),
+    );
     return endpoints.filter((e) => !running.has(e.id));
   }
 

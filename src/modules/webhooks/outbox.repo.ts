@@ -58,11 +58,17 @@ export async function insertDeliveries(em: EntityManager, receiving: readonly Ca
     rows.flat(),
     'run',
   );
-  await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', id) from (values ${endpointIds.map(() => '(?)').join(', ')}) as t (id)`, [...endpointIds]);
+  await em.execute(`select pg_notify('${WEBHOOK_WAKE_CHANNEL}', id) from (values ${endpointIds.map(() => '(?)').join(', ')}) as t (id)`, [
+    ...endpointIds,
+  ]);
 }
 
 export async function markFannedOut(em: EntityManager, eventIds: readonly string[]): Promise<void> {
-  await em.execute(`/* all workspaces: the outbox relay fans out every workspace's events */ update events set fanned_out_at = now() where id in (?)`, [[...eventIds]], 'run');
+  await em.execute(
+    `/* all workspaces: the outbox relay fans out every workspace's events */ update events set fanned_out_at = now() where id in (?)`,
+    [[...eventIds]],
+    'run',
+  );
 }
 
 /** The ids among `endpointIds` whose drain lease is held. */

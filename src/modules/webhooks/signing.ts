@@ -65,10 +65,14 @@ export function standardWebhooksSignature(secret: string, id: string, timestamp:
 export function signatureHeaders(input: SignInput): Record<string, string> {
   const secrets = input.previousSecret ? [input.secret, input.previousSecret] : [input.secret];
   return {
-    [HERALD_SIGNATURE_HEADER]: [`t=${input.timestamp}`, ...secrets.map((secret) => heraldV1(secret, input.timestamp, input.body))].join(','),
+    [HERALD_SIGNATURE_HEADER]: [`t=${input.timestamp}`, ...secrets.map((secret) => heraldV1(secret, input.timestamp, input.body))].join(
+      ',',
+    ),
     'webhook-id': input.deliveryId,
     'webhook-timestamp': String(input.timestamp),
-    'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, input.deliveryId, input.timestamp, input.body)).join(' '),
+    'webhook-signature': secrets
+      .map((secret) => standardWebhooksSignature(secret, input.deliveryId, input.timestamp, input.body))
+      .join(' '),
   };
 }
 

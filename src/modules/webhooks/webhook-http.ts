@@ -71,11 +71,7 @@ function describeNetworkError(error: unknown, host: string): string {
 }
 
 /** Resolves `host` (IP literals as they are) and picks the address to connect to, or throws why not. */
-async function checkedAddress(
-  host: string,
-  options: PostOptions,
-  deadline: Promise<never>,
-): Promise<{ address: string; family: number }> {
+async function checkedAddress(host: string, options: PostOptions, deadline: Promise<never>): Promise<{ address: string; family: number }> {
   const literal = host.replace(/^\[(.*)\]$/, '$1');
   let addresses: { address: string; family: number }[];
   if (isIP(literal)) {
@@ -110,7 +106,10 @@ function pinnedLookup(address: string, family: number): LookupFunction {
 
 function excerptOf(chunks: Buffer[]): string | null {
   if (chunks.length === 0) return null;
-  const text = Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_CHARS * 4).toString('utf8').replace(/\0/g, '');
+  const text = Buffer.concat(chunks)
+    .subarray(0, RESPONSE_EXCERPT_CHARS * 4)
+    .toString('utf8')
+    .replace(/\0/g, '');
   return [...text].slice(0, RESPONSE_EXCERPT_CHARS).join('').slice(0, RESPONSE_EXCERPT_CHARS);
 }
 
@@ -118,12 +117,7 @@ function excerptOf(chunks: Buffer[]): string | null {
  * POSTs `body` to `url` under the rules above. Never throws for the receiver's or the
  * network's behaviour: every outcome is a PostResult (a 3xx has `error` set too).
  */
-export async function postWebhook(
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  options: PostOptions,
-): Promise<PostResult> {
+export async function postWebhook(url: string, headers: Record<string, string>, body: string, options: PostOptions): Promise<PostResult> {
   const started = performance.now();
   const timeoutMs = options.timeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
   const controller = new AbortController();
@@ -190,7 +184,8 @@ export async function postWebhook(
         res.on('end', finish);
         res.on('error', fail);
         res.on('close', () => {
-          if (!res.complete && read < MAX_RESPONSE_READ_BYTES) fail(new AttemptError('the receiver closed the connection before the response was complete'));
+          if (!res.complete && read < MAX_RESPONSE_READ_BYTES)
+            fail(new AttemptError('the receiver closed the connection before the response was complete'));
         });
       });
       req.on('error', fail);

@@ -44,7 +44,7 @@ export function createWebhooksRoutes(deps: {
       method: 'GET',
       path: '/webhooks',
       summary: 'List webhook endpoints, newest first',
-      description: 'Signing secrets are never listed: an endpoint\'s secret is shown once, when it is created.',
+      description: "Signing secrets are never listed: an endpoint's secret is shown once, when it is created.",
       tag: 'Webhooks',
       scope: 'webhooks:read',
       query: PageQuery,
@@ -83,7 +83,7 @@ export function createWebhooksRoutes(deps: {
       path: '/webhooks/deliveries',
       summary: 'List webhook deliveries (the delivery log), newest first',
       description:
-        'Filters: `webhook_id` (an id that is not one of the workspace\'s endpoints matches nothing) and `status`. ' +
+        "Filters: `webhook_id` (an id that is not one of the workspace's endpoints matches nothing) and `status`. " +
         'Each delivery carries its most recent attempts (up to 50, oldest first, across replay series).',
       tag: 'Webhooks',
       scope: 'webhooks:read',
@@ -165,13 +165,13 @@ export function createWebhooksRoutes(deps: {
       operationId: 'rotateWebhookSecret',
       method: 'POST',
       path: '/webhooks/:id/rotate-secret',
-      summary: 'Rotate a webhook endpoint\'s signing secret',
+      summary: "Rotate a webhook endpoint's signing secret",
       description:
         'Returns the endpoint with its new signing secret, shown this once. For `overlap_seconds` (default 24 h, at most ' +
         '7 days, 0 for none) every attempt also carries a signature made with the replaced secret: `Herald-Signature: ' +
         't=…,v1=<new>,v1=<previous>` and `webhook-signature: v1,<new> v1,<previous>`, so a receiver verifying with ' +
         'either secret accepts it while it switches. Rotating again within the overlap drops the older secret at once ' +
-        '(at most two sign). Takes effect for attempts starting after the endpoint\'s drain next reads it (every 5 s). ' +
+        "(at most two sign). Takes effect for attempts starting after the endpoint's drain next reads it (every 5 s). " +
         '503 when secret encryption is not configured.',
       tag: 'Webhooks',
       scope: 'webhooks:admin',
@@ -182,7 +182,10 @@ export function createWebhooksRoutes(deps: {
       response: { status: 200, description: 'The endpoint, with its new one-time signing secret', schema: RotatedWebhookResponse },
       errors: ['invalid_request', 'not_found', 'service_unavailable'],
       async handle({ caller, params, body }) {
-        return { status: 200, data: serializeRotatedWebhook(await deps.webhooks.rotateSecret(caller.orgId, params.id, body.overlap_seconds)) };
+        return {
+          status: 200,
+          data: serializeRotatedWebhook(await deps.webhooks.rotateSecret(caller.orgId, params.id, body.overlap_seconds)),
+        };
       },
     }),
     defineRoute({
@@ -197,7 +200,7 @@ export function createWebhooksRoutes(deps: {
       scope: 'webhooks:admin',
       extension: true,
       params: IdParams,
-      response: { status: 200, description: 'The deleted endpoint\'s id', schema: DeletedWebhookResponse },
+      response: { status: 200, description: "The deleted endpoint's id", schema: DeletedWebhookResponse },
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, params }) {
         return { status: 200, data: await deps.webhooks.deleteWebhook(caller.orgId, params.id) };

@@ -30,11 +30,7 @@ const EventName = v.picklist(
 );
 
 const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(WEBHOOK_LIMITS.name));
-const Events = v.pipe(
-  v.array(EventName),
-  v.minLength(1, 'must list at least one event type'),
-  v.maxLength(WEBHOOK_LIMITS.events),
-);
+const Events = v.pipe(v.array(EventName), v.minLength(1, 'must list at least one event type'), v.maxLength(WEBHOOK_LIMITS.events));
 const Description = v.pipe(v.string(), v.maxLength(WEBHOOK_LIMITS.description));
 
 export const CreateWebhookBody = v.strictObject({
@@ -66,10 +62,7 @@ export const UpdateWebhookBody = v.pipe(
 
 export type UpdateWebhookInput = v.InferOutput<typeof UpdateWebhookBody>;
 
-const DeliveryStatus = v.picklist(
-  WEBHOOK_DELIVERY_STATUSES,
-  `must be one of ${WEBHOOK_DELIVERY_STATUSES.join(', ')}`,
-);
+const DeliveryStatus = v.picklist(WEBHOOK_DELIVERY_STATUSES, `must be one of ${WEBHOOK_DELIVERY_STATUSES.join(', ')}`);
 
 export const ListDeliveriesQuery = v.object({
   ...PageQuery.entries,
@@ -109,7 +102,9 @@ export const RotateSecretBody = v.strictObject({
       Integer,
       v.minValue(0, 'must be 0 or more'),
       v.maxValue(ROTATION_OVERLAP.maxSeconds, `must be at most ${ROTATION_OVERLAP.maxSeconds} (7 days)`),
-      v.description(`How long deliveries also carry a signature with the replaced secret; 0 ends it now. Default ${ROTATION_OVERLAP.defaultSeconds} (24 h).`),
+      v.description(
+        `How long deliveries also carry a signature with the replaced secret; 0 ends it now. Default ${ROTATION_OVERLAP.defaultSeconds} (24 h).`,
+      ),
     ),
     ROTATION_OVERLAP.defaultSeconds,
   ),

@@ -22,7 +22,10 @@ export function serializeCreatedWebhook(created: { endpoint: WebhookEndpoint; se
 
 /** The answer of a rotation: the endpoint, its new secret (shown once) and the overlap's end. */
 export function serializeRotatedWebhook(rotated: { endpoint: WebhookEndpoint; secret: string }) {
-  return { ...serializeCreatedWebhook(rotated), previous_secret_expires_at: rotated.endpoint.previousSecretExpiresAt?.toISOString() ?? null };
+  return {
+    ...serializeCreatedWebhook(rotated),
+    previous_secret_expires_at: rotated.endpoint.previousSecretExpiresAt?.toISOString() ?? null,
+  };
 }
 
 /** One HTTP attempt of a delivery. */

@@ -51,7 +51,10 @@ export function checkWebhookUrl(url: string, keyMode: ApiKeyMode, allowPrivateTa
     throw urlProblem('https_required', 'a live key may register only https URLs (test keys may use http)', 'HTTPS_REQUIRED');
   }
   if (allowPrivateTargets) return;
-  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  const host = parsed.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
   const range = isIP(host) ? forbiddenRangeOf(host) : host === 'localhost' || host.endsWith('.localhost') ? 'loopback' : null;
   if (range !== null) {
     throw urlProblem('forbidden_target', `the host is a ${range} address, which webhooks may not reach`, 'FORBIDDEN_TARGET');
@@ -103,18 +106,18 @@ export function sealedSecretResponse(encryptionKey: Buffer | undefined): StoredR
  * Webhook endpoints of one workspace at a time. The signing secret is generated here, stored
  * only sealed (AES-256-GCM under HERALD_ENCRYPTION_KEY) and handed back once to the creator.
  */
-export function createWebhooksService(deps: {
-  orm: MikroORM;
-  encryptionKey: Buffer | undefined;
-  allowPrivateTargets: boolean;
-}) {
+export function createWebhooksService(deps: { orm: MikroORM; encryptionKey: Buffer | undefined; allowPrivateTargets: boolean }) {
   const { orm } = deps;
   /** The key that seals signing secrets, or 503 before anything is written. */
   const encryptionKey = (): Buffer => {
     if (deps.encryptionKey) return deps.encryptionKey;
-    throw new AppError('service_unavailable', 'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.', {
-      reason: 'ENCRYPTION_UNAVAILABLE',
-    });
+    throw new AppError(
+      'service_unavailable',
+      'Webhook signing secrets are encrypted at rest, and secret encryption is not configured on this server; retry later.',
+      {
+        reason: 'ENCRYPTION_UNAVAILABLE',
+      },
+    );
   };
 
   return {
