@@ -23,7 +23,7 @@ export interface DevSetupResult {
   workflowBundle: string;
 }
 
-const WORKFLOWS_DIR = fileURLToPath(new URL('../../workflows', import.meta.url));
+const WORKFLOWS_DIR = fileURLToPath(new URL('../../workflows/', import.meta.url));
 
 /** A hash of the workflow sources and the SDK version they are bundled with. */
 function workflowSourcesHash(): string {

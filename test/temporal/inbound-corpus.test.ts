@@ -5,7 +5,7 @@ import { InboundMessage, InboxMessage } from '../../db/entities/index.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
-const CORPUS = new URL('../fixtures/mail', import.meta.url);
+const CORPUS = new URL('../fixtures/mail/', import.meta.url);
 
 interface Expected {
   kind: string;

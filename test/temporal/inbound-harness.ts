@@ -14,7 +14,7 @@ import { installTemporalLogging, startWorker, type RunningWorker } from '../../s
 import { createOrg } from '../support/factories.ts';
 import { createTestStack } from '../support/stack.ts';
 
-export const INBOUND_FIXTURES = new URL('../smtp/fixtures', import.meta.url);
+export const INBOUND_FIXTURES = new URL('../smtp/fixtures/', import.meta.url);
 export const BOUNCE_DOMAIN = 'bounces.ingest.test';
 
 /**

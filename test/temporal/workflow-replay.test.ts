@@ -13,7 +13,7 @@ import { installTemporalLogging, WORKFLOWS_PATH } from '../../src/worker.ts';
  * draining, sleeping, woken by the smtp process's signal and draining again) were recorded
  * running, with the first version of the actors.
  */
-const HISTORIES = new URL('../fixtures/histories', import.meta.url);
+const HISTORIES = new URL('../fixtures/histories/', import.meta.url);
 
 /** A history as `fetchHistory()` gave it, saved with JSON.stringify (enums by name, bytes in base64). */
 function history(name: string): { events: { eventType: string }[] } {
