@@ -37,9 +37,7 @@ export interface DomainsPageModel {
 
 function domainRow({ domain, senders }: DomainsPageModel['domains'][number]): string {
   return html`<tr>
-    <th scope="row" data-label="Domain">
-      <a href="/dashboard/domains/${domain.id}">${domain.domain}</a>!${domain.isDefault ? html` <small class="hint">(default)</small>` : ''}
-    </th>
+    <th scope="row" data-label="Domain"><a href="/dashboard/domains/${domain.id}">${domain.domain}</a>!${domain.isDefault ? html` <small class="hint">(default)</small>` : ''}</th>
     <td data-label="Status">!${domainState(domain.status)}</td>
     <td data-label="Senders">${senders.length === 0 ? '—' : senders.map((s) => s.email).join(', ')}</td>
     <td data-label="Last checked">!${when(domain.lastCheckedAt)}</td>
@@ -53,48 +51,25 @@ export function domainsPage(model: DomainsPageModel): string {
   return layout(
     'Domains',
     html`!${message(model.error)}
-      <section aria-labelledby="domains-title">
-        <h2 id="domains-title">Sending domains of ${signedIn.orgName}</h2>
-        !${
-          model.domains.length === 0
-            ? html`<p>No domains yet. Add the domain you send from: Herald gives you the DNS records to publish.</p>`
-            : html`<table class="keys cards">
-                <thead>
-                  <tr>
-                    <th scope="col">Domain</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Senders</th>
-                    <th scope="col">Last checked</th>
-                    <th scope="col">Added</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  !${model.domains.map(domainRow).join('')}
-                </tbody>
-              </table>`
-        }
-      </section>
-      <section aria-labelledby="add-title" class="card">
-        <h2 id="add-title">Add a domain</h2>
-        <form method="post" action="/dashboard/domains">
-          !${csrfField(signedIn.csrfToken)}
-          <label for="domain-name">Domain name</label>
-          <input
-            id="domain-name"
-            name="domain"
-            required
-            maxlength="253"
-            autocomplete="off"
-            spellcheck="false"
-            aria-describedby="domain-hint"
-            value="${model.name ?? ''}"
-          />
-          <p class="hint" id="domain-hint">
-            For example <code>mail.example.com</code>. The first domain of a workspace becomes its default.
-          </p>
-          <button type="submit">Add domain</button>
-        </form>
-      </section>`,
+<section aria-labelledby="domains-title">
+  <h2 id="domains-title">Sending domains of ${signedIn.orgName}</h2>
+  !${
+    model.domains.length === 0
+      ? html`<p>No domains yet. Add the domain you send from: Herald gives you the DNS records to publish.</p>`
+      : html`<table class="keys cards"><thead><tr><th scope="col">Domain</th><th scope="col">Status</th><th scope="col">Senders</th><th scope="col">Last checked</th><th scope="col">Added</th></tr></thead>
+      <tbody>!${model.domains.map(domainRow).join('')}</tbody></table>`
+  }
+</section>
+<section aria-labelledby="add-title" class="card">
+  <h2 id="add-title">Add a domain</h2>
+  <form method="post" action="/dashboard/domains">
+    !${csrfField(signedIn.csrfToken)}
+    <label for="domain-name">Domain name</label>
+    <input id="domain-name" name="domain" required maxlength="253" autocomplete="off" spellcheck="false" aria-describedby="domain-hint" value="${model.name ?? ''}">
+    <p class="hint" id="domain-hint">For example <code>mail.example.com</code>. The first domain of a workspace becomes its default.</p>
+    <button type="submit">Add domain</button>
+  </form>
+</section>`,
     signedIn,
     'domains',
   );
@@ -112,28 +87,21 @@ export interface DomainPageModel {
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
 const copyable = (id: string, value: string, label: string) =>
-  html`<div class="copy-cell">
-    <code id="${id}">${value}</code><button type="button" data-copy="${id}">Copy<span class="visually-hidden"> ${label}</span></button>
-  </div>`;
+  html`<div class="copy-cell"><code id="${id}">${value}</code><button type="button" data-copy="${id}">Copy<span class="visually-hidden"> ${label}</span></button></div>`;
 
 function recordRow(key: DnsRecordKey, record: DeliverabilityRecord): string {
   const label = RECORD_LABELS[key];
   const id = `record-${key.replace('_', '-')}`;
   return html`<tr>
-    <th scope="row" data-label="Record">${label}<br /><small class="hint">${record.required ? 'required' : 'recommended'}</small></th>
+    <th scope="row" data-label="Record">${label}<br><small class="hint">${record.required ? 'required' : 'recommended'}</small></th>
     <td data-label="Type"><code>${record.type}</code></td>
     <td data-label="Host">!${copyable(`${id}-host`, record.name, `${label} host`)}</td>
     <td data-label="Value">!${copyable(`${id}-value`, record.value, `${label} value`)}</td>
-    <td data-label="Check">
-      <span class="state record-${record.status}">${RECORD_STATUS_TEXT[record.status]}</span>!${
-        record.status === 'mismatch' && record.found !== null
-          ? html`<details>
-              <summary>What DNS has</summary>
-              <code class="found">${record.found}</code>
-            </details>`
-          : ''
-      }
-    </td>
+    <td data-label="Check"><span class="state record-${record.status}">${RECORD_STATUS_TEXT[record.status]}</span>!${
+      record.status === 'mismatch' && record.found !== null
+        ? html`<details><summary>What DNS has</summary><code class="found">${record.found}</code></details>`
+        : ''
+    }</td>
   </tr>`;
 }
 
@@ -143,70 +111,42 @@ export function domainPage(model: DomainPageModel): string {
   const verification =
     domain.status === 'verified'
       ? html`<p>Verified on !${when(domain.verifiedAt)}.</p>`
-      : html`<p>
-          Herald looks these records up in DNS when you check the domain (and an operator can, with
-          <code>herald admin domain verify ${domain.id}</code>); verified domains and those needing attention are re-checked every day at
-          00:00 UTC. DNS changes can take a while to be seen.
-        </p>`;
-  const checkNow = html`<form method="post" action="/dashboard/domains/${domain.id}/check">
-    !${csrfField(signedIn.csrfToken)}<button type="submit">Check now</button>
-  </form>`;
+      : html`<p>Herald looks these records up in DNS when you check the domain (and an operator can, with <code>herald admin domain verify ${domain.id}</code>); verified domains and those needing attention are re-checked every day at 00:00 UTC. DNS changes can take a while to be seen.</p>`;
+  const checkNow = html`<form method="post" action="/dashboard/domains/${domain.id}/check">!${csrfField(signedIn.csrfToken)}<button type="submit">Check now</button></form>`;
   const reload =
     domain.status !== 'pending'
       ? ''
       : model.reloading
-        ? html`<p class="hint">
-            This page reloads every ${String(PENDING_RELOAD_SECONDS)} seconds while the domain is pending.
-            <a href="/dashboard/domains/${domain.id}?reload=off">Stop reloading</a>
-          </p>`
-        : html`<p class="hint">
-            <a href="/dashboard/domains/${domain.id}">Reload the status</a> (and keep reloading every ${String(PENDING_RELOAD_SECONDS)}
-            seconds)
-          </p>`;
+        ? html`<p class="hint">This page reloads every ${String(PENDING_RELOAD_SECONDS)} seconds while the domain is pending. <a href="/dashboard/domains/${domain.id}?reload=off">Stop reloading</a></p>`
+        : html`<p class="hint"><a href="/dashboard/domains/${domain.id}">Reload the status</a> (and keep reloading every ${String(PENDING_RELOAD_SECONDS)} seconds)</p>`;
   return layout(
     domain.domain,
     html`!${message(model.notice, 'notice')}
-      <p><a href="/dashboard/domains">← All domains</a></p>
-      <section aria-labelledby="status-title" class="card">
-        <h2 id="status-title">Verification</h2>
-        <p>!${domainState(domain.status)} ${statusText(domain.status)}</p>
-        !${verification} !${checkNow}
-        <p class="hint">
-          Last checked:
-          !${when(domain.lastCheckedAt)}.!${domain.reputationState === 'recovery' ? html` Sending is paused while the domain's reputation recovers.` : ''}
-        </p>
-        !${reload}
-      </section>
-      <section aria-labelledby="records-title">
-        <h2 id="records-title">DNS records to publish</h2>
-        <p>Add these records at your DNS provider. SPF, DKIM and the return path are required; DMARC is recommended.</p>
-        <table class="keys cards records">
-          <thead>
-            <tr>
-              <th scope="col">Record</th>
-              <th scope="col">Type</th>
-              <th scope="col">Host</th>
-              <th scope="col">Value</th>
-              <th scope="col">Last check</th>
-            </tr>
-          </thead>
-          <tbody>
-            !${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}
-          </tbody>
-        </table>
-      </section>
-      <section aria-labelledby="senders-title">
-        <h2 id="senders-title">Sender identities</h2>
-        !${
-          model.senders.length === 0
-            ? domain.status === 'verified'
-              ? html`<p>None named: the workspace sends from any address on ${domain.domain}.</p>`
-              : html`<p>None yet: once the domain is verified, the workspace can send from any address on it.</p>`
-            : html`<ul>
-                !${model.senders.map((s) => html`<li>${s.name} &lt;${s.email}&gt;!${s.isDefault ? html` <small class="hint">(default)</small>` : ''}</li>`).join('')}
-              </ul>`
-        }
-      </section>`,
+<p><a href="/dashboard/domains">← All domains</a></p>
+<section aria-labelledby="status-title" class="card">
+  <h2 id="status-title">Verification</h2>
+  <p>!${domainState(domain.status)} ${statusText(domain.status)}</p>
+  !${verification}
+  !${checkNow}
+  <p class="hint">Last checked: !${when(domain.lastCheckedAt)}.!${domain.reputationState === 'recovery' ? html` Sending is paused while the domain's reputation recovers.` : ''}</p>
+  !${reload}
+</section>
+<section aria-labelledby="records-title">
+  <h2 id="records-title">DNS records to publish</h2>
+  <p>Add these records at your DNS provider. SPF, DKIM and the return path are required; DMARC is recommended.</p>
+  <table class="keys cards records"><thead><tr><th scope="col">Record</th><th scope="col">Type</th><th scope="col">Host</th><th scope="col">Value</th><th scope="col">Last check</th></tr></thead>
+  <tbody>!${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}</tbody></table>
+</section>
+<section aria-labelledby="senders-title">
+  <h2 id="senders-title">Sender identities</h2>
+  !${
+    model.senders.length === 0
+      ? domain.status === 'verified'
+        ? html`<p>None named: the workspace sends from any address on ${domain.domain}.</p>`
+        : html`<p>None yet: once the domain is verified, the workspace can send from any address on it.</p>`
+      : html`<ul>!${model.senders.map((s) => html`<li>${s.name} &lt;${s.email}&gt;!${s.isDefault ? html` <small class="hint">(default)</small>` : ''}</li>`).join('')}</ul>`
+  }
+</section>`,
     signedIn,
     'domains',
   );

@@ -69,50 +69,28 @@ export function emailsPage(model: EmailsPageModel): string {
   return layout(
     'Emails',
     html`<form method="get" action="/dashboard/emails" class="card filters" role="search" aria-label="Filter the emails">
-        <div>
-          <label for="filter-status">Status</label>
-          <select id="filter-status" name="status">
-            <option value="">Any</option>
-            !${EMAIL_STATUSES.map((s) => html`<option value="${s}" !${filters.status === s ? ' selected' : ''}>${s}</option>`).join('')}
-          </select>
-        </div>
-        <div>
-          <label for="filter-to">Recipient</label>
-          <input id="filter-to" name="to" type="email" maxlength="320" autocomplete="off" value="${filters.to}" />
-        </div>
-        <div>
-          <label for="filter-from">From <small>(address or domain)</small></label>
-          <input id="filter-from" name="from" type="text" maxlength="320" autocomplete="off" spellcheck="false" value="${filters.from}" />
-        </div>
-        <div class="filter-actions">
-          <button type="submit">Filter</button>!${filtered ? html` <a href="/dashboard/emails">Clear</a>` : ''}
-        </div>
-      </form>
-      !${message(model.error)}
-      <section aria-labelledby="log-title">
-        <h2 id="log-title">!${filtered ? 'Matching emails' : 'Transactional emails'}, newest first</h2>
-        !${
-          model.emails.length === 0
-            ? html`<p>
-                ${model.error ? 'Fix the filters to see emails.' : filtered ? 'No email matches these filters.' : 'No emails yet.'}
-              </p>`
-            : html`<table class="keys cards emails">
-                <thead>
-                  <tr>
-                    <th scope="col">Created</th>
-                    <th scope="col">Subject</th>
-                    <th scope="col">From</th>
-                    <th scope="col">To</th>
-                    <th scope="col">Status</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  !${model.emails.map((email) => emailRow(email, model.recipients.get(email.id) ?? [])).join('')}
-                </tbody>
-              </table>`
-        }
-        !${pager.length > 0 ? html`<nav class="pager" aria-label="Pages">!${pager.join(' ')}</nav>` : ''}
-      </section>`,
+  <div><label for="filter-status">Status</label>
+    <select id="filter-status" name="status">
+      <option value="">Any</option>
+      !${EMAIL_STATUSES.map((s) => html`<option value="${s}"!${filters.status === s ? ' selected' : ''}>${s}</option>`).join('')}
+    </select></div>
+  <div><label for="filter-to">Recipient</label>
+    <input id="filter-to" name="to" type="email" maxlength="320" autocomplete="off" value="${filters.to}"></div>
+  <div><label for="filter-from">From <small>(address or domain)</small></label>
+    <input id="filter-from" name="from" type="text" maxlength="320" autocomplete="off" spellcheck="false" value="${filters.from}"></div>
+  <div class="filter-actions"><button type="submit">Filter</button>!${filtered ? html` <a href="/dashboard/emails">Clear</a>` : ''}</div>
+</form>
+!${message(model.error)}
+<section aria-labelledby="log-title">
+  <h2 id="log-title">!${filtered ? 'Matching emails' : 'Transactional emails'}, newest first</h2>
+  !${
+    model.emails.length === 0
+      ? html`<p>${model.error ? 'Fix the filters to see emails.' : filtered ? 'No email matches these filters.' : 'No emails yet.'}</p>`
+      : html`<table class="keys cards emails"><thead><tr><th scope="col">Created</th><th scope="col">Subject</th><th scope="col">From</th><th scope="col">To</th><th scope="col">Status</th></tr></thead>
+      <tbody>!${model.emails.map((email) => emailRow(email, model.recipients.get(email.id) ?? [])).join('')}</tbody></table>`
+  }
+  !${pager.length > 0 ? html`<nav class="pager" aria-label="Pages">!${pager.join(' ')}</nav>` : ''}
+</section>`,
     signedIn,
     'emails',
   );
@@ -164,16 +142,10 @@ function timeline(email: TransactionalEmail, entry: RecipientTimeline, index: nu
   const carrier = target ? events.findLastIndex((event) => event.type === target) : -1;
   const headingId = `recipient-${String(index)}`;
   const items = [
-    html`<li>
-      <span class="event accepted">Accepted</span>
-      !${at(email.createdAt)}!${email.scheduledAt ? html` <small class="hint">(scheduled for !${at(email.scheduledAt)})</small>` : ''}
-    </li>`,
+    html`<li><span class="event accepted">Accepted</span> !${at(email.createdAt)}!${email.scheduledAt ? html` <small class="hint">(scheduled for !${at(email.scheduledAt)})</small>` : ''}</li>`,
     ...events.map(
       (event, i) =>
-        html`<li>
-          <span class="event ${event.type}">${EVENT_LABELS[event.type]}</span>
-          !${at(event.occurredAt)}!${i === carrier && recipient ? diagnostic(recipient) : ''}
-        </li>`,
+        html`<li><span class="event ${event.type}">${EVENT_LABELS[event.type]}</span> !${at(event.occurredAt)}!${i === carrier && recipient ? diagnostic(recipient) : ''}</li>`,
     ),
   ];
   const waiting =
@@ -181,15 +153,11 @@ function timeline(email: TransactionalEmail, entry: RecipientTimeline, index: nu
       ? html`<li class="hint">Next attempt at !${at(recipient.nextAttemptAt)}</li>`
       : '';
   return html`<section class="card recipient" aria-labelledby="${headingId}">
-    <h3 id="${headingId}">
-      ${entry.address} !${recipient ? html`<small class="hint">(${recipient.kind})</small> !${state(recipient.status)}` : ''}
-    </h3>
-    !${recipient && recipient.attempts > 0 ? html`<p class="hint">Delivery attempts: ${String(recipient.attempts)}</p>` : ''}
-    <ol class="timeline">
-      !${items.join('')}!${waiting}
-    </ol>
-    !${recipient?.lastResponse && carrier === -1 ? diagnostic(recipient) : ''}
-  </section>`;
+  <h3 id="${headingId}">${entry.address} !${recipient ? html`<small class="hint">(${recipient.kind})</small> !${state(recipient.status)}` : ''}</h3>
+  !${recipient && recipient.attempts > 0 ? html`<p class="hint">Delivery attempts: ${String(recipient.attempts)}</p>` : ''}
+  <ol class="timeline">!${items.join('')}!${waiting}</ol>
+  !${recipient?.lastResponse && carrier === -1 ? diagnostic(recipient) : ''}
+</section>`;
 }
 
 export interface EmailPageModel {
@@ -211,27 +179,29 @@ export function emailPage(model: EmailPageModel): string {
     }
     entry.events.push(event);
   }
-  const fact = (term: string, value: string) =>
-    html`<dt>${term}</dt>
-      <dd>!${value}</dd>`;
+  const fact = (term: string, value: string) => html`<dt>${term}</dt><dd>!${value}</dd>`;
   return layout(
     subjectOf(email),
     html`<p><a href="/dashboard/emails">← All emails</a></p>
-      <section aria-labelledby="email-title" class="card">
-        <h2 id="email-title">The email</h2>
-        <dl class="facts">
-          !${fact('From', html`${fromOf(email)}`)} !${fact('Subject', html`${subjectOf(email)}`)} !${fact('Status', state(email.status))}
-          !${fact('Created', at(email.createdAt))} !${email.scheduledAt ? fact('Scheduled for', at(email.scheduledAt)) : ''}
-          !${email.sentAt ? fact('Sent', at(email.sentAt)) : ''} !${email.cancelledAt ? fact('Cancelled', at(email.cancelledAt)) : ''}
-          !${fact('Message-ID', html`<code>${email.messageId}</code>`)}
-          !${email.tags.length > 0 ? fact('Tags', email.tags.map((tag) => html`<code>${tag}</code>`).join(' ')) : ''}
-          !${email.lastError ? fact('Last error', html`${email.lastError}`) : ''}
-        </dl>
-      </section>
-      <section aria-labelledby="timeline-title">
-        <h2 id="timeline-title">Timeline per recipient</h2>
-        !${entries.length === 0 ? html`<p>This email has no recipients.</p>` : entries.map((entry, index) => timeline(email, entry, index)).join('')}
-      </section>`,
+<section aria-labelledby="email-title" class="card">
+  <h2 id="email-title">The email</h2>
+  <dl class="facts">
+    !${fact('From', html`${fromOf(email)}`)}
+    !${fact('Subject', html`${subjectOf(email)}`)}
+    !${fact('Status', state(email.status))}
+    !${fact('Created', at(email.createdAt))}
+    !${email.scheduledAt ? fact('Scheduled for', at(email.scheduledAt)) : ''}
+    !${email.sentAt ? fact('Sent', at(email.sentAt)) : ''}
+    !${email.cancelledAt ? fact('Cancelled', at(email.cancelledAt)) : ''}
+    !${fact('Message-ID', html`<code>${email.messageId}</code>`)}
+    !${email.tags.length > 0 ? fact('Tags', email.tags.map((tag) => html`<code>${tag}</code>`).join(' ')) : ''}
+    !${email.lastError ? fact('Last error', html`${email.lastError}`) : ''}
+  </dl>
+</section>
+<section aria-labelledby="timeline-title">
+  <h2 id="timeline-title">Timeline per recipient</h2>
+  !${entries.length === 0 ? html`<p>This email has no recipients.</p>` : entries.map((entry, index) => timeline(email, entry, index)).join('')}
+</section>`,
     signedIn,
     'emails',
   );

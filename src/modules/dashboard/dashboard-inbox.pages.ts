@@ -81,14 +81,10 @@ function threadRow(thread: InboxThread, summaries: ThreadSummaries): string {
   const last = summaries.lastMessages.get(thread.id);
   const subject = html`<a href="${BASE}/threads/${thread.id}">!${breakable(subjectOf(thread.subject))}</a>`;
   return html`<tr>
-    <th scope="row" data-label="Subject">
-      !${unread > 0 ? html`<strong>!${subject}</strong> <span class="state unread">${String(unread)} unread</span>` : subject}
-    </th>
+    <th scope="row" data-label="Subject">!${unread > 0 ? html`<strong>!${subject}</strong> <span class="state unread">${String(unread)} unread</span>` : subject}</th>
     <td data-label="Participants"><span>!${breakable(thread.participants.join(', '))}</span></td>
     <td data-label="Messages">${String(thread.messageCount)}</td>
-    <td data-label="Latest">
-      !${last ? html`<span>!${breakable(addressOf({ email: last.fromEmail, name: last.fromName }))}<br /><span class="hint">!${breakable(snippetOf(last.textStart))}</span></span>` : '—'}
-    </td>
+    <td data-label="Latest">!${last ? html`<span>!${breakable(addressOf({ email: last.fromEmail, name: last.fromName }))}<br><span class="hint">!${breakable(snippetOf(last.textStart))}</span></span>` : '—'}</td>
     <td data-label="Date">!${when(thread.lastMessageAt)}</td>
   </tr>`;
 }
@@ -97,30 +93,15 @@ export function inboxPage(model: InboxPageModel): string {
   return layout(
     'Inbox',
     html`<section aria-labelledby="threads-title">
-      <h2 id="threads-title">Conversations</h2>
-      !${
-        model.threads.length === 0
-          ? html`<p>No conversations yet. Messages received on the workspace's inbound domains appear here.</p>`
-          : html`<table class="keys cards">
-              <caption class="visually-hidden">
-                Threads, most recent first
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Subject</th>
-                  <th scope="col">Participants</th>
-                  <th scope="col">Messages</th>
-                  <th scope="col">Latest</th>
-                  <th scope="col">Date</th>
-                </tr>
-              </thead>
-              <tbody>
-                !${model.threads.map((thread) => threadRow(thread, model.summaries)).join('')}
-              </tbody>
-            </table>`
-      }
-      !${model.older ? html`<nav class="pager" aria-label="Pages"><a href="${BASE}?older=${model.older}" rel="next">Older conversations</a></nav>` : ''}
-    </section>`,
+  <h2 id="threads-title">Conversations</h2>
+  !${
+    model.threads.length === 0
+      ? html`<p>No conversations yet. Messages received on the workspace's inbound domains appear here.</p>`
+      : html`<table class="keys cards"><caption class="visually-hidden">Threads, most recent first</caption><thead><tr><th scope="col">Subject</th><th scope="col">Participants</th><th scope="col">Messages</th><th scope="col">Latest</th><th scope="col">Date</th></tr></thead>
+      <tbody>!${model.threads.map((thread) => threadRow(thread, model.summaries)).join('')}</tbody></table>`
+  }
+  !${model.older ? html`<nav class="pager" aria-label="Pages"><a href="${BASE}?older=${model.older}" rel="next">Older conversations</a></nav>` : ''}
+</section>`,
     model.signedIn,
     'inbox',
   );
@@ -144,18 +125,12 @@ function attachmentList(item: InboxMessage, attachments: readonly InboxAttachmen
   return html`<h3 id="a-${item.id}">Attachments</h3>
     !${
       attachments.length > 0
-        ? html`<ul aria-labelledby="a-${item.id}">
-              !${attachments
-                .map(
-                  (attachment) =>
-                    html`<li>
-                      <a href="${BASE}/messages/${item.id}/attachments/${attachment.id}" download>!${breakable(attachment.filename)}</a>
-                      <span class="hint">${attachment.contentType}, ${sizeOf(attachment.sizeBytes)}</span>
-                    </li>`,
-                )
-                .join('')}
-            </ul>
-            <p class="hint">These files come from outside the workspace: scan them before opening.</p>`
+        ? html`<ul aria-labelledby="a-${item.id}">!${attachments
+            .map(
+              (attachment) =>
+                html`<li><a href="${BASE}/messages/${item.id}/attachments/${attachment.id}" download>!${breakable(attachment.filename)}</a> <span class="hint">${attachment.contentType}, ${sizeOf(attachment.sizeBytes)}</span></li>`,
+            )
+            .join('')}</ul><p class="hint">These files come from outside the workspace: scan them before opening.</p>`
         : ''
     }
     !${failed.length > 0 ? html`<p class="hint">Not stored: !${breakable(failed.map((f) => f.filename).join(', '))}.</p>` : ''}
@@ -167,73 +142,48 @@ function messageArticle(item: InboxMessage, thread: InboxThread, attachments: re
   const hasText = item.text.trim() !== '';
   const hasHtml = typeof item.html === 'string' && item.html.trim() !== '';
   return html`<article class="card" aria-labelledby="m-${item.id}">
-    <h2 id="m-${item.id}">
-      ${item.direction === 'inbound' ? 'From' : 'Sent by'}
-      !${breakable(from)}!${item.readAt ? '' : html` <span class="state unread">unread</span>`}
-    </h2>
-    <dl class="facts">
-      <dt>To</dt>
-      <dd>!${breakable(addresses(item.to))}</dd>
-      !${
-        item.cc.length > 0
-          ? html`<dt>Cc</dt>
-              <dd>!${breakable(addresses(item.cc))}</dd>`
-          : ''
-      }
-      <dt>Date</dt>
-      <dd>!${when(item.sentAt ?? item.createdAt)}</dd>
-      !${
-        item.subject !== thread.subject
-          ? html`<dt>Subject</dt>
-              <dd>!${breakable(subjectOf(item.subject))}</dd>`
-          : ''
-      }
-      !${
-        item.kind !== 'message'
-          ? html`<dt>Kind</dt>
-              <dd>${item.kind.replace('_', ' ')}</dd>`
-          : ''
-      }
-    </dl>
-    !${hasText ? html`<div class="message-text">!${textBody(item.text)}</div>` : hasHtml ? '' : html`<p class="hint">No text body.</p>`}
-    !${
-      hasHtml
-        ? html`<details!${hasText ? '' : ' open'}><summary>HTML version (shown sandboxed: no scripts, no remote content)</summary>
+  <h2 id="m-${item.id}">${item.direction === 'inbound' ? 'From' : 'Sent by'} !${breakable(from)}!${item.readAt ? '' : html` <span class="state unread">unread</span>`}</h2>
+  <dl class="facts">
+    <dt>To</dt><dd>!${breakable(addresses(item.to))}</dd>
+    !${item.cc.length > 0 ? html`<dt>Cc</dt><dd>!${breakable(addresses(item.cc))}</dd>` : ''}
+    <dt>Date</dt><dd>!${when(item.sentAt ?? item.createdAt)}</dd>
+    !${item.subject !== thread.subject ? html`<dt>Subject</dt><dd>!${breakable(subjectOf(item.subject))}</dd>` : ''}
+    !${item.kind !== 'message' ? html`<dt>Kind</dt><dd>${item.kind.replace('_', ' ')}</dd>` : ''}
+  </dl>
+  !${hasText ? html`<div class="message-text">!${textBody(item.text)}</div>` : hasHtml ? '' : html`<p class="hint">No text body.</p>`}
+  !${
+    hasHtml
+      ? html`<details!${hasText ? '' : ' open'}><summary>HTML version (shown sandboxed: no scripts, no remote content)</summary>
       <iframe class="message-html" sandbox referrerpolicy="no-referrer" height="400" title="HTML body of the message from ${from}" srcdoc="${item.html ?? ''}"></iframe>
     </details>`
-        : ''
-    }
-    !${attachmentList(item, attachments)}
-  </article>`;
+      : ''
+  }
+  !${attachmentList(item, attachments)}
+</article>`;
 }
 
 export function threadPage(model: ThreadPageModel): string {
   const { thread, signedIn } = model;
   const readForm = html`<form method="post" action="${BASE}/threads/${thread.id}/read">
     !${csrfField(signedIn.csrfToken)}
-    <input type="hidden" name="read" value="${model.unreadCount > 0 ? 'true' : 'false'}" />
+    <input type="hidden" name="read" value="${model.unreadCount > 0 ? 'true' : 'false'}">
     <button type="submit">${model.unreadCount > 0 ? 'Mark as read' : 'Mark as unread'}</button>
   </form>`;
   return layout(
     subjectOf(thread.subject),
     html`!${message(model.notice, 'notice')}
-      <section aria-labelledby="thread-title" class="card">
-        <h2 id="thread-title">Conversation</h2>
-        <dl class="facts">
-          <dt>Participants</dt>
-          <dd>!${breakable(thread.participants.join(', ') || '—')}</dd>
-          <dt>Messages</dt>
-          <dd>
-            ${String(thread.messageCount)}!${model.unreadCount > 0 ? html` <span class="state unread">${String(model.unreadCount)} unread</span>` : ''}
-          </dd>
-          <dt>Latest</dt>
-          <dd>!${when(thread.lastMessageAt)}</dd>
-        </dl>
-        !${readForm}
-        <p><a href="${BASE}">All conversations</a></p>
-      </section>
-      !${model.truncated ? html`<p class="hint">This conversation is long: ${String(model.messages.length)} of its messages are shown.</p>` : ''}
-      !${model.messages.map((item) => messageArticle(item, thread, model.attachments.get(item.id) ?? [])).join('')}`,
+<section aria-labelledby="thread-title" class="card">
+  <h2 id="thread-title">Conversation</h2>
+  <dl class="facts">
+    <dt>Participants</dt><dd>!${breakable(thread.participants.join(', ') || '—')}</dd>
+    <dt>Messages</dt><dd>${String(thread.messageCount)}!${model.unreadCount > 0 ? html` <span class="state unread">${String(model.unreadCount)} unread</span>` : ''}</dd>
+    <dt>Latest</dt><dd>!${when(thread.lastMessageAt)}</dd>
+  </dl>
+  !${readForm}
+  <p><a href="${BASE}">All conversations</a></p>
+</section>
+!${model.truncated ? html`<p class="hint">This conversation is long: ${String(model.messages.length)} of its messages are shown.</p>` : ''}
+!${model.messages.map((item) => messageArticle(item, thread, model.attachments.get(item.id) ?? [])).join('')}`,
     signedIn,
     'inbox',
   );
