@@ -28,7 +28,7 @@ import { sendDomainActorContract } from '../workflows/send-domain.ts';
 import { wakeActors } from './temporal/actor-wake.ts';
 import { startLoops } from './queue/background-loop.ts';
 import { startQueueWakes } from './queue/wakes.ts';
-import { createWebhookFanOut } from './modules/webhooks/outbox-relay.ts';
+import { createWebhookFanOut } from './modules/webhooks/webhook-fan-out.ts';
 import { createWebhookReconciler } from './modules/webhooks/webhook-reconciler.ts';
 import { connectTemporalClient } from './temporal/client.ts';
 import { ensureSchedules } from './temporal/schedules.ts';

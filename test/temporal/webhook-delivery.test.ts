@@ -13,7 +13,7 @@ import type { EventType } from '../../src/modules/events/events.schemas.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { webhookEndpointActorContract } from '../../workflows/webhook-endpoint.ts';
 import { wakeActors } from '../../src/temporal/actor-wake.ts';
-import { createWebhookFanOut } from '../../src/modules/webhooks/outbox-relay.ts';
+import { createWebhookFanOut } from '../../src/modules/webhooks/webhook-fan-out.ts';
 import { createWebhookReconciler } from '../../src/modules/webhooks/webhook-reconciler.ts';
 import { startLoops } from '../../src/queue/background-loop.ts';
 import { startQueueWakes } from '../../src/queue/wakes.ts';

@@ -3,7 +3,7 @@ import { newId } from '../../../db/ids.ts';
 import { WEBHOOK_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
 /**
- * The SQL of the webhook outbox relay (outbox-relay.ts). The relay serves every workspace: it
+ * The SQL of the webhook fan-out (webhook-fan-out.ts) and reconciler. They serve every workspace: the fan-out
  * claims events across workspaces, and each delivery row it writes belongs to the event's
  * workspace (an endpoint joins its event on org_id).
  */
@@ -25,7 +25,7 @@ export interface EndpointRef {
 /** Locks up to `limit` events not fanned out yet, oldest first; other relays skip them. Inside a transaction. */
 export async function claimUnfannedEvents(em: EntityManager, limit: number): Promise<string[]> {
   const rows = await em.execute<{ id: string }[]>(
-    `/* all workspaces: the outbox relay fans out every workspace's events */ select id from events
+    `/* all workspaces: the webhook fan-out takes every workspace's events */ select id from events
       where fanned_out_at is null
       order by created_at, id
       limit ? for update skip locked`,
@@ -65,7 +65,7 @@ export async function insertDeliveries(em: EntityManager, receiving: readonly Ca
 
 export async function markFannedOut(em: EntityManager, eventIds: readonly string[]): Promise<void> {
   await em.execute(
-    `/* all workspaces: the outbox relay fans out every workspace's events */ update events set fanned_out_at = now() where id in (?)`,
+    `/* all workspaces: the webhook fan-out takes every workspace's events */ update events set fanned_out_at = now() where id in (?)`,
     [[...eventIds]],
     'run',
   );
@@ -74,7 +74,7 @@ export async function markFannedOut(em: EntityManager, eventIds: readonly string
 /** The ids among `endpointIds` whose drain lease is held. */
 export async function drainingEndpoints(em: EntityManager, endpointIds: readonly string[]): Promise<Set<string>> {
   const rows = await em.execute<{ id: string }[]>(
-    `/* all workspaces: the outbox relay wakes every workspace's endpoints */ select id from webhook_endpoints where id in (?) and drain_lease_until > now()`,
+    `/* all workspaces: the webhook fan-out wakes every workspace's endpoints */ select id from webhook_endpoints where id in (?) and drain_lease_until > now()`,
     [[...endpointIds]],
   );
   return new Set(rows.map((row) => row.id));

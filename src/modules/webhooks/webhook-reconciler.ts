@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
-import { wakeEndpoints } from './outbox-relay.ts';
+import { wakeEndpoints } from './webhook-fan-out.ts';
 import { findStrandedEndpoints } from './outbox.repo.ts';
 
 export interface WebhookReconcilerOptions {
@@ -23,7 +23,7 @@ export interface WebhookReconcilerOptions {
 
 /**
  * The webhook reconciler (a background loop in every worker process), the other half of the
- * outbox relay (`outbox-relay.ts` fans events out). Each pass wakes the actor of every endpoint
+ * webhook fan-out (`webhook-fan-out.ts`). Each pass wakes the actor of every endpoint
  * that has rows due for longer than `afterMs` (or attempts whose lease lapsed) and no drain
  * lease: an actor that was terminated, lost with the Temporal server's state, or never started
  * because Temporal was down when the fan-out or a replay tried. A wake of an actor that is

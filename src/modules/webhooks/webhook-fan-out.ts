@@ -32,7 +32,7 @@ export function wakeEndpoints(
 }
 
 /**
- * The webhook outbox relay's fan-out (a background loop in every worker process). Events are
+ * The webhook fan-out (a background loop in every worker process). Events are
  * written to `events` in the transaction of the change that caused them; the fan-out turns each
  * into one delivery row per endpoint subscribed when it claims it, and wakes those endpoints'
  * actors.
