@@ -134,7 +134,10 @@ describe('herald dev (npm start)', () => {
       () => Promise.resolve(second.output().includes('Herald is running') ? true : undefined),
       150_000,
       500,
-    );
+    ).catch((error: unknown) => {
+      // What the second start was doing when it gave up, for the log of a slow or stuck start.
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; its last output:\n${second.output().slice(-3_000)}`);
+    });
     expect(second.output()).toContain(key);
     expect(second.output()).not.toContain('applied migrations');
     second.child.kill('SIGINT');
