@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Domain, TransactionalEmail } from '../../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../../db/orm.ts';
 import { bounceHostOf } from '../sends/sends.fns.ts';
-import type { VerpSigner } from '../outbound/verp.ts';
+import { isBounceHost, type VerpSigner } from '../outbound/verp.ts';
 
 /** A workspace an inbound message reaches, and through which recipient. */
 export interface InboundRoute {
@@ -28,7 +28,7 @@ export function routeOf(address: string, bounceDomain: string, verp: VerpSigner 
   if (checked.kind === 'verified') return { kind: 'verp', emailId: checked.verp.emailId, host: checked.verp.host };
   if (checked.kind === 'forged') return { kind: 'refused' };
   const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
-  if (domain.startsWith('bounces.') || domain === bounceDomain.toLowerCase()) return { kind: 'refused' };
+  if (isBounceHost(domain, bounceDomain)) return { kind: 'refused' };
   return { kind: 'domain', domain };
 }
 
