@@ -31,12 +31,47 @@ export interface TemporalDevServerOptions {
   readiness?: 'namespace' | 'port';
 }
 
+/** How many times a start that lost a port race is tried again (see `startOnce`). */
+const PORT_RACE_RETRIES = 2;
+
 /**
  * Starts `temporal server start-dev` on 127.0.0.1, waits until the namespace answers, and
  * registers Herald's search attributes (the CLI flag only applies to a new namespace, so a
  * persisted database needs the explicit registration too).
+ *
+ * The dev server binds internal ports (history, matching, worker, metrics) it picks itself at
+ * start; on a busy machine another process can take one between the pick and the bind, and the
+ * server exits with "address already in use". Such a start is tried again; any other early exit
+ * fails at once, with the server's last output lines in the error.
  */
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (!(error instanceof EarlyExitError) || !error.lostPortRace || attempt >= PORT_RACE_RETRIES) throw error;
+      process.stderr.write(`[temporal] a port was taken while the dev server started; starting it again\n`);
+    }
+  }
+}
+
+class EarlyExitError extends Error {
+  readonly lastLines: string[];
+
+  constructor(code: number | null, lastLines: string[]) {
+    const tail = lastLines.length > 0 ? `; its last output:\n${lastLines.join('\n')}` : '';
+    super(`the Temporal dev server exited with code ${code} while starting${tail}`);
+    this.lastLines = lastLines;
+  }
+
+  get lostPortRace(): boolean {
+    return this.lastLines.some((line) => /address already in use/i.test(line));
+  }
+}
+
+const KEPT_LINES = 20;
+
+async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
   if (options.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort));
@@ -62,19 +97,24 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
 
   mkdirSync(dirname(options.logFile), { recursive: true });
   const log = createWriteStream(options.logFile, { flags: 'a' });
+  const lastLines: string[] = [];
   const service = spawnService({
     name: 'temporal',
     command: options.binary,
     args,
     onLine: (line) => {
       log.write(line + '\n');
+      lastLines.push(line);
+      if (lastLines.length > KEPT_LINES) lastLines.shift();
       if (/level=(ERROR|FATAL)/.test(line)) process.stderr.write(`[temporal] ${line}\n`);
     },
   });
   void service.exited.then(() => log.end());
   const address = `127.0.0.1:${options.port}`;
-  const exitedEarly = service.exited.then((code) => {
-    throw new Error(`the Temporal dev server exited with code ${code} while starting`);
+  const exitedEarly = service.exited.then(async (code) => {
+    // 'exit' can come before the last lines are read from its pipes.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    throw new EarlyExitError(code, lastLines);
   });
   try {
     await Promise.race([

@@ -446,11 +446,18 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     expectError(await launch(id), 409, 'conflict');
   });
 
-  it('launches for scheduled_at and can be cancelled before it comes; refuses what cannot be launched', async () => {
+  // Three tests rather than one: each waits on its own workflows, and under a full run's load
+  // one test holding all three waits ran past the per-test timeout.
+  async function scheduledSetup(name: string) {
     const domain = await addSendingDomain(h.stack.orm, orgId);
-    const tag = unique('sched');
+    const tag = unique(name);
     const segment = await addSegment({ tags: [tag] });
     await addContact(`s-${tag}@example.com`, { tags: [tag] });
+    return { domain, segment };
+  }
+
+  it('launches for scheduled_at and sends when it comes', async () => {
+    const { domain, segment } = await scheduledSetup('sched');
 
     const at = new Date(Date.now() + 2_500).toISOString();
     const scheduled = await draft(domain, [segment]);
@@ -464,15 +471,20 @@ describe('broadcast sends (launch → audience on the domain queue → relay; un
     );
     expect(sent.metrics).toMatchObject({ recipients: 1, sent: 1 });
     expect(messagesFrom(domain)).toHaveLength(1);
+  });
 
+  it('cancels a scheduled broadcast before it comes, ending its workflow', async () => {
+    const { domain, segment } = await scheduledSetup('cancel');
     const later = await draft(domain, [segment]);
     expect((await launch(later, { scheduled_at: new Date(Date.now() + 3_600_000).toISOString() })).status).toBe(202);
     expect((await cancel(later)).status).toBe(200);
     expect(await getBroadcast(later)).toMatchObject({ status: 'cancelled', metrics: { recipients: 0 } });
     const handle = temporal.client.workflow.getHandle(`broadcast:${later}`);
     await expect(handle.result()).resolves.toBe('cancelled');
+  });
 
-    // Refusals, each leaving the draft a draft.
+  it('refuses what cannot be launched, each refusal leaving the draft a draft', async () => {
+    const { domain, segment } = await scheduledSetup('refuse');
     const refused = await draft(domain, [segment]);
     expectRefusal(
       await launch(refused, { scheduled_at: new Date(Date.now() - 60_000).toISOString() }),
