@@ -63,6 +63,9 @@ export const TransactionalEmailSchema = defineEntity({
     /** Set on a broadcast's message (one per contact): the broadcast and the contact it goes to. */
     broadcastId: p.string().length(24).nullable(),
     contactId: p.string().length(24).nullable(),
+    /** Set on an automation's message: the run and the step that sent it (one email per run and step). */
+    automationRunId: p.string().length(24).nullable(),
+    automationStepId: p.string().length(64).nullable(),
     /** The sender's labels (tags on the send), for finding emails in GET /outbox/emails. */
     tags: p.array().default([]),
     messageId: p.string().length(400).unique(),
@@ -103,6 +106,11 @@ export const TransactionalEmailSchema = defineEntity({
     updatedAt: updatedAtColumn(),
   },
   uniques: [
+    {
+      name: 'transactional_emails_automation_step_unique',
+      properties: ['automationRunId', 'automationStepId'],
+      where: { automationRunId: { $ne: null } },
+    },
     {
       name: 'transactional_emails_broadcast_contact_unique',
       properties: ['broadcastId', 'contactId'],

@@ -23,7 +23,9 @@ export const WEBHOOK_WAKE_CHANNEL = 'herald_webhook_wake';
 export const SEND_WAKE_CHANNEL = 'herald_send_wake';
 /** The payload is the inbound actor's id (one actor owns the whole inbound queue). */
 export const INBOUND_WAKE_CHANNEL = 'herald_inbound_wake';
-const WAKE_CHANNELS = [WEBHOOK_WAKE_CHANNEL, SEND_WAKE_CHANNEL, INBOUND_WAKE_CHANNEL] as const;
+/** The payload is an automation's id (its runs got rows or heard an event). */
+export const AUTOMATION_WAKE_CHANNEL = 'herald_automation_wake';
+const WAKE_CHANNELS = [WEBHOOK_WAKE_CHANNEL, SEND_WAKE_CHANNEL, INBOUND_WAKE_CHANNEL, AUTOMATION_WAKE_CHANNEL] as const;
 /** A channel whose payload names the owner whose queue got rows. */
 export type WakeChannel = (typeof WAKE_CHANNELS)[number];
 const CHANNELS = [...WAKE_CHANNELS, EVENTS_NOTIFY_CHANNEL] as const;
