@@ -123,6 +123,12 @@ export async function signalRuns(em: EntityManager, event: RunEvent): Promise<To
      select distinct :org as "orgId", a.id as "automationId", coalesce(a.drain_lease_until > now(), false) as draining
        from automations a join heard h on h.automation_id = a.id
       where a.org_id = :org and pg_notify(:channel, a.id) is null`,
-    { org: event.orgId, contact: event.contactId, key: event.key, detail: JSON.stringify(event.detail ?? {}), channel: AUTOMATION_WAKE_CHANNEL },
+    {
+      org: event.orgId,
+      contact: event.contactId,
+      key: event.key,
+      detail: JSON.stringify(event.detail ?? {}),
+      channel: AUTOMATION_WAKE_CHANNEL,
+    },
   );
 }
