@@ -6,6 +6,8 @@ import { createDnsResolver } from './dns/resolver.ts';
 import type { Logger } from './logger.ts';
 import { createAttachmentsRoutes } from './modules/attachments/attachments.routes.ts';
 import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
+import { createAutomationHistory } from './modules/automations/automation-history.service.ts';
+import { createAutomationWaker } from './modules/automations/automation-wake.ts';
 import { createAutomationsRoutes } from './modules/automations/automations.routes.ts';
 import { createAutomationsService } from './modules/automations/automations.service.ts';
 import { createBroadcastsRoutes } from './modules/broadcasts/broadcasts.routes.ts';
@@ -84,7 +86,12 @@ export function createApiServices(deps: ApiServiceDeps) {
     suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
     segments: createSegmentsService({ orm: deps.orm }),
     membership: createMembershipService({ orm: deps.orm }),
-    automations: createAutomationsService({ orm: deps.orm }),
+    automations: createAutomationsService({
+      orm: deps.orm,
+      // Activating an automation with runs in progress wakes its actor after the commit.
+      wake: createAutomationWaker({ client: deps.temporal, config: deps.config, logger: deps.logger }),
+    }),
+    automationHistory: createAutomationHistory({ orm: deps.orm }),
     templates,
     broadcasts: createBroadcastsService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
     sends,
@@ -116,7 +123,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
     ...createApiKeysRoutes({ keys: services.workspaceKeys, cursors, sealedSecret }),
     ...createSuppressionsRoutes({ suppressions: services.suppressions, cursors }),
     ...createSegmentsRoutes({ segments: services.segments, membership: services.membership, cursors }),
-    ...createAutomationsRoutes({ automations: services.automations, cursors }),
+    ...createAutomationsRoutes({ automations: services.automations, history: services.automationHistory, cursors }),
     ...createTemplatesRoutes({ templates: services.templates, cursors }),
     ...createBroadcastsRoutes({ broadcasts: services.broadcasts, cursors }),
     ...createSendsRoutes({ sends: services.sends, batch: services.batch, cursors }),
