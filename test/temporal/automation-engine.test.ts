@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Automation,
@@ -5,6 +6,7 @@ import {
   AutomationRunStep,
   Contact,
   EmailEvent,
+  Event,
   Segment,
   SegmentMember,
   Template,
@@ -15,6 +17,7 @@ import { scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
 import { signalRuns } from '../../src/modules/automations/automation-runs.repo.ts';
+import { EVENT_CATALOG } from '../../src/modules/events/events.schemas.ts';
 import { wakeActors } from '../../src/temporal/actor-wake.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
@@ -141,6 +144,14 @@ describe('automation runs (enrol → actor → steps → domain queue → relay)
     expect(ended.find((r) => r.contactId === reader!.id)).toMatchObject({ status: 'completed', exitReason: 'engaged' });
     expect(ended.find((r) => r.contactId === ignorer!.id)).toMatchObject({ status: 'completed', exitReason: null });
     expect(await timelineOf(readerRun.id)).toEqual(['welcome:sent', 'pause:waiting', 'pause:waited', 'opened:branched', 'done:completed']);
+    // Each ended run is an automation.run.completed event, in the catalog's shape.
+    const completed = await em().find(Event, { type: 'automation.run.completed' });
+    const readerEvent = completed.find((e) => (e.data as { run: { _id: string } }).run._id === readerRun.id);
+    const schema = EVENT_CATALOG.find((d) => d.type === 'automation.run.completed')!.data;
+    expect(v.parse(schema, readerEvent?.data)).toMatchObject({
+      run: { status: 'completed', exit_reason: 'engaged', definition_version: 1 },
+      automation: { _id: automation.id, name: automation.name },
+    });
     await until(
       'the emails at the relay',
       () => Promise.resolve(sink.messages().length),

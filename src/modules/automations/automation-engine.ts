@@ -53,6 +53,7 @@ export interface ClaimedRun {
   stepId: string | null;
   context: RunContext;
   contact: RunContact | null;
+  createdAt: Date;
 }
 
 /** What the engine may ask of the database while it decides (read inside the batch's transaction). */

@@ -202,7 +202,8 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
   },
   'automation.run.completed': {
     category: 'automation',
-    description: 'A run reached the end of its steps (a step without `next`); `run` is as GET /automations/{id}/runs answers it.',
+    description:
+      'A run completed: it reached a step without `next`, an exit step, or its goal (`exit_reason` says which of the last two); `run` is as GET /automations/{id}/runs answers it.',
     data: RunData,
   },
   'automation.run.failed': {
