@@ -162,12 +162,20 @@ const Step = v.variant('type', [
     type: v.literal('update_contact'),
     add_tags: v.optional(v.pipe(v.array(Tag), v.maxLength(50))),
     remove_tags: v.optional(v.pipe(v.array(Tag), v.maxLength(50))),
-    set_fields: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_]{1,64}$/)), v.union([v.string(), v.number(), v.boolean(), v.null()]))),
+    set_fields: v.optional(
+      v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_]{1,64}$/)), v.union([v.string(), v.number(), v.boolean(), v.null()])),
+    ),
     next: Next,
   }),
   v.strictObject({ id: StepId, type: v.literal('add_to_segment'), segment_id: Id, next: Next }),
   v.strictObject({ id: StepId, type: v.literal('remove_from_segment'), segment_id: Id, next: Next }),
-  v.strictObject({ id: StepId, type: v.literal('webhook'), endpoint_id: Id, payload: v.optional(v.record(v.string(), v.unknown())), next: Next }),
+  v.strictObject({
+    id: StepId,
+    type: v.literal('webhook'),
+    endpoint_id: Id,
+    payload: v.optional(v.record(v.string(), v.unknown())),
+    next: Next,
+  }),
   v.strictObject({ id: StepId, type: v.literal('exit'), reason: v.optional(v.pipe(v.string(), v.maxLength(100))) }),
 ]);
 
@@ -229,10 +237,12 @@ function graphProblems(definition: AutomationDefinition): DefinitionProblem[] {
     }
     const sendStep = (ref: string | undefined, field: string) => {
       if (ref === undefined) return;
-      if (byId.get(ref)?.type !== 'send_email') problems.push({ path: `steps.${index}.${field}`, message: `"${ref}" is not a send_email step` });
+      if (byId.get(ref)?.type !== 'send_email')
+        problems.push({ path: `steps.${index}.${field}`, message: `"${ref}" is not a send_email step` });
     };
     if (step.type === 'wait_for_event') {
-      if (step.event === 'event' && !step.name) problems.push({ path: `steps.${index}.name`, message: 'a custom event wait needs the event name' });
+      if (step.event === 'event' && !step.name)
+        problems.push({ path: `steps.${index}.name`, message: 'a custom event wait needs the event name' });
       if (step.event !== 'event' && !step.step)
         problems.push({ path: `steps.${index}.step`, message: 'an email event wait names the send_email step whose email it waits on' });
       sendStep(step.step, 'step');
@@ -288,7 +298,9 @@ function cycleWithoutWait(definition: AutomationDefinition, byId: Map<string, Au
  * Parses and checks a definition as a whole; the problems (every one found, with its path) or
  * the definition. Database references are checked by the publisher.
  */
-export function parseDefinition(input: unknown): { ok: true; definition: AutomationDefinition } | { ok: false; problems: DefinitionProblem[] } {
+export function parseDefinition(
+  input: unknown,
+): { ok: true; definition: AutomationDefinition } | { ok: false; problems: DefinitionProblem[] } {
   const parsed = v.safeParse(AutomationDefinitionBody, input);
   if (!parsed.success) {
     return {
