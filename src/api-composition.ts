@@ -10,6 +10,8 @@ import { createAutomationHistory } from './modules/automations/automation-histor
 import { createAutomationWaker } from './modules/automations/automation-wake.ts';
 import { createAutomationsRoutes } from './modules/automations/automations.routes.ts';
 import { createAutomationsService } from './modules/automations/automations.service.ts';
+import { createContactEventsRoutes } from './modules/contact-events/contact-events.routes.ts';
+import { createContactEventsService } from './modules/contact-events/contact-events.service.ts';
 import { createBroadcastsRoutes } from './modules/broadcasts/broadcasts.routes.ts';
 import { createBroadcastsService } from './modules/broadcasts/broadcasts.service.ts';
 import { createContactImportsRoutes } from './modules/contacts/contact-imports.routes.ts';
@@ -65,7 +67,9 @@ export function createApiServices(deps: ApiServiceDeps) {
   const blobs = createBlobStore(deps.config);
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
-  const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts });
+  // Wakes, after their commit, the automations that contact changes and events gave runs.
+  const wakeAutomations = createAutomationWaker({ client: deps.temporal, config: deps.config, logger: deps.logger });
+  const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts, wakeAutomations });
   const inbox = createInboxService({ orm: deps.orm, blobs });
   const sends = createSendsService({
     orm: deps.orm,
@@ -85,11 +89,12 @@ export function createApiServices(deps: ApiServiceDeps) {
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),
     suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
     segments: createSegmentsService({ orm: deps.orm }),
-    membership: createMembershipService({ orm: deps.orm }),
+    membership: createMembershipService({ orm: deps.orm, wakeAutomations }),
+    contactEvents: createContactEventsService({ orm: deps.orm, wakeAutomations }),
     automations: createAutomationsService({
       orm: deps.orm,
       // Activating an automation with runs in progress wakes its actor after the commit.
-      wake: createAutomationWaker({ client: deps.temporal, config: deps.config, logger: deps.logger }),
+      wake: wakeAutomations,
     }),
     automationHistory: createAutomationHistory({ orm: deps.orm }),
     templates,
@@ -120,6 +125,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),
+    ...createContactEventsRoutes({ events: services.contactEvents }),
     ...createApiKeysRoutes({ keys: services.workspaceKeys, cursors, sealedSecret }),
     ...createSuppressionsRoutes({ suppressions: services.suppressions, cursors }),
     ...createSegmentsRoutes({ segments: services.segments, membership: services.membership, cursors }),

@@ -166,5 +166,6 @@ export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createTemplate: () => ({ name: unique('template') }),
   createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),
   createContactImport: () => ({ filename: 'suite.csv' }),
+  trackEvent: () => ({ event: 'suite.event', email: 'suite@example.com' }),
   createAttachmentUpload: () => ({ filename: `${unique('file')}.pdf`, content_type: 'application/pdf', size_bytes: 1024 }),
 };
