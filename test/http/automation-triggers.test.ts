@@ -8,7 +8,7 @@ import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
 import { createLogger } from '../../src/logger.ts';
-import { parseDefinition, triggerKey, type AutomationDefinition } from '../../src/modules/automations/automation-definition.ts';
+import { parseDefinition, type AutomationDefinition } from '../../src/modules/automations/automation-definition.ts';
 import { readStats } from '../../src/modules/automations/automation-stats.repo.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { createTrackingCounter } from '../../src/modules/broadcasts/tracking-counter.ts';
@@ -83,24 +83,13 @@ describe('automation triggers', () => {
   async function automation(orgId: string, trigger: Trigger, reentry: Reentry = { mode: 'once' }, status = 'active'): Promise<string> {
     const parsed = parseDefinition({ trigger, reentry, start: 'done', steps: [{ id: 'done', type: 'exit' }] });
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    // Published through the operator's path (the definition names nothing in the database).
     const created = await createAutomationsAdmin({ orm: h.stack.orm }).createAutomation({
       orgId,
       name: unique('automation'),
-      triggerType: trigger.type,
-    });
-    const definitionId = newId();
-    const em = h.stack.orm.em.fork();
-    await em.execute(
-      `insert into automation_definitions (id, org_id, automation_id, version, definition, created_at) values (?, ?, ?, 1, ?::jsonb, now())`,
-      [definitionId, orgId, created.id, JSON.stringify(parsed.definition)],
-    );
-    await em.execute(`update automations set definition_id = ?, trigger_key = ?, status = ? where id = ? and org_id = ?`, [
-      definitionId,
-      triggerKey(parsed.definition.trigger),
+      definition: parsed.definition,
       status,
-      created.id,
-      orgId,
-    ]);
+    });
     return created.id;
   }
 
