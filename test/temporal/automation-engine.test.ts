@@ -178,6 +178,12 @@ describe('automation runs (enrol → actor → steps → domain queue → relay)
         { id: 'untag', type: 'update_contact', remove_tags: ['onboarding'] },
       ],
     });
+    // A step that tags the contact triggers another automation, as the same change through the API would.
+    const follower = await addActiveAutomation(h.stack.orm, orgId, {
+      trigger: { type: 'tag.added', tag: 'onboarding' },
+      start: 'done',
+      steps: [{ id: 'done', type: 'exit' }],
+    });
     const [contact] = await addContacts(h.stack.orm, orgId, [`paused-${unique('p')}@example.com`], { tags: ['vip'] });
     await enrol(automation.id, [contact!.id], 'event', 'signed_up');
     await until(
@@ -186,6 +192,11 @@ describe('automation runs (enrol → actor → steps → domain queue → relay)
       (runs) => runs[0]?.stepId === 'wait',
     );
     expect((await em().findOneOrFail(Contact, { id: contact!.id })).tags.sort()).toEqual(['onboarding', 'vip']);
+    await until(
+      'the tag to start the other automation',
+      () => runsOf(follower.id),
+      (runs) => runs[0]?.status === 'completed',
+    );
 
     await em().nativeUpdate(Automation, { id: automation.id }, { status: 'paused' });
     await new Promise((resolve) => setTimeout(resolve, 3_000));
