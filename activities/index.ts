@@ -1,3 +1,4 @@
+import { createAutomationActivities, type AutomationActivityDeps } from './automations.ts';
 import { createBroadcastActivities, type BroadcastActivityDeps } from './broadcasts.ts';
 import { createContactImportActivities, type ContactImportActivityDeps } from './contact-imports.ts';
 import { createDomainActivities, type DomainActivityDeps } from './domains.ts';
@@ -6,6 +7,7 @@ import { createMaintenanceActivities, type MaintenanceDeps } from './maintenance
 import { createSendActivities, type SendActivityDeps } from './sends.ts';
 import { createUploadActivities, type UploadActivityDeps } from './uploads.ts';
 import { createWebhookActivities, type WebhookActivityDeps } from './webhooks.ts';
+import type { AutomationActivities } from '../workflows/automation.ts';
 import type { BroadcastActivities } from '../workflows/broadcasts.ts';
 import type { ContactImportActivities } from '../workflows/contact-imports.ts';
 import type { DomainActivities } from '../workflows/domains.ts';
@@ -20,7 +22,8 @@ import type { WebhookEndpointActivities } from '../workflows/webhook-endpoint.ts
  * Every activity a workflow calls, as the workflows declare them (each workflow file owns its
  * activities' contract; workflows never import activities/). The worker registers exactly these.
  */
-export type HeraldActivities = BroadcastActivities &
+export type HeraldActivities = AutomationActivities &
+  BroadcastActivities &
   ContactImportActivities &
   DomainActivities &
   InboundCleanupActivities &
@@ -37,7 +40,8 @@ export type ActivityDeps = MaintenanceDeps &
   UploadActivityDeps &
   InboundActivityDeps &
   SendActivityDeps &
-  BroadcastActivityDeps;
+  BroadcastActivityDeps &
+  AutomationActivityDeps;
 
 /** Builds every activity the worker registers, from the process's shared dependencies. */
 export function createActivities(deps: ActivityDeps): HeraldActivities {
@@ -50,5 +54,6 @@ export function createActivities(deps: ActivityDeps): HeraldActivities {
     ...createSendActivities(deps),
     ...createContactImportActivities(deps),
     ...createBroadcastActivities(deps),
+    ...createAutomationActivities(deps),
   };
 }

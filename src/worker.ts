@@ -4,6 +4,7 @@ import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptio
 import { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
+import { createAutomationReconciler } from './modules/automations/automation-reconciler.ts';
 import { createOrm, type MikroORM } from '../db/orm.ts';
 import { createBlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
@@ -206,6 +207,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       createInboundReconciler({ orm, temporal: client, config, logger }),
       // Wakes the actors of sending domains whose due emails got no wake-up.
       createSendReconciler({ orm, temporal: client, config, logger }),
+      // Wakes the actors of active automations whose due runs got no wake-up (or whose wait ended with no timer).
+      createAutomationReconciler({ orm, temporal: client, config, logger }),
       // Judges broadcast open and click hits (bursts flagged, first open and click counted).
       createTrackingCounter({ orm }),
     ],

@@ -7,3 +7,4 @@ export { inboundIntakeActor } from './inbound-intake.ts';
 export { sendDomainActor } from './send-domain.ts';
 export { contactImport } from './contact-imports.ts';
 export { broadcastSend } from './broadcasts.ts';
+export { automationActor } from './automation.ts';

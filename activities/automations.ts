@@ -1,0 +1,33 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { AutomationInput } from '../workflows/automation.ts';
+import type { DrainSummary } from '../workflows/queue-actor.ts';
+import type { SendDomainInput } from '../workflows/send-domain.ts';
+import type { Config } from '../src/config.ts';
+import type { Logger } from '../src/logger.ts';
+import type { QueueWakes } from '../src/queue/wakes.ts';
+import { createAutomationDrainer } from '../src/modules/automations/automation-drain.ts';
+import { drainContext } from './drain-context.ts';
+
+export interface AutomationActivityDeps {
+  orm: MikroORM;
+  config: Pick<Config, 'queues'>;
+  logger: Logger;
+  queueWakes: QueueWakes;
+  wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
+}
+
+/** drainAutomation is the automation actor's one activity (src/modules/automations/automation-drain.ts). */
+export function createAutomationActivities(deps: AutomationActivityDeps) {
+  const drainer = createAutomationDrainer({
+    orm: deps.orm,
+    wakes: deps.queueWakes,
+    logger: deps.logger,
+    lingerMs: deps.config.queues.drainLingerMs,
+    wakeDomainActors: deps.wakeDomainActors,
+  });
+  return {
+    async drainAutomation(input: AutomationInput): Promise<DrainSummary> {
+      return drainer.drain(input, drainContext());
+    },
+  };
+}

@@ -1,0 +1,318 @@
+/**
+ * One drain of an automation's queue, as its actor's activity runs it in the drain frame
+ * (src/queue/drainer.ts: the automation's drain lease, lingering for a wake-up, the report read
+ * after the release). Each claim is a batch, in ONE transaction:
+ *
+ * 1. lock up to `batchSize` due runs of the automation (only while it is active: a paused
+ *    automation's runs stay where they are and continue when it is active again);
+ * 2. advance each through its steps (automation-engine.ts) until it waits, ends or fails, with
+ *    conditions reading the database inside the transaction;
+ * 3. render the emails its send steps decided (the template as published now) and write them to
+ *    their domains' queues keyed by (run, step); write the runs, their timelines, the contacts'
+ *    changes, segment changes, events and the counters; commit.
+ *
+ * Nothing a step does leaves the database before the commit (an email is a row the domain's
+ * actor delivers afterwards; a webhook is an event the fan-out delivers), so a crash at any
+ * point either keeps the batch whole or redoes it whole: no step runs twice. The batch's work is
+ * claimed and finished inside `claim`, so the frame has no item in flight between claims.
+ */
+import { LRUCache } from 'lru-cache';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { AutomationDefinition, Domain, Template } from '../../../db/entities/index.ts';
+import { newId } from '../../../db/ids.ts';
+import { scopeToOrg, type EntityManager } from '../../../db/orm.ts';
+import type { AutomationInput } from '../../../workflows/automation.ts';
+import type { SendDomainInput } from '../../../workflows/send-domain.ts';
+import type { Logger } from '../../logger.ts';
+import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
+import { AUTOMATION_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
+import { renderTemplate } from '../sends/template-render.ts';
+import type { AutomationDefinition as Definition } from './automation-definition.ts';
+import { advanceRun, type Advance, type ClaimedRun, type RunContact, type RunFacts } from './automation-engine.ts';
+import {
+  automationQueueState,
+  chargeCredits,
+  changeSegments,
+  claimDueRuns,
+  contactHadEvent,
+  emailHadEvent,
+  insertEvents,
+  insertTimeline,
+  isInSegment,
+  leaseAutomation,
+  lockCredits,
+  nextDueRun,
+  releaseAutomation,
+  updateContacts,
+  updateRuns,
+  writeEmails,
+  type RenderedEmail,
+} from './automation-queue.repo.ts';
+import { addStats, type StatDeltas } from './automation-stats.repo.ts';
+
+export interface AutomationDrainDeps {
+  orm: MikroORM;
+  wakes: QueueWakes;
+  logger: Logger;
+  lingerMs: number;
+  /** Signal-with-start of sending-domain actors whose drain is not running. */
+  wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
+  /** Runs per batch (default 500). */
+  batchSize?: number;
+}
+
+const DEFAULT_BATCH = 500;
+
+/** A published definition never changes, so it is cached by id for as long as it is used. */
+function createDefinitionCache() {
+  const cache = new LRUCache<string, { version: number; definition: Definition }>({ max: 1_000 });
+  return async (em: EntityManager, id: string) => {
+    const hit = cache.get(id);
+    if (hit) return hit;
+    const row = await em.findOneOrFail(AutomationDefinition, { id });
+    const value = { version: row.version, definition: row.definition as Definition };
+    cache.set(id, value);
+    return value;
+  };
+}
+
+/** The facts conditions read, inside the batch's transaction; credits locked on the first send. */
+function batchFacts(em: EntityManager, orgId: string): RunFacts & { charged: () => number } {
+  let credits: { balance: number; overage: boolean } | null = null;
+  let taken = 0;
+  return {
+    inSegment: (contact: RunContact, segmentId: string) => isInSegment(em, orgId, contact.id, contact.tags, segmentId),
+    emailHad: (emailId, kind) => emailHadEvent(em, orgId, emailId, kind),
+    hadEvent: (contactId, name) => contactHadEvent(em, orgId, contactId, name),
+    async takeCredit() {
+      credits ??= await lockCredits(em, orgId);
+      if (!credits.overage && taken >= credits.balance) return false;
+      taken += 1;
+      return true;
+    },
+    charged: () => taken,
+  };
+}
+
+/** The batch's advances as rows: emails rendered from the templates as published now. */
+async function renderEmails(
+  em: EntityManager,
+  advances: readonly Advance[],
+): Promise<{ emails: RenderedEmail[]; failures: Map<string, string> }> {
+  const wanted = advances.flatMap((a) => a.emails.map((email) => ({ runId: a.runId, email })));
+  const failures = new Map<string, string>();
+  if (wanted.length === 0) return { emails: [], failures };
+  const templates = new Map(
+    (await em.find(Template, { id: { $in: [...new Set(wanted.map((w) => w.email.templateId))] } })).map((t) => [t.id, t]),
+  );
+  const domainNames = [...new Set(wanted.map((w) => w.email.from.slice(w.email.from.lastIndexOf('@') + 1).toLowerCase()))];
+  const domains = new Map((await em.find(Domain, { domain: { $in: domainNames } })).map((d) => [d.domain, d]));
+  const emails: RenderedEmail[] = [];
+  for (const { runId, email } of wanted) {
+    const template = templates.get(email.templateId);
+    const domain = domains.get(email.from.slice(email.from.lastIndexOf('@') + 1).toLowerCase());
+    let problem: string | null = null;
+    if (!template) problem = `template ${email.templateId} no longer exists`;
+    else if (template.status !== 'published') problem = `template ${email.templateId} is ${template.status}, not published`;
+    else if (!domain || domain.status !== 'verified') problem = `the sending domain of ${email.from} is not verified`;
+    if (problem) {
+      failures.set(runId, problem);
+      continue;
+    }
+    try {
+      const rendered = renderTemplate({ subject: template!.subject, html: template!.html }, email.variables);
+      emails.push({
+        runId,
+        stepId: email.stepId,
+        emailId: email.emailId,
+        domainId: domain!.id,
+        domain: domain!.domain,
+        from: email.from,
+        fromName: email.fromName,
+        replyTo: email.replyTo,
+        to: email.to,
+        contactId: email.contactId,
+        subject: rendered.subject,
+        html: rendered.html,
+        text: rendered.text ?? null,
+        templateId: template!.id,
+        templateVersion: template!.version,
+      });
+    } catch (error) {
+      failures.set(runId, error instanceof Error ? error.message : String(error));
+    }
+  }
+  return { emails, failures };
+}
+
+/** Ends a run whose step could not be done (its email could not be rendered): failed, with why. */
+function failAdvance(advance: Advance, error: string): void {
+  advance.status = 'failed';
+  advance.error = error;
+  advance.dueAt = null;
+  advance.waitingFor = null;
+  advance.emails = [];
+  advance.contactUpdate = null;
+  advance.segmentAdds = [];
+  advance.segmentRemoves = [];
+  advance.webhooks = [];
+  advance.timeline.push({ stepId: advance.stepId ?? '-', kind: 'send_email', outcome: 'failed', detail: { error } });
+}
+
+function runSummary(advance: Advance, automationId: string, contactId: string | null) {
+  return {
+    _id: advance.runId,
+    automation_id: automationId,
+    contact_id: contactId,
+    status: advance.status,
+    step_id: advance.stepId,
+    exit_reason: advance.exitReason,
+    error: advance.error,
+  };
+}
+
+/** Claims, advances and writes one batch of the automation's due runs in one transaction. */
+async function runBatch(
+  deps: AutomationDrainDeps,
+  definitionOf: ReturnType<typeof createDefinitionCache>,
+  input: AutomationInput,
+  limit: number,
+  run: DrainRun,
+): Promise<{ claimed: number; idleDomains: string[] }> {
+  return scopeToOrg(deps.orm.em.fork(), input.orgId).transactional(async (em) => {
+    const runs: ClaimedRun[] = await claimDueRuns(em, input.orgId, input.automationId, limit);
+    if (runs.length === 0) return { claimed: 0, idleDomains: [] };
+    const facts = batchFacts(em, input.orgId);
+    const now = new Date();
+    const advances: Advance[] = [];
+    for (const claimed of runs) {
+      const { definition } = await definitionOf(em, claimed.definitionId);
+      advances.push(await advanceRun(claimed, definition, now, facts, () => newId()));
+    }
+    const rendered = await renderEmails(em, advances);
+    const { failures } = rendered;
+    for (const advance of advances) {
+      const failure = failures.get(advance.runId);
+      if (failure) failAdvance(advance, failure);
+    }
+    const emails = rendered.emails.filter((e) => !failures.has(e.runId));
+    const written = await writeEmails(em, input.orgId, emails);
+    // An email written by an earlier try of the same step keeps its id in the run's context.
+    for (const advance of advances) {
+      for (const email of advance.emails) {
+        const id = written.ids.get(`${advance.runId}/${email.stepId}`);
+        if (id && id !== email.emailId) advance.context.emails = { ...advance.context.emails, [email.stepId]: id };
+      }
+    }
+    const contacts = new Map(runs.map((r) => [r.id, r.contact]));
+    await updateRuns(
+      em,
+      input.orgId,
+      advances.map((a) => ({
+        id: a.runId,
+        status: a.status,
+        stepId: a.stepId,
+        dueAt: a.dueAt?.toISOString() ?? null,
+        waitingFor: a.waitingFor,
+        context: a.context,
+        exitReason: a.exitReason,
+        error: a.error,
+      })),
+    );
+    await insertTimeline(
+      em,
+      input.orgId,
+      advances.flatMap((a) => a.timeline.map((t) => ({ runId: a.runId, ...t }))),
+    );
+    await updateContacts(
+      em,
+      input.orgId,
+      advances.flatMap((a) => (a.contactUpdate && contacts.get(a.runId) ? [{ id: contacts.get(a.runId)!.id, ...a.contactUpdate }] : [])),
+    );
+    const membership = (list: 'segmentAdds' | 'segmentRemoves') =>
+      advances.flatMap((a) => a[list].map((segmentId) => ({ segmentId, contactId: contacts.get(a.runId)?.id ?? '' })));
+    await changeSegments(em, input.orgId, membership('segmentAdds'), membership('segmentRemoves'));
+    await insertEvents(em, input.orgId, [
+      ...advances.flatMap((a) =>
+        a.webhooks.map((w) => ({
+          type: 'automation.webhook',
+          data: {
+            automation_id: input.automationId,
+            run_id: a.runId,
+            step_id: w.stepId,
+            endpoint_id: w.endpointId,
+            contact: contacts.get(a.runId) ? { _id: contacts.get(a.runId)!.id, email: contacts.get(a.runId)!.email } : null,
+            payload: w.payload,
+          },
+        })),
+      ),
+      ...advances
+        .filter((a) => a.status === 'completed' || a.status === 'failed')
+        .map((a) => ({
+          type: `automation.run.${a.status}`,
+          data: { run: runSummary(a, input.automationId, contacts.get(a.runId)?.id ?? null), automation: { _id: input.automationId } },
+        })),
+    ]);
+    const sent = emails.length;
+    await chargeCredits(em, input.orgId, sent);
+    const ended = (status: Advance['status']) => advances.filter((a) => a.status === status).length;
+    const deltas: StatDeltas = {
+      activeRuns: -(ended('completed') + ended('failed') + ended('exited')),
+      completedRuns: ended('completed'),
+      failedRuns: ended('failed'),
+      emailsSent: sent,
+      creditsUsed: sent,
+    };
+    await addStats(em, input.orgId, new Map([[input.automationId, deltas]]));
+    for (const advance of advances) {
+      run.count(advance.status === 'failed' ? 'failed' : 'delivered');
+      if (advance.status === 'failed') {
+        run.tally.failed += 1;
+        run.tally.lastFailed = true;
+        run.tally.lastOutcome = advance.error;
+      } else {
+        run.tally.delivered += 1;
+        run.tally.lastFailed = false;
+        run.tally.lastOutcome = advance.status === 'active' ? `waiting at ${advance.stepId}` : advance.status;
+      }
+    }
+    return { claimed: runs.length, idleDomains: written.idleDomains };
+  });
+}
+
+export function createAutomationDrainer(deps: AutomationDrainDeps): Drainer<AutomationInput> {
+  const definitionOf = createDefinitionCache();
+  const batchSize = deps.batchSize ?? DEFAULT_BATCH;
+  return createDrainer<AutomationInput, { id: string }>({
+    pipeline: 'automations',
+    wakes: deps.wakes,
+    wakeChannel: AUTOMATION_WAKE_CHANNEL,
+    lingerMs: deps.lingerMs,
+    plan(input, run) {
+      const em = () => deps.orm.em.fork();
+      return {
+        ownerId: input.automationId,
+        concurrency: batchSize,
+        async lease(seconds) {
+          return (await leaseAutomation(em(), input.orgId, input.automationId, seconds)) !== null;
+        },
+        release: () => releaseAutomation(em(), input.orgId, input.automationId),
+        ownerGone: () => Promise.resolve(ownerGoneSummary('automation deleted')),
+        async claim(limit) {
+          const { claimed, idleDomains } = await runBatch(deps, definitionOf, input, limit, run);
+          if (idleDomains.length > 0) {
+            await deps
+              .wakeDomainActors(idleDomains.map((domainId) => ({ orgId: input.orgId, domainId })))
+              .catch((error: unknown) =>
+                deps.logger.warn('automation could not wake sending domains; the send reconciler will', { error: String(error) }),
+              );
+          }
+          return { claimed, items: [] };
+        },
+        work: () => Promise.resolve(),
+        nextDue: () => nextDueRun(em(), input.orgId, input.automationId),
+        state: () => automationQueueState(em(), input.orgId, input.automationId),
+      };
+    },
+  });
+}
