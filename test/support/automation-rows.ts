@@ -22,7 +22,7 @@ export async function publishedTemplate(orm: MikroORM, orgId: string, name = uni
   const templates = createTemplatesService({ orm });
   const template = await templates.createTemplate(
     orgId,
-    v.parse(CreateTemplateBody, { name, subject: 'Hello {{contact.first_name}}', html: '<p>Welcome aboard.</p>' }),
+    v.parse(CreateTemplateBody, { name, subject: `${name}: welcome aboard`, html: '<p>Welcome aboard.</p>' }),
   );
   return templates.updateTemplate(orgId, template.id, { status: 'published' });
 }

@@ -1,16 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseDefinition } from '../../src/modules/automations/automation-definition.ts';
 import type { SignedIn } from '../../src/modules/dashboard/dashboard-auth.service.ts';
-import {
-  addStep,
-  assembleDefinition,
-  fieldName,
-  flowOf,
-  parseFieldName,
-  removeStep,
-  slotsOf,
-} from '../../src/modules/dashboard/dashboard-automations.builder.ts';
-import { newAutomationPage, type EditorModel } from '../../src/modules/dashboard/dashboard-automations.pages.ts';
+import { assembleDefinition, fieldName, parseFieldName } from '../../src/modules/dashboard/dashboard-automations.builder.ts';
+import { addStep, flowOf, removeStep, slotsOf } from '../../src/modules/dashboard/dashboard-automations.flow.ts';
+import type { EditorModel } from '../../src/modules/dashboard/dashboard-automation-editor.pages.ts';
+import { newAutomationPage } from '../../src/modules/dashboard/dashboard-automations.pages.ts';
 import { formFields } from '../support/html-form.ts';
 
 const signedIn: SignedIn = {

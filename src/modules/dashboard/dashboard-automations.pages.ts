@@ -1,70 +1,18 @@
 import { html } from 'ghtml';
-import {
-  AUTOMATION_RUN_STATUSES,
-  type Automation,
-  type AutomationRun,
-  type AutomationRunStatus,
-  type AutomationRunStep,
-  type AutomationStats,
-} from '../../../db/entities/index.ts';
-import { STEP_TYPES, TRIGGER_TYPES, WEEKDAYS } from '../automations/automation-definition.ts';
+import type { Automation, AutomationStats } from '../../../db/entities/index.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
-import {
-  BRANCH_FIELD,
-  builderFits,
-  CONDITION_FIELDS,
-  CONDITION_KINDS,
-  conditionKind,
-  fieldName,
-  flowOf,
-  GOAL_KINDS,
-  goalKind,
-  reentryFits,
-  slotsOf,
-  STEP_FIELDS,
-  stepFits,
-  TRIGGER_FIELDS,
-  triggerFits,
-  type FieldGuard,
-  type FieldSpec,
-  type FlowEntry,
-} from './dashboard-automations.builder.ts';
-import { breakable } from './dashboard-inbox.pages.ts';
+import { definitionEditor, type EditorModel } from './dashboard-automation-editor.pages.ts';
 import { olderLink } from './dashboard-webhooks.pages.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 
 /**
- * The automations pages: the list with each automation's counters; an automation's page (its
- * summary, counters, lifecycle buttons and the definition editor); the new-automation page;
- * an automation's runs and one run's timeline. The editor shows one definition two ways: a
- * builder (the trigger and rules, then the steps as a flow of cards, branches indented) and its
- * JSON. Both are fields of one form and work without JavaScript (the server rebuilds the page
- * for every button); assets/automation-builder.js keeps the JSON in step as the builder is
- * edited. Every `${}` is escaped: names, ids and JSON are the workspace's.
+ * The automations pages: the list with each automation's counters; the new-automation page and
+ * an automation's page (its summary, counters and lifecycle buttons), both with the definition
+ * editor (dashboard-automation-editor.pages.ts); archiving's confirmation. An automation's runs
+ * and a run's timeline are in dashboard-automation-runs.pages.ts. Every `${}` is escaped.
  */
 
-const BASE = '/dashboard/automations';
-
-/** A choice of a select: a template, a segment, an endpoint of the workspace. */
-export interface Choice {
-  value: string;
-  label: string;
-}
-
-/** What the builder's selects offer, from the workspace. */
-export interface BuilderChoices {
-  templates: readonly Choice[];
-  segments: readonly Choice[];
-  endpoints: readonly Choice[];
-  /** The workspace's verified sending domains, for the hint under a From field. */
-  domains: readonly string[];
-}
-
-/** A problem with the definition: its path (`steps.2.from`) and what is wrong. */
-export interface Problem {
-  path: string;
-  message: string;
-}
+export const BASE = '/dashboard/automations';
 
 const STAT_TILES: readonly [keyof AutomationStats, string][] = [
   ['totalRuns', 'Total runs'],
@@ -75,10 +23,14 @@ const STAT_TILES: readonly [keyof AutomationStats, string][] = [
   ['creditsUsed', 'Credits used'],
 ];
 
-const count = (n: number) => n.toLocaleString('en-US');
-const stateBadge = (state: string) => html`<span class="state ${state}">${state}</span>`;
-const triggerText = (automation: Automation) =>
+export const count = (n: number) => n.toLocaleString('en-US');
+export const stateBadge = (state: string) => html`<span class="state ${state}">${state}</span>`;
+export const triggerText = (automation: Automation) =>
   automation.triggerKey ? `${automation.triggerType}: ${automation.triggerKey}` : automation.triggerType;
+
+/** The six counters as tiles. */
+export const counterTiles = (stats: AutomationStats) =>
+  html`<ul class="tiles" aria-label="Counters">!${STAT_TILES.map(([key, label]) => html`<li class="card"><span class="tile-label">${label}</span> <strong>${count(stats[key])}</strong></li>`).join('')}</ul>`;
 
 /* The list. */
 
@@ -118,375 +70,12 @@ export function automationsPage(model: AutomationsPageModel): string {
   );
 }
 
-/* The editor. */
-
-export interface EditorModel {
-  signedIn: SignedIn;
-  name: string;
-  description: string;
-  /** The definition the builder shows (as edited: maybe not valid yet). */
-  definition: unknown;
-  /** The JSON view's text. */
-  json: string;
-  /** The JSON the builder was drawn from ('' when the builder cannot show the definition). */
-  base: string;
-  choices: BuilderChoices;
-  problems?: readonly Problem[] | undefined;
-  /** The definition was checked and is valid. */
-  valid?: boolean;
-  error?: string | undefined;
-  notice?: string | undefined;
-  /** Where "Add a step" adds, as last chosen. */
-  slot?: string | undefined;
-}
-
-interface Render {
-  choices: BuilderChoices;
-  stepIds: string[];
-  sendSteps: string[];
-  problems: readonly Problem[];
-  nextId(): string;
-}
-
-const isObj = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const text = (value: unknown) => (typeof value === 'string' ? value : '');
-const jsonText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value, null, 2));
-
-function options(r: Render, spec: FieldSpec, current: string, self?: string): string {
-  const source = spec.choices ?? [];
-  const list: Choice[] =
-    source === 'templates'
-      ? [...r.choices.templates]
-      : source === 'segments'
-        ? [...r.choices.segments]
-        : source === 'endpoints'
-          ? [...r.choices.endpoints]
-          : source === 'steps'
-            ? r.stepIds.filter((id) => id !== self).map((id) => ({ value: id, label: id }))
-            : source === 'send-steps'
-              ? r.sendSteps.map((id) => ({ value: id, label: id }))
-              : source.map((value) => ({ value, label: value }));
-  // A value the choices do not have is kept (and the check says what is wrong with it).
-  if (current !== '' && !list.some((choice) => choice.value === current)) list.push({ value: current, label: `${current} (not found)` });
-  const none = spec.none === undefined ? '' : html`<option value="">${spec.none}</option>`;
-  return (
-    none +
-    list
-      .map((choice) => html`<option value="${choice.value}"!${choice.value === current ? ' selected' : ''}>${choice.label}</option>`)
-      .join('')
-  );
-}
-
-/** One builder input with its label and hint, shown only for its choice when guarded. */
-function field(r: Render, spec: FieldSpec, path: string, value: unknown, extra: { when?: FieldGuard; self?: string } = {}): string {
-  const id = r.nextId();
-  const name = fieldName(path, { as: spec.as, when: extra.when });
-  const guard = extra.when ? html` data-when="${extra.when.field}=${extra.when.values.join('|')}"` : '';
-  const hint = spec.hint ? html`<p class="hint" id="${id}-hint">${spec.hint}</p>` : '';
-  const described = spec.hint ? html` aria-describedby="${id}-hint"` : '';
-  let input: string;
-  if (spec.widget === 'select') {
-    input = html`<select id="${id}" name="${name}"!${described}>!${options(r, spec, text(value), extra.self)}</select>`;
-  } else if (spec.widget === 'textarea') {
-    input = html`<textarea id="${id}" name="${name}" rows="3" spellcheck="false"!${described}>${jsonText(value)}</textarea>`;
-  } else if (spec.widget === 'weekdays') {
-    const chosen = Array.isArray(value) ? value : [];
-    return html`<div class="field"!${guard}><fieldset class="weekdays"!${described}><legend>${spec.label}</legend>!${WEEKDAYS.map((day) => html`<label class="inline"><input type="checkbox" name="${name}" value="${day}"!${chosen.includes(day) ? ' checked' : ''}> ${day}</label>`).join('')}</fieldset>!${hint}</div>`;
-  } else {
-    const shown = Array.isArray(value) ? value.join(', ') : text(value);
-    const mode = spec.widget === 'email' ? ' inputmode="email" autocomplete="off"' : ' autocomplete="off"';
-    input = html`<input type="text" id="${id}" name="${name}" value="${shown}"!${mode}!${described}>`;
-  }
-  return html`<div class="field"!${guard}><label for="${id}">${spec.label}</label>!${input}!${hint}</div>`;
-}
-
-/** A part of the definition the builder has no fields for, edited as JSON in place. */
-function rawField(r: Render, label: string, path: string, value: unknown, hint: string): string {
-  const id = r.nextId();
-  return html`<div class="field"><label for="${id}">${label}</label><textarea id="${id}" name="${fieldName(path, { as: 'json' })}" rows="5" spellcheck="false" aria-describedby="${id}-hint">${jsonText(value)}</textarea><p class="hint" id="${id}-hint">${hint}</p></div>`;
-}
-
-const RAW_HINT = 'The builder has no fields for this as it is: edit it as JSON here or in the JSON view.';
-
-/** The problems at `prefix` and under it (only at it when `exact`), listed where the builder shows that part. */
-function problemsAt(r: Render, prefix: string, exact = false): string {
-  const mine = r.problems.filter((p) => p.path === prefix || (!exact && p.path.startsWith(`${prefix}.`)));
-  if (mine.length === 0) return '';
-  return html`<ul class="problems">!${mine.map((p) => html`<li><code>${p.path}</code> ${p.message}</li>`).join('')}</ul>`;
-}
-
-function triggerCard(r: Render, definition: Record<string, unknown>): string {
-  const trigger = definition.trigger;
-  let fields: string;
-  if (trigger === undefined || triggerFits(trigger)) {
-    const type = isObj(trigger) ? text(trigger.type) : 'contact.created';
-    const typeSpec: FieldSpec = { key: 'type', label: 'Trigger', widget: 'select', choices: TRIGGER_TYPES };
-    fields =
-      field(r, typeSpec, 'trigger.type', type) +
-      TRIGGER_FIELDS.map((spec) =>
-        field(r, spec, `trigger.${spec.key}`, isObj(trigger) ? trigger[spec.key] : undefined, {
-          when: { field: fieldName('trigger.type'), values: spec.when!.values },
-        }),
-      ).join('');
-  } else {
-    fields = rawField(r, 'Trigger (JSON)', 'trigger', trigger, RAW_HINT);
-  }
-  const reentry = definition.reentry;
-  const reentryFields = reentryFits(reentry)
-    ? field(
-        r,
-        { key: 'mode', label: 'A contact may enter', widget: 'select', choices: ['once', 'always', 'cooldown'] },
-        'reentry.mode',
-        isObj(reentry) ? reentry.mode : 'once',
-      ) +
-      field(
-        r,
-        { key: 'cooldown', label: 'Again after (cool-down)', widget: 'text', hint: 'With cooldown: 30s, 15m, 2h or 3d.' },
-        'reentry.cooldown',
-        isObj(reentry) ? reentry.cooldown : undefined,
-        {
-          when: { field: fieldName('reentry.mode'), values: ['cooldown'] },
-        },
-      )
-    : rawField(r, 'Re-entry (JSON)', 'reentry', reentry, RAW_HINT);
-  const goal = definition.goal;
-  const kind = goalKind(goal);
-  let goalFields: string;
-  if (kind === null) {
-    goalFields = rawField(r, 'Goal (JSON)', 'goal', goal, RAW_HINT);
-  } else {
-    const id = r.nextId();
-    const value = isObj(goal) ? Object.values(goal)[0] : undefined;
-    const labels: Record<(typeof GOAL_KINDS)[number], string> = {
-      none: 'no goal',
-      in_segment: 'the contact is in a segment',
-      has_tag: 'the contact has a tag',
-      had_event: 'the contact had a custom event',
-    };
-    goalFields =
-      html`<div class="field"><label for="${id}">Goal: a run ends early when</label><select id="${id}" name="k.goal">!${GOAL_KINDS.map((k) => html`<option value="${k}"!${k === kind ? ' selected' : ''}>${labels[k]}</option>`).join('')}</select></div>` +
-      field(
-        r,
-        { key: 'in_segment', label: 'Goal segment', widget: 'select', choices: 'segments', none: '— choose a segment' },
-        'goal.in_segment',
-        kind === 'in_segment' ? value : undefined,
-        {
-          when: { field: 'k.goal', values: ['in_segment'] },
-        },
-      ) +
-      field(r, { key: 'has_tag', label: 'Goal tag', widget: 'text' }, 'goal.has_tag', kind === 'has_tag' ? value : undefined, {
-        when: { field: 'k.goal', values: ['has_tag'] },
-      }) +
-      field(r, { key: 'had_event', label: 'Goal event name', widget: 'text' }, 'goal.had_event', kind === 'had_event' ? value : undefined, {
-        when: { field: 'k.goal', values: ['had_event'] },
-      });
-  }
-  const timezone = definition.timezone;
-  const zone =
-    timezone === undefined || typeof timezone === 'string'
-      ? field(
-          r,
-          {
-            key: 'timezone',
-            label: 'Time zone',
-            widget: 'text',
-            hint: 'For wait-until steps, when the contact has no timezone field: e.g. Europe/Paris.',
-          },
-          'timezone',
-          timezone ?? 'UTC',
-        )
-      : rawField(r, 'Time zone (JSON)', 'timezone', timezone, RAW_HINT);
-  return html`<fieldset class="card trigger" id="trigger"><legend>Trigger and rules</legend>
-    !${fields}!${reentryFields}!${goalFields}!${zone}
-    !${problemsAt(r, 'trigger')}!${problemsAt(r, 'reentry')}!${problemsAt(r, 'goal')}!${problemsAt(r, 'timezone')}
-  </fieldset>`;
-}
-
-function conditionFields(r: Render, index: number, condition: unknown): string {
-  const kind = conditionKind(condition);
-  const control = `k.steps.${index}.if`;
-  const id = r.nextId();
-  const select = html`<div class="field"><label for="${id}">If</label><select id="${id}" name="${control}">!${Object.entries(
-    CONDITION_KINDS,
-  )
-    .map(([k, { label }]) => html`<option value="${k}"!${k === kind ? ' selected' : ''}>${label}</option>`)
-    .join('')}</select></div>`;
-  const groups = Object.entries(CONDITION_KINDS).map(([k, { fields }]) => {
-    const guard = { field: control, values: [k] };
-    if (k === 'json') {
-      const jsonSpec: FieldSpec = {
-        key: 'if',
-        label: 'Condition (JSON)',
-        widget: 'textarea',
-        as: 'json',
-        hint: 'all, any, not, or one condition.',
-      };
-      return field(r, jsonSpec, `steps.${index}.if`, condition, { when: guard });
-    }
-    return (fields as readonly string[])
-      .map((key) =>
-        field(r, CONDITION_FIELDS[key]!, `steps.${index}.if.${key}`, kind === k && isObj(condition) ? condition[key] : undefined, {
-          when: guard,
-        }),
-      )
-      .join('');
-  });
-  return select + groups.join('');
-}
-
-function stepCard(r: Render, definition: { steps: unknown[] }, index: number, branches: string): string {
-  const step = definition.steps[index];
-  const remove = (label: string) =>
-    html`<button type="submit" name="action" value="remove:${String(index)}" class="link remove" formaction="#flow">Remove ${label}</button>`;
-  const problems = problemsAt(r, `steps.${index}`);
-  if (!stepFits(step)) {
-    const id = isObj(step) && typeof step.id === 'string' ? step.id : `step ${index + 1}`;
-    return html`<fieldset class="step raw" id="step-${String(index)}"><legend><span class="step-type">JSON</span> <code>${id}</code></legend>
-      !${rawField(r, `Step “${id}” (JSON)`, `steps.${index}`, step, RAW_HINT)}!${problems}!${remove(`step “${id}”`)}
-    </fieldset>!${branches}`;
-  }
-  const type = step.type;
-  const own = STEP_FIELDS[type].map((spec) =>
-    field(r, spec, `steps.${index}.${spec.key}`, step[spec.key], {
-      self: step.id,
-      ...(spec.when ? { when: { field: fieldName(`steps.${index}.${spec.when.key}`), values: spec.when.values } } : {}),
-    }),
-  );
-  const body = type === 'condition' ? conditionFields(r, index, step.if) : own.join('');
-  return html`<fieldset class="step ${type}" id="step-${String(index)}" aria-label="Step ${step.id} (${type})"><legend><span class="step-type">${type}</span> <code>${step.id}</code></legend>
-    <input type="hidden" name="${fieldName(`steps.${index}.id`)}" value="${step.id}"><input type="hidden" name="${fieldName(`steps.${index}.type`)}" value="${type}">
-    !${body}!${problems}!${remove(`step “${step.id}”`)}
-  </fieldset>!${branches}`;
-}
-
-function chain(r: Render, definition: { steps: unknown[] }, entries: readonly FlowEntry[]): string {
-  const items = entries.map((entry) => {
-    if (entry.kind === 'jump') {
-      return entry.index === undefined
-        ? html`<li class="jump missing">→ <code>${entry.target}</code> (there is no such step)</li>`
-        : html`<li class="jump">→ continues at <a href="#step-${String(entry.index)}"><code>${entry.target}</code></a></li>`;
-    }
-    const step = definition.steps[entry.index] as Record<string, unknown>;
-    const branches =
-      entry.branches.length === 0
-        ? ''
-        : html`<div class="branches">!${entry.branches
-            .map((branch) => {
-              const target = field(r, { ...BRANCH_FIELD, key: branch.key }, `steps.${entry.index}.${branch.key}`, step[branch.key], {
-                self: text(step.id),
-              });
-              return html`<div class="branch ${branch.label}"><p class="branch-label"><span class="branch-name">${branch.label}</span></p>!${target}!${chain(r, definition, branch.chain)}</div>`;
-            })
-            .join('')}</div>`;
-    return html`<li>!${stepCard(r, definition, entry.index, branches)}</li>`;
-  });
-  const last = entries.at(-1);
-  const ends = last?.kind === 'card' && last.branches.length === 0 && (definition.steps[last.index] as { type?: unknown }).type !== 'exit';
-  const end = ends || entries.length === 0 ? html`<li class="end" aria-label="End">end</li>` : '';
-  return html`<ol class="flow">!${items.join('')}!${end}</ol>`;
-}
-
-function stepsSection(r: Render, definition: Record<string, unknown> & { steps: unknown[] }, slot: string | undefined): string {
-  const flow = flowOf(definition);
-  const startId = r.nextId();
-  const start =
-    definition.start === undefined || typeof definition.start === 'string'
-      ? html`<div class="field"><label for="${startId}">First step</label><select id="${startId}" name="${fieldName('start')}">!${options(r, { key: 'start', label: '', widget: 'select', choices: 'steps', none: '— choose the first step' }, text(definition.start))}</select></div>`
-      : rawField(r, 'First step (JSON)', 'start', definition.start, RAW_HINT);
-  const slots = slotsOf(definition);
-  const chosen = slots.find((s) => s.value === slot)?.value ?? slots.find((s) => s.open)?.value ?? slots.at(-2)?.value ?? 'start';
-  const typeId = r.nextId();
-  const slotId = r.nextId();
-  return html`<section class="card steps" id="flow" aria-labelledby="flow-title"><h3 id="flow-title">Steps</h3>
-    !${start}!${problemsAt(r, 'start')}
-    !${chain(r, definition, flow.main)}
-    !${
-      flow.detached.length === 0
-        ? ''
-        : html`<h4>Not connected to the flow</h4><p class="hint">The first step does not lead to these: connect them with a “Then” or a branch, or remove them.</p>!${flow.detached.map((entries) => chain(r, definition, entries)).join('')}`
-    }
-    !${problemsAt(r, 'steps', true)}
-    <div class="add-step">
-      <div class="field"><label for="${typeId}">New step</label><select id="${typeId}" name="add_type">!${STEP_TYPES.map((type) => html`<option value="${type}">${type}</option>`).join('')}</select></div>
-      <div class="field"><label for="${slotId}">Where</label><select id="${slotId}" name="add_slot">!${slots.map((s) => html`<option value="${s.value}"!${s.value === chosen ? ' selected' : ''}>${s.label}</option>`).join('')}</select></div>
-      <button type="submit" name="action" value="add" formaction="#flow">Add step</button>
-    </div>
-  </section>`;
-}
-
-function problemList(problems: readonly Problem[]): string {
-  const anchor = (path: string) => {
-    const step = /^steps\.(\d+)/.exec(path)?.[1];
-    if (step !== undefined) return `#step-${step}`;
-    return /^(trigger|reentry|goal|timezone)/.test(path) ? '#trigger' : '#flow';
-  };
-  return html`<section class="error" id="problems" role="alert" aria-labelledby="problems-title"><h2 id="problems-title">${problems.length === 1 ? '1 problem' : `${problems.length} problems`}</h2>
-    <ul>!${problems.map((p) => html`<li><a href="${anchor(p.path)}"><code>${p.path}</code></a> ${p.message}</li>`).join('')}</ul></section>`;
-}
-
-/** The definition editor: name, description, the builder and the JSON view, and the form's buttons. */
-function editor(model: EditorModel, action: string, buttons: string): string {
-  let n = 0;
-  const definition = model.definition;
-  const stepIds: string[] = [];
-  const sendSteps: string[] = [];
-  if (builderFits(definition)) {
-    for (const step of definition.steps) {
-      if (!isObj(step) || typeof step.id !== 'string') continue;
-      stepIds.push(step.id);
-      if (step.type === 'send_email') sendSteps.push(step.id);
-    }
-  }
-  const r: Render = { choices: model.choices, stepIds, sendSteps, problems: model.problems ?? [], nextId: () => `f${++n}` };
-  const builder = builderFits(definition)
-    ? triggerCard(r, definition) + stepsSection(r, definition, model.slot)
-    : html`<p class="hint">The builder cannot show this definition (it is not an object with a list of steps and the format’s keys only): edit it in the JSON view.</p>`;
-  const domains =
-    model.choices.domains.length === 0
-      ? 'This workspace has no verified sending domain yet: a send step needs one.'
-      : `Verified sending domains: ${model.choices.domains.join(', ')}.`;
-  const outcome = model.problems?.length
-    ? problemList(model.problems)
-    : model.valid
-      ? html`<p class="notice" id="problems" role="status">The definition is valid.</p>`
-      : '';
-  return html`!${outcome}
-<form method="post" action="${action}" class="editor" data-builder>
-  !${csrfField(model.signedIn.csrfToken)}
-  <button type="submit" name="action" value="refresh" class="visually-hidden" tabindex="-1" aria-hidden="true">Update</button>
-  <div class="card details">
-    <label for="automation-name">Name</label>
-    <input id="automation-name" name="name" required maxlength="120" value="${model.name}" autocomplete="off">
-    <label for="automation-description">Description</label>
-    <textarea id="automation-description" name="description" rows="2" maxlength="2000">${model.description}</textarea>
-  </div>
-  <div class="views">
-    <section class="builder" aria-labelledby="builder-title">
-      <h2 id="builder-title">Builder</h2>
-      <p class="hint">${domains}</p>
-      <fieldset class="builder-fields" data-builder-fields>!${builder}</fieldset>
-    </section>
-    <section class="json-view" aria-labelledby="json-title">
-      <h2 id="json-title">JSON</h2>
-      <label for="definition">Definition (JSON)</label>
-      <textarea id="definition" name="definition" rows="30" spellcheck="false" aria-describedby="definition-hint">${model.json}</textarea>
-      <input type="hidden" name="base" value="${model.base}">
-      <p class="hint" id="definition-hint">The same definition as the builder. When you change it here, this JSON is what is checked and published; “Show in the builder” draws the builder from it.</p>
-      <p class="hint sync" data-sync-status aria-live="polite"></p>
-      <button type="submit" name="action" value="refresh" class="secondary">Show in the builder</button>
-    </section>
-  </div>
-  <div class="editor-actions">!${buttons}</div>
-</form>
-<script src="/dashboard/assets/automation-builder.js" defer></script>`;
-}
-
 export function newAutomationPage(model: EditorModel): string {
   return layout(
     'New automation',
     html`!${message(model.error)}!${message(model.notice, 'notice')}
 <p class="hint">An automation is saved with its definition, checked as a whole: “Create” publishes it as version 1, as a draft. Activate it afterwards, on its page.</p>
-!${editor(
+!${definitionEditor(
       model,
       `${BASE}/new`,
       html`<button type="submit" name="action" value="validate" class="secondary" formaction="#problems">Validate</button> <button type="submit" name="action" value="publish">Create and publish</button>`,
@@ -549,9 +138,9 @@ export function automationPage(model: AutomationPageModel): string {
   !${lifecycle(model)}
   <p><a href="${BASE}/${automation.id}/runs">Runs</a> · <a href="${BASE}">All automations</a></p>
 </section>
-<ul class="tiles" aria-label="Counters">!${STAT_TILES.map(([key, label]) => html`<li class="card"><span class="tile-label">${label}</span> <strong>${count(model.stats[key])}</strong></li>`).join('')}</ul>
+!${counterTiles(model.stats)}
 <h2>Definition</h2>
-!${editor(model, `${BASE}/${automation.id}`, buttons)}`,
+!${definitionEditor(model, `${BASE}/${automation.id}`, buttons)}`,
     model.signedIn,
     'automations',
   );
@@ -572,127 +161,6 @@ export function archivePage(model: { signedIn: SignedIn; automation: Automation;
   <p><a href="${BASE}/${automation.id}">Keep it</a></p>
 </section>`,
     signedIn,
-    'automations',
-  );
-}
-
-/* Runs. */
-
-export interface RunsPageModel {
-  signedIn: SignedIn;
-  automation: Automation;
-  runs: readonly AutomationRun[];
-  contacts: ReadonlyMap<string, string>;
-  versions: ReadonlyMap<string, number>;
-  status?: AutomationRunStatus | undefined;
-  older?: string | undefined;
-}
-
-const contactCell = (contacts: ReadonlyMap<string, string>, id: string) => {
-  const email = contacts.get(id);
-  return email ? html`${email}` : html`<code>${id}</code> <span class="hint">(deleted)</span>`;
-};
-
-function runRow(model: RunsPageModel, run: AutomationRun): string {
-  const where = run.status === 'active' ? (run.waitingFor ? `waiting for ${run.waitingFor}` : run.dueAt ? 'due' : '') : '';
-  return html`<tr>
-    <th scope="row" data-label="Run"><a href="${BASE}/${model.automation.id}/runs/${run.id}"><code>${run.id}</code></a></th>
-    <td data-label="Contact">!${contactCell(model.contacts, run.contactId)}</td>
-    <td data-label="Status">!${stateBadge(run.status)}</td>
-    <td data-label="Step">!${run.stepId ? html`<code>${run.stepId}</code>` : '—'}!${where ? html` <span class="hint">${where}</span>` : ''}</td>
-    <td data-label="Version">${model.versions.has(run.definitionId) ? String(model.versions.get(run.definitionId)) : '—'}</td>
-    <td data-label="Started">!${when(run.createdAt)}</td>
-    <td data-label="Ended">!${when(run.endedAt)}</td>
-    <td data-label="Outcome">!${run.error ? html`<span class="error-text">!${breakable(run.error)}</span>` : run.exitReason ? html`${run.exitReason}` : '—'}</td>
-  </tr>`;
-}
-
-export function runsPage(model: RunsPageModel): string {
-  const { automation } = model;
-  const path = `${BASE}/${automation.id}/runs`;
-  const filter = html`<form method="get" action="${path}" class="card filters" role="search" aria-label="Filter the runs">
-    <div><label for="status">Status</label>
-      <select id="status" name="status">
-        <option value="">Any</option>
-        !${AUTOMATION_RUN_STATUSES.map((status) => html`<option value="${status}"!${model.status === status ? ' selected' : ''}>${status}</option>`).join('')}
-      </select></div>
-    <div class="filter-actions"><button type="submit">Filter</button>!${model.status ? html` <a href="${path}">Clear</a>` : ''}</div>
-  </form>`;
-  return layout(
-    `Runs of ${automation.name}`,
-    html`<p><a href="${BASE}/${automation.id}">← ${automation.name}</a> !${stateBadge(automation.status)}</p>
-!${filter}
-!${
-      model.runs.length === 0
-        ? html`<p>No runs${model.status ? ` with status ${model.status}` : ' yet'}.</p>`
-        : html`<table class="keys cards runs"><caption class="visually-hidden">Runs, newest first</caption><thead><tr><th scope="col">Run</th><th scope="col">Contact</th><th scope="col">Status</th><th scope="col">Step</th><th scope="col">Version</th><th scope="col">Started</th><th scope="col">Ended</th><th scope="col">Outcome</th></tr></thead>
-  <tbody>!${model.runs.map((run) => runRow(model, run)).join('')}</tbody></table>`
-    }
-!${model.older ? olderLink(path, { status: model.status, older: model.older }, 'Older runs') : ''}`,
-    model.signedIn,
-    'automations',
-  );
-}
-
-export interface RunPageModel {
-  signedIn: SignedIn;
-  automation: Automation;
-  run: AutomationRun;
-  steps: readonly AutomationRunStep[];
-  contactEmail: string | undefined;
-  version: number | undefined;
-  /** The timeline was cut at this many entries. */
-  limit: number;
-}
-
-/** A timeline entry's detail: `key: value` pairs, values as JSON. */
-function detailText(detail: Record<string, unknown>): string {
-  const entries = Object.entries(detail ?? {});
-  if (entries.length === 0) return '—';
-  return html`<dl class="detail">!${entries.map(([key, value]) => html`<dt>${key}</dt><dd><code>!${breakable(typeof value === 'string' ? value : JSON.stringify(value))}</code></dd>`).join('')}</dl>`;
-}
-
-export function runPage(model: RunPageModel): string {
-  const { automation, run } = model;
-  const rows = model.steps.map(
-    (step, i) => html`<tr>
-      <td data-label="#" class="number">${String(i + 1)}</td>
-      <td data-label="Time">!${when(step.createdAt)}</td>
-      <th scope="row" data-label="Step"><code>${step.stepId}</code></th>
-      <td data-label="Kind">${step.kind}</td>
-      <td data-label="Outcome"><span class="outcome ${step.outcome}">${step.outcome}</span></td>
-      <td data-label="Detail">!${detailText(step.detail)}</td>
-    </tr>`,
-  );
-  return layout(
-    `Run of ${automation.name}`,
-    html`<p><a href="${BASE}/${automation.id}/runs">← Runs of ${automation.name}</a></p>
-<section class="card" aria-labelledby="run-title">
-  <h2 id="run-title">Run <code>${run.id}</code></h2>
-  <dl class="facts">
-    <dt>Contact</dt><dd>!${model.contactEmail ? html`${model.contactEmail} <code>${run.contactId}</code>` : contactCell(new Map(), run.contactId)}</dd>
-    <dt>Status</dt><dd>!${stateBadge(run.status)}</dd>
-    <dt>Definition</dt><dd>${model.version === undefined ? '—' : `version ${model.version}`}</dd>
-    <dt>Current step</dt><dd>!${run.stepId ? html`<code>${run.stepId}</code>` : '—'}</dd>
-    !${run.waitingFor ? html`<dt>Waiting for</dt><dd><code>${run.waitingFor}</code></dd>` : ''}
-    !${run.status === 'active' && run.dueAt ? html`<dt>Next looked at</dt><dd>!${when(run.dueAt)}</dd>` : ''}
-    !${run.exitReason ? html`<dt>Exit reason</dt><dd>${run.exitReason}</dd>` : ''}
-    !${run.error ? html`<dt>Error</dt><dd>!${breakable(run.error)}</dd>` : ''}
-    <dt>Started</dt><dd>!${when(run.createdAt)}</dd>
-    <dt>Ended</dt><dd>!${when(run.endedAt)}</dd>
-  </dl>
-</section>
-<section aria-labelledby="timeline-title">
-  <h2 id="timeline-title">Timeline</h2>
-  !${
-    rows.length === 0
-      ? html`<p>Nothing happened yet.</p>`
-      : html`<table class="keys cards timeline"><caption class="visually-hidden">Steps of the run, in order</caption><thead><tr><th scope="col" class="number">#</th><th scope="col">Time</th><th scope="col">Step</th><th scope="col">Kind</th><th scope="col">Outcome</th><th scope="col">Detail</th></tr></thead>
-      <tbody>!${rows.join('')}</tbody></table>`
-  }
-  !${model.steps.length >= model.limit ? html`<p class="hint">The first ${String(model.limit)} entries are shown.</p>` : ''}
-</section>`,
-    model.signedIn,
     'automations',
   );
 }

@@ -1,29 +1,20 @@
 import type { Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { AUTOMATION_RUN_STATUSES, type Automation, type AutomationRunStatus } from '../../../db/entities/index.ts';
+import type { Automation } from '../../../db/entities/index.ts';
 import { AppError, type ErrorCode } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { createAutomationAuthoring } from '../automations/automation-authoring.ts';
 import { STEP_TYPES, type StepType } from '../automations/automation-definition.ts';
-import { addStep, assembleDefinition, builderFits, exitsOf, removeStep } from './dashboard-automations.builder.ts';
-import {
-  archivePage,
-  automationPage,
-  automationsPage,
-  newAutomationPage,
-  OWNER_ONLY_NOTE,
-  runPage,
-  runsPage,
-  type BuilderChoices,
-  type EditorModel,
-  type Problem,
-} from './dashboard-automations.pages.ts';
-import { createAutomationRunsReader, TIMELINE_LIMIT } from './dashboard-automations.repo.ts';
+import type { BuilderChoices, EditorModel, Problem } from './dashboard-automation-editor.pages.ts';
+import { assembleDefinition, builderFits, exitsOf } from './dashboard-automations.builder.ts';
+import { addStep, removeStep } from './dashboard-automations.flow.ts';
+import { archivePage, automationPage, automationsPage, BASE, newAutomationPage, OWNER_ONLY_NOTE } from './dashboard-automations.pages.ts';
+import { createAutomationRunsReader } from './dashboard-automations.repo.ts';
+import { automationRunsRoutes } from './dashboard-automation-runs.routes.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
-const BASE = '/dashboard/automations';
 const PAGE_SIZE = 50;
 const ID = /^[0-9a-f]{24}$/;
 /** The most the choices of a builder's select list (the newest). */
@@ -362,63 +353,6 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
       ctx.status = 303;
     });
 
-    router.get('/automations/:id/runs', kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
-      if (!automation) return notFound(ctx, 'automation');
-      const wanted = one(ctx.query.status);
-      const status = (AUTOMATION_RUN_STATUSES as readonly string[]).includes(wanted) ? (wanted as AutomationRunStatus) : undefined;
-      const page = await reader.listRuns(signedIn.orgId, automation.id, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) }, status);
-      const [contacts, versions] = await Promise.all([
-        reader.contactEmails(
-          signedIn.orgId,
-          page.items.map((run) => run.contactId),
-        ),
-        reader.definitionVersions(
-          signedIn.orgId,
-          page.items.map((run) => run.definitionId),
-        ),
-      ]);
-      const last = page.items.at(-1);
-      kit.send(
-        ctx,
-        200,
-        runsPage({
-          signedIn,
-          automation,
-          runs: page.items,
-          contacts,
-          versions,
-          status,
-          older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
-        }),
-      );
-    });
-
-    router.get('/automations/:id/runs/:runId', kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
-      const runId = ctx.params.runId ?? '';
-      const run = automation && ID.test(runId) ? await reader.getRun(signedIn.orgId, automation.id, runId) : null;
-      if (!automation || !run) return notFound(ctx, automation ? 'run of this automation' : 'automation');
-      const [steps, contacts, versions] = await Promise.all([
-        reader.timeline(signedIn.orgId, run.id),
-        reader.contactEmails(signedIn.orgId, [run.contactId]),
-        reader.definitionVersions(signedIn.orgId, [run.definitionId]),
-      ]);
-      kit.send(
-        ctx,
-        200,
-        runPage({
-          signedIn,
-          automation,
-          run,
-          steps,
-          contactEmail: contacts.get(run.contactId),
-          version: versions.get(run.definitionId),
-          limit: TIMELINE_LIMIT,
-        }),
-      );
-    });
+    automationRunsRoutes(router, kit, { reader, automationOf });
   };
 }
