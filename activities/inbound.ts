@@ -10,6 +10,7 @@ import { createIntakeDrainer } from '../src/modules/inbound/intake-drain.ts';
 import { deleteExpiredRawMessages } from '../src/modules/inbound/retention.ts';
 import type { InboundReportHooks } from '../src/modules/inbound/reports-hook.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
+import type { AutomationWaker } from '../src/modules/automations/automation-wake.ts';
 
 export interface InboundActivityDeps {
   orm: MikroORM;
@@ -19,6 +20,8 @@ export interface InboundActivityDeps {
   /** Bounce/complaint classification and its effects; without it every message is kind `message`. */
   reports?: InboundReportHooks | undefined;
   logger: Logger;
+  /** Wakes the automations a reply gave runs or events. */
+  wakeAutomations?: AutomationWaker | undefined;
 }
 
 /**

@@ -81,6 +81,8 @@ import {
   AutomationEnrolmentSchema,
   AutomationStatShard,
   AutomationStatShardSchema,
+  ContactEvent,
+  ContactEventSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -105,6 +107,7 @@ export const TENANT_ENTITIES = [
   AutomationRunStep,
   AutomationEnrolment,
   AutomationStatShard,
+  ContactEvent,
   Template,
   TemplateShare,
   Broadcast,
@@ -146,6 +149,7 @@ const ENTITY_SCHEMAS = [
   AutomationRunStepSchema,
   AutomationEnrolmentSchema,
   AutomationStatShardSchema,
+  ContactEventSchema,
   TemplateSchema,
   TemplateShareSchema,
   BroadcastSchema,

@@ -6,8 +6,12 @@ import { createDnsResolver } from './dns/resolver.ts';
 import type { Logger } from './logger.ts';
 import { createAttachmentsRoutes } from './modules/attachments/attachments.routes.ts';
 import { createAttachmentsServiceFromConfig } from './modules/attachments/attachments.service.ts';
+import { createAutomationHistory } from './modules/automations/automation-history.service.ts';
+import { createAutomationWaker } from './modules/automations/automation-wake.ts';
 import { createAutomationsRoutes } from './modules/automations/automations.routes.ts';
 import { createAutomationsService } from './modules/automations/automations.service.ts';
+import { createContactEventsRoutes } from './modules/contact-events/contact-events.routes.ts';
+import { createContactEventsService } from './modules/contact-events/contact-events.service.ts';
 import { createBroadcastsRoutes } from './modules/broadcasts/broadcasts.routes.ts';
 import { createBroadcastsService } from './modules/broadcasts/broadcasts.service.ts';
 import { createContactImportsRoutes } from './modules/contacts/contact-imports.routes.ts';
@@ -63,7 +67,9 @@ export function createApiServices(deps: ApiServiceDeps) {
   const blobs = createBlobStore(deps.config);
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
-  const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts });
+  // Wakes, after their commit, the automations that contact changes and events gave runs.
+  const wakeAutomations = createAutomationWaker({ client: deps.temporal, config: deps.config, logger: deps.logger });
+  const contacts = createContactsService({ orm: deps.orm, dns, checkMailServer: deps.config.dns.checkContacts, wakeAutomations });
   const inbox = createInboxService({ orm: deps.orm, blobs });
   const sends = createSendsService({
     orm: deps.orm,
@@ -83,8 +89,14 @@ export function createApiServices(deps: ApiServiceDeps) {
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),
     suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
     segments: createSegmentsService({ orm: deps.orm }),
-    membership: createMembershipService({ orm: deps.orm }),
-    automations: createAutomationsService({ orm: deps.orm }),
+    membership: createMembershipService({ orm: deps.orm, wakeAutomations }),
+    contactEvents: createContactEventsService({ orm: deps.orm, wakeAutomations }),
+    automations: createAutomationsService({
+      orm: deps.orm,
+      // Activating an automation with runs in progress wakes its actor after the commit.
+      wake: wakeAutomations,
+    }),
+    automationHistory: createAutomationHistory({ orm: deps.orm }),
     templates,
     broadcasts: createBroadcastsService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
     sends,
@@ -113,10 +125,11 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),
+    ...createContactEventsRoutes({ events: services.contactEvents }),
     ...createApiKeysRoutes({ keys: services.workspaceKeys, cursors, sealedSecret }),
     ...createSuppressionsRoutes({ suppressions: services.suppressions, cursors }),
     ...createSegmentsRoutes({ segments: services.segments, membership: services.membership, cursors }),
-    ...createAutomationsRoutes({ automations: services.automations, cursors }),
+    ...createAutomationsRoutes({ automations: services.automations, history: services.automationHistory, cursors }),
     ...createTemplatesRoutes({ templates: services.templates, cursors }),
     ...createBroadcastsRoutes({ broadcasts: services.broadcasts, cursors }),
     ...createSendsRoutes({ sends: services.sends, batch: services.batch, cursors }),

@@ -24,6 +24,7 @@ import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/outbound/report-recorder.ts';
 import { createSendReconciler } from './modules/outbound/send-reconciler.ts';
 import { createTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
+import { createAutomationWaker } from './modules/automations/automation-wake.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
 import { sendDomainActorContract } from '../workflows/send-domain.ts';
 import { wakeActors } from './temporal/actor-wake.ts';
@@ -165,8 +166,11 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const blobs = createBlobStore(config);
   // Where test keys' mail ends (never the relay above): src/modules/sandbox/.
   const sandboxRelay = createWorkerSandboxRelay({ config, orm, blobs, logger });
+  // Wakes, after their commit, the automations that imports, replies and first opens or clicks gave runs or events.
+  const wakeAutomations = createAutomationWaker({ client, config, logger });
   const activities = createActivities({
     queueWakes,
+    wakeAutomations,
     wakeDomainActors: (domains) => wakeActors(client, config, sendDomainActorContract, domains),
     orm,
     relay: smtpRelay,
@@ -209,8 +213,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       createSendReconciler({ orm, temporal: client, config, logger }),
       // Wakes the actors of active automations whose due runs got no wake-up (or whose wait ended with no timer).
       createAutomationReconciler({ orm, temporal: client, config, logger }),
-      // Judges broadcast open and click hits (bursts flagged, first open and click counted).
-      createTrackingCounter({ orm }),
+      // Judges broadcast open and click hits (bursts flagged, first open and click counted, their automation triggers fired).
+      createTrackingCounter({ orm, wakeAutomations }),
     ],
     { logger, wakes: queueWakes },
   );

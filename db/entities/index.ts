@@ -5,6 +5,7 @@ export * from './domain.ts';
 export * from './contact.ts';
 export * from './segment.ts';
 export * from './automation.ts';
+export * from './contact-event.ts';
 export * from './template.ts';
 export * from './broadcast.ts';
 export * from './idempotency-record.ts';

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
@@ -60,6 +61,22 @@ function onOff(values: Values, name: string): boolean | undefined {
   if (value === 'on') return true;
   if (value === 'off') return false;
   throw new UsageError(`--${name} must be on or off`);
+}
+
+/** The JSON document of `--file` (an automation definition). */
+function jsonFile(values: Values, name: string): unknown {
+  const path = required(values, name);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--${name} ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError(`--${name} ${path} is not JSON: ${(error as Error).message}`);
+  }
 }
 
 type Cell = string | number | boolean | string[] | null | undefined;
@@ -297,16 +314,47 @@ function commands(svc: () => Services): Record<string, Command> {
       },
     },
     'automation create': {
-      usage: 'automation create --org ID --name N --trigger T [--status S]',
-      options: { ...json, org: { type: 'string' }, name: { type: 'string' }, trigger: { type: 'string' }, status: { type: 'string' } },
+      usage: 'automation create --org ID --name N [--file DEFINITION.json] [--description D] [--status S]',
+      options: {
+        ...json,
+        org: { type: 'string' },
+        name: { type: 'string' },
+        file: { type: 'string' },
+        description: { type: 'string' },
+        status: { type: 'string' },
+        trigger: { type: 'string' },
+      },
       async run(values) {
+        if (values.trigger !== undefined) {
+          throw new UsageError('--trigger is gone: the trigger is part of the definition; give it with --file (docs/automations.md)');
+        }
         const automation = await svc().automations.createAutomation({
           orgId: required(values, 'org'),
           name: required(values, 'name'),
-          triggerType: required(values, 'trigger'),
+          ...(values.file !== undefined ? { definition: jsonFile(values, 'file') } : {}),
+          ...(typeof values.description === 'string' ? { description: values.description } : {}),
           ...(typeof values.status === 'string' ? { status: values.status } : {}),
         });
-        return { json: describeAutomation(automation), text: `created automation ${automation.id}` };
+        const published = automation.definitionId ? ` with its definition (version ${automation.version})` : ' without a definition';
+        return { json: describeAutomation(automation), text: `created automation ${automation.id}${published}` };
+      },
+    },
+    'automation update': {
+      usage: 'automation update ID --file DEFINITION.json   (publishes the next version; runs in flight keep theirs)',
+      options: { ...json, file: { type: 'string' } },
+      positionals: 1,
+      async run(values, [id]) {
+        const automation = await svc().automations.publishDefinition(id!, jsonFile(values, 'file'));
+        return { json: describeAutomation(automation), text: `published version ${automation.version} of automation ${automation.id}` };
+      },
+    },
+    'automation export': {
+      usage: 'automation export ID   (the published definition, as --file takes it)',
+      options: { ...json },
+      positionals: 1,
+      async run(_values, [id]) {
+        const { automationId, version, definition } = await svc().automations.exportDefinition(id!);
+        return { json: { automation_id: automationId, version, definition }, text: JSON.stringify(definition, null, 2) };
       },
     },
     'automation list': {
@@ -397,6 +445,13 @@ function findCommand(
   return { problem: `unknown command "${words}"` };
 }
 
+/** Every field problem an error lists (a definition's, one per line), after its message. */
+function problemLines(error: AppError): string[] {
+  const fields = error.details?.fields;
+  if (!Array.isArray(fields) || fields.length < 2) return [];
+  return (fields as { path?: unknown; message?: unknown }[]).map((field) => `  ${String(field.path)}: ${String(field.message)}`);
+}
+
 export interface AdminOutput {
   stdout: string;
   stderr: string;
@@ -446,7 +501,7 @@ export async function runAdmin(argv: string[], connect: () => Promise<AdminDeps>
   } catch (error) {
     if (error instanceof UsageError) return fail('usage', error.message, 2);
     if (error instanceof AppError) {
-      return fail(error.code, error.message, error.code === 'invalid_request' ? 2 : 1);
+      return fail(error.code, [error.message, ...problemLines(error)].join('\n'), error.code === 'invalid_request' ? 2 : 1);
     }
     throw error;
   } finally {

@@ -62,6 +62,8 @@ export function describeAutomation(automation: Automation) {
     status: automation.status,
     trigger_type: automation.triggerType,
     version: automation.version,
+    /** The published definition new runs start on; null until one is published. */
+    definition_id: automation.definitionId ?? null,
     created_at: automation.createdAt.toISOString(),
   };
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,6 +14,17 @@ import { REPO_ROOT } from '../../src/dev/paths.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
 const run = promisify(execFile);
+const id24 = '0123456789abcdef01234567';
+
+/** The smallest definition that publishes (a trigger and one exit step). */
+const EXIT_ONLY = { trigger: { type: 'contact.created' }, start: 'done', steps: [{ id: 'done', type: 'exit' }] };
+
+/** A file holding `content` (JSON unless a string), for --file. */
+function definitionFile(content: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'herald-definition-')), 'definition.json');
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
 
 describe('herald admin', () => {
   let stack: TestStack;
@@ -116,13 +127,15 @@ describe('herald admin', () => {
       orgId,
       '--name',
       'Welcome',
-      '--trigger',
-      'contact.created',
+      '--file',
+      definitionFile(EXIT_ONLY),
       '--status',
       'active',
       '--json',
     );
+    expect(automation.exitCode, automation.stderr).toBe(0);
     expect(automation.json).toMatchObject({ name: 'Welcome', trigger_type: 'contact.created', status: 'active', version: 1 });
+    expect(automation.json!.definition_id).toEqual(expect.any(String));
 
     const credits = await admin('credits', 'set', '--org', orgId, '--amount', '42', '--overage', 'off', '--json');
     expect(credits.json).toMatchObject({ credits: 42, overage: false });
@@ -154,6 +167,122 @@ describe('herald admin', () => {
     expect(again.json!.id).toBe(first.json!.id);
     const self = await admin('template', 'share', '--template', template.id, '--org', owner, '--json');
     expect(self.exitCode).toBe(2);
+  });
+
+  describe('automation definitions', () => {
+    const welcome = (tag: string) => ({
+      trigger: { type: 'tag.added', tag },
+      reentry: { mode: 'always' },
+      start: 'tag',
+      steps: [
+        { id: 'tag', type: 'update_contact', add_tags: ['welcomed'], next: 'pause' },
+        { id: 'pause', type: 'wait', duration: '1d', next: null },
+      ],
+    });
+
+    it('creates with --file, publishes the next version with update, and exports what --file takes', async () => {
+      const orgId = (await admin('org', 'create', '--name', 'Definitions Co', '--json')).json!.id as string;
+      const created = await admin(
+        'automation',
+        'create',
+        '--org',
+        orgId,
+        '--name',
+        'Trial',
+        '--file',
+        definitionFile(welcome('trial')),
+        '--json',
+      );
+      expect(created.exitCode, created.stderr).toBe(0);
+      expect(created.json).toMatchObject({ org_id: orgId, status: 'draft', trigger_type: 'tag.added', version: 1 });
+      const id = created.json!.id as string;
+
+      const exported = await admin('automation', 'export', id);
+      expect(exported.exitCode, exported.stderr).toBe(0);
+      expect(JSON.parse(exported.stdout)).toEqual({ ...welcome('trial'), timezone: 'UTC' });
+
+      const updated = await admin('automation', 'update', id, '--file', definitionFile(welcome('paid')));
+      expect(updated.exitCode, updated.stderr).toBe(0);
+      expect(updated.stdout).toBe(`published version 2 of automation ${id}\n`);
+      const again = await admin('automation', 'export', id, '--json');
+      expect(again.json).toEqual({ automation_id: id, version: 2, definition: { ...welcome('paid'), timezone: 'UTC' } });
+
+      // What export printed publishes again as it is.
+      const roundTrip = await admin('automation', 'update', id.toUpperCase(), '--file', definitionFile(exported.stdout), '--json');
+      expect(roundTrip.json).toMatchObject({ id, version: 3, trigger_type: 'tag.added' });
+
+      const bare = await admin('automation', 'create', '--org', orgId, '--name', 'Later');
+      expect(bare.stdout).toMatch(/^created automation [0-9a-f]{24} without a definition\n$/);
+    });
+
+    it('exits 2 listing every problem of a definition, and publishes nothing', async () => {
+      const orgId = (await admin('org', 'create', '--name', 'Broken Definitions', '--json')).json!.id as string;
+      const broken = {
+        trigger: { type: 'contact.created' },
+        start: 'a',
+        steps: [
+          { id: 'a', type: 'send_email', template_id: '0123456789abcdef01234567', from: 'hi@unknown.example', next: 'b' },
+          { id: 'b', type: 'wait', duration: '1d', next: null },
+          { id: 'c', type: 'webhook', endpoint_id: '0123456789abcdef01234567', next: null },
+        ],
+      };
+      const result = await admin('automation', 'create', '--org', orgId, '--name', 'Broken', '--file', definitionFile(broken), '--json');
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr).toContain('Invalid definition: steps.2: step "c" cannot be reached from the start.');
+      const graphOnly = { ...broken, steps: [broken.steps[0], { ...broken.steps[1], next: 'ghost' }, { ...broken.steps[2], id: 'a' }] };
+      const listed = await admin('automation', 'create', '--org', orgId, '--name', 'Broken', '--file', definitionFile(graphOnly));
+      expect(listed.exitCode).toBe(2);
+      expect(listed.stderr).toMatch(/definition\.steps\.2\.id: step id "a" is used twice/);
+      expect(listed.stderr).toMatch(/definition\.steps\.1\.next: there is no step "ghost"/);
+      const references = await admin(
+        'automation',
+        'create',
+        '--org',
+        orgId,
+        '--name',
+        'Broken',
+        '--file',
+        definitionFile({ ...broken, steps: broken.steps.slice(0, 2) }),
+      );
+      expect(references.exitCode).toBe(2);
+      expect(references.stderr).toMatch(
+        /definition\.steps\.0\.template_id: template 0123456789abcdef01234567 does not exist in this workspace/,
+      );
+      expect(references.stderr).toMatch(/definition\.steps\.0\.from: unknown\.example is not a sending domain of this workspace/);
+      expect((await admin('automation', 'list', '--org', orgId, '--json')).json).toEqual({ data: [] });
+    });
+
+    it('exits 2 for a file that is missing or not JSON, and for --trigger; 1 for an unknown automation or one without a definition', async () => {
+      const orgId = (await admin('org', 'create', '--name', 'Files Co', '--json')).json!.id as string;
+      const missing = await admin('automation', 'create', '--org', orgId, '--name', 'X', '--file', '/nonexistent/def.json');
+      expect(missing.exitCode).toBe(2);
+      expect(missing.stderr).toMatch(/--file \/nonexistent\/def\.json cannot be read: ENOENT/);
+      const notJson = await admin('automation', 'create', '--org', orgId, '--name', 'X', '--file', definitionFile('{"trigger": '));
+      expect(notJson.exitCode).toBe(2);
+      expect(notJson.stderr).toMatch(/is not JSON/);
+      const trigger = await admin('automation', 'create', '--org', orgId, '--name', 'X', '--trigger', 'contact.created');
+      expect(trigger.exitCode).toBe(2);
+      expect(trigger.stderr).toMatch(/--trigger is gone: the trigger is part of the definition/);
+      expect((await admin('automation', 'update', id24, '--json')).stderr).toMatch(/--file is required/);
+
+      const unknown = await admin('automation', 'export', id24, '--json');
+      expect(unknown.exitCode).toBe(1);
+      expect(unknown.json).toMatchObject({ error: { code: 'not_found' } });
+      expect((await admin('automation', 'update', id24, '--file', definitionFile(EXIT_ONLY))).exitCode).toBe(1);
+      const bare = (await admin('automation', 'create', '--org', orgId, '--name', 'Bare', '--json')).json!.id as string;
+      const none = await admin('automation', 'export', bare);
+      expect(none.exitCode).toBe(1);
+      expect(none.stderr).toMatch(/has no published definition/);
+    });
+
+    it('exits 1 for a new version of an archived automation (conflict)', async () => {
+      const orgId = (await admin('org', 'create', '--name', 'Archived Co', '--json')).json!.id as string;
+      const id = (await admin('automation', 'create', '--org', orgId, '--name', 'Old', '--status', 'archived', '--json')).json!
+        .id as string;
+      const refused = await admin('automation', 'update', id, '--file', definitionFile(EXIT_ONLY), '--json');
+      expect(refused.exitCode).toBe(1);
+      expect(refused.json).toMatchObject({ error: { code: 'conflict' } });
+    });
   });
 
   it.each([
@@ -298,9 +427,13 @@ describe('herald admin', () => {
         expect.objectContaining({ email: 'hi@mail.process.example' }),
       ]);
 
-      const automation = await cli('automation', 'create', '--org', orgId, '--name', 'Welcome', '--trigger', 'contact.created');
+      const automation = await cli('automation', 'create', '--org', orgId, '--name', 'Welcome', '--file', definitionFile(EXIT_ONLY));
       expect(automation.json).toMatchObject({ name: 'Welcome', trigger_type: 'contact.created' });
       expect((await cli('automation', 'list', '--org', orgId)).json.data).toEqual([expect.objectContaining({ id: automation.json.id })]);
+      expect((await cli('automation', 'update', automation.json.id as string, '--file', definitionFile(EXIT_ONLY))).json).toMatchObject({
+        version: 2,
+      });
+      expect((await cli('automation', 'export', automation.json.id as string)).json).toMatchObject({ version: 2, definition: EXIT_ONLY });
 
       const grantee = (await cli('org', 'create', '--name', 'Process Grantee')).json.id as string;
       const em = stack.orm.em.fork();
@@ -365,7 +498,9 @@ describe('herald admin', () => {
       [['domain', 'verify', 'not-an-id'], /24-character hexadecimal/],
       [['sender', 'add', '--domain', id, '--email', 'a@example.com'], /--name is required/],
       [['sender', 'list'], /--domain is required/],
-      [['automation', 'create', '--org', id, '--trigger', 'contact.created'], /--name is required/],
+      [['automation', 'create', '--org', id], /--name is required/],
+      [['automation', 'update', id], /--file is required/],
+      [['automation', 'export'], /usage: herald admin automation export ID/],
       [['automation', 'list'], /--org is required/],
       [['template', 'share', '--template', id], /--org is required/],
       [['template', 'shares'], /--template is required/],

@@ -27,8 +27,14 @@ describe('migrations', () => {
       'actor_leases',
       'api_keys',
       'attachment_uploads',
+      'automation_definitions',
+      'automation_enrolments',
+      'automation_run_steps',
+      'automation_runs',
+      'automation_stat_shards',
       'automations',
       'broadcasts',
+      'contact_events',
       'contact_import_errors',
       'contact_imports',
       'contacts',
@@ -63,9 +69,12 @@ describe('migrations', () => {
     ]);
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
-    // contact_import_errors by (import, row); credit_shards by (workspace, shard).
+    // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
+    // (automation, contact); automation_stat_shards by (automation, shard).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
+      'automation_enrolments',
+      'automation_stat_shards',
       'contact_import_errors',
       'credit_shards',
       'domain_daily_sends',

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTOMATION_STATUSES, type AutomationStatus } from '../../db/entities/index.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
+import { EXIT_ONLY_DEFINITION, insertStatShard } from '../support/automation-rows.ts';
 import { createOrgWithKey, unique } from '../support/factories.ts';
 import { apiClient, expectError, type ApiResponse } from '../support/http.ts';
 
@@ -32,7 +33,7 @@ describe('automations', () => {
     const automation = await admin.createAutomation({
       orgId: orgId ?? h.workspace.org.id,
       name: unique('Welcome series'),
-      triggerType: 'contact.created',
+      definition: EXIT_ONLY_DEFINITION,
       status,
     });
     return automation.id;
@@ -66,16 +67,17 @@ describe('automations', () => {
       });
     });
 
-    it('answers exactly the six stats counters as integers, whatever the stored JSON holds', async () => {
+    it('answers the six counters summed over their shards, not the legacy stats column', async () => {
       const id = await createAutomation();
-      await h.stack.orm.em
-        .fork()
-        .execute(
-          `update automations set stats = '{"totalRuns": 12, "emailsSent": 40.0, "creditsUsed": "40", "legacyCounter": 9}' where id = ?`,
-          [id],
-        );
-      const stats = data(await get(id)).stats;
-      expect(stats).toStrictEqual({ totalRuns: 12, activeRuns: 0, completedRuns: 0, failedRuns: 0, emailsSent: 40, creditsUsed: 40 });
+      await h.stack.orm.em.fork().execute(`update automations set stats = '{"totalRuns": 999}' where id = ?`, [id]);
+      await insertStatShard(h.stack.orm, h.workspace.org.id, id, 0, { total_runs: 5, active_runs: 2, emails_sent: 7, credits_used: 7 });
+      await insertStatShard(h.stack.orm, h.workspace.org.id, id, 3, { total_runs: 4, active_runs: -1, completed_runs: 2, failed_runs: 1 });
+      await insertStatShard(h.stack.orm, h.workspace.org.id, id, 7, { emails_sent: 1, credits_used: 1 });
+      const expected = { totalRuns: 9, activeRuns: 1, completedRuns: 2, failedRuns: 1, emailsSent: 8, creditsUsed: 8 };
+      expect(data(await get(id)).stats).toStrictEqual(expected);
+      const list = await h.request('GET', '/api/v1/automations?limit=100');
+      expect((list.body.data as AutomationBody[]).find((a) => a._id === id)!.stats).toStrictEqual(expected);
+      expect(data(await patch(id, { name: 'Counted' })).stats).toStrictEqual(expected);
     });
 
     it("answers 400 for a malformed id, 404 for an unknown id and for another workspace's automation", async () => {

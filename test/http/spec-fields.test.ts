@@ -126,7 +126,7 @@ describe("responses carry exactly the spec's field names and casing", () => {
     const automation = await createAutomationsAdmin({ orm: h.stack.orm }).createAutomation({
       orgId: h.workspace.org.id,
       name: 'Fields',
-      triggerType: 'contact.created',
+      definition: { trigger: { type: 'contact.created' }, start: 'done', steps: [{ id: 'done', type: 'exit' }] },
     });
     const data = (await ok('GET', `/api/v1/automations/${automation.id}`)) as { stats: unknown };
     expect(keys(data)).toEqual(sorted(SPEC.automation));

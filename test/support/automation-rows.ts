@@ -1,117 +1,106 @@
-import * as v from 'valibot';
-import {
-  AutomationRun,
-  AutomationRunStep,
-  Contact,
-  type AutomationRunStatus,
-  type AutomationStats,
-  type Template,
-} from '../../db/entities/index.ts';
+import { AutomationRun, AutomationRunStep, Contact, type AutomationRunStatus, type AutomationStatus } from '../../db/entities/index.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
-import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
-import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
+import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { unique } from './factories.ts';
 
-/**
- * Automation rows written directly, as the engine would (runs, their timelines, counter
- * shards), for tests of what the dashboard shows; and a published template for send steps.
- */
+/** The smallest definition that publishes: a trigger and one exit step (no database references). */
+export const EXIT_ONLY_DEFINITION = {
+  trigger: { type: 'contact.created' },
+  start: 'done',
+  steps: [{ id: 'done', type: 'exit' }],
+};
 
-/** A published template of the workspace. */
-export async function publishedTemplate(orm: MikroORM, orgId: string, name = unique('template')): Promise<Template> {
-  const templates = createTemplatesService({ orm });
-  const template = await templates.createTemplate(
-    orgId,
-    v.parse(CreateTemplateBody, { name, subject: `${name}: welcome aboard`, html: '<p>Welcome aboard.</p>' }),
-  );
-  return templates.updateTemplate(orgId, template.id, { status: 'published' });
-}
-
-export async function insertContact(
+/** An automation in `status` with EXIT_ONLY_DEFINITION (or `definition`) published as version 1, as an operator creates it. */
+export async function createPublishedAutomation(
   orm: MikroORM,
   orgId: string,
-  email = `${unique('contact').toLowerCase()}@example.com`,
-): Promise<Contact> {
+  options: { status?: AutomationStatus; definition?: unknown; name?: string } = {},
+) {
+  return createAutomationsAdmin({ orm }).createAutomation({
+    orgId,
+    name: options.name ?? unique('automation'),
+    definition: options.definition ?? EXIT_ONLY_DEFINITION,
+    ...(options.status ? { status: options.status } : {}),
+  });
+}
+
+export async function insertContact(orm: MikroORM, orgId: string): Promise<Contact> {
   const em = scopeToOrg(orm.em, orgId);
-  const contact = em.create(Contact, { orgId, email });
+  const contact = em.create(Contact, { orgId, email: `${unique('run')}@example.com` });
   await em.flush();
   return contact;
 }
 
-/** One counter shard's values (the page shows the sums over shards). */
-export async function insertStatShard(
-  orm: MikroORM,
-  orgId: string,
-  automationId: string,
-  shard: number,
-  stats: Partial<AutomationStats>,
-): Promise<void> {
-  await orm.em.fork().execute(
-    `insert into automation_stat_shards (automation_id, shard, org_id, total_runs, active_runs, completed_runs, failed_runs, emails_sent, credits_used)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      automationId,
-      shard,
-      orgId,
-      stats.totalRuns ?? 0,
-      stats.activeRuns ?? 0,
-      stats.completedRuns ?? 0,
-      stats.failedRuns ?? 0,
-      stats.emailsSent ?? 0,
-      stats.creditsUsed ?? 0,
-    ],
-  );
-}
-
+/** A run written directly (as enrolment and the drain would), active at step `stepId` unless told otherwise. */
 export async function insertRun(
   orm: MikroORM,
   orgId: string,
-  input: {
-    automationId: string;
-    definitionId: string;
-    contactId: string;
+  automation: { id: string; definitionId?: string | null | undefined },
+  options: {
+    id?: string;
+    contactId?: string;
     status?: AutomationRunStatus;
     stepId?: string | null;
     waitingFor?: string | null;
-    exitReason?: string | null;
-    error?: string | null;
     createdAt?: Date;
-  },
+    exitReason?: string;
+    error?: string;
+  } = {},
 ): Promise<AutomationRun> {
   const em = scopeToOrg(orm.em, orgId);
-  const status = input.status ?? 'active';
-  const createdAt = input.createdAt ?? new Date();
+  const status = options.status ?? 'active';
   const run = em.create(AutomationRun, {
+    ...(options.id ? { id: options.id } : {}),
     orgId,
-    automationId: input.automationId,
-    definitionId: input.definitionId,
-    contactId: input.contactId,
+    automationId: automation.id,
+    definitionId: automation.definitionId!,
+    contactId: options.contactId ?? (await insertContact(orm, orgId)).id,
     status,
-    stepId: input.stepId ?? null,
-    dueAt: status === 'active' ? new Date(createdAt.getTime() + 3_600_000) : null,
-    waitingFor: input.waitingFor ?? null,
-    exitReason: input.exitReason ?? null,
-    error: input.error ?? null,
-    endedAt: status === 'active' ? null : new Date(createdAt.getTime() + 60_000),
-    createdAt,
-    updatedAt: createdAt,
+    stepId: options.stepId === undefined ? 'done' : options.stepId,
+    dueAt: status === 'active' ? new Date(Date.now() + 3_600_000) : null,
+    waitingFor: options.waitingFor ?? null,
+    exitReason: options.exitReason ?? null,
+    error: options.error ?? null,
+    endedAt: status === 'active' ? null : new Date(),
+    ...(options.createdAt ? { createdAt: options.createdAt, updatedAt: options.createdAt } : {}),
   });
   await em.flush();
   return run;
 }
 
-/** Timeline entries of a run, in order, a second apart from `from`. */
-export async function insertRunSteps(
+export async function insertRunStep(
   orm: MikroORM,
   orgId: string,
   runId: string,
-  entries: readonly { stepId: string; kind: string; outcome: string; detail?: Record<string, unknown> }[],
-  from = new Date(),
-): Promise<AutomationRunStep[]> {
+  entry: { stepId: string; kind: string; outcome: string; detail?: Record<string, unknown>; createdAt?: Date },
+): Promise<AutomationRunStep> {
   const em = scopeToOrg(orm.em, orgId);
-  const rows = entries.map((entry, i) =>
-    em.create(AutomationRunStep, { orgId, runId, ...entry, detail: entry.detail ?? {}, createdAt: new Date(from.getTime() + i * 1000) }),
-  );
+  const step = em.create(AutomationRunStep, {
+    orgId,
+    runId,
+    stepId: entry.stepId,
+    kind: entry.kind,
+    outcome: entry.outcome,
+    detail: entry.detail ?? {},
+    ...(entry.createdAt ? { createdAt: entry.createdAt } : {}),
+  });
   await em.flush();
-  return rows;
+  return step;
+}
+
+/** Adds counts to one counter shard of an automation, as the engine's writers do. */
+export async function insertStatShard(
+  orm: MikroORM,
+  orgId: string,
+  automationId: string,
+  shard: number,
+  counts: Partial<Record<'total_runs' | 'active_runs' | 'completed_runs' | 'failed_runs' | 'emails_sent' | 'credits_used', number>>,
+): Promise<void> {
+  const columns = Object.keys(counts);
+  await orm.em
+    .fork()
+    .execute(
+      `insert into automation_stat_shards (automation_id, shard, org_id${columns.map((c) => `, ${c}`).join('')}) values (?, ?, ?${columns.map(() => ', ?').join('')})`,
+      [automationId, shard, orgId, ...Object.values(counts)],
+    );
 }

@@ -4,7 +4,6 @@ import { newId } from '../../db/ids.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
 import { createBlobStore } from '../../src/blob/blob-store.ts';
 import type { Config } from '../../src/config.ts';
-import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
 import { unique } from './factories.ts';
@@ -14,6 +13,7 @@ import { suppressAddress } from '../../src/modules/sends/suppression.repo.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { insertAttachment, insertMessage, insertThread } from './inbox-rows.ts';
 import { insertDelivery, insertEndpoint } from './webhook-rows.ts';
+import { createPublishedAutomation, insertRun } from './automation-rows.ts';
 
 /**
  * For every route with an `:id`: how to create, in a given workspace, the resource the id
@@ -68,11 +68,20 @@ const contactImport: ResourceFixture = {
   },
 };
 
+/** An automation with a published definition. */
 const automation = (validBody?: Record<string, unknown>): ResourceFixture => ({
-  create: async (orm, orgId) =>
-    (await createAutomationsAdmin({ orm }).createAutomation({ orgId, name: unique('automation'), triggerType: 'contact.created' })).id,
+  create: async (orm, orgId) => (await createPublishedAutomation(orm, orgId)).id,
   ...(validBody ? { validBody } : {}),
 });
+
+/** An automation with one run whose id is the automation's own id (the suite fills every path parameter with the same id). */
+const automationRun: ResourceFixture = {
+  async create(orm, orgId) {
+    const created = await createPublishedAutomation(orm, orgId);
+    await insertRun(orm, orgId, created, { id: created.id });
+    return created.id;
+  },
+};
 
 const template = (validBody?: Record<string, unknown>): ResourceFixture => ({
   create: async (orm, orgId) =>
@@ -104,6 +113,9 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getAutomation: automation(),
   updateAutomation: automation({ name: 'Renamed by the route suite' }),
   deleteAutomation: automation(),
+  listAutomationRuns: automation(),
+  getAutomationRun: automationRun,
+  getAutomationDefinition: automation(),
   getBroadcast: broadcast(),
   sendBroadcast: { ...broadcast(), validBody: {} },
   cancelBroadcast: broadcast('scheduled'),
@@ -154,5 +166,6 @@ export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createTemplate: () => ({ name: unique('template') }),
   createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),
   createContactImport: () => ({ filename: 'suite.csv' }),
+  trackEvent: () => ({ event: 'suite.event', email: 'suite@example.com' }),
   createAttachmentUpload: () => ({ filename: `${unique('file')}.pdf`, content_type: 'application/pdf', size_bytes: 1024 }),
 };

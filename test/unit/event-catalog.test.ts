@@ -2,8 +2,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { describe, expect, it } from 'vitest';
-import { ALL_EVENTS, endpointReceives, EVENT_CATALOG, EVENT_TYPES, isEventType } from '../../src/modules/events/events.schemas.ts';
-import { recordEvent } from '../../src/modules/events/events.fns.ts';
+import {
+  ALL_EVENTS,
+  endpointGets,
+  endpointReceives,
+  EVENT_CATALOG,
+  EVENT_CATEGORIES,
+  EVENT_TYPES,
+  isEventType,
+} from '../../src/modules/events/events.schemas.ts';
+import { isSubscribed, recordEvent } from '../../src/modules/events/events.fns.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -46,11 +54,15 @@ describe('event catalog', () => {
         'email.complained',
         'email.failed',
         'email.received',
+        'automation.run.completed',
+        'automation.run.failed',
+        'automation.webhook',
       ].sort(),
     );
     expect(EVENT_CATALOG.map((e) => e.type)).toEqual([...EVENT_TYPES]);
     for (const event of EVENT_CATALOG) {
-      expect(event.type).toMatch(/^[a-z]+\.[a-z_]+$/);
+      expect(event.type).toMatch(/^[a-z]+(\.[a-z_]+)+$/);
+      expect(event.type.startsWith(`${event.category}.`) || event.category === 'compliance', event.type).toBe(true);
       expect(event.description.length, event.type).toBeGreaterThan(10);
       expect(event.data.type, event.type).toBe('object');
     }
@@ -74,5 +86,32 @@ describe('event catalog', () => {
     expect(endpointReceives([ALL_EVENTS], 'email.received')).toBe(true);
     expect(isEventType('*')).toBe(false);
     expect(isEventType('contact.renamed')).toBe(false);
+  });
+
+  it('has an automation category with the run endings and the webhook step', () => {
+    expect(EVENT_CATEGORIES).toContain('automation');
+    expect(EVENT_CATALOG.filter((e) => e.category === 'automation').map((e) => e.type)).toEqual([
+      'automation.run.completed',
+      'automation.run.failed',
+      'automation.webhook',
+    ]);
+  });
+
+  it('delivers automation.webhook only to the endpoint it names, subscribed or not', () => {
+    const event = { type: 'automation.webhook', addressedTo: 'ep1' };
+    expect(endpointGets({ id: 'ep1', events: ['contact.created'] }, event)).toBe(true);
+    expect(endpointGets({ id: 'ep1', events: ['automation.webhook'] }, event)).toBe(true);
+    expect(endpointGets({ id: 'ep2', events: [ALL_EVENTS] }, event)).toBe(false);
+    expect(endpointGets({ id: 'ep2', events: ['automation.webhook'] }, event)).toBe(false);
+    expect(endpointGets({ id: 'ep1', events: ['automation.webhook'] }, { type: 'automation.webhook', addressedTo: null })).toBe(false);
+    // Every other type goes by subscription, whatever its data names.
+    expect(endpointGets({ id: 'ep1', events: ['contact.created'] }, { type: 'automation.run.completed', addressedTo: 'ep1' })).toBe(false);
+    expect(endpointGets({ id: 'ep2', events: [ALL_EVENTS] }, { type: 'automation.run.failed', addressedTo: null })).toBe(true);
+    expect(endpointGets({ id: 'ep2', events: ['automation.run.completed'] }, { type: 'automation.run.completed', addressedTo: null })).toBe(
+      true,
+    );
+    // A writer that leaves out events nobody subscribes to still writes automation.webhook.
+    expect(isSubscribed(new Map(), 'org', 'automation.webhook')).toBe(true);
+    expect(isSubscribed(new Map(), 'org', 'automation.run.completed')).toBe(false);
   });
 });

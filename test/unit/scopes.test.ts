@@ -28,8 +28,8 @@ const SPEC_SCOPES = [
 ];
 
 describe('scope catalog', () => {
-  it('holds every scope of the spec as public, in order', () => {
-    expect(PUBLIC_SCOPES).toEqual(SPEC_SCOPES);
+  it("holds every scope of the spec as public, in order, then Herald's own", () => {
+    expect(PUBLIC_SCOPES).toEqual([...SPEC_SCOPES, 'events:write']);
   });
 
   it('holds the three gated assistant scopes', () => {

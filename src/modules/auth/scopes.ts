@@ -1,6 +1,7 @@
 /**
- * The scope catalog: every scope of the spec's Scopes table (launch `public`) and the gated
- * assistant scopes (launch `gated`, never grantable to public_api keys).
+ * The scope catalog: every scope of the spec's Scopes table (launch `public`), then Herald's own
+ * public scopes (`events:write`, for POST /events), and the gated assistant scopes (launch
+ * `gated`, never grantable to public_api keys).
  */
 export interface ScopeEntry {
   id: string;
@@ -42,6 +43,7 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('templates:read', 'public', 'Read templates'),
   entry('templates:write', 'public', 'Create, update, delete templates'),
   entry('metrics:read', 'public', 'Read metrics summaries'),
+  entry('events:write', 'public', "Record contacts' custom events, which start and resume automations (Herald extension)"),
   entry('assistant.chat:write', 'gated', 'Assistant chat (admin-approved organisations, portal only)'),
   entry('assistant.tools:read', 'gated', 'Assistant tools (admin-approved organisations, portal only)'),
   entry('assistant.sessions:read', 'gated', 'Assistant sessions (admin-approved organisations, portal only)'),

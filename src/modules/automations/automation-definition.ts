@@ -50,7 +50,8 @@ export function durationSeconds(text: string): number | null {
 const Duration = v.pipe(
   v.string(),
   v.check((text) => durationSeconds(text) !== null, 'must be a number and a unit: 30s, 15m, 2h or 3d'),
-  v.check((text) => (durationSeconds(text) ?? 0) >= 1, 'must be at least one second'),
+  // A text that is not a duration has its one message above, not this one too.
+  v.check((text) => (durationSeconds(text) ?? 1) >= 1, 'must be at least one second'),
   v.check((text) => (durationSeconds(text) ?? 0) <= MAX_WAIT_SECONDS, 'must be at most 180 days'),
 );
 

@@ -18,7 +18,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { AutomationDefinition, Domain, Template } from '../../../db/entities/index.ts';
+import { Automation, AutomationDefinition, Domain, Template } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg, type EntityManager } from '../../../db/orm.ts';
 import type { AutomationInput } from '../../../workflows/automation.ts';
@@ -159,15 +159,22 @@ function failAdvance(advance: Advance, error: string): void {
   advance.timeline.push({ stepId: advance.stepId ?? '-', kind: 'send_email', outcome: 'failed', detail: { error } });
 }
 
-function runSummary(advance: Advance, automationId: string, contactId: string | null) {
+/** An ended run as GET /automations/{id}/runs answers it (the automation.run.* events carry it). */
+function runSummary(advance: Advance, claimed: ClaimedRun, definitionVersion: number, at: Date) {
   return {
     _id: advance.runId,
-    automation_id: automationId,
-    contact_id: contactId,
+    automation_id: claimed.automationId,
+    contact_id: claimed.contact?.id ?? null,
     status: advance.status,
     step_id: advance.stepId,
+    due_at: null,
+    waiting_for: null,
+    definition_version: definitionVersion,
     exit_reason: advance.exitReason,
     error: advance.error,
+    created_at: claimed.createdAt.toISOString(),
+    updated_at: at.toISOString(),
+    ended_at: at.toISOString(),
   };
 }
 
@@ -185,10 +192,13 @@ async function runBatch(
     const facts = batchFacts(em, input.orgId);
     const now = new Date();
     const advances: Advance[] = [];
+    const versions = new Map<string, number>();
     for (const claimed of runs) {
-      const { definition } = await definitionOf(em, claimed.definitionId);
+      const { definition, version } = await definitionOf(em, claimed.definitionId);
+      versions.set(claimed.id, version);
       advances.push(await advanceRun(claimed, definition, now, facts, () => newId()));
     }
+    const claimedById = new Map(runs.map((r) => [r.id, r]));
     const rendered = await renderEmails(em, advances);
     const { failures } = rendered;
     for (const advance of advances) {
@@ -205,6 +215,8 @@ async function runBatch(
       }
     }
     const contacts = new Map(runs.map((r) => [r.id, r.contact]));
+    const endedAny = advances.some((a) => a.status === 'completed' || a.status === 'failed');
+    const automationName = endedAny ? ((await em.findOne(Automation, { id: input.automationId }))?.name ?? '') : '';
     await updateRuns(
       em,
       input.orgId,
@@ -250,7 +262,10 @@ async function runBatch(
         .filter((a) => a.status === 'completed' || a.status === 'failed')
         .map((a) => ({
           type: `automation.run.${a.status}`,
-          data: { run: runSummary(a, input.automationId, contacts.get(a.runId)?.id ?? null), automation: { _id: input.automationId } },
+          data: {
+            run: runSummary(a, claimedById.get(a.runId)!, versions.get(a.runId) ?? 0, now),
+            automation: { _id: input.automationId, name: automationName },
+          },
         })),
     ]);
     const sent = emails.length;

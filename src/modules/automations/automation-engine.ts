@@ -6,6 +6,10 @@
  * never half done: a crash before the commit leaves the run where it was, and nothing it decided
  * happened.
  *
+ * How a run ends: `completed` when its flow ends (no next step, an exit step, or the goal met;
+ * `exit_reason` says which of the last two), `failed` when a step cannot be done (`error`),
+ * `exited` when it was ended from outside (the automation archived, the contact deleted).
+ *
  * A wait is a time in the run's context (`wait`): entering a wait step sets it and the run's
  * `due_at`; the run is looked at again then (or earlier when an event it listens for arrives, or
  * a spurious wake-up, which finds the wait not over and sleeps again).
@@ -49,6 +53,7 @@ export interface ClaimedRun {
   stepId: string | null;
   context: RunContext;
   contact: RunContact | null;
+  createdAt: Date;
 }
 
 /** What the engine may ask of the database while it decides (read inside the batch's transaction). */
@@ -297,8 +302,8 @@ export async function advanceRun(
       return end('completed');
     }
     if (await goalMet(definition, contact, facts)) {
-      record(null, 'exited', { reason: 'goal' });
-      return end('exited', { exitReason: 'goal' });
+      record(null, 'completed', { reason: 'goal' });
+      return end('completed', { exitReason: 'goal' });
     }
     const step = steps.get(out.stepId);
     if (!step) {
@@ -418,8 +423,8 @@ export async function advanceRun(
         goTo(step.next);
         break;
       case 'exit':
-        record(step, 'exited', { reason: step.reason ?? 'exit step' });
-        return end('exited', { exitReason: step.reason ?? 'exit step' });
+        record(step, 'completed', { reason: step.reason ?? 'exit step' });
+        return end('completed', { exitReason: step.reason ?? 'exit step' });
     }
   }
   // Many steps without a wait (validation forbids endless loops): the rest in the next claim.

@@ -27,6 +27,7 @@ interface ClaimedRow {
   tags: string[] | null;
   custom_fields: Record<string, unknown> | null;
   suppressed: boolean;
+  created_at: Date;
 }
 
 /** Takes or renews the automation's drain lease; null when the automation is gone, else its status. */
@@ -49,7 +50,7 @@ export async function releaseAutomation(em: EntityManager, orgId: string, automa
  */
 export async function claimDueRuns(em: EntityManager, orgId: string, automationId: string, limit: number): Promise<ClaimedRun[]> {
   const rows = await em.execute<ClaimedRow[]>(
-    `select r.id, r.automation_id, r.definition_id, r.step_id, r.context,
+    `select r.id, r.automation_id, r.definition_id, r.step_id, r.context, r.created_at,
             c.id as contact_id, c.email, c.first_name, c.last_name, c.company, c.status as contact_status, c.tags, c.custom_fields,
             exists (select 1 from suppressions x where x.org_id = r.org_id and x.email = c.email) as suppressed
        from automation_runs r
@@ -68,6 +69,7 @@ export async function claimDueRuns(em: EntityManager, orgId: string, automationI
     definitionVersion: 0,
     stepId: row.step_id,
     context: row.context,
+    createdAt: new Date(row.created_at),
     contact:
       row.contact_id === null
         ? null
@@ -233,7 +235,7 @@ export async function writeEmails(
   const domainIds = [...new Set(emails.map((e) => e.domainId))];
   const idle = await em.execute<{ id: string }[]>(
     `select id from domains
-      where org_id = ? and id in (?) and pg_notify(?, id) is null and not coalesce(drain_lease_until > now(), false)`,
+      where org_id = ? and id in (?) and pg_notify(?, id) is not null and not coalesce(drain_lease_until > now(), false)`,
     [orgId, domainIds, SEND_WAKE_CHANNEL],
   );
   return { ids, idleDomains: idle.map((row) => row.id) };

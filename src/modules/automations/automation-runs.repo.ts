@@ -112,6 +112,7 @@ export interface RunEvent {
  * context (`heard`); the drain then takes the wait's event branch. Returns the automations touched.
  */
 export async function signalRuns(em: EntityManager, event: RunEvent): Promise<TouchedAutomation[]> {
+  // pg_notify returns void, which is not null: the condition keeps every automation and notifies each once.
   return em.execute<TouchedAutomation[]>(
     `with heard as (
        update automation_runs r
@@ -122,7 +123,7 @@ export async function signalRuns(em: EntityManager, event: RunEvent): Promise<To
      )
      select distinct :org as "orgId", a.id as "automationId", coalesce(a.drain_lease_until > now(), false) as draining
        from automations a join heard h on h.automation_id = a.id
-      where a.org_id = :org and pg_notify(:channel, a.id) is null`,
+      where a.org_id = :org and pg_notify(:channel, a.id) is not null`,
     {
       org: event.orgId,
       contact: event.contactId,

@@ -1,26 +1,41 @@
 /**
- * GET /automations, GET/PATCH/DELETE /automations/{id}. Automations are created by operators
- * (`herald admin automation create`); the API cannot create them or edit their trigger and
- * steps. Responses are snake_case (spec). DELETE archives and answers the delete envelope
- * `{_id, deleted: true, archived: true}`, also for an automation already archived.
+ * GET /automations, GET/PATCH/DELETE /automations/{id}, and the run history (Herald
+ * extensions): GET /automations/{id}/runs, /runs/{runId} and /definition. Automations are
+ * created by operators and the dashboard (automation-authoring.ts); the API cannot create them
+ * or edit their trigger and steps. Responses are snake_case (spec). DELETE archives and answers
+ * the delete envelope `{_id, deleted: true, archived: true}`, also for an automation already
+ * archived.
  */
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listResult } from '../../http/paging.ts';
+import { filteredList, listResult } from '../../http/paging.ts';
 import { KIB } from '../../http/body-limits.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
-import { ArchiveAutomationResult, AutomationResponse, UpdateAutomationBody } from './automations.schemas.ts';
-import { serializeArchivedAutomation, serializeAutomation } from './automations.serializer.ts';
+import type { AutomationHistory } from './automation-history.service.ts';
+import {
+  ArchiveAutomationResult,
+  AutomationResponse,
+  AutomationRunResponse,
+  AutomationRunWithTimelineResponse,
+  ListRunsQuery,
+  PublishedDefinitionResponse,
+  RunParams,
+  UpdateAutomationBody,
+} from './automations.schemas.ts';
+import { serializeArchivedAutomation, serializeAutomation, serializeRun, serializeRunStep } from './automations.serializer.ts';
 import type { AutomationsService } from './automations.service.ts';
 
 const LIST = 'automations';
 
 const TRANSITIONS_NOTE =
   '`status` moves the automation to the given state, from any of the four (draft, active, paused, archived). ' +
-  'Setting the current status again changes nothing. `version` increases by one on every change.';
+  'Setting the current status again changes nothing. `version` increases by one on every change. ' +
+  '`archived` ends every run in progress (status `exited`, `exit_reason` `archived`); `paused` holds runs where they are ' +
+  'and `active` lets them go on. Activating an automation without a ' +
+  'published definition is allowed; it enrols nobody until one is published.';
 
-/** The automation routes, built on the automations service. */
-export function createAutomationsRoutes(deps: { automations: AutomationsService; cursors: CursorCodec }) {
+/** The automation routes, built on the automations service and the run history. */
+export function createAutomationsRoutes(deps: { automations: AutomationsService; history: AutomationHistory; cursors: CursorCodec }) {
   return [
     defineRoute({
       operationId: 'listAutomations',
@@ -35,7 +50,7 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
         listResult(
           { cursors: deps.cursors, list: LIST, caller, query },
           (page) => deps.automations.listAutomations(caller.orgId, page),
-          serializeAutomation,
+          (automation, page) => serializeAutomation(automation, page.stats.get(automation.id)!),
         ),
     }),
     defineRoute({
@@ -49,7 +64,8 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       response: { status: 200, description: 'The automation', schema: AutomationResponse },
       errors: ['invalid_request', 'not_found'],
       async handle({ caller, params }) {
-        return { status: 200, data: serializeAutomation(await deps.automations.getAutomation(caller.orgId, params.id)) };
+        const { automation, stats } = await deps.automations.getAutomation(caller.orgId, params.id);
+        return { status: 200, data: serializeAutomation(automation, stats) };
       },
     }),
     defineRoute({
@@ -67,8 +83,8 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       response: { status: 200, description: 'The automation', schema: AutomationResponse },
       errors: ['invalid_request', 'not_found', 'idempotency_conflict'],
       async handle({ caller, params, body }) {
-        const automation = await deps.automations.updateAutomation(caller.orgId, params.id, body);
-        return { status: 200, data: serializeAutomation(automation) };
+        const { automation, stats } = await deps.automations.updateAutomation(caller.orgId, params.id, body);
+        return { status: 200, data: serializeAutomation(automation, stats) };
       },
     }),
     defineRoute({
@@ -84,8 +100,67 @@ export function createAutomationsRoutes(deps: { automations: AutomationsService;
       response: { status: 200, description: 'The delete envelope', schema: ArchiveAutomationResult },
       errors: ['invalid_request', 'not_found', 'idempotency_conflict'],
       async handle({ caller, params }) {
-        const automation = await deps.automations.archiveAutomation(caller.orgId, params.id);
+        const { automation } = await deps.automations.archiveAutomation(caller.orgId, params.id);
         return { status: 200, data: serializeArchivedAutomation(automation) };
+      },
+    }),
+    defineRoute({
+      operationId: 'listAutomationRuns',
+      method: 'GET',
+      path: '/automations/:id/runs',
+      summary: "List an automation's runs, newest first",
+      description:
+        'One run per contact per entry. Filters, combined with AND: `status` (active, completed, failed, exited) and `contact_id`. ' +
+        'GET /automations/{id}/runs/{runId} adds the timeline of one run.',
+      tag: 'Automations',
+      scope: 'automations:read',
+      extension: true,
+      params: IdParams,
+      query: ListRunsQuery,
+      response: { status: 200, description: 'A page of runs', schema: AutomationRunResponse, list: true },
+      errors: ['invalid_request', 'not_found'],
+      handle: ({ caller, params, query }) => {
+        const { list, filters } = filteredList(`${LIST}:${params.id.toLowerCase()}:runs`, query);
+        return listResult(
+          { cursors: deps.cursors, list, caller, query },
+          (page) => deps.history.listRuns(caller.orgId, params.id, page, filters),
+          (run, page) => serializeRun(run, page.versions.get(run.definitionId) ?? 0),
+        );
+      },
+    }),
+    defineRoute({
+      operationId: 'getAutomationRun',
+      method: 'GET',
+      path: '/automations/:id/runs/:runId',
+      summary: 'Retrieve a run with its timeline',
+      description: "`timeline`: the run's steps in the order it took them, each with what happened (`outcome`) and its `detail`.",
+      tag: 'Automations',
+      scope: 'automations:read',
+      extension: true,
+      params: RunParams,
+      response: { status: 200, description: 'The run and its timeline', schema: AutomationRunWithTimelineResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        const { run, version, timeline } = await deps.history.getRun(caller.orgId, params.id, params.runId);
+        return { status: 200, data: { ...serializeRun(run, version), timeline: timeline.map(serializeRunStep) } };
+      },
+    }),
+    defineRoute({
+      operationId: 'getAutomationDefinition',
+      method: 'GET',
+      path: '/automations/:id/definition',
+      summary: 'Retrieve the published definition of an automation',
+      description:
+        'The trigger, re-entry rule, goal and steps new runs start on, and its `version` (runs keep the version they started on). ' +
+        '404 with details.reason DEFINITION_NOT_PUBLISHED while none is published. The format is in docs/automations.md.',
+      tag: 'Automations',
+      scope: 'automations:read',
+      extension: true,
+      params: IdParams,
+      response: { status: 200, description: 'The published definition', schema: PublishedDefinitionResponse },
+      errors: ['invalid_request', 'not_found'],
+      async handle({ caller, params }) {
+        return { status: 200, data: await deps.history.publishedDefinition(caller.orgId, params.id) };
       },
     }),
   ];

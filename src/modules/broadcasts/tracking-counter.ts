@@ -2,6 +2,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { TrackingHitState } from '../../../db/entities/index.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
+import { fireEmailEngagement, type EmailEngagement } from '../automations/automation-triggers.ts';
+import type { AutomationWaker } from '../automations/automation-wake.ts';
 import { claimPendingHits, engagementOf, hitsOfMessages, setHitStates, type HitRow } from './tracking.repo.ts';
 
 /** A hit is judged once it is this old, so a burst it belongs to has arrived whole. */
@@ -31,22 +33,29 @@ export function inBurst(
  * first open and first click each become one `opened` / `clicked` email event (feeding the
  * broadcast's metrics and GET /metrics), later ones are repeats. A counted click also counts an
  * open when none was counted (images are often blocked; the click proves the message was
- * opened). A background loop of the worker, every `intervalMs` (default 2 s); one transaction
- * per pass, hits stay pending if it fails. A pass resolves with the hits judged.
+ * opened). A first open or click also fires the email's automation triggers (runs waiting for
+ * it resume, `email.opened` / `email.clicked` automations start; automation-triggers.ts). A
+ * background loop of the worker, every `intervalMs` (default 2 s); one transaction per pass,
+ * hits stay pending if it fails. A pass resolves with the hits judged.
  */
-export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number }): LoopSpec {
+export function createTrackingCounter(deps: {
+  orm: MikroORM;
+  intervalMs?: number;
+  wakeAutomations?: AutomationWaker | undefined;
+}): LoopSpec {
   return {
     name: 'tracking counter',
     intervalMs: deps.intervalMs ?? 2_000,
     async pass(): Promise<number> {
-      return deps.orm.em.fork().transactional(async (tx) => {
+      const { judged, touched } = await deps.orm.em.fork().transactional(async (tx) => {
         const pending = await claimPendingHits(tx, TRACKING_SETTLE_MS, PASS_LIMIT);
-        if (pending.length === 0) return 0;
+        if (pending.length === 0) return { judged: 0, touched: [] };
         const messages = [...new Map(pending.map((hit) => [hit.email_id, { org_id: hit.org_id, email_id: hit.email_id }])).values()];
         const neighbours = await hitsOfMessages(tx, messages);
         const engagement = new Map((await engagementOf(tx, messages)).map((row) => [row.email_id, row]));
         const states = new Map<string, TrackingHitState>();
         const events: EmailEventInput[] = [];
+        const engagements: EmailEngagement[] = [];
         for (const hit of pending) {
           const message = engagement.get(hit.email_id);
           const around = neighbours.filter((other) => other.email_id === hit.email_id);
@@ -54,7 +63,8 @@ export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number
             states.set(hit.id, 'flagged');
             continue;
           }
-          const event = (type: 'opened' | 'clicked') =>
+          const event = (type: 'opened' | 'clicked') => {
+            engagements.push({ orgId: hit.org_id, emailId: hit.email_id, type });
             events.push({
               orgId: hit.org_id,
               type,
@@ -64,6 +74,7 @@ export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number
               broadcastId: hit.broadcast_id,
               occurredAt: new Date(hit.at_ms),
             });
+          };
           const first = hit.kind === 'open' ? !message.opened : !message.clicked;
           states.set(hit.id, first ? 'counted' : 'repeat');
           if (!first) continue;
@@ -77,9 +88,12 @@ export function createTrackingCounter(deps: { orm: MikroORM; intervalMs?: number
           }
         }
         await setHitStates(tx, states);
-        if (events.length > 0) await recordEmailEvents(tx, events);
-        return pending.length;
+        if (events.length === 0) return { judged: pending.length, touched: [] };
+        await recordEmailEvents(tx, events);
+        return { judged: pending.length, touched: await fireEmailEngagement(tx, engagements) };
       });
+      deps.wakeAutomations?.(touched);
+      return judged;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { CsvError, parse, type Info } from 'csv-parse';
 import { ContactImport, type ContactImportFailure } from '../../../db/entities/index.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
@@ -15,7 +15,16 @@ import {
   type ImportedContact,
 } from './contact-import.fns.ts';
 import { MEMBERSHIP_LIMITS } from '../segments/segments.fns.ts';
-import { findSegmentSize, writeImportBatch, type ImportCheckpoint, type SkippedRow } from './contact-imports.repo.ts';
+import {
+  findSegmentSize,
+  writeImportBatch,
+  type ImportBatchChanges,
+  type ImportCheckpoint,
+  type SkippedRow,
+} from './contact-imports.repo.ts';
+import { enrolContactChanges, enrolSegmentMembers } from '../automations/automation-triggers.ts';
+import type { TouchedAutomation } from '../automations/automation-runs.repo.ts';
+import type { AutomationWaker } from '../automations/automation-wake.ts';
 
 /** Rows (contacts and skipped ones) written per transaction. */
 const BATCH_ROWS = 1_000;
@@ -152,13 +161,27 @@ function hasReplacement(record: readonly string[]): boolean {
   return record.some((field) => field.includes('\uFFFD'));
 }
 
+/** The runs a batch's changes trigger, in its transaction. */
+async function enrolImported(
+  em: EntityManager,
+  orgId: string,
+  changes: ImportBatchChanges,
+  segmentId: string | null,
+): Promise<TouchedAutomation[]> {
+  const touched = await enrolContactChanges(em, orgId, changes.contacts);
+  if (segmentId) touched.push(...(await enrolSegmentMembers(em, orgId, segmentId, changes.joinedSegment)));
+  return touched;
+}
+
 /**
  * The import workflow's two passes over an uploaded file. `validate` reads it whole and refuses
  * it (status failed, nothing imported) when it is not UTF-8, has no usable header, breaks CSV
  * (an unclosed quote), has a row over the size limit or more than IMPORT_LIMITS.maxRows rows.
  * `run` then streams it from its checkpoint: each batch of rows is merged by email, upserted
  * with its skipped rows and the checkpoint in one transaction, so a crash resumes exactly after
- * the last commit. Memory holds one batch, whatever the file's size.
+ * the last commit. Memory holds one batch, whatever the file's size. A batch starts, in its
+ * transaction, the automation runs its contacts trigger (created, tags added, segments joined:
+ * one enrolment per trigger key for the whole batch).
  */
 export function createContactImportRunner(deps: {
   orm: MikroORM;
@@ -166,6 +189,8 @@ export function createContactImportRunner(deps: {
   logger: Logger;
   /** Data rows a file may have (IMPORT_LIMITS.maxRows; smaller in tests). */
   maxRows?: number;
+  /** Wakes automations a batch gave runs; without it the automation reconciler finds them. */
+  wakeAutomations?: AutomationWaker | undefined;
 }) {
   const { orm, logger } = deps;
   const maxRows = deps.maxRows ?? IMPORT_LIMITS.maxRows;
@@ -299,9 +324,11 @@ export function createContactImportRunner(deps: {
         const contacts = [...batch.values()];
         const errors = skipped;
         const at = checkpoint;
-        await orm.em
-          .fork()
-          .transactional((em) => writeImportBatch(em, { ...target, segmentId: row.segmentId ?? null }, contacts, errors, at));
+        const touched = await orm.em.fork().transactional(async (em) => {
+          const changes = await writeImportBatch(em, { ...target, segmentId: row.segmentId ?? null }, contacts, errors, at);
+          return enrolImported(em, target.orgId, changes, row.segmentId ?? null);
+        });
+        deps.wakeAutomations?.(touched);
         batch = new Map();
         skipped = [];
         pending = 0;

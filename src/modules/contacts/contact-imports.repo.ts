@@ -4,6 +4,7 @@ import { newId } from '../../../db/ids.ts';
 import { workspaceDb } from '../../../db/workspace-db.ts';
 import type { ImportedContact, RowReason } from './contact-import.fns.ts';
 import { IMPORT_LIMITS } from './contact-import.fns.ts';
+import type { ContactChange } from '../automations/automation-triggers.fns.ts';
 
 /** A skipped row of the report. */
 export interface SkippedRow {
@@ -37,11 +38,21 @@ const MERGED = {
   status: STATUS,
 };
 
+/** What a batch changed that automations' triggers follow. */
+export interface ImportBatchChanges {
+  /** Contacts created or written (tags before: none for a created one). */
+  contacts: ContactChange[];
+  /** Contacts that joined the import's static segment (not members before). */
+  joinedSegment: string[];
+}
+
 /**
  * One batch of an import, in the caller's transaction: upserts the contacts by (workspace,
  * email) with the merge rule of `mergeImported` (one statement; a contact the row would not
  * change is not written and counts as unchanged), records the skipped rows, and moves the
  * import's counters and checkpoint forward, so a batch and its checkpoint commit together.
+ * Returns the contacts created or written (with their tags before and after) and those that
+ * joined the segment, for the triggers the caller fires in the same transaction.
  */
 export async function writeImportBatch(
   em: EntityManager,
@@ -49,11 +60,15 @@ export async function writeImportBatch(
   contacts: readonly ImportedContact[],
   skipped: readonly SkippedRow[],
   checkpoint: ImportCheckpoint,
-): Promise<void> {
-  const [counts] = await executePrepared<{ created: number; updated: number }>(em, {
+): Promise<ImportBatchChanges> {
+  // `prior` reads the tags as the statement's snapshot has them, before the upsert changes them.
+  const written = await executePrepared<{ id: string; inserted: boolean; tags_before: string[]; tags_after: string[] }>(em, {
     sql: `with r0 as (
         select * from unnest(:ids::text[], :emails::text[], :firstNames::text[], :lastNames::text[], :companies::text[], :tags::text[], :custom::text[], :statuses::text[])
           as r(id, email, first_name, last_name, company, tags, custom, status)
+      ),
+      prior as (
+        select c.id, c.tags from contacts c where c.org_id = :orgId and c.email = any(:emails::text[])
       ),
       upserted as (
         insert into contacts as c (id, org_id, email, first_name, last_name, company, tags, custom_fields, status, created_at, updated_at)
@@ -68,9 +83,10 @@ export async function writeImportBatch(
         where (${Object.keys(MERGED)
           .map((column) => `c.${column}`)
           .join(', ')}) is distinct from (${Object.values(MERGED).join(', ')})
-        returning (xmax = 0) as inserted
+        returning c.id, (xmax = 0) as inserted, c.tags
       )
-      select count(*) filter (where inserted)::int as created, count(*) filter (where not inserted)::int as updated from upserted`,
+      select u.id, u.inserted, case when u.inserted then '{}'::text[] else coalesce(p.tags, '{}'::text[]) end as tags_before, u.tags as tags_after
+        from upserted u left join prior p on p.id = u.id`,
     params: {
       orgId: target.orgId,
       ids: contacts.map(() => newId()),
@@ -83,26 +99,26 @@ export async function writeImportBatch(
       statuses: contacts.map((c) => c.status),
     },
   });
-  const created = counts?.created ?? 0;
-  const updated = counts?.updated ?? 0;
-  let added = 0;
+  const created = written.filter((row) => row.inserted).length;
+  const updated = written.length - created;
+  let joinedSegment: string[] = [];
   if (target.segmentId && contacts.length > 0) {
     // Every contact of the batch (new, updated or unchanged) joins the segment, while it is still a static segment of the workspace.
-    const rows = await executePrepared<{ n: number }>(em, {
+    const rows = await executePrepared<{ ids: string[] }>(em, {
       sql: `with joined as (
               insert into segment_members (segment_id, contact_id, org_id, created_at)
               select :segmentId::text, c.id, :orgId::text, now() from contacts c
                where c.org_id = :orgId::text and c.email = any(:emails::text[])
                  and exists (select 1 from segments s where s.id = :segmentId::text and s.org_id = :orgId::text and s.type = 'static')
-              on conflict do nothing returning 1
+              on conflict do nothing returning contact_id
             ),
             touched as (
               update segments set updated_at = now() where id = :segmentId::text and org_id = :orgId::text and exists (select 1 from joined) returning 1
             )
-            select (select count(*) from joined)::int as n`,
+            select array(select contact_id from joined) as ids`,
       params: { segmentId: target.segmentId, orgId: target.orgId, emails: contacts.map((c) => c.email) },
     });
-    added = rows[0]?.n ?? 0;
+    joinedSegment = rows[0]?.ids ?? [];
   }
   if (skipped.length > 0) {
     await executePrepared(em, {
@@ -137,9 +153,13 @@ export async function writeImportBatch(
       updated,
       unchanged: contacts.length - created - updated,
       skipped: skipped.length,
-      added,
+      added: joinedSegment.length,
     },
   });
+  return {
+    contacts: written.map((row) => ({ contactId: row.id, created: row.inserted, tagsBefore: row.tags_before, tagsAfter: row.tags_after })),
+    joinedSegment,
+  };
 }
 
 /** Reads a workspace's segment's type and member count, or undefined when it has no such segment. */

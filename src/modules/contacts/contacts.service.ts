@@ -1,7 +1,7 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
-import { Contact, SegmentMember, type ContactStatus } from '../../../db/entities/index.ts';
+import { Contact, ContactEvent, SegmentMember, type ContactStatus } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { DnsResolver } from '../../dns/resolver.ts';
@@ -16,6 +16,9 @@ import { exportContactsCsv } from './contacts-export.ts';
 import type { CsvOptions } from './csv.ts';
 import { findSegmentRule } from '../segments/segments.repo.ts';
 import { createEmailQuality } from './email-quality.ts';
+import { enrolContactChanges } from '../automations/automation-triggers.ts';
+import type { TouchedAutomation } from '../automations/automation-runs.repo.ts';
+import type { AutomationWaker } from '../automations/automation-wake.ts';
 
 const notFound = (id: string) => new AppError('not_found', `Contact ${id} does not exist.`);
 
@@ -33,9 +36,16 @@ function duplicate(email: string): AppError {
 
 /**
  * Contacts of one workspace at a time; every query runs through a workspace-scoped
- * EntityManager, and every change writes its events in the same transaction.
+ * EntityManager, and every change writes its events and starts the automation runs it
+ * triggers (created, tags added, tag segments joined) in the same transaction; the automations
+ * are woken after the commit.
  */
-export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; checkMailServer: boolean }) {
+export function createContactsService(deps: {
+  orm: MikroORM;
+  dns: DnsResolver;
+  checkMailServer: boolean;
+  wakeAutomations: AutomationWaker;
+}) {
   const { orm } = deps;
   const quality = createEmailQuality(deps);
 
@@ -49,9 +59,16 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
     }
   }
 
-  async function inTransaction<T>(orgId: string, email: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  /** Runs `work` in a transaction (409 for a taken email), then wakes the automations it gave runs. */
+  async function inTransaction<T>(
+    orgId: string,
+    email: string,
+    work: (em: EntityManager) => Promise<{ result: T; touched: TouchedAutomation[] }>,
+  ): Promise<T> {
     try {
-      return await scopeToOrg(orm.em, orgId).transactional(work);
+      const { result, touched } = await scopeToOrg(orm.em, orgId).transactional(work);
+      deps.wakeAutomations(touched);
+      return result;
     } catch (error) {
       if (error instanceof UniqueConstraintViolationException) throw duplicate(email);
       throw error;
@@ -104,7 +121,10 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
         });
         await em.flush();
         recordEvent(em, orgId, 'contact.created', { contact: serializeContact(contact) });
-        return contact;
+        const touched = await enrolContactChanges(em, orgId, [
+          { contactId: contact.id, created: true, tagsBefore: [], tagsAfter: contact.tags },
+        ]);
+        return { result: contact, touched };
       });
     },
 
@@ -121,6 +141,7 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
         const contact = await em.findOne(Contact, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!contact) throw notFound(id);
         const previousStatus: ContactStatus = contact.status;
+        const previousTags = [...contact.tags];
         const wanted = {
           email,
           firstName: input.first_name,
@@ -135,7 +156,7 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
             ([key, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(contact[key as keyof typeof wanted]),
           ),
         ) as Partial<Contact>;
-        if (Object.keys(changes).length === 0) return contact;
+        if (Object.keys(changes).length === 0) return { result: contact, touched: [] };
         em.assign(contact, changes);
         await em.flush();
         const changedFields = Object.keys(changes);
@@ -143,7 +164,10 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
         const status: ContactStatus = contact.status;
         const statusEvent = status !== previousStatus ? STATUS_EVENTS[status] : undefined;
         if (statusEvent) recordEvent(em, orgId, statusEvent, { contact: serializeContact(contact), previous_status: previousStatus });
-        return contact;
+        const touched = await enrolContactChanges(em, orgId, [
+          { contactId: contact.id, created: false, tagsBefore: previousTags, tagsAfter: contact.tags },
+        ]);
+        return { result: contact, touched };
       });
     },
 
@@ -155,6 +179,7 @@ export function createContactsService(deps: { orm: MikroORM; dns: DnsResolver; c
         const last = serializeContact(contact);
         em.remove(contact);
         await em.nativeDelete(SegmentMember, { orgId, contactId: id });
+        await em.nativeDelete(ContactEvent, { orgId, contactId: id });
         await em.flush();
         recordEvent(em, orgId, 'contact.deleted', { contact: last });
         return { _id: id, deleted: true as const };

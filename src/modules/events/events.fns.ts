@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../../../db/entities/index.ts';
-import { ALL_EVENTS, type EventType } from './events.schemas.ts';
+import { ALL_EVENTS, isAddressedType, type EventType } from './events.schemas.ts';
 
 export const API_VERSION = '1.0.0';
 
@@ -13,8 +13,13 @@ export function recordEvent(em: EntityManager, orgId: string, type: EventType, d
   return em.create(Event, { orgId, type, apiVersion: API_VERSION, data });
 }
 
-/** Whether an event of `type` has a subscriber in `subscribed` (from findSubscribedEventTypes, webhook-subscriptions.repo.ts). */
+/**
+ * Whether an event of `type` has a subscriber in `subscribed` (from findSubscribedEventTypes,
+ * webhook-subscriptions.repo.ts). An addressed type (`automation.webhook`) always has one: it
+ * goes to the endpoint it names, subscribed or not.
+ */
 export function isSubscribed(subscribed: ReadonlyMap<string, ReadonlySet<string>>, orgId: string, type: EventType): boolean {
+  if (isAddressedType(type)) return true;
   const types = subscribed.get(orgId);
   return types !== undefined && (types.has(ALL_EVENTS) || types.has(type));
 }

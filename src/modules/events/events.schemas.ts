@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { Timestamp } from '../../http/schemas.ts';
+import { AutomationRunResponse } from '../automations/automations.schemas.ts';
 import { BroadcastResponse } from '../broadcasts/broadcasts.schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
 import { DomainOptionResponse } from '../domains/domains.schemas.ts';
@@ -35,14 +36,17 @@ export const EVENT_TYPES = [
   'email.complained',
   'email.failed',
   'email.received',
+  'automation.run.completed',
+  'automation.run.failed',
+  'automation.webhook',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Subscribing to `*` means every event type, including types added later. */
+/** Subscribing to `*` means every event type, including types added later (an addressed type goes only where it is addressed). */
 export const ALL_EVENTS = '*';
 
-export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email'] as const;
+export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email', 'automation'] as const;
 export type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
 export interface EventDefinition {
@@ -85,6 +89,9 @@ const broadcastEvent = (description: string): Omit<EventDefinition, 'type'> => (
 });
 
 const Address = v.object({ email: v.string(), name: v.string() });
+
+/** A run that ended, and its automation. */
+const RunData = v.object({ run: AutomationRunResponse, automation: v.object({ _id: v.string(), name: v.string() }) });
 
 const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
   'contact.created': {
@@ -193,6 +200,30 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
       }),
     }),
   },
+  'automation.run.completed': {
+    category: 'automation',
+    description:
+      'A run completed: it reached a step without `next`, an exit step, or its goal (`exit_reason` says which of the last two); `run` is as GET /automations/{id}/runs answers it.',
+    data: RunData,
+  },
+  'automation.run.failed': {
+    category: 'automation',
+    description: 'A run stopped on an error; `run.error` says why and `run.step_id` is the step that failed.',
+    data: RunData,
+  },
+  'automation.webhook': {
+    category: 'automation',
+    description:
+      "A run reached a webhook step. Delivered only to the endpoint the step names (`endpoint_id`), whether or not it subscribed to this type; never to other endpoints, `*` included. `contact` is the run's contact (null when it no longer exists); `payload` is the step's own.",
+    data: v.object({
+      automation_id: v.string(),
+      run_id: v.string(),
+      step_id: v.string(),
+      endpoint_id: v.string(),
+      contact: v.nullable(ContactResponse),
+      payload: v.record(v.string(), v.unknown()),
+    }),
+  },
 };
 
 /** Every event type with its category, description and data shape, in catalog order. */
@@ -202,9 +233,31 @@ export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);
 }
 
-/** Whether an endpoint subscribed to `events` receives an event of `type`. */
+/** Whether an endpoint subscribed to `events` receives an event of `type` (for types that are not addressed). */
 export function endpointReceives(events: readonly string[], type: string): boolean {
   return events.includes(ALL_EVENTS) || events.includes(type);
+}
+
+/**
+ * Types addressed to one endpoint, the one their `data.endpoint_id` names (an automation's
+ * webhook step): that endpoint receives them whatever it subscribed to, and no other does.
+ */
+export const ADDRESSED_EVENT_TYPES: readonly EventType[] = ['automation.webhook'];
+
+export function isAddressedType(type: string): boolean {
+  return (ADDRESSED_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+/**
+ * Whether an endpoint gets an event: an addressed event only the endpoint it names
+ * (`addressedTo`, its `data.endpoint_id`), any other event the endpoints subscribed to its type.
+ */
+export function endpointGets(
+  endpoint: { id: string; events: readonly string[] },
+  event: { type: string; addressedTo: string | null },
+): boolean {
+  if (isAddressedType(event.type)) return event.addressedTo === endpoint.id;
+  return endpointReceives(endpoint.events, event.type);
 }
 
 /** The delivered envelope of one event type (for the OpenAPI `webhooks` section). */

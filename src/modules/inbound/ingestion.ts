@@ -7,7 +7,9 @@ import { readBlob, type BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import { recordEvent } from '../events/events.fns.ts';
-import { participantsOf } from '../inbox/threading.ts';
+import { participantsOf, replyCandidates } from '../inbox/threading.ts';
+import { fireEmailReply } from '../automations/automation-triggers.ts';
+import type { AutomationWaker } from '../automations/automation-wake.ts';
 import { lockWorkspaceThreads, placeInThread } from '../inbox/thread-placement.repo.ts';
 import { settleAttachments, storeAttachments, type StoreOutcome } from './attachments.ts';
 import { checkAuthentication, createAuthResolver, type AuthResultsSummary } from './auth-results.ts';
@@ -23,6 +25,8 @@ export interface InboundIngestionDeps {
   config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'encryptionKey'>;
   reports?: InboundReportHooks | undefined;
   logger?: Logger;
+  /** Wakes automations a reply gave runs or events; without it the automation reconciler finds them. */
+  wakeAutomations?: AutomationWaker | undefined;
 }
 
 export type RecordOutcome =
@@ -140,7 +144,11 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
     }
   }
 
-  /** One inbox message in one workspace, with its thread, event and report, in one transaction. */
+  /**
+   * One inbox message in one workspace, with its thread, event and report, in one transaction;
+   * a message (not a report) that answers an email Herald sent fires its automation triggers
+   * there too (automation-triggers.ts fireEmailReply), and the automations are woken after.
+   */
   async function recordForWorkspace(
     inbound: InboundMessage,
     route: InboundRoute,
@@ -149,9 +157,9 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
     report: InboundReportLike | null,
     final: boolean,
   ): Promise<string> {
-    return scopeToOrg(orm.em, route.orgId).transactional(async (em: EntityManager) => {
+    const { id, touched } = await scopeToOrg(orm.em, route.orgId).transactional(async (em: EntityManager) => {
       const existing = await em.findOne(InboxMessage, { inboundId: inbound.id, orgId: route.orgId });
-      if (existing) return existing.id;
+      if (existing) return { id: existing.id, touched: [] };
       const participants = participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]);
       await lockWorkspaceThreads(em, route.orgId, { subject: parsed.subject, participants });
       const at = inbound.createdAt;
@@ -195,8 +203,18 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       if (kind === 'message') recordEvent(em, route.orgId, 'email.received', emailReceivedData(message));
       await em.flush();
       if (report && reports?.apply && appliesReport(kind)) await applyReport(em, route, report, message.id, final);
-      return message.id;
+      const touched =
+        kind === 'message'
+          ? await fireEmailReply(em, route.orgId, {
+              candidates: replyCandidates(parsed.inReplyTo, parsed.references),
+              sender: message.fromEmail,
+              inboxMessageId: message.id,
+            })
+          : [];
+      return { id: message.id, touched };
     });
+    deps.wakeAutomations?.(touched);
+    return id;
   }
 
   return {

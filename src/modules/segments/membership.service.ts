@@ -2,7 +2,9 @@
  * Members of static segments (scope segments:write to change, segments:read to list): contacts
  * are added and removed by id or address, up to MEMBERSHIP_LIMITS.perRequest at a time, each
  * change in one transaction that locks the segment (concurrent changes of one segment queue;
- * the member cap holds). Listing works for every segment type: the contacts it holds now.
+ * the member cap holds); contacts added start the runs of `segment.joined` automations of the
+ * segment in that transaction, and the automations are woken after it. Listing works for every
+ * segment type: the contacts it holds now.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { KeysetPosition } from '../../../db/keyset.ts';
@@ -13,6 +15,8 @@ import { MEMBERSHIP_LIMITS } from './segments.fns.ts';
 import { findSegmentRule } from './segments.repo.ts';
 import { countMembers, deleteMembers, findContactsByIdOrEmail, insertMembers, lockStaticSegment, touchSegment } from './membership.repo.ts';
 import type { MembershipInput } from './segments.schemas.ts';
+import { enrolSegmentMembers } from '../automations/automation-triggers.ts';
+import type { AutomationWaker } from '../automations/automation-wake.ts';
 
 export interface MembershipChange {
   segmentId: string;
@@ -37,7 +41,7 @@ async function resolveContacts(tx: EntityManager, orgId: string, input: Membersh
   };
 }
 
-export function createMembershipService({ orm }: { orm: MikroORM }) {
+export function createMembershipService({ orm, wakeAutomations }: { orm: MikroORM; wakeAutomations: AutomationWaker }) {
   /** Runs `change` in a transaction holding the static segment's lock, with the request's contacts resolved. */
   function inLockedSegment<T>(
     orgId: string,
@@ -55,7 +59,7 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
   return {
     /** Adds contacts to a static segment; ones already in it are counted as unchanged. 409 SEGMENT_FULL past the cap. */
     async addMembers(orgId: string, segmentId: string, input: MembershipInput): Promise<MembershipChange> {
-      return inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
+      const { change, touched } = await inLockedSegment(orgId, segmentId, input, async (tx, id, { contactIds, notFound }) => {
         const added = await insertMembers(tx, orgId, id, contactIds);
         const contactCount = await countMembers(tx, orgId, id);
         if (contactCount > MEMBERSHIP_LIMITS.membersMax) {
@@ -70,8 +74,13 @@ export function createMembershipService({ orm }: { orm: MikroORM }) {
           );
         }
         if (added.length > 0) await touchSegment(tx, orgId, id);
-        return { segmentId: id, changed: added.length, unchanged: contactIds.length - added.length, notFound, contactCount };
+        return {
+          change: { segmentId: id, changed: added.length, unchanged: contactIds.length - added.length, notFound, contactCount },
+          touched: await enrolSegmentMembers(tx, orgId, id, added),
+        };
       });
+      wakeAutomations(touched);
+      return change;
     },
 
     /** Removes contacts from a static segment; contacts that were not members are counted as unchanged. */

@@ -15,6 +15,8 @@ export interface Candidate {
   type: string;
   webhook_id: string;
   events: string[];
+  /** The event's `data.endpoint_id`, which an addressed event (`automation.webhook`) is delivered to alone. */
+  addressed_to: string | null;
 }
 
 export interface EndpointRef {
@@ -37,7 +39,7 @@ export async function claimUnfannedEvents(em: EntityManager, limit: number): Pro
 /** Each event with each endpoint of its workspace enabled and created by then, in event order. */
 export async function findCandidates(em: EntityManager, eventIds: readonly string[]): Promise<Candidate[]> {
   return em.execute<Candidate[]>(
-    `select e.id as event_id, e.org_id, e.type, w.id as webhook_id, w.events
+    `select e.id as event_id, e.org_id, e.type, w.id as webhook_id, w.events, e.data->>'endpoint_id' as addressed_to
        from events e
        join webhook_endpoints w on w.org_id = e.org_id and w.enabled and w.created_at <= e.created_at
       where e.id in (?)

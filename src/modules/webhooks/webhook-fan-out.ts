@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { EVENTS_NOTIFY_CHANNEL } from '../../../db/entities/index.ts';
 import type { Config } from '../../config.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
-import { endpointReceives } from '../events/events.schemas.ts';
+import { endpointGets } from '../events/events.schemas.ts';
 import { webhookEndpointActorContract } from '../../../workflows/webhook-endpoint.ts';
 import { wakeActors } from '../../temporal/actor-wake.ts';
 import {
@@ -34,7 +34,8 @@ export function wakeEndpoints(
 /**
  * The webhook fan-out (a background loop in every worker process). Events are
  * written to `events` in the transaction of the change that caused them; the fan-out turns each
- * into one delivery row per endpoint subscribed when it claims it, and wakes those endpoints'
+ * into one delivery row per endpoint subscribed when it claims it (an addressed event, an
+ * automation's webhook step, into one row for the endpoint it names), and wakes those endpoints'
  * actors.
  *
  * One pass runs batches of the oldest unfanned events until a batch comes back short, each in
@@ -77,7 +78,9 @@ export function createWebhookFanOut(options: WebhookFanOutOptions): LoopSpec {
     return orm.em.fork().transactional(async (em) => {
       const eventIds = await claimUnfannedEvents(em, batchSize);
       if (eventIds.length === 0) return { claimed: 0, endpoints: [] };
-      const receiving = (await findCandidates(em, eventIds)).filter((candidate) => endpointReceives(candidate.events, candidate.type));
+      const receiving = (await findCandidates(em, eventIds)).filter((candidate) =>
+        endpointGets({ id: candidate.webhook_id, events: candidate.events }, { type: candidate.type, addressedTo: candidate.addressed_to }),
+      );
       const endpoints = new Map<string, EndpointRef>();
       for (const candidate of receiving) endpoints.set(candidate.webhook_id, { id: candidate.webhook_id, org_id: candidate.org_id });
       await insertDeliveries(em, receiving, [...endpoints.keys()]);
