@@ -1,17 +1,14 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Automation, AutomationRun, type Domain, type Template } from '../../db/entities/index.ts';
+import { Automation, AutomationRun, Template, type Domain } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createAutomationAuthoring } from '../../src/modules/automations/automation-authoring.ts';
-import { enrolContacts, type TouchedAutomation } from '../../src/modules/automations/automation-runs.repo.ts';
-import { createAutomationWaker } from '../../src/modules/automations/automation-wake.ts';
 import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { assembleDefinition } from '../../src/modules/dashboard/dashboard-automations.builder.ts';
-import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
-import { publishedTemplate } from '../support/automation-rows.ts';
+import { addPublishedTemplate } from '../support/automations.ts';
 import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
@@ -32,7 +29,6 @@ describe('automations in a browser, against the api and the worker', () => {
   let relay: Awaited<ReturnType<typeof startCountingRelay>>;
   let h: ApiHarness;
   let worker: RunningWorker;
-  let temporal: TemporalClientHandle;
   let browser: Browser;
   let page: Page;
   let orgId: string;
@@ -72,12 +68,21 @@ describe('automations in a browser, against the api and the worker', () => {
       EMAIL_RETRY_WINDOW: '5s',
     });
     orgId = h.workspace.org.id;
-    temporal = await connectTemporalClient(h.stack.config);
     worker = await startWorker(h.stack.config, logger);
     domain = await addSendingDomain(h.stack.orm, orgId, { domain: `mail.${tld}` });
     await setCredits(h.stack.orm, orgId, 100);
-    welcome = await publishedTemplate(h.stack.orm, orgId, 'Welcome email');
-    reminder = await publishedTemplate(h.stack.orm, orgId, 'Reminder email');
+    // Named: the builder lists the published templates by name.
+    for (const [name, set] of [
+      ['Welcome email', (t: Template) => (welcome = t)],
+      ['Reminder email', (t: Template) => (reminder = t)],
+    ] as const) {
+      const template = await addPublishedTemplate(h.stack.orm, orgId, {
+        subject: `${name}: welcome aboard`,
+        html: '<p>Welcome aboard.</p>',
+      });
+      await scopeToOrg(h.stack.orm.em.fork(), orgId).nativeUpdate(Template, { id: template.id }, { name });
+      set(template);
+    }
 
     browser = await launchBrowser();
     page = await newPage(browser, { viewport: { width: 1280, height: 900 } });
@@ -96,7 +101,6 @@ describe('automations in a browser, against the api and the worker', () => {
   afterAll(async () => {
     await browser?.close();
     await worker?.shutdown();
-    await temporal?.close();
     await h?.close();
     await relay?.close();
     await dns?.close();
@@ -171,23 +175,16 @@ describe('automations in a browser, against the api and the worker', () => {
       const automation = await scopeToOrg(h.stack.orm.em, orgId).findOneOrFail(Automation, { id: automationId });
       expect(automation).toMatchObject({ status: 'active', triggerType: 'contact.created' });
 
-      // A new contact through the API. Creating a contact does not enrol it on this branch yet
-      // (the contact.created trigger is wired elsewhere), so the test enrols it as that wiring will:
-      // enrolContacts in a transaction, then wake the automation's actor. Under `once` re-entry a
-      // contact already enrolled by the API is not enrolled twice.
+      // New contacts through the API: creating one enrols it in the active contact.created
+      // automations and wakes their actors (the worker's automation actor then drains the runs).
       const people = ['grace', 'alan', 'edsger'].map((name) => `${name}-${process.pid}@example.com`);
-      const contactIds: string[] = [];
       for (const email of people) {
         const created = await h.request('POST', '/api/v1/contacts', { headers: idem(), body: { email } });
         expect(created.status, JSON.stringify(created.body)).toBe(201);
-        contactIds.push((created.body.data as { _id: string })._id);
       }
-      const touched: TouchedAutomation[] = await h.stack.orm.em
-        .fork()
-        .transactional((em) => enrolContacts(em, { orgId, type: 'contact.created', key: null, contactIds }));
-      createAutomationWaker({ client: temporal.client, config: h.stack.config, logger })(touched);
       const runs = () => scopeToOrg(h.stack.orm.em, orgId).find(AutomationRun, { automationId });
-      await expect.poll(async () => (await runs()).length, { timeout: 10_000 }).toBe(people.length);
+      // Enrolled with the contact, in its transaction.
+      expect(await runs()).toHaveLength(people.length);
 
       // The runs page, reloaded until the runs have ended.
       await page.getByRole('link', { name: 'Runs' }).click();
@@ -239,6 +236,15 @@ describe('automations in a browser, against the api and the worker', () => {
       }).toEqual({ total: '3', active: '0', completed: '3', failed: '0', sent: '6', credits: '6' });
       // Every email reaches the relay.
       await expect.poll(() => relay.total(), { timeout: DEADLINE_MS, interval: 500 }).toBe(6);
+
+      // At a phone's width the builder is one column and nothing overflows sideways.
+      const phone = await newPage(browser, { viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
+      await phone.goto(`${h.api.url}/dashboard/automations/${automationId}`);
+      expect(await phone.getByRole('group', { name: 'Step send-2 (send_email)' }).isVisible()).toBe(true);
+      expect(
+        await phone.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
+      ).toBeLessThanOrEqual(0);
+      await phone.close();
     },
     TEST_TIMEOUT_MS,
   );

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Automation, type Domain, type Template } from '../../db/entities/index.ts';
+import { Automation, AutomationRun, Template, type Domain } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createAutomationAuthoring } from '../../src/modules/automations/automation-authoring.ts';
 import { parseDefinition } from '../../src/modules/automations/automation-definition.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { createAutomationsService } from '../../src/modules/automations/automations.service.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { insertContact, insertRun, insertRunSteps, insertStatShard, publishedTemplate } from '../support/automation-rows.ts';
+import { insertContact, insertRun, insertRunStep, insertStatShard } from '../support/automation-rows.ts';
+import { addPublishedTemplate } from '../support/automations.ts';
 import { csrfOf, decodeEntities, signedInPerson, type PageResponse } from '../support/dashboard-client.ts';
 import { createOrg, unique } from '../support/factories.ts';
 import { formFields, withFields } from '../support/html-form.ts';
@@ -77,12 +78,19 @@ describe("the dashboard's automations pages", () => {
     return createdId(response)!;
   }
 
+  /** A published template of the workspace named `name` (the builder lists templates by name). */
+  async function namedTemplate(name: string): Promise<Template> {
+    const template = await addPublishedTemplate(h.stack.orm, orgId, { subject: `${name}: welcome aboard`, html: '<p>Welcome aboard.</p>' });
+    await scopeToOrg(h.stack.orm.em.fork(), orgId).nativeUpdate(Template, { id: template.id }, { name });
+    return template;
+  }
+
   beforeAll(async () => {
     h = await startApiHarness();
     orgId = h.workspace.org.id;
     domain = await addSendingDomain(h.stack.orm, orgId);
-    template = await publishedTemplate(h.stack.orm, orgId, 'Welcome email');
-    reminder = await publishedTemplate(h.stack.orm, orgId, 'Reminder email');
+    template = await namedTemplate('Welcome email');
+    reminder = await namedTemplate('Reminder email');
   });
   afterAll(() => h.close());
 
@@ -116,24 +124,24 @@ describe("the dashboard's automations pages", () => {
     const counted = await authoring().create(orgId, { name: unique('Counted'), definition: simple('counted') });
     await createAutomationsService({ orm: h.stack.orm }).updateAutomation(orgId, counted.id, { status: 'active' });
     await insertStatShard(h.stack.orm, orgId, counted.id, 0, {
-      totalRuns: 5,
-      activeRuns: 2,
-      completedRuns: 2,
-      failedRuns: 1,
-      emailsSent: 7,
-      creditsUsed: 7,
+      total_runs: 5,
+      active_runs: 2,
+      completed_runs: 2,
+      failed_runs: 1,
+      emails_sent: 7,
+      credits_used: 7,
     });
     await insertStatShard(h.stack.orm, orgId, counted.id, 3, {
-      totalRuns: 1234,
-      activeRuns: 1,
-      completedRuns: 1233,
-      emailsSent: 6,
-      creditsUsed: 6,
+      total_runs: 1234,
+      active_runs: 1,
+      completed_runs: 1233,
+      emails_sent: 6,
+      credits_used: 6,
     });
     const idle = await authoring().create(orgId, { name: unique('Idle') });
     const { org: other } = await createOrg(h.stack.orm);
     const foreign = await authoring().create(other.id, { name: unique('Foreign'), definition: simple() });
-    await insertStatShard(h.stack.orm, other.id, foreign.id, 0, { totalRuns: 99 });
+    await insertStatShard(h.stack.orm, other.id, foreign.id, 0, { total_runs: 99 });
 
     const { client } = await person('member');
     const page = await client.get('/dashboard/automations');
@@ -231,7 +239,7 @@ describe("the dashboard's automations pages", () => {
     shape.timezone = 'Mars/Olympus';
     const refused = await validate(JSON.stringify(shape));
     expect(refused.status).toBe(400);
-    expect(refused.text).toContain('3 problems');
+    expect(refused.text).toMatch(/<h2 id="problems-title">\d+ problems<\/h2>/);
     expect(refused.text).toContain('<a href="#step-1"><code>steps.1.duration</code></a> must be a number and a unit');
     expect(refused.text).toContain('<a href="#trigger"><code>timezone</code></a> must be an IANA time zone');
     // Also beside the field, in its card.
@@ -342,12 +350,7 @@ describe("the dashboard's automations pages", () => {
     const contact = await insertContact(h.stack.orm, orgId);
     const automation = await row(id);
     for (const runStatus of ['active', 'active', 'completed'] as const)
-      await insertRun(h.stack.orm, orgId, {
-        automationId: id,
-        definitionId: automation.definitionId!,
-        contactId: contact.id,
-        status: runStatus,
-      });
+      await insertRun(h.stack.orm, orgId, automation, { contactId: contact.id, status: runStatus });
     const confirm = await member.get(`${pagePath}/archive`);
     expect(confirm.status).toBe(200);
     expect(confirm.text).toContain('its 2 open runs end where they are');
@@ -356,6 +359,9 @@ describe("the dashboard's automations pages", () => {
     expect(archived.status).toBe(303);
     expect(archived.headers.get('location')).toBe(`${pagePath}?archived=1`);
     expect((await row(id)).status).toBe('archived');
+    // As the page said: the open runs ended (the automations service ends them with the archive).
+    const left = await scopeToOrg(h.stack.orm.em, orgId).find(AutomationRun, { automationId: id });
+    expect(left.map((run) => run.status).sort()).toEqual(['completed', 'exited', 'exited']);
     const archivedPage = await owner.get(`${pagePath}?archived=1`);
     expect(archivedPage.text).toContain('Archived: no one enters it and its open runs end.');
     expect(archivedPage.text).not.toContain('>Activate</button>');
@@ -366,11 +372,7 @@ describe("the dashboard's automations pages", () => {
     expect((await row(id)).status).toBe('archived');
 
     // Nothing to run without a published definition.
-    const bare = await createAutomationsAdmin({ orm: h.stack.orm }).createAutomation({
-      orgId,
-      name: unique('Bare'),
-      triggerType: 'contact.created',
-    });
+    const bare = await createAutomationsAdmin({ orm: h.stack.orm }).createAutomation({ orgId, name: unique('Bare') });
     const nothing = await owner.submit(`/dashboard/automations/${bare.id}`, `/dashboard/automations/${bare.id}/status`, { to: 'active' });
     expect(nothing.status).toBe(409);
     expect(nothing.text).toContain('Publish a definition first');
@@ -379,27 +381,21 @@ describe("the dashboard's automations pages", () => {
 
   it("lists an automation's runs newest first, filtered by status and paged; shows one run's timeline in order", async () => {
     const automation = await authoring().create(orgId, { name: unique('Ran'), definition: welcome() });
-    const contact = await insertContact(h.stack.orm, orgId, `${unique('ada').toLowerCase()}@example.com`);
+    const contact = await insertContact(h.stack.orm, orgId);
     const base = Date.now() - 3_600_000;
     const runs = [];
     for (let i = 0; i < 51; i += 1)
       runs.push(
-        await insertRun(h.stack.orm, orgId, {
-          automationId: automation.id,
-          definitionId: automation.definitionId!,
+        await insertRun(h.stack.orm, orgId, automation, {
           contactId: contact.id,
           status: i === 0 ? 'failed' : i % 2 === 0 ? 'completed' : 'active',
           stepId: i % 2 === 0 ? null : 'wait',
-          error: i === 0 ? 'template <b>gone</b>' : null,
+          ...(i === 0 ? { error: 'template <b>gone</b>' } : {}),
           createdAt: new Date(base + i * 1000),
         }),
       );
     const other = await authoring().create(orgId, { name: unique('Other'), definition: simple() });
-    const elsewhere = await insertRun(h.stack.orm, orgId, {
-      automationId: other.id,
-      definitionId: other.definitionId!,
-      contactId: contact.id,
-    });
+    const elsewhere = await insertRun(h.stack.orm, orgId, other, { contactId: contact.id });
     const { client } = await person('member');
     const path = `/dashboard/automations/${automation.id}/runs`;
 
@@ -426,17 +422,13 @@ describe("the dashboard's automations pages", () => {
     expect((await client.get(`${path}?status=exited`)).text).toContain('No runs with status exited.');
 
     const run = runs[1]!;
-    await insertRunSteps(
-      h.stack.orm,
-      orgId,
-      run.id,
-      [
-        { stepId: 'welcome', kind: 'send_email', outcome: 'sent', detail: { email_id: 'e1', subject: '<b>Hi</b>' } },
-        { stepId: 'wait', kind: 'wait', outcome: 'waiting', detail: { until: '2026-12-01T10:00:00Z' } },
-        { stepId: 'check', kind: 'condition', outcome: 'branched', detail: { branch: 'no' } },
-      ],
-      new Date(base),
-    );
+    const entries = [
+      { stepId: 'welcome', kind: 'send_email', outcome: 'sent', detail: { email_id: 'e1', subject: '<b>Hi</b>' } },
+      { stepId: 'wait', kind: 'wait', outcome: 'waiting', detail: { until: '2026-12-01T10:00:00Z' } },
+      { stepId: 'check', kind: 'condition', outcome: 'branched', detail: { branch: 'no' } },
+    ];
+    for (const [i, entry] of entries.entries())
+      await insertRunStep(h.stack.orm, orgId, run.id, { ...entry, createdAt: new Date(base + i * 1000) });
     const timeline = await client.get(`${path}/${run.id}`);
     expect(timeline.status).toBe(200);
     expect(timeline.text).toContain(contact.email);
@@ -454,12 +446,7 @@ describe("the dashboard's automations pages", () => {
   it("keeps workspaces apart: another workspace's automation is 404 and is neither changed nor shown", async () => {
     const { org: other } = await createOrg(h.stack.orm);
     const foreign = await authoring().create(other.id, { name: unique('Theirs'), definition: simple() });
-    const contact = await insertContact(h.stack.orm, other.id);
-    const run = await insertRun(h.stack.orm, other.id, {
-      automationId: foreign.id,
-      definitionId: foreign.definitionId!,
-      contactId: contact.id,
-    });
+    const run = await insertRun(h.stack.orm, other.id, foreign);
     const { client } = await person();
     const base = `/dashboard/automations/${foreign.id}`;
     for (const path of [base, `${base}/runs`, `${base}/runs/${run.id}`, `${base}/archive`, '/dashboard/automations/not-an-id'])

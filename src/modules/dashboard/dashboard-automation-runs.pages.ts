@@ -84,8 +84,6 @@ export interface RunPageModel {
   steps: readonly AutomationRunStep[];
   contactEmail: string | undefined;
   version: number | undefined;
-  /** The timeline was cut at this many entries. */
-  limit: number;
 }
 
 /** An instant to the second (a run's steps are often seconds apart), in a <time> element; a dash for none. */
@@ -143,7 +141,6 @@ export function runPage(model: RunPageModel): string {
       : html`<table class="keys cards timeline"><caption class="visually-hidden">Steps of the run, in order</caption><thead><tr><th scope="col" class="number">#</th><th scope="col">Time</th><th scope="col">Step</th><th scope="col">Kind</th><th scope="col">Outcome</th><th scope="col">Detail</th></tr></thead>
       <tbody>!${rows.join('')}</tbody></table>`
   }
-  !${model.steps.length >= model.limit ? html`<p class="hint">The first ${String(model.limit)} entries are shown.</p>` : ''}
 </section>`,
     model.signedIn,
     'automations',

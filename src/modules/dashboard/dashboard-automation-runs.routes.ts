@@ -1,8 +1,11 @@
 import type Router from '@koa/router';
-import { AUTOMATION_RUN_STATUSES, type Automation, type AutomationRunStatus } from '../../../db/entities/index.ts';
+import { AUTOMATION_RUN_STATUSES, type AutomationRunStatus } from '../../../db/entities/index.ts';
+import { AppError } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
+import type { AutomationHistory } from '../automations/automation-history.service.ts';
+import type { AutomationWithStats } from '../automations/automations.service.ts';
 import { runPage, runsPage } from './dashboard-automation-runs.pages.ts';
-import { TIMELINE_LIMIT, type AutomationRunsReader } from './dashboard-automations.repo.ts';
+import type { AutomationPagesReader } from './dashboard-automations.repo.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
 import { one, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
@@ -11,34 +14,37 @@ const ID = /^[0-9a-f]{24}$/;
 
 /**
  * An automation's runs (/dashboard/automations/:id/runs: newest first, a status filter, keyset
- * pages) and one run's timeline, read from the workspace's runs (dashboard-automations.repo.ts).
+ * pages) and one run's timeline, through the run history the API reads them with.
  */
 export function automationRunsRoutes(
   router: Router<HeraldState>,
   kit: DashboardKit,
-  deps: { reader: AutomationRunsReader; automationOf: (ctx: DashboardContext, id: string) => Promise<Automation | null> },
+  deps: {
+    history: AutomationHistory;
+    contacts: AutomationPagesReader;
+    automationOf: (ctx: DashboardContext, id: string) => Promise<AutomationWithStats | null>;
+  },
 ): void {
-  const { reader, automationOf } = deps;
+  const { history, contacts, automationOf } = deps;
   const { notFound } = kit;
 
   router.get('/automations/:id/runs', kit.requireSession, async (ctx) => {
     const signedIn = kit.signedInOf(ctx);
-    const automation = await automationOf(ctx, ctx.params.id ?? '');
-    if (!automation) return notFound(ctx, 'automation');
+    const found = await automationOf(ctx, ctx.params.id ?? '');
+    if (!found) return notFound(ctx, 'automation');
+    const { automation, stats } = found;
     const wanted = one(ctx.query.status);
     const status = (AUTOMATION_RUN_STATUSES as readonly string[]).includes(wanted) ? (wanted as AutomationRunStatus) : undefined;
-    const page = await reader.listRuns(signedIn.orgId, automation.id, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) }, status);
-    const [contacts, versions, stats] = await Promise.all([
-      reader.contactEmails(
-        signedIn.orgId,
-        page.items.map((run) => run.contactId),
-      ),
-      reader.definitionVersions(
-        signedIn.orgId,
-        page.items.map((run) => run.definitionId),
-      ),
-      reader.stats(signedIn.orgId, [automation.id]),
-    ]);
+    const page = await history.listRuns(
+      signedIn.orgId,
+      automation.id,
+      { limit: PAGE_SIZE, after: positionOf(ctx.query.older) },
+      status ? { status } : {},
+    );
+    const emails = await contacts.contactEmails(
+      signedIn.orgId,
+      page.items.map((run) => run.contactId),
+    );
     const last = page.items.at(-1);
     kit.send(
       ctx,
@@ -46,10 +52,10 @@ export function automationRunsRoutes(
       runsPage({
         signedIn,
         automation,
-        stats: stats.get(automation.id)!,
+        stats,
         runs: page.items,
-        contacts,
-        versions,
+        contacts: emails,
+        versions: page.versions,
         status,
         older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
       }),
@@ -58,26 +64,28 @@ export function automationRunsRoutes(
 
   router.get('/automations/:id/runs/:runId', kit.requireSession, async (ctx) => {
     const signedIn = kit.signedInOf(ctx);
-    const automation = await automationOf(ctx, ctx.params.id ?? '');
+    const automation = (await automationOf(ctx, ctx.params.id ?? ''))?.automation;
+    if (!automation) return notFound(ctx, 'automation');
     const runId = ctx.params.runId ?? '';
-    const run = automation && ID.test(runId) ? await reader.getRun(signedIn.orgId, automation.id, runId) : null;
-    if (!automation || !run) return notFound(ctx, automation ? 'run of this automation' : 'automation');
-    const [steps, contacts, versions] = await Promise.all([
-      reader.timeline(signedIn.orgId, run.id),
-      reader.contactEmails(signedIn.orgId, [run.contactId]),
-      reader.definitionVersions(signedIn.orgId, [run.definitionId]),
-    ]);
+    let found;
+    try {
+      found = ID.test(runId) ? await history.getRun(signedIn.orgId, automation.id, runId) : null;
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'not_found') throw error;
+      found = null;
+    }
+    if (!found) return notFound(ctx, 'run of this automation');
+    const emails = await contacts.contactEmails(signedIn.orgId, [found.run.contactId]);
     kit.send(
       ctx,
       200,
       runPage({
         signedIn,
         automation,
-        run,
-        steps,
-        contactEmail: contacts.get(run.contactId),
-        version: versions.get(run.definitionId),
-        limit: TIMELINE_LIMIT,
+        run: found.run,
+        steps: found.timeline,
+        contactEmail: emails.get(found.run.contactId),
+        version: found.version,
       }),
     );
   });

@@ -1,16 +1,16 @@
 import type { Next } from 'koa';
 import { koaBody } from 'koa-body';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Automation } from '../../../db/entities/index.ts';
 import { AppError, type ErrorCode } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { createAutomationAuthoring } from '../automations/automation-authoring.ts';
+import type { AutomationWithStats } from '../automations/automations.service.ts';
 import { STEP_TYPES, type StepType } from '../automations/automation-definition.ts';
 import type { BuilderChoices, EditorModel, Problem } from './dashboard-automation-editor.pages.ts';
 import { assembleDefinition, builderFits, exitsOf } from './dashboard-automations.builder.ts';
 import { addStep, removeStep } from './dashboard-automations.flow.ts';
 import { archivePage, automationPage, automationsPage, BASE, newAutomationPage, OWNER_ONLY_NOTE } from './dashboard-automations.pages.ts';
-import { createAutomationRunsReader } from './dashboard-automations.repo.ts';
+import { createAutomationPagesReader } from './dashboard-automations.repo.ts';
 import { automationRunsRoutes } from './dashboard-automation-runs.routes.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
@@ -72,9 +72,9 @@ function sentDefinition(fields: EditorFields): { definition: unknown; json: stri
  * switch an automation on), and an automation's runs and run timelines.
  */
 export function automationsArea(services: ApiServices, orm: MikroORM): DashboardArea {
-  const { automations, templates, segments, webhooks, domains } = services;
+  const { automations, automationHistory, templates, segments, webhooks, domains } = services;
   const authoring = createAutomationAuthoring({ orm });
-  const reader = createAutomationRunsReader({ orm });
+  const reader = createAutomationPagesReader({ orm });
   // The editor's own parser: a larger limit than the other forms, the raw body kept for the fields' order.
   const editorForms = koaBody({
     urlencoded: true,
@@ -111,8 +111,8 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
   return (router, kit: DashboardKit) => {
     const { notFound } = kit;
 
-    /** The workspace's automation `id`, or null when it has none. */
-    async function automationOf(ctx: DashboardContext, id: string): Promise<Automation | null> {
+    /** The workspace's automation `id` with its counters, or null when it has none. */
+    async function automationOf(ctx: DashboardContext, id: string): Promise<AutomationWithStats | null> {
       if (!ID.test(id)) return null;
       try {
         return await automations.getAutomation(kit.signedInOf(ctx).orgId, id);
@@ -146,12 +146,11 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
     async function renderAutomation(
       ctx: DashboardContext,
       status: number,
-      automation: Automation,
+      { automation, stats }: AutomationWithStats,
       input?: { name: string; description: string; definition: unknown; json?: string | null },
       extra: Partial<EditorModel> = {},
     ): Promise<void> {
-      const orgId = kit.signedInOf(ctx).orgId;
-      const [published, stats] = await Promise.all([authoring.definition(orgId, automation.id), reader.stats(orgId, [automation.id])]);
+      const published = await authoring.definition(kit.signedInOf(ctx).orgId, automation.id);
       const shown = input ?? {
         name: automation.name,
         description: automation.description,
@@ -163,7 +162,7 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
         automationPage({
           ...(await editorModel(ctx, shown, extra)),
           automation,
-          stats: stats.get(automation.id)!,
+          stats,
           publishedVersion: published?.version ?? null,
         }),
       );
@@ -173,8 +172,9 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
      * An editor form's buttons: draw the builder again (from the JSON view too), add or remove a
      * step, validate, publish (creating the automation on the new page), save name and description.
      */
-    async function editorPost(ctx: DashboardContext, automation: Automation | null): Promise<void> {
+    async function editorPost(ctx: DashboardContext, found: AutomationWithStats | null): Promise<void> {
       const signedIn = kit.signedInOf(ctx);
+      const automation = found?.automation ?? null;
       const fields = editorFields(ctx);
       const value = (name: string) => fields.find(([key]) => key === name)?.[1] ?? '';
       const action = value('action') || 'refresh';
@@ -184,7 +184,7 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
       let definition = sent.definition;
       const render = async (status: number, extra: Partial<EditorModel> = {}) => {
         const input = { name, description, definition, json: sent.json };
-        if (automation) return renderAutomation(ctx, status, automation, input, extra);
+        if (found) return renderAutomation(ctx, status, found, input, extra);
         kit.send(ctx, status, newAutomationPage(await editorModel(ctx, input, extra)));
       };
       if (sent.problem && action !== 'details') return render(400, { problems: [sent.problem] });
@@ -268,10 +268,6 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
     router.get('/automations', kit.requireSession, async (ctx) => {
       const signedIn = kit.signedInOf(ctx);
       const page = await automations.listAutomations(signedIn.orgId, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
-      const stats = await reader.stats(
-        signedIn.orgId,
-        page.items.map((a) => a.id),
-      );
       const last = page.items.at(-1);
       kit.send(
         ctx,
@@ -279,7 +275,7 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
         automationsPage({
           signedIn,
           automations: page.items,
-          stats,
+          stats: page.stats,
           older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
         }),
       );
@@ -292,8 +288,8 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
     router.post('/automations/new', editorForms, kit.requireSession, (ctx) => editorPost(ctx, null));
 
     router.get('/automations/:id', kit.requireSession, async (ctx) => {
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
-      if (!automation) return notFound(ctx, 'automation');
+      const found = await automationOf(ctx, ctx.params.id ?? '');
+      if (!found) return notFound(ctx, 'automation');
       const q = ctx.query;
       const notice =
         q.created === '1'
@@ -307,21 +303,22 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
                 : q.archived === '1'
                   ? 'Archived: no one enters it and its open runs end.'
                   : undefined;
-      await renderAutomation(ctx, 200, automation, undefined, notice ? { notice } : {});
+      await renderAutomation(ctx, 200, found, undefined, notice ? { notice } : {});
     });
 
     router.post('/automations/:id', editorForms, kit.requireSession, async (ctx) => {
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
-      if (!automation) return notFound(ctx, 'automation');
-      await editorPost(ctx, automation);
+      const found = await automationOf(ctx, ctx.params.id ?? '');
+      if (!found) return notFound(ctx, 'automation');
+      await editorPost(ctx, found);
     });
 
     router.post('/automations/:id/status', kit.forms, kit.requireSession, async (ctx) => {
       const signedIn = kit.signedInOf(ctx);
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
-      if (!automation) return notFound(ctx, 'automation');
+      const found = await automationOf(ctx, ctx.params.id ?? '');
+      if (!found) return notFound(ctx, 'automation');
+      const { automation } = found;
       const to = one(form(ctx).to);
-      const refuse = (status: number, error: string) => renderAutomation(ctx, status, automation, undefined, { error });
+      const refuse = (status: number, error: string) => renderAutomation(ctx, status, found, undefined, { error });
       if (to !== 'active' && to !== 'paused') return refuse(400, 'Choose to activate, pause or resume it.');
       if (automation.status === 'archived') return refuse(409, 'An archived automation stays archived.');
       if (automation.status === to) return refuse(409, `It is ${to} already.`);
@@ -335,7 +332,7 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
     });
 
     router.get('/automations/:id/archive', kit.requireSession, async (ctx) => {
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
+      const automation = (await automationOf(ctx, ctx.params.id ?? ''))?.automation;
       if (!automation) return notFound(ctx, 'automation');
       if (automation.status === 'archived') {
         ctx.redirect(`${BASE}/${automation.id}`);
@@ -346,13 +343,13 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
     });
 
     router.post('/automations/:id/archive', kit.forms, kit.requireSession, async (ctx) => {
-      const automation = await automationOf(ctx, ctx.params.id ?? '');
+      const automation = (await automationOf(ctx, ctx.params.id ?? ''))?.automation;
       if (!automation) return notFound(ctx, 'automation');
       await automations.archiveAutomation(kit.signedInOf(ctx).orgId, automation.id);
       ctx.redirect(`${BASE}/${automation.id}?archived=1`);
       ctx.status = 303;
     });
 
-    automationRunsRoutes(router, kit, { reader, automationOf });
+    automationRunsRoutes(router, kit, { history: automationHistory, contacts: reader, automationOf });
   };
 }
