@@ -6,6 +6,7 @@ import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
 import { createAutomationDrainer } from '../src/modules/automations/automation-drain.ts';
+import type { AutomationWaker } from '../src/modules/automations/automation-wake.ts';
 import { drainContext } from './drain-context.ts';
 
 export interface AutomationActivityDeps {
@@ -14,6 +15,8 @@ export interface AutomationActivityDeps {
   logger: Logger;
   queueWakes: QueueWakes;
   wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
+  /** Wakes automations that runs' contact and segment changes triggered. */
+  wakeAutomations?: AutomationWaker | undefined;
 }
 
 /** drainAutomation is the automation actor's one activity (src/modules/automations/automation-drain.ts). */
@@ -24,6 +27,7 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
     logger: deps.logger,
     lingerMs: deps.config.queues.drainLingerMs,
     wakeDomainActors: deps.wakeDomainActors,
+    wakeAutomations: deps.wakeAutomations,
   });
   return {
     async drainAutomation(input: AutomationInput): Promise<DrainSummary> {

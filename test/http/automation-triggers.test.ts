@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContactEvent, ContactImport, EmailRecipient, InboundMessage, TransactionalEmail } from '../../db/entities/index.ts';
+import { ContactEvent, ContactImport, EmailRecipient, InboundMessage, Template, TransactionalEmail } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createFsBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
@@ -342,6 +342,8 @@ describe('automation triggers', () => {
     /** A broadcast message sent to the contact (from a template), with its one recipient. */
     async function sentEmail(orgId: string, contact: { id: string; email: string }, messageId = `${newId()}@mail.example.com`) {
       const em = scopeToOrg(h.stack.orm.em.fork(), orgId);
+      // A template of the workspace: a trigger naming it must name a real one.
+      const template = em.create(Template, { orgId, name: unique('template'), status: 'published', subject: 'News', html: '<p>News</p>' });
       const email = em.create(TransactionalEmail, {
         orgId,
         domainId: newId(),
@@ -353,7 +355,7 @@ describe('automation triggers', () => {
         status: 'sent',
         quotaDay: new Date().toISOString().slice(0, 10),
         broadcastId: newId(),
-        templateId: newId(),
+        templateId: template.id,
         contactId: contact.id,
       });
       em.create(EmailRecipient, { orgId, emailId: email.id, kind: 'to', email: contact.email });

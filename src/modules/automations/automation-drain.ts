@@ -48,7 +48,11 @@ import {
   writeEmails,
   type RenderedEmail,
 } from './automation-queue.repo.ts';
+import type { TouchedAutomation } from './automation-runs.repo.ts';
 import { addStats, type StatDeltas } from './automation-stats.repo.ts';
+import { enrolContactChanges, enrolSegmentMembers } from './automation-triggers.ts';
+import { groupByKey } from './automation-triggers.fns.ts';
+import type { AutomationWaker } from './automation-wake.ts';
 
 export interface AutomationDrainDeps {
   orm: MikroORM;
@@ -57,6 +61,8 @@ export interface AutomationDrainDeps {
   lingerMs: number;
   /** Signal-with-start of sending-domain actors whose drain is not running. */
   wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
+  /** Wakes automations the batch's contact and segment changes triggered (else the reconciler does). */
+  wakeAutomations?: AutomationWaker | undefined;
   /** Runs per batch (default 500). */
   batchSize?: number;
 }
@@ -185,10 +191,10 @@ async function runBatch(
   input: AutomationInput,
   limit: number,
   run: DrainRun,
-): Promise<{ claimed: number; idleDomains: string[] }> {
+): Promise<{ claimed: number; idleDomains: string[]; triggered: TouchedAutomation[] }> {
   return scopeToOrg(deps.orm.em.fork(), input.orgId).transactional(async (em) => {
     const runs: ClaimedRun[] = await claimDueRuns(em, input.orgId, input.automationId, limit);
-    if (runs.length === 0) return { claimed: 0, idleDomains: [] };
+    if (runs.length === 0) return { claimed: 0, idleDomains: [], triggered: [] };
     const facts = batchFacts(em, input.orgId);
     const now = new Date();
     const advances: Advance[] = [];
@@ -236,14 +242,22 @@ async function runBatch(
       input.orgId,
       advances.flatMap((a) => a.timeline.map((t) => ({ runId: a.runId, ...t }))),
     );
-    await updateContacts(
-      em,
-      input.orgId,
-      advances.flatMap((a) => (a.contactUpdate && contacts.get(a.runId) ? [{ id: contacts.get(a.runId)!.id, ...a.contactUpdate }] : [])),
-    );
+    const updated = advances.flatMap((a) => {
+      const contact = contacts.get(a.runId);
+      return a.contactUpdate && contact ? [{ id: contact.id, before: contact.tags, ...a.contactUpdate }] : [];
+    });
+    await updateContacts(em, input.orgId, updated);
     const membership = (list: 'segmentAdds' | 'segmentRemoves') =>
       advances.flatMap((a) => a[list].map((segmentId) => ({ segmentId, contactId: contacts.get(a.runId)?.id ?? '' })));
-    await changeSegments(em, input.orgId, membership('segmentAdds'), membership('segmentRemoves'));
+    const joined = await changeSegments(em, input.orgId, membership('segmentAdds'), membership('segmentRemoves'));
+    // What the steps changed triggers automations as the same change through the API would.
+    const triggered = await enrolContactChanges(
+      em,
+      input.orgId,
+      updated.map((u) => ({ contactId: u.id, created: false, tagsBefore: u.before, tagsAfter: u.tags })),
+    );
+    for (const [segmentId, contactIds] of groupByKey(joined.map((m) => [m.segment_id, m.contact_id] as const)))
+      triggered.push(...(await enrolSegmentMembers(em, input.orgId, segmentId, contactIds)));
     await insertEvents(em, input.orgId, [
       ...advances.flatMap((a) =>
         a.webhooks.map((w) => ({
@@ -291,7 +305,7 @@ async function runBatch(
         run.tally.lastOutcome = advance.status === 'active' ? `waiting at ${advance.stepId}` : advance.status;
       }
     }
-    return { claimed: runs.length, idleDomains: written.idleDomains };
+    return { claimed: runs.length, idleDomains: written.idleDomains, triggered };
   });
 }
 
@@ -314,7 +328,8 @@ export function createAutomationDrainer(deps: AutomationDrainDeps): Drainer<Auto
         release: () => releaseAutomation(em(), input.orgId, input.automationId),
         ownerGone: () => Promise.resolve(ownerGoneSummary('automation deleted')),
         async claim(limit) {
-          const { claimed, idleDomains } = await runBatch(deps, definitionOf, input, limit, run);
+          const { claimed, idleDomains, triggered } = await runBatch(deps, definitionOf, input, limit, run);
+          deps.wakeAutomations?.(triggered);
           if (idleDomains.length > 0) {
             await deps
               .wakeDomainActors(idleDomains.map((domainId) => ({ orgId: input.orgId, domainId })))

@@ -303,20 +303,22 @@ export async function updateContacts(
   );
 }
 
-/** Static segment membership changes of the batch (a segment that is not static, or gone, is left alone). */
+/** Static segment membership changes of the batch (a segment that is not static, or gone, is left alone); returns the members added. */
 export async function changeSegments(
   em: EntityManager,
   orgId: string,
   adds: readonly { contactId: string; segmentId: string }[],
   removes: readonly { contactId: string; segmentId: string }[],
-): Promise<void> {
+): Promise<{ segment_id: string; contact_id: string }[]> {
+  let added: { segment_id: string; contact_id: string }[] = [];
   if (adds.length > 0) {
-    await em.execute(
+    added = await em.execute<{ segment_id: string; contact_id: string }[]>(
       `insert into segment_members (segment_id, contact_id, org_id, created_at)
        select a."segmentId", a."contactId", ?, now()
          from jsonb_to_recordset(?::jsonb) as a("segmentId" text, "contactId" text)
          join segments s on s.id = a."segmentId" and s.org_id = ? and s.type = 'static'
-       on conflict do nothing`,
+       on conflict do nothing
+       returning segment_id, contact_id`,
       [orgId, JSON.stringify(adds), orgId],
     );
   }
@@ -327,6 +329,7 @@ export async function changeSegments(
       [JSON.stringify(removes), orgId],
     );
   }
+  return added;
 }
 
 /** Events of the batch (webhook steps, runs that ended), into the outbox the webhook fan-out reads. */
