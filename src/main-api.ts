@@ -1,6 +1,7 @@
 import { createOffloadPool } from './offload/offload-pool.ts';
 import { createDashboardAuthService } from './modules/dashboard/dashboard-auth.service.ts';
 import { createDashboardRouter } from './modules/dashboard/dashboard.router.ts';
+import { automationsArea } from './modules/dashboard/dashboard-automations.routes.ts';
 import { domainsArea } from './modules/dashboard/dashboard-domains.routes.ts';
 import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
 import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
@@ -76,6 +77,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       areas: [
         domainsArea(services),
         emailsArea(services),
+        automationsArea(services, orm),
         webhooksArea(services),
         inboxArea(services),
         metricsArea(services),

@@ -27,6 +27,7 @@ export const AREAS = [
   ['keys', 'API keys'],
   ['domains', 'Domains'],
   ['emails', 'Emails'],
+  ['automations', 'Automations'],
   ['webhooks', 'Webhooks'],
   ['inbox', 'Inbox'],
   ['metrics', 'Metrics'],

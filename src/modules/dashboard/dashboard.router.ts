@@ -25,10 +25,14 @@ const PREFIX = '/dashboard';
 const SIGN_IN_PER_EMAIL = { requests_per_minute: 10, burst: 10, source: 'default' } as const;
 const SIGN_IN_PER_ADDRESS = { requests_per_minute: 60, burst: 60, source: 'default' } as const;
 
-/** The pages' files: Herald's own, and uPlot (the metrics chart) from its npm package. */
+/** The pages' files: Herald's own (the automation builder's script only on its pages), and uPlot (the metrics chart) from its npm package. */
 const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(new URL('./assets/dashboard.css', import.meta.url)) },
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('./assets/dashboard.js', import.meta.url)) },
+  'automation-builder.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('./assets/automation-builder.js', import.meta.url)),
+  },
   'uplot.js': {
     type: 'text/javascript; charset=utf-8',
     body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.iife.min.js'))),
@@ -81,7 +85,7 @@ export interface DashboardDeps {
    * dashboard's idempotency, as the API's Idempotency-Key (Redis SET NX in the api process).
    */
   formSentOnce: (sessionId: string, nonce: string) => Promise<boolean>;
-  /** The other areas' pages (domains, emails, webhooks, inbox, metrics). */
+  /** The other areas' pages (domains, emails, automations, webhooks, inbox, metrics, people). */
   areas?: readonly DashboardArea[];
 }
 

@@ -1,0 +1,413 @@
+import { html } from 'ghtml';
+import { STEP_TYPES, TRIGGER_TYPES, WEEKDAYS } from '../automations/automation-definition.ts';
+import type { SignedIn } from './dashboard-auth.service.ts';
+import {
+  BRANCH_FIELD,
+  builderFits,
+  CONDITION_FIELDS,
+  CONDITION_KINDS,
+  conditionKind,
+  fieldName,
+  GOAL_KINDS,
+  goalKind,
+  reentryFits,
+  STEP_FIELDS,
+  stepFits,
+  TRIGGER_FIELDS,
+  triggerFits,
+  type FieldGuard,
+  type FieldSpec,
+} from './dashboard-automations.builder.ts';
+import { flowOf, slotsOf, type FlowEntry } from './dashboard-automations.flow.ts';
+import { csrfField } from './dashboard.pages.ts';
+
+/**
+ * The automation definition editor (on the new-automation page and an automation's page): one
+ * definition shown two ways, a builder (the trigger and rules, then the steps as a flow of
+ * cards, a condition's and a wait-for-event's branches indented beneath it) and its JSON. Both
+ * are fields of one form and work without JavaScript (the server draws the page again for every
+ * button); assets/automation-builder.js keeps the JSON in step as the builder is edited. Every
+ * `${}` is escaped: names, ids and JSON are the workspace's.
+ */
+
+/** A choice of a select: a template, a segment, an endpoint of the workspace. */
+export interface Choice {
+  value: string;
+  label: string;
+}
+
+/** What the builder's selects offer, from the workspace. */
+export interface BuilderChoices {
+  templates: readonly Choice[];
+  segments: readonly Choice[];
+  endpoints: readonly Choice[];
+  /** The workspace's verified sending domains, for the hint under a From field. */
+  domains: readonly string[];
+}
+
+/** A problem with the definition: its path (`steps.2.from`) and what is wrong. */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+export interface EditorModel {
+  signedIn: SignedIn;
+  name: string;
+  description: string;
+  /** The definition the builder shows (as edited: maybe not valid yet). */
+  definition: unknown;
+  /** The JSON view's text. */
+  json: string;
+  /** The JSON the builder was drawn from ('' when the builder cannot show the definition). */
+  base: string;
+  choices: BuilderChoices;
+  problems?: readonly Problem[] | undefined;
+  /** The definition was checked and is valid. */
+  valid?: boolean;
+  error?: string | undefined;
+  notice?: string | undefined;
+  /** Where "Add a step" adds, as last chosen. */
+  slot?: string | undefined;
+}
+
+interface Render {
+  choices: BuilderChoices;
+  stepIds: string[];
+  sendSteps: string[];
+  problems: readonly Problem[];
+  nextId(): string;
+}
+
+const isObj = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const text = (value: unknown) => (typeof value === 'string' ? value : '');
+const jsonText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+
+function options(r: Render, spec: FieldSpec, current: string, self?: string): string {
+  const source = spec.choices ?? [];
+  const list: Choice[] =
+    source === 'templates'
+      ? [...r.choices.templates]
+      : source === 'segments'
+        ? [...r.choices.segments]
+        : source === 'endpoints'
+          ? [...r.choices.endpoints]
+          : source === 'steps'
+            ? r.stepIds.filter((id) => id !== self).map((id) => ({ value: id, label: id }))
+            : source === 'send-steps'
+              ? r.sendSteps.map((id) => ({ value: id, label: id }))
+              : source.map((value) => ({ value, label: value }));
+  // A value the choices do not have is kept (and the check says what is wrong with it).
+  if (current !== '' && !list.some((choice) => choice.value === current)) list.push({ value: current, label: `${current} (not found)` });
+  const none = spec.none === undefined ? '' : html`<option value="">${spec.none}</option>`;
+  return (
+    none +
+    list
+      .map((choice) => html`<option value="${choice.value}"!${choice.value === current ? ' selected' : ''}>${choice.label}</option>`)
+      .join('')
+  );
+}
+
+/** One builder input with its label and hint, shown only for its choice when guarded. */
+function field(r: Render, spec: FieldSpec, path: string, value: unknown, extra: { when?: FieldGuard; self?: string } = {}): string {
+  const id = r.nextId();
+  const name = fieldName(path, { as: spec.as, when: extra.when });
+  const guard = extra.when ? html` data-when="${extra.when.field}=${extra.when.values.join('|')}"` : '';
+  const hint = spec.hint ? html`<p class="hint" id="${id}-hint">${spec.hint}</p>` : '';
+  const described = spec.hint ? html` aria-describedby="${id}-hint"` : '';
+  let input: string;
+  if (spec.widget === 'select') {
+    input = html`<select id="${id}" name="${name}"!${described}>!${options(r, spec, text(value), extra.self)}</select>`;
+  } else if (spec.widget === 'textarea') {
+    input = html`<textarea id="${id}" name="${name}" rows="3" spellcheck="false"!${described}>${jsonText(value)}</textarea>`;
+  } else if (spec.widget === 'weekdays') {
+    const chosen = Array.isArray(value) ? value : [];
+    return html`<div class="field"!${guard}><fieldset class="weekdays"!${described}><legend>${spec.label}</legend>!${WEEKDAYS.map((day) => html`<label class="inline"><input type="checkbox" name="${name}" value="${day}"!${chosen.includes(day) ? ' checked' : ''}> ${day}</label>`).join('')}</fieldset>!${hint}</div>`;
+  } else {
+    const shown = Array.isArray(value) ? value.join(', ') : text(value);
+    const mode = spec.widget === 'email' ? ' inputmode="email" autocomplete="off"' : ' autocomplete="off"';
+    input = html`<input type="text" id="${id}" name="${name}" value="${shown}"!${mode}!${described}>`;
+  }
+  return html`<div class="field"!${guard}><label for="${id}">${spec.label}</label>!${input}!${hint}</div>`;
+}
+
+/** A part of the definition the builder has no fields for, edited as JSON in place. */
+function rawField(r: Render, label: string, path: string, value: unknown, hint: string): string {
+  const id = r.nextId();
+  return html`<div class="field"><label for="${id}">${label}</label><textarea id="${id}" name="${fieldName(path, { as: 'json' })}" rows="5" spellcheck="false" aria-describedby="${id}-hint">${jsonText(value)}</textarea><p class="hint" id="${id}-hint">${hint}</p></div>`;
+}
+
+const RAW_HINT = 'The builder has no fields for this as it is: edit it as JSON here or in the JSON view.';
+
+/** The problems at `prefix` and under it (only at it when `exact`), listed where the builder shows that part. */
+function problemsAt(r: Render, prefix: string, exact = false): string {
+  const mine = r.problems.filter((p) => p.path === prefix || (!exact && p.path.startsWith(`${prefix}.`)));
+  if (mine.length === 0) return '';
+  return html`<ul class="problems">!${mine.map((p) => html`<li><code>${p.path}</code> ${p.message}</li>`).join('')}</ul>`;
+}
+
+function triggerCard(r: Render, definition: Record<string, unknown>): string {
+  const trigger = definition.trigger;
+  let fields: string;
+  if (trigger === undefined || triggerFits(trigger)) {
+    const type = isObj(trigger) ? text(trigger.type) : 'contact.created';
+    const typeSpec: FieldSpec = { key: 'type', label: 'Trigger', widget: 'select', choices: TRIGGER_TYPES };
+    fields =
+      field(r, typeSpec, 'trigger.type', type) +
+      TRIGGER_FIELDS.map((spec) =>
+        field(r, spec, `trigger.${spec.key}`, isObj(trigger) ? trigger[spec.key] : undefined, {
+          when: { field: fieldName('trigger.type'), values: spec.when!.values },
+        }),
+      ).join('');
+  } else {
+    fields = rawField(r, 'Trigger (JSON)', 'trigger', trigger, RAW_HINT);
+  }
+  const reentry = definition.reentry;
+  const reentryFields = reentryFits(reentry)
+    ? field(
+        r,
+        { key: 'mode', label: 'A contact may enter', widget: 'select', choices: ['once', 'always', 'cooldown'] },
+        'reentry.mode',
+        isObj(reentry) ? reentry.mode : 'once',
+      ) +
+      field(
+        r,
+        { key: 'cooldown', label: 'Again after (cool-down)', widget: 'text', hint: 'With cooldown: 30s, 15m, 2h or 3d.' },
+        'reentry.cooldown',
+        isObj(reentry) ? reentry.cooldown : undefined,
+        {
+          when: { field: fieldName('reentry.mode'), values: ['cooldown'] },
+        },
+      )
+    : rawField(r, 'Re-entry (JSON)', 'reentry', reentry, RAW_HINT);
+  const goal = definition.goal;
+  const kind = goalKind(goal);
+  let goalFields: string;
+  if (kind === null) {
+    goalFields = rawField(r, 'Goal (JSON)', 'goal', goal, RAW_HINT);
+  } else {
+    const id = r.nextId();
+    const value = isObj(goal) ? Object.values(goal)[0] : undefined;
+    const labels: Record<(typeof GOAL_KINDS)[number], string> = {
+      none: 'no goal',
+      in_segment: 'the contact is in a segment',
+      has_tag: 'the contact has a tag',
+      had_event: 'the contact had a custom event',
+    };
+    goalFields =
+      html`<div class="field"><label for="${id}">Goal: a run ends early when</label><select id="${id}" name="k.goal">!${GOAL_KINDS.map((k) => html`<option value="${k}"!${k === kind ? ' selected' : ''}>${labels[k]}</option>`).join('')}</select></div>` +
+      field(
+        r,
+        { key: 'in_segment', label: 'Goal segment', widget: 'select', choices: 'segments', none: '— choose a segment' },
+        'goal.in_segment',
+        kind === 'in_segment' ? value : undefined,
+        {
+          when: { field: 'k.goal', values: ['in_segment'] },
+        },
+      ) +
+      field(r, { key: 'has_tag', label: 'Goal tag', widget: 'text' }, 'goal.has_tag', kind === 'has_tag' ? value : undefined, {
+        when: { field: 'k.goal', values: ['has_tag'] },
+      }) +
+      field(r, { key: 'had_event', label: 'Goal event name', widget: 'text' }, 'goal.had_event', kind === 'had_event' ? value : undefined, {
+        when: { field: 'k.goal', values: ['had_event'] },
+      });
+  }
+  const timezone = definition.timezone;
+  const zone =
+    timezone === undefined || typeof timezone === 'string'
+      ? field(
+          r,
+          {
+            key: 'timezone',
+            label: 'Time zone',
+            widget: 'text',
+            hint: 'For wait-until steps, when the contact has no timezone field: e.g. Europe/Paris.',
+          },
+          'timezone',
+          timezone ?? 'UTC',
+        )
+      : rawField(r, 'Time zone (JSON)', 'timezone', timezone, RAW_HINT);
+  return html`<fieldset class="card trigger" id="trigger"><legend>Trigger and rules</legend>
+    <div class="step-fields">!${fields}!${reentryFields}!${goalFields}!${zone}</div>
+    !${problemsAt(r, 'trigger')}!${problemsAt(r, 'reentry')}!${problemsAt(r, 'goal')}!${problemsAt(r, 'timezone')}
+  </fieldset>`;
+}
+
+function conditionFields(r: Render, index: number, condition: unknown): string {
+  const kind = conditionKind(condition);
+  const control = `k.steps.${index}.if`;
+  const id = r.nextId();
+  const select = html`<div class="field"><label for="${id}">If</label><select id="${id}" name="${control}">!${Object.entries(
+    CONDITION_KINDS,
+  )
+    .map(([k, { label }]) => html`<option value="${k}"!${k === kind ? ' selected' : ''}>${label}</option>`)
+    .join('')}</select></div>`;
+  const groups = Object.entries(CONDITION_KINDS).map(([k, { fields }]) => {
+    const guard = { field: control, values: [k] };
+    if (k === 'json') {
+      const jsonSpec: FieldSpec = {
+        key: 'if',
+        label: 'Condition (JSON)',
+        widget: 'textarea',
+        as: 'json',
+        hint: 'all, any, not, or one condition.',
+      };
+      return field(r, jsonSpec, `steps.${index}.if`, condition, { when: guard });
+    }
+    return (fields as readonly string[])
+      .map((key) =>
+        field(r, CONDITION_FIELDS[key]!, `steps.${index}.if.${key}`, kind === k && isObj(condition) ? condition[key] : undefined, {
+          when: guard,
+        }),
+      )
+      .join('');
+  });
+  return select + groups.join('');
+}
+
+function stepCard(r: Render, definition: { steps: unknown[] }, index: number, branches: string): string {
+  const step = definition.steps[index];
+  const remove = (label: string) =>
+    html`<button type="submit" name="action" value="remove:${String(index)}" class="link remove" formaction="#flow">Remove ${label}</button>`;
+  const problems = problemsAt(r, `steps.${index}`);
+  if (!stepFits(step)) {
+    const id = isObj(step) && typeof step.id === 'string' ? step.id : `step ${index + 1}`;
+    return html`<fieldset class="step raw" id="step-${String(index)}"><legend><span class="step-type">JSON</span> <code>${id}</code></legend>
+      !${rawField(r, `Step “${id}” (JSON)`, `steps.${index}`, step, RAW_HINT)}!${problems}!${remove(`step “${id}”`)}
+    </fieldset>!${branches}`;
+  }
+  const type = step.type;
+  const own = STEP_FIELDS[type].map((spec) =>
+    field(r, spec, `steps.${index}.${spec.key}`, step[spec.key], {
+      self: step.id,
+      ...(spec.when ? { when: { field: fieldName(`steps.${index}.${spec.when.key}`), values: spec.when.values } } : {}),
+    }),
+  );
+  const body = type === 'condition' ? conditionFields(r, index, step.if) : own.join('');
+  return html`<fieldset class="step ${type}" id="step-${String(index)}" aria-label="Step ${step.id} (${type})"><legend><span class="step-type">${type}</span> <code>${step.id}</code></legend>
+    <input type="hidden" name="${fieldName(`steps.${index}.id`)}" value="${step.id}"><input type="hidden" name="${fieldName(`steps.${index}.type`)}" value="${type}">
+    <div class="step-fields">!${body}</div>!${problems}!${remove(`step “${step.id}”`)}
+  </fieldset>!${branches}`;
+}
+
+function chain(r: Render, definition: { steps: unknown[] }, entries: readonly FlowEntry[]): string {
+  const items = entries.map((entry) => {
+    if (entry.kind === 'jump') {
+      return entry.index === undefined
+        ? html`<li class="jump missing">→ <code>${entry.target}</code> (there is no such step)</li>`
+        : html`<li class="jump">→ continues at <a href="#step-${String(entry.index)}"><code>${entry.target}</code></a></li>`;
+    }
+    const step = definition.steps[entry.index] as Record<string, unknown>;
+    const branches =
+      entry.branches.length === 0
+        ? ''
+        : html`<div class="branches">!${entry.branches
+            .map((branch) => {
+              const target = field(r, { ...BRANCH_FIELD, key: branch.key }, `steps.${entry.index}.${branch.key}`, step[branch.key], {
+                self: text(step.id),
+              });
+              return html`<div class="branch ${branch.label}"><p class="branch-label"><span class="branch-name">${branch.label}</span></p>!${target}!${chain(r, definition, branch.chain)}</div>`;
+            })
+            .join('')}</div>`;
+    return html`<li>!${stepCard(r, definition, entry.index, branches)}</li>`;
+  });
+  const last = entries.at(-1);
+  const ends = last?.kind === 'card' && last.branches.length === 0 && (definition.steps[last.index] as { type?: unknown }).type !== 'exit';
+  const end = ends || entries.length === 0 ? html`<li class="end" aria-label="End">end</li>` : '';
+  return html`<ol class="flow">!${items.join('')}!${end}</ol>`;
+}
+
+function stepsSection(r: Render, definition: Record<string, unknown> & { steps: unknown[] }, slot: string | undefined): string {
+  const flow = flowOf(definition);
+  const startId = r.nextId();
+  const start =
+    definition.start === undefined || typeof definition.start === 'string'
+      ? html`<div class="field"><label for="${startId}">First step</label><select id="${startId}" name="${fieldName('start')}">!${options(r, { key: 'start', label: '', widget: 'select', choices: 'steps', none: '— choose the first step' }, text(definition.start))}</select></div>`
+      : rawField(r, 'First step (JSON)', 'start', definition.start, RAW_HINT);
+  const slots = slotsOf(definition);
+  const chosen = slots.find((s) => s.value === slot)?.value ?? slots.find((s) => s.open)?.value ?? slots.at(-2)?.value ?? 'start';
+  const typeId = r.nextId();
+  const slotId = r.nextId();
+  return html`<section class="card steps" id="flow" aria-labelledby="flow-title"><h3 id="flow-title">Steps</h3>
+    !${start}!${problemsAt(r, 'start')}
+    !${chain(r, definition, flow.main)}
+    !${
+      flow.detached.length === 0
+        ? ''
+        : html`<h4>Not connected to the flow</h4><p class="hint">The first step does not lead to these: connect them with a “Then” or a branch, or remove them.</p>!${flow.detached.map((entries) => chain(r, definition, entries)).join('')}`
+    }
+    !${problemsAt(r, 'steps', true)}
+    <div class="add-step">
+      <div class="field"><label for="${typeId}">New step</label><select id="${typeId}" name="add_type">!${STEP_TYPES.map((type) => html`<option value="${type}">${type}</option>`).join('')}</select></div>
+      <div class="field"><label for="${slotId}">Where</label><select id="${slotId}" name="add_slot">!${slots.map((s) => html`<option value="${s.value}"!${s.value === chosen ? ' selected' : ''}>${s.label}</option>`).join('')}</select></div>
+      <button type="submit" name="action" value="add" formaction="#flow">Add step</button>
+    </div>
+  </section>`;
+}
+
+function problemList(problems: readonly Problem[]): string {
+  const anchor = (path: string) => {
+    const step = /^steps\.(\d+)/.exec(path)?.[1];
+    if (step !== undefined) return `#step-${step}`;
+    return /^(trigger|reentry|goal|timezone)/.test(path) ? '#trigger' : '#flow';
+  };
+  return html`<section class="error" id="problems" role="alert" aria-labelledby="problems-title"><h2 id="problems-title">${problems.length === 1 ? '1 problem' : `${problems.length} problems`}</h2>
+    <ul>!${problems.map((p) => html`<li><a href="${anchor(p.path)}"><code>${p.path}</code></a> ${p.message}</li>`).join('')}</ul></section>`;
+}
+
+/** The definition editor: name, description, the builder and the JSON view, and the form's buttons. */
+export function definitionEditor(model: EditorModel, action: string, buttons: string): string {
+  let n = 0;
+  const definition = model.definition;
+  const stepIds: string[] = [];
+  const sendSteps: string[] = [];
+  if (builderFits(definition)) {
+    for (const step of definition.steps) {
+      if (!isObj(step) || typeof step.id !== 'string') continue;
+      stepIds.push(step.id);
+      if (step.type === 'send_email') sendSteps.push(step.id);
+    }
+  }
+  const r: Render = { choices: model.choices, stepIds, sendSteps, problems: model.problems ?? [], nextId: () => `f${++n}` };
+  const builder = builderFits(definition)
+    ? triggerCard(r, definition) + stepsSection(r, definition, model.slot)
+    : html`<p class="hint">The builder cannot show this definition (it is not an object with a list of steps and the format’s keys only): edit it in the JSON view.</p>`;
+  const domains =
+    model.choices.domains.length === 0
+      ? 'This workspace has no verified sending domain yet: a send step needs one.'
+      : `Verified sending domains: ${model.choices.domains.join(', ')}.`;
+  const outcome = model.problems?.length
+    ? problemList(model.problems)
+    : model.valid
+      ? html`<p class="notice" id="problems" role="status">The definition is valid.</p>`
+      : '';
+  return html`!${outcome}
+<form method="post" action="${action}" class="editor" data-builder>
+  !${csrfField(model.signedIn.csrfToken)}
+  <button type="submit" name="action" value="refresh" class="visually-hidden" tabindex="-1" aria-hidden="true">Update</button>
+  <div class="card details">
+    <label for="automation-name">Name</label>
+    <input id="automation-name" name="name" required maxlength="120" value="${model.name}" autocomplete="off">
+    <label for="automation-description">Description</label>
+    <textarea id="automation-description" name="description" rows="2" maxlength="2000">${model.description}</textarea>
+  </div>
+  <div class="views">
+    <section class="builder" aria-labelledby="builder-title">
+      <h2 id="builder-title">Builder</h2>
+      <p class="hint">${domains}</p>
+      <fieldset class="builder-fields" data-builder-fields>!${builder}</fieldset>
+    </section>
+    <section class="json-view" aria-labelledby="json-title">
+      <h2 id="json-title">JSON</h2>
+      <label for="definition">Definition (JSON)</label>
+      <textarea id="definition" name="definition" rows="30" spellcheck="false" aria-describedby="definition-hint">${model.json}</textarea>
+      <input type="hidden" name="base" value="${model.base}">
+      <p class="hint" id="definition-hint">The same definition as the builder. When you change it here, this JSON is what is checked and published; “Show in the builder” draws the builder from it.</p>
+      <p class="hint sync" data-sync-status aria-live="polite"></p>
+      <button type="submit" name="action" value="refresh" class="secondary">Show in the builder</button>
+    </section>
+  </div>
+  <div class="editor-actions">!${buttons}</div>
+</form>
+<script src="/dashboard/assets/automation-builder.js" defer></script>`;
+}
