@@ -7,11 +7,12 @@ import type { Logger } from '../src/logger.ts';
 import type { QueueWakes } from '../src/queue/wakes.ts';
 import { createAutomationDrainer } from '../src/modules/automations/automation-drain.ts';
 import type { AutomationWaker } from '../src/modules/automations/automation-wake.ts';
+import { createRecipientLinks } from '../src/modules/broadcasts/recipient-links.ts';
 import { drainContext } from './drain-context.ts';
 
 export interface AutomationActivityDeps {
   orm: MikroORM;
-  config: Pick<Config, 'queues'>;
+  config: Pick<Config, 'queues' | 'encryptionKey' | 'http'>;
   logger: Logger;
   queueWakes: QueueWakes;
   wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
@@ -28,6 +29,7 @@ export function createAutomationActivities(deps: AutomationActivityDeps) {
     lingerMs: deps.config.queues.drainLingerMs,
     wakeDomainActors: deps.wakeDomainActors,
     wakeAutomations: deps.wakeAutomations,
+    links: deps.config.encryptionKey ? createRecipientLinks(deps.config.encryptionKey, deps.config.http.publicUrl) : null,
   });
   return {
     async drainAutomation(input: AutomationInput): Promise<DrainSummary> {

@@ -158,6 +158,21 @@ describe('automation runs (enrol → actor → steps → domain queue → relay)
       () => sentTo(ignorer!.email).length === 2,
     );
     expect(sentTo(reader!.email)).toHaveLength(1);
+
+    // Each message carries a signed one-click unsubscribe (RFC 8058), which works like a broadcast's.
+    const reminderRaw = sentTo(ignorer!.email)
+      .find((m) => m.raw.toString().includes('Did you see this?'))!
+      .raw.toString();
+    const link = /^List-Unsubscribe:\s*<([^>]+)>/im.exec(reminderRaw)?.[1] ?? '';
+    expect(link.startsWith(`${h.stack.config.http.publicUrl}/unsubscribe/`), reminderRaw.slice(0, 2000)).toBe(true);
+    expect(reminderRaw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click/im);
+    const oneClick = await fetch(`${h.api.url}${new URL(link).pathname}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    expect(oneClick.status).toBe(200);
+    expect((await em().findOneOrFail(Contact, { id: ignorer!.id }, { refresh: true })).status).toBe('unsubscribed');
     expect(await statsOf(h.stack.orm, orgId, automation.id)).toEqual({
       totalRuns: 2,
       activeRuns: 0,

@@ -26,6 +26,7 @@ import type { SendDomainInput } from '../../../workflows/send-domain.ts';
 import type { Logger } from '../../logger.ts';
 import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
 import { AUTOMATION_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
+import type { RecipientLinks } from '../broadcasts/recipient-links.ts';
 import { renderTemplate } from '../sends/template-render.ts';
 import type { AutomationDefinition as Definition } from './automation-definition.ts';
 import { advanceRun, type Advance, type ClaimedRun, type RunContact, type RunFacts } from './automation-engine.ts';
@@ -63,6 +64,8 @@ export interface AutomationDrainDeps {
   wakeDomainActors: (domains: SendDomainInput[]) => Promise<void>;
   /** Wakes automations the batch's contact and segment changes triggered (else the reconciler does). */
   wakeAutomations?: AutomationWaker | undefined;
+  /** Signs each email's unsubscribe link (`unsubscribe_url` in templates, List-Unsubscribe); null without HERALD_ENCRYPTION_KEY. */
+  links: RecipientLinks | null;
   /** Runs per batch (default 500). */
   batchSize?: number;
 }
@@ -104,6 +107,7 @@ function batchFacts(em: EntityManager, orgId: string): RunFacts & { charged: () 
 async function renderEmails(
   em: EntityManager,
   advances: readonly Advance[],
+  links: RecipientLinks | null,
 ): Promise<{ emails: RenderedEmail[]; failures: Map<string, string> }> {
   const wanted = advances.flatMap((a) => a.emails.map((email) => ({ runId: a.runId, email })));
   const failures = new Map<string, string>();
@@ -126,7 +130,9 @@ async function renderEmails(
       continue;
     }
     try {
-      const rendered = renderTemplate({ subject: template!.subject, html: template!.html }, email.variables);
+      const unsubscribeUrl = links?.url(email.emailId) ?? null;
+      const variables = unsubscribeUrl ? { ...email.variables, unsubscribe_url: unsubscribeUrl } : email.variables;
+      const rendered = renderTemplate({ subject: template!.subject, html: template!.html }, variables);
       emails.push({
         runId,
         stepId: email.stepId,
@@ -143,6 +149,7 @@ async function renderEmails(
         text: rendered.text ?? null,
         templateId: template!.id,
         templateVersion: template!.version,
+        headers: unsubscribeUrl ? { 'List-Unsubscribe': `<${unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {},
       });
     } catch (error) {
       failures.set(runId, error instanceof Error ? error.message : String(error));
@@ -205,7 +212,7 @@ async function runBatch(
       advances.push(await advanceRun(claimed, definition, now, facts, () => newId()));
     }
     const claimedById = new Map(runs.map((r) => [r.id, r]));
-    const rendered = await renderEmails(em, advances);
+    const rendered = await renderEmails(em, advances, deps.links);
     const { failures } = rendered;
     for (const advance of advances) {
       const failure = failures.get(advance.runId);

@@ -28,7 +28,8 @@ export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Con
     const checked = links.check(token);
     if (!checked.ok) return { outcome: checked.reason };
     const email = await deps.orm.em.fork().findOne(TransactionalEmail, { id: checked.claim.emailId }, ALL_TENANTS);
-    if (!email?.broadcastId || !email.contactId) return { outcome: 'invalid' as const };
+    // A broadcast's or an automation's message: both go to a contact, whose unsubscribe it is.
+    if (!(email?.broadcastId || email?.automationRunId) || !email.contactId) return { outcome: 'invalid' as const };
     return { outcome: 'ok' as const, email };
   }
 
@@ -50,7 +51,7 @@ export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Con
         if (contact.status === 'active') await moveContact(tx, email.orgId, contact.email, 'unsubscribed', 'contact.unsubscribed');
         const added = await suppressAddress(tx, email.orgId, contact.email, 'unsubscribe', {
           emailId: email.id,
-          detail: `broadcast ${email.broadcastId}`,
+          detail: email.broadcastId ? `broadcast ${email.broadcastId}` : `automation run ${email.automationRunId}`,
         });
         if (added) {
           await recordEmailEvent(tx, {
