@@ -4,6 +4,10 @@
  *
  *   node bench/run.ts [name …] [--runs=3] [--duration=8] [--warmup=3] [--quick] [--profile]
  *                     [--shared-temporal] [--out=bench/results]
+ *                     [--contacts=N] [--step-runs=N] [--waiting-runs=N] [--crash-runs=N]
+ *
+ * The size flags set a benchmark's data set where it reads them (`automations`: contacts
+ * imported, runs through non-send steps, runs waiting, runs through the worker's kills).
  *
  * --shared-temporal runs every benchmark on the one Temporal dev server of the run, as a
  * production stack runs (the server keeps what earlier benchmarks left: closed workflows,
@@ -59,6 +63,7 @@ export const BENCHMARKS = [
   'broadcast',
   'broadcast-one-process',
   'dashboard',
+  'automations',
 ] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -74,6 +79,10 @@ const { values: args, positionals } = parseArgs({
     profile: { type: 'boolean', default: false },
     'shared-temporal': { type: 'boolean', default: false },
     out: { type: 'string', default: join(BENCH_DIR, 'results') },
+    contacts: { type: 'string' },
+    'step-runs': { type: 'string' },
+    'waiting-runs': { type: 'string' },
+    'crash-runs': { type: 'string' },
   },
 });
 
@@ -98,6 +107,18 @@ async function dropLeftovers(serverUrl: string): Promise<void> {
   }
 }
 
+/** A size flag's count (`--contacts=20000`, `20_000` and `20,000` too), or undefined when absent. */
+function sizeFlag(name: 'contacts' | 'step-runs' | 'waiting-runs' | 'crash-runs'): number | undefined {
+  const text = args[name];
+  if (text === undefined) return undefined;
+  const count = Number(text.replaceAll(/[_,]/g, ''));
+  if (!Number.isInteger(count) || count < 1) {
+    process.stderr.write(`--${name} must be a whole number of at least 1, not ${text}\n`);
+    process.exit(2);
+  }
+  return count;
+}
+
 const unknown = positionals.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));
 if (unknown.length > 0) {
   process.stderr.write(`unknown benchmark ${unknown.join(', ')}; known: ${BENCHMARKS.join(', ')}\n`);
@@ -109,6 +130,12 @@ const options: HarnessOptions = {
   warmupSec: Number(args.warmup),
   quick: args.quick,
   profileDir: null,
+  sizes: {
+    contacts: sizeFlag('contacts'),
+    stepRuns: sizeFlag('step-runs'),
+    waitingRuns: sizeFlag('waiting-runs'),
+    crashRuns: sizeFlag('crash-runs'),
+  },
 };
 if (options.runs < 3) log(`--runs=${options.runs}: fewer than 3 runs give no meaningful spread`);
 
@@ -265,7 +292,13 @@ if (options.profileDir) {
     {
       date,
       machine: { cpus: availableParallelism(), node: process.version, loadAverage: loadavg() },
-      options: { runs: options.runs, durationSec: options.durationSec, warmupSec: options.warmupSec, quick: options.quick },
+      options: {
+        runs: options.runs,
+        durationSec: options.durationSec,
+        warmupSec: options.warmupSec,
+        quick: options.quick,
+        ...Object.fromEntries(Object.entries(options.sizes).filter(([, count]) => count !== undefined)),
+      },
       benchmarks: results,
     },
     BENCHMARKS,

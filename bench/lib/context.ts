@@ -20,6 +20,19 @@ export interface HarnessOptions {
   quick: boolean;
   /** Where the api writes a CPU profile (node --cpu-prof), or null for none. */
   profileDir: string | null;
+  /** Data set sizes from the command line (`--contacts=N` …); a benchmark that reads one has its own default. */
+  sizes: BenchSizes;
+}
+
+export interface BenchSizes {
+  /** `--contacts`: contacts a benchmark imports or seeds. */
+  contacts?: number | undefined;
+  /** `--step-runs`: automation runs through non-send steps. */
+  stepRuns?: number | undefined;
+  /** `--waiting-runs`: automation runs waiting at once. */
+  waitingRuns?: number | undefined;
+  /** `--crash-runs`: automation runs in flight while the worker is killed. */
+  crashRuns?: number | undefined;
 }
 
 /** The services every benchmark shares, started once by the harness. */
