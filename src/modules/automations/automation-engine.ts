@@ -15,7 +15,7 @@
  * a spurious wake-up, which finds the wait not over and sleeps again).
  */
 import type { AutomationDefinition, AutomationStep, Condition } from './automation-definition.ts';
-import { durationSeconds, WEEKDAYS } from './automation-definition.ts';
+import { durationSeconds, isTimeZone, WEEKDAYS } from './automation-definition.ts';
 
 /** Steps one advance runs at most before it yields (the run stays due and continues in the next claim). */
 export const MAX_STEPS_PER_ADVANCE = 50;
@@ -221,15 +221,8 @@ export function nextLocalTime(now: Date, time: string, weekdays: readonly string
 
 function contactTimeZone(contact: RunContact, definition: AutomationDefinition): string {
   const zone = contact.customFields.timezone;
-  if (typeof zone === 'string') {
-    try {
-      new Intl.DateTimeFormat('en-US', { timeZone: zone });
-      return zone;
-    } catch {
-      // An unknown zone falls back to the automation's.
-    }
-  }
-  return definition.timezone;
+  // An unknown zone falls back to the automation's.
+  return typeof zone === 'string' && isTimeZone(zone) ? zone : definition.timezone;
 }
 
 async function goalMet(definition: AutomationDefinition, contact: RunContact, facts: RunFacts): Promise<boolean> {

@@ -4,7 +4,7 @@ import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
 import { automationActorContract } from '../../../workflows/automation.ts';
-import { wakeActors } from '../../temporal/actor-wake.ts';
+import { createActorReconciler } from '../../temporal/actor-reconciler.ts';
 
 export interface AutomationReconcilerOptions {
   orm: MikroORM;
@@ -27,13 +27,15 @@ export interface AutomationReconcilerOptions {
  * never a run. Reads the due index (automation_id, due_at) of active runs.
  */
 export function createAutomationReconciler(options: AutomationReconcilerOptions): LoopSpec {
-  const { orm, temporal, config, logger } = options;
+  const { orm } = options;
   const afterMs = options.afterMs ?? 2_000;
   const batchSize = options.batchSize ?? 200;
-  return {
+  return createActorReconciler({
+    ...options,
     name: 'automation reconciler',
+    actor: automationActorContract,
     intervalMs: options.intervalMs ?? 5_000,
-    async pass() {
+    async findStranded() {
       const stranded = await orm.em.getConnection().execute<{ id: string; org_id: string }[]>(
         `/* all workspaces: active automations with runs due and no drain running */
          select a.id, a.org_id from automations a
@@ -43,16 +45,7 @@ export function createAutomationReconciler(options: AutomationReconcilerOptions)
           limit ?`,
         [afterMs / 1000, batchSize],
       );
-      if (stranded.length === 0) return 0;
-      await wakeActors(
-        temporal,
-        config,
-        automationActorContract,
-        stranded.map((a) => ({ orgId: a.org_id, automationId: a.id })),
-        { deadlineMs: 10_000 },
-      );
-      logger.info('automation reconciler woke automation actors', { count: stranded.length });
-      return stranded.length;
+      return stranded.map((a) => ({ orgId: a.org_id, automationId: a.id }));
     },
-  };
+  });
 }

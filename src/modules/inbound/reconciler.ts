@@ -5,7 +5,7 @@ import type { Logger } from '../../logger.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
 import { createInboundQueue } from './inbound-queue.repo.ts';
 import { inboundIntakeActorContract } from '../../../workflows/inbound-intake.ts';
-import { wakeActors } from '../../temporal/actor-wake.ts';
+import { createActorReconciler } from '../../temporal/actor-reconciler.ts';
 
 export interface InboundReconcilerOptions {
   orm: MikroORM;
@@ -29,19 +29,14 @@ export interface InboundReconcilerOptions {
  * actor that is merely late costs one signal); it resolves with 1 when it did, else 0.
  */
 export function createInboundReconciler(options: InboundReconcilerOptions): LoopSpec {
-  const { orm, temporal, config, logger } = options;
   const afterMs = options.afterMs ?? 5_000;
-  const wakeDeadlineMs = options.wakeDeadlineMs ?? 10_000;
-  const queue = createInboundQueue(orm);
-
-  return {
+  const queue = createInboundQueue(options.orm);
+  return createActorReconciler({
+    ...options,
     name: 'inbound reconciler',
+    actor: inboundIntakeActorContract,
     intervalMs: options.intervalMs ?? 10_000,
-    async pass() {
-      if (!(await queue.isStranded(afterMs))) return 0;
-      await wakeActors(temporal, config, inboundIntakeActorContract, [{}], { deadlineMs: wakeDeadlineMs });
-      logger.info('inbound reconciler woke the inbound actor');
-      return 1;
-    },
-  };
+    // One actor owns the whole inbound queue.
+    findStranded: async () => ((await queue.isStranded(afterMs)) ? [{}] : []),
+  });
 }

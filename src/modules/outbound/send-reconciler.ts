@@ -4,7 +4,7 @@ import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
 import { sendDomainActorContract } from '../../../workflows/send-domain.ts';
-import { wakeActors } from '../../temporal/actor-wake.ts';
+import { createActorReconciler } from '../../temporal/actor-reconciler.ts';
 import { createDomainQueue } from './domain-queue.repo.ts';
 
 export interface SendReconcilerOptions {
@@ -29,26 +29,14 @@ export interface SendReconcilerOptions {
  * actors woken.
  */
 export function createSendReconciler(options: SendReconcilerOptions): LoopSpec {
-  const { orm, temporal, config, logger } = options;
   const afterMs = options.afterMs ?? 5_000;
   const batchSize = options.batchSize ?? 200;
-  const queue = createDomainQueue(orm);
-
-  return {
+  const queue = createDomainQueue(options.orm);
+  return createActorReconciler({
+    ...options,
     name: 'send reconciler',
+    actor: sendDomainActorContract,
     intervalMs: options.intervalMs ?? 10_000,
-    async pass() {
-      const stranded = await queue.findStranded(afterMs, batchSize);
-      if (stranded.length === 0) return 0;
-      await wakeActors(
-        temporal,
-        config,
-        sendDomainActorContract,
-        stranded.map((d) => ({ orgId: d.org_id, domainId: d.id })),
-        { deadlineMs: 10_000 },
-      );
-      logger.info('send reconciler woke sending-domain actors', { count: stranded.length });
-      return stranded.length;
-    },
-  };
+    findStranded: async () => (await queue.findStranded(afterMs, batchSize)).map((d) => ({ orgId: d.org_id, domainId: d.id })),
+  });
 }

@@ -3,7 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
-import { wakeEndpoints } from './webhook-fan-out.ts';
+import { createActorReconciler } from '../../temporal/actor-reconciler.ts';
+import { webhookEndpointActorContract } from '../../../workflows/webhook-endpoint.ts';
 import { findStrandedEndpoints } from './outbox.repo.ts';
 
 export interface WebhookReconcilerOptions {
@@ -32,23 +33,19 @@ export interface WebhookReconcilerOptions {
  * A pass resolves with the endpoint actors woken.
  */
 export function createWebhookReconciler(options: WebhookReconcilerOptions): LoopSpec {
-  const { orm, temporal, config, logger } = options;
   const afterMs = options.afterMs ?? 10_000;
   const batchSize = options.batchSize ?? 500;
-  const wakeDeadlineMs = options.wakeDeadlineMs ?? 10_000;
   let marginMs = 0;
-
-  return {
+  return createActorReconciler({
+    ...options,
     name: 'webhook reconciler',
+    actor: webhookEndpointActorContract,
     intervalMs: options.intervalMs ?? 30_000,
-    async pass() {
+    async findStranded() {
       const margin = marginMs;
       marginMs = afterMs;
-      const stranded = await findStrandedEndpoints(orm.em.fork(), margin, batchSize);
-      if (stranded.length === 0) return 0;
-      await wakeEndpoints(temporal, config, stranded, wakeDeadlineMs);
-      logger.info('webhook reconciler woke endpoint actors with stranded deliveries', { count: stranded.length });
-      return stranded.length;
+      const stranded = await findStrandedEndpoints(options.orm.em.fork(), margin, batchSize);
+      return stranded.map((e) => ({ orgId: e.org_id, endpointId: e.id }));
     },
-  };
+  });
 }
