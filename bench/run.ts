@@ -4,10 +4,11 @@
  *
  *   node bench/run.ts [name …] [--runs=3] [--duration=8] [--warmup=3] [--quick] [--profile]
  *                     [--shared-temporal] [--out=bench/results]
- *                     [--contacts=N] [--step-runs=N] [--waiting-runs=N] [--crash-runs=N]
+ *                     [--contacts=N] [--step-runs=N] [--waiting-runs=N] [--crash-runs=N] [--events=N]
  *
  * The size flags set a benchmark's data set where it reads them (`automations`: contacts
- * imported, runs through non-send steps, runs waiting, runs through the worker's kills).
+ * imported, runs through non-send steps, runs waiting, runs through the worker's kills;
+ * `retention`: email events seeded).
  *
  * --shared-temporal runs every benchmark on the one Temporal dev server of the run, as a
  * production stack runs (the server keeps what earlier benchmarks left: closed workflows,
@@ -64,6 +65,7 @@ export const BENCHMARKS = [
   'broadcast-one-process',
   'dashboard',
   'automations',
+  'retention',
 ] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
@@ -83,6 +85,7 @@ const { values: args, positionals } = parseArgs({
     'step-runs': { type: 'string' },
     'waiting-runs': { type: 'string' },
     'crash-runs': { type: 'string' },
+    events: { type: 'string' },
   },
 });
 
@@ -108,7 +111,7 @@ async function dropLeftovers(serverUrl: string): Promise<void> {
 }
 
 /** A size flag's count (`--contacts=20000`, `20_000` and `20,000` too), or undefined when absent. */
-function sizeFlag(name: 'contacts' | 'step-runs' | 'waiting-runs' | 'crash-runs'): number | undefined {
+function sizeFlag(name: 'contacts' | 'step-runs' | 'waiting-runs' | 'crash-runs' | 'events'): number | undefined {
   const text = args[name];
   if (text === undefined) return undefined;
   const count = Number(text.replaceAll(/[_,]/g, ''));
@@ -135,6 +138,7 @@ const options: HarnessOptions = {
     stepRuns: sizeFlag('step-runs'),
     waitingRuns: sizeFlag('waiting-runs'),
     crashRuns: sizeFlag('crash-runs'),
+    events: sizeFlag('events'),
   },
 };
 if (options.runs < 3) log(`--runs=${options.runs}: fewer than 3 runs give no meaningful spread`);

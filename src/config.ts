@@ -121,6 +121,11 @@ function buildConfig(env: Env) {
     CONTACT_DNS_CHECK,
     DNS_TIMEOUT_MS,
     INBOUND_RAW_RETENTION_DAYS,
+    RETENTION_EMAILS_DAYS,
+    RETENTION_WEBHOOKS_DAYS,
+    RETENTION_INBOUND_DAYS,
+    RETENTION_CONTACT_IMPORTS_DAYS,
+    RETENTION_BATCH_SIZE,
     DNS_CACHE_TTL_SECONDS,
     ...unread
   } = env;
@@ -171,6 +176,16 @@ function buildConfig(env: Env) {
     },
     /** Prometheus metrics at http://<host>:<port>/metrics (port 0: not served). */
     metrics: { port: METRICS_PORT, host: METRICS_HOST },
+    /** How many days each kind of record is kept once settled (0: forever), and rows per deleting transaction (docs/retention.md). */
+    retention: {
+      days: {
+        emails: RETENTION_EMAILS_DAYS,
+        webhooks: RETENTION_WEBHOOKS_DAYS,
+        inbound: RETENTION_INBOUND_DAYS,
+        contactImports: RETENTION_CONTACT_IMPORTS_DAYS,
+      },
+      batchSize: RETENTION_BATCH_SIZE,
+    },
     smtp: {
       port: SMTP_PORT,
       host: SMTP_HOST,

@@ -24,6 +24,7 @@ import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/outbound/report-recorder.ts';
 import { createSendReconciler } from './modules/outbound/send-reconciler.ts';
 import { createTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
+import { createRetentionLoop } from './modules/retention/retention.ts';
 import { createAutomationWaker } from './modules/automations/automation-wake.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
 import { sendDomainActorContract } from '../workflows/send-domain.ts';
@@ -215,6 +216,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       createAutomationReconciler({ orm, temporal: client, config, logger }),
       // Judges broadcast open and click hits (bursts flagged, first open and click counted, their automation triggers fired).
       createTrackingCounter({ orm, wakeAutomations }),
+      // Deletes settled records past their retention period (RETENTION_*_DAYS), in short batches.
+      createRetentionLoop({ orm, blobs, policy: config.retention, logger }),
     ],
     { logger, wakes: queueWakes },
   );

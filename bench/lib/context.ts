@@ -33,6 +33,8 @@ export interface BenchSizes {
   waitingRuns?: number | undefined;
   /** `--crash-runs`: automation runs in flight while the worker is killed. */
   crashRuns?: number | undefined;
+  /** `--events`: email events a benchmark seeds (`retention`). */
+  events?: number | undefined;
 }
 
 /** The services every benchmark shares, started once by the harness. */

@@ -81,6 +81,8 @@ export const WebhookDeliverySchema = defineEntity({
     },
     // Attempts cut off by a dead drain, and the reconciler's look for endpoints with due rows.
     { name: 'webhook_deliveries_delivering_index', properties: ['webhookId', 'leaseUntil'], where: { status: 'delivering' } },
+    // Retention keeps an event while any delivery of it is kept (src/modules/retention/).
+    { name: 'webhook_deliveries_event_index', properties: ['eventId'] },
   ],
 });
 

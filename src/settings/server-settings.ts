@@ -5,6 +5,7 @@ import { setting } from './setting.ts';
 import {
   checkedBy,
   concurrency,
+  daysOrOff,
   encryptionKey,
   flag,
   hostName,
@@ -180,6 +181,23 @@ export const SERVER_SETTINGS = {
     wholeNumber('30', 0, 3650),
     'days the raw bytes of an ingested inbound message are kept (a daily Schedule deletes older ones; inbox messages and attachments stay); `0` keeps them forever (at most 3650)',
   ),
+  RETENTION_EMAILS_DAYS: setting(
+    daysOrOff('90', 3650),
+    'days settled emails are kept, with their recipients, email events and open/click hits (docs/retention.md); `0` or `off` keeps them forever (at most 3650)',
+  ),
+  RETENTION_WEBHOOKS_DAYS: setting(
+    daysOrOff('30', 3650),
+    'days events and their settled webhook deliveries and attempts are kept; `0` or `off` keeps them forever (at most 3650)',
+  ),
+  RETENTION_INBOUND_DAYS: setting(
+    daysOrOff('90', 3650),
+    'days inbound messages and inbox messages are kept, with raw bytes and attachments; `0` or `off` keeps them forever (at most 3650)',
+  ),
+  RETENTION_CONTACT_IMPORTS_DAYS: setting(
+    daysOrOff('30', 3650),
+    'days finished contact imports are kept, with their file and error report; `0` or `off` keeps them forever (at most 3650)',
+  ),
+  RETENTION_BATCH_SIZE: setting(wholeNumber('1000', 10, 10_000), 'rows the retention loop deletes per transaction (10–10000)'),
   DNS_CACHE_TTL_SECONDS: setting(
     wholeNumber('60', 0, 3600),
     'how long inbound SPF/DKIM/DMARC checks reuse a DNS answer or a definite "no such record" (0–3600; `0` asks every time)',

@@ -78,6 +78,15 @@ export const port = (fallback: string, min = 0) =>
     v.maxValue(65535),
   );
 
+/** A number of days from 1 to `max`, or `0` / `off` (kept forever, read as 0). */
+export const daysOrOff = (fallback: string, max: number) =>
+  v.pipe(
+    v.optional(v.string(), fallback),
+    v.regex(/^(\d+|off)$/, 'must be a whole number of days or off'),
+    v.transform((value) => (value === 'off' ? 0 : Number(value))),
+    v.maxValue(max),
+  );
+
 /** A port, or `off`; unset is left to the caller (its default depends on other settings). */
 export const portOrOff = () => v.optional(v.pipe(v.string(), v.regex(/^(\d{1,5}|off)$/, 'must be a port number or off')));
 
