@@ -80,7 +80,11 @@ export const benchmark: Benchmark = {
         let batches = 0;
         const started = performance.now();
         const deleting = runRetention(
-          { orm, blobs: null, policy: { days: { emails: RETENTION_DAYS, webhooks: 0, inbound: 0, contactImports: 0 }, batchSize: BATCH_SIZE } },
+          {
+            orm,
+            blobs: null,
+            policy: { days: { emails: RETENTION_DAYS, webhooks: 0, inbound: 0, contactImports: 0 }, batchSize: BATCH_SIZE },
+          },
           {
             onBatch: (_table, _deleted, ms) => {
               longestMs = Math.max(longestMs, ms);

@@ -17,7 +17,9 @@ import { readStats } from '../../src/modules/automations/automation-stats.repo.t
 import { countBroadcastEvents } from '../../src/modules/broadcasts/broadcast-send.repo.ts';
 import { recordEmailEvents } from '../../src/modules/metrics/email-events.ts';
 import { createMetricsService } from '../../src/modules/metrics/metrics.service.ts';
-import { runRetention, type RetentionPolicy } from '../../src/modules/retention/retention.ts';
+import { createLogger } from '../../src/logger.ts';
+import { startLoop } from '../../src/queue/background-loop.ts';
+import { createRetentionLoop, runRetention, type RetentionPolicy } from '../../src/modules/retention/retention.ts';
 import { insertStatShard } from '../support/automation-rows.ts';
 import { createOrg } from '../support/factories.ts';
 import { insertAttachment, insertMessage, insertThread } from '../support/inbox-rows.ts';
@@ -66,7 +68,15 @@ describe('retention (RETENTION_*_DAYS)', () => {
       updatedAt: NOW,
     });
     em.create(EmailRecipient, { orgId, emailId: id, kind: 'to', email: 'to@example.com', createdAt: NOW, updatedAt: NOW });
-    em.create(TrackingHit, { id: idAgo(ageDays), orgId, emailId: id, broadcastId: options.broadcastId ?? newId(), kind: 'open', state: 'counted', at: NOW });
+    em.create(TrackingHit, {
+      id: idAgo(ageDays),
+      orgId,
+      emailId: id,
+      broadcastId: options.broadcastId ?? newId(),
+      kind: 'open',
+      state: 'counted',
+      at: NOW,
+    });
     await em.flush();
     const events = Array.from({ length: options.events ?? 1 }, () => ({
       orgId,
@@ -83,7 +93,8 @@ describe('retention (RETENTION_*_DAYS)', () => {
     return id;
   }
 
-  const eventCount = async (emailId: string) => Number((await sql<{ n: number }>('select count(*)::int as n from email_events where email_id = ?', [emailId]))[0]!.n);
+  const eventCount = async (emailId: string) =>
+    Number((await sql<{ n: number }>('select count(*)::int as n from email_events where email_id = ?', [emailId]))[0]!.n);
 
   beforeAll(async () => {
     stack = await createTestStack();
@@ -158,10 +169,10 @@ describe('retention (RETENTION_*_DAYS)', () => {
     const retrying = await agedDelivery(31, 'failed');
     const recent = await agedDelivery(29, 'delivered');
     const unfanned = idAgo(31);
-    await sql(`insert into events (id, org_id, type, api_version, data, created_at) values (?, ?, 'contact.created', '1.0.0', '{}', now())`, [
-      unfanned,
-      orgId,
-    ]);
+    await sql(
+      `insert into events (id, org_id, type, api_version, data, created_at) values (?, ?, 'contact.created', '1.0.0', '{}', now())`,
+      [unfanned, orgId],
+    );
 
     expect(await run(policy())).toMatchObject({ webhook_deliveries: 2, events: 2 });
 
@@ -231,10 +242,10 @@ describe('retention (RETENTION_*_DAYS)', () => {
       const em = scopeToOrg(stack.orm.em, orgId);
       em.create(ContactImport, { id, orgId, status, blobKey, uploadExpiresAt: NOW, createdAt: NOW, updatedAt: NOW });
       await em.flush();
-      await sql(`insert into contact_import_errors (import_id, row, org_id, line, email, reason, message) values (?, 1, ?, 2, '', 'invalid_email', 'bad')`, [
-        id,
-        orgId,
-      ]);
+      await sql(
+        `insert into contact_import_errors (import_id, row, org_id, line, email, reason, message) values (?, 1, ?, 2, '', 'invalid_email', 'bad')`,
+        [id, orgId],
+      );
       return { id, blobKey };
     }
     const completed = await contactImport(31, 'completed');
@@ -260,15 +271,15 @@ describe('retention (RETENTION_*_DAYS)', () => {
     const ids = Array.from({ length: 25 }, () => idAgo(50));
     await sql(
       `insert into email_events (id, org_id, type, recipient, domain, occurred_at, created_at)
-       select id, ?, 'sent', 'b@example.com', 'retention.example.com', now(), now() from unnest(?::text[]) as id`,
-      [orgId, ids],
+       select id, ?, 'sent', 'b@example.com', 'retention.example.com', now(), now() from jsonb_array_elements_text(?::jsonb) as id`,
+      [orgId, JSON.stringify(ids)],
     );
     const batches: number[] = [];
     await run(policy({}, 10), (table, deleted) => {
       if (table === 'email_events') batches.push(deleted);
     });
     expect(batches).toEqual([10, 10, 5]);
-    expect(await sql('select 1 from email_events where id = any(?)', [ids])).toHaveLength(0);
+    expect(await sql('select 1 from email_events where id in (?)', [ids])).toHaveLength(0);
   });
 
   it('keeps a kind forever when its period is 0 (off), while the others are swept', async () => {
@@ -284,5 +295,24 @@ describe('retention (RETENTION_*_DAYS)', () => {
     expect(await eventCount(kept)).toBe(1);
     expect(await exists('webhook_deliveries', oldDelivery)).toBe(false);
     expect(deleted.webhook_deliveries).toBe(1);
+  });
+
+  it("runs as the worker's loop: a pass deletes what is past its period and logs it", async () => {
+    const old = idAgo(100);
+    await sql(
+      `insert into email_events (id, org_id, type, recipient, domain, occurred_at, created_at)
+       values (?, ?, 'sent', 'loop@example.com', 'retention.example.com', now(), now())`,
+      [old, orgId],
+    );
+    const lines: string[] = [];
+    const logger = createLogger('info', {}, (line) => lines.push(line));
+    const loop = startLoop(createRetentionLoop({ orm: stack.orm, blobs, policy: policy(), logger }), { logger });
+    try {
+      await loop.poke();
+      expect(await exists('email_events', old)).toBe(false);
+      expect(lines.some((line) => line.includes('retention deleted expired records'))).toBe(true);
+    } finally {
+      await loop.stop();
+    }
   });
 });

@@ -210,6 +210,7 @@ describe('loadConfig', () => {
       },
       http: { port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1, trustedProxies: [] },
       metrics: { port: 9464, host: '127.0.0.1' },
+      retention: { days: { emails: 90, webhooks: 30, inbound: 90, contactImports: 30 }, batchSize: 1000 },
       smtp: { port: 2525, host: '0.0.0.0', rawRetentionMs: 30 * DAY },
       submission: { port: 2587, host: '0.0.0.0' },
       delivery: { mode: 'relay' },

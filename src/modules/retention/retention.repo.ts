@@ -110,8 +110,8 @@ export async function deleteInboxMessages(em: EntityManager, beforeId: string, b
   if (emptyThreads.length > 0) {
     await em.execute(
       `/* all workspaces: threads the statement before emptied, by id */
-       delete from inbox_threads where id = any(?) and message_count = 0`,
-      [emptyThreads],
+       delete from inbox_threads where id in (select jsonb_array_elements_text(?::jsonb)) and message_count = 0`,
+      [JSON.stringify(emptyThreads)],
       'run',
     );
   }

@@ -35,7 +35,11 @@ const SWEEPS: readonly Sweep[] = [
   { kind: 'inbound', table: 'inbox_messages', batch: deleteInboxMessages },
   { kind: 'inbound', table: 'inbound_messages', batch: deleteInboundMessages },
   { kind: 'contactImports', table: 'contact_imports', batch: deleteFinishedImports },
-  { kind: 'idempotency', table: 'idempotency_records', batch: (em, _beforeId, size, now) => deleteExpiredIdempotencyRecords(em, now, size) },
+  {
+    kind: 'idempotency',
+    table: 'idempotency_records',
+    batch: (em, _beforeId, size, now) => deleteExpiredIdempotencyRecords(em, now, size),
+  },
 ];
 
 /** Blobs deleted at once within a batch. */
