@@ -315,4 +315,45 @@ describe('retention (RETENTION_*_DAYS)', () => {
       await loop.stop();
     }
   });
+
+  it('deletes expired idempotency records, and dashboard sessions and invitations 30 days after they ended', async () => {
+    const daysAgo = (days: number) => new Date(NOW.getTime() - days * DAY);
+    const session = async (ageDays: number, expiresAt: Date, revokedAt: Date | null = null) => {
+      const id = idAgo(ageDays);
+      await sql(
+        `insert into dashboard_sessions (id, org_id, user_id, token_hash, csrf_token, created_at, last_seen_at, expires_at, revoked_at)
+         values (?, ?, ?, ?, 'csrf', now(), now(), ?, ?)`,
+        [id, orgId, newId(), newId() + newId(), expiresAt, revokedAt],
+      );
+      return id;
+    };
+    const expiredLongAgo = await session(60, daysAgo(31));
+    const signedOutLongAgo = await session(60, daysAgo(-1), daysAgo(45));
+    const expiredRecently = await session(60, daysAgo(29));
+    const live = await session(60, daysAgo(-5));
+    const invite = idAgo(40);
+    await sql(
+      `insert into dashboard_invites (id, org_id, email, role, kind, token_hash, created_at, expires_at)
+       values (?, ?, 'new@example.com', 'member', 'invite', ?, now(), ?)`,
+      [invite, orgId, newId() + newId(), daysAgo(33)],
+    );
+    const record = async (expiresAt: Date) => {
+      const id = newId();
+      await sql(
+        `insert into idempotency_records (id, org_id, api_key_id, key, fingerprint, state, created_at, expires_at)
+         values (?, ?, ?, ?, 'f', 'completed', now(), ?)`,
+        [id, orgId, newId(), id, expiresAt],
+      );
+      return id;
+    };
+    const expiredRecord = await record(new Date(NOW.getTime() - 60_000));
+    const liveRecord = await record(new Date(NOW.getTime() + 3_600_000));
+
+    expect(await run(policy())).toMatchObject({ dashboard_sessions: 2, dashboard_invites: 1, idempotency_records: 1 });
+    for (const gone of [expiredLongAgo, signedOutLongAgo]) expect(await exists('dashboard_sessions', gone)).toBe(false);
+    for (const kept of [expiredRecently, live]) expect(await exists('dashboard_sessions', kept)).toBe(true);
+    expect(await exists('dashboard_invites', invite)).toBe(false);
+    expect(await exists('idempotency_records', expiredRecord)).toBe(false);
+    expect(await exists('idempotency_records', liveRecord)).toBe(true);
+  });
 });

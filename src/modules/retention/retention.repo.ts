@@ -160,3 +160,33 @@ export function deleteExpiredIdempotencyRecords(em: EntityManager, now: Date, ba
     [now, batchSize],
   );
 }
+
+/** Dashboard sessions that ended (expired or signed out) before `endedBefore`. */
+export function deleteEndedSessions(em: EntityManager, beforeId: string, batchSize: number, endedBefore: Date): Promise<BatchResult> {
+  return counted(
+    em,
+    `/* all workspaces: retention of ended dashboard sessions */
+     with doomed as (
+       select id from dashboard_sessions
+        where id < ? and (expires_at < ? or revoked_at < ?)
+        order by id limit ? for update skip locked),
+     gone as (delete from dashboard_sessions s using doomed where s.id = doomed.id returning 1)
+     select count(*)::int as deleted from gone`,
+    [beforeId, endedBefore, endedBefore, batchSize],
+  );
+}
+
+/** Dashboard invitations and sign-in links used or expired before `endedBefore`. */
+export function deleteEndedInvites(em: EntityManager, beforeId: string, batchSize: number, endedBefore: Date): Promise<BatchResult> {
+  return counted(
+    em,
+    `/* all workspaces: retention of used or expired dashboard invitations */
+     with doomed as (
+       select id from dashboard_invites
+        where id < ? and (expires_at < ? or accepted_at < ?)
+        order by id limit ? for update skip locked),
+     gone as (delete from dashboard_invites i using doomed where i.id = doomed.id returning 1)
+     select count(*)::int as deleted from gone`,
+    [beforeId, endedBefore, endedBefore, batchSize],
+  );
+}

@@ -6,6 +6,8 @@ import type { LoopSpec } from '../../queue/background-loop.ts';
 import { idBefore, type RetentionKind } from './retention.fns.ts';
 import {
   deleteDeliveredEvents,
+  deleteEndedInvites,
+  deleteEndedSessions,
   deleteExpiredIdempotencyRecords,
   deleteFinishedImports,
   deleteInboundMessages,
@@ -20,11 +22,19 @@ export type RetentionPolicy = Config['retention'];
 
 /** One table's deletion: which setting governs it, and one batch of it. */
 interface Sweep {
-  /** The kind whose period applies; `idempotency` records carry their own expiry. */
-  kind: RetentionKind | 'idempotency';
+  /**
+   * The kind whose period applies; `ended`: records that expire by themselves (idempotency
+   * records, dashboard sessions and invitations), kept ENDED_KEPT_DAYS after their end.
+   */
+  kind: RetentionKind | 'ended';
   table: string;
   batch(em: EntityManager, beforeId: string, batchSize: number, now: Date): Promise<BatchResult>;
 }
+
+/** Days an ended session or invitation is kept (who signed in when, for an operator's questions). */
+export const ENDED_KEPT_DAYS = 30;
+
+const endedBefore = (now: Date) => new Date(now.getTime() - ENDED_KEPT_DAYS * 86_400_000);
 
 /** In order: an email goes before its orphaned events are looked for, deliveries before their events, inbox messages before the inbound rows. */
 const SWEEPS: readonly Sweep[] = [
@@ -35,10 +45,16 @@ const SWEEPS: readonly Sweep[] = [
   { kind: 'inbound', table: 'inbox_messages', batch: deleteInboxMessages },
   { kind: 'inbound', table: 'inbound_messages', batch: deleteInboundMessages },
   { kind: 'contactImports', table: 'contact_imports', batch: deleteFinishedImports },
+  { kind: 'ended', table: 'idempotency_records', batch: (em, _beforeId, size, now) => deleteExpiredIdempotencyRecords(em, now, size) },
   {
-    kind: 'idempotency',
-    table: 'idempotency_records',
-    batch: (em, _beforeId, size, now) => deleteExpiredIdempotencyRecords(em, now, size),
+    kind: 'ended',
+    table: 'dashboard_sessions',
+    batch: (em, beforeId, size, now) => deleteEndedSessions(em, beforeId, size, endedBefore(now)),
+  },
+  {
+    kind: 'ended',
+    table: 'dashboard_invites',
+    batch: (em, beforeId, size, now) => deleteEndedInvites(em, beforeId, size, endedBefore(now)),
   },
 ];
 
@@ -80,7 +96,7 @@ export async function runRetention(deps: RetentionDeps, options: RetentionRunOpt
   const { batchSize, days } = deps.policy;
   const deleted: Record<string, number> = {};
   for (const sweep of SWEEPS) {
-    const period = sweep.kind === 'idempotency' ? 1 : days[sweep.kind];
+    const period = sweep.kind === 'ended' ? ENDED_KEPT_DAYS : days[sweep.kind];
     if (period <= 0) continue;
     const beforeId = idBefore(now, period);
     let swept = 0;
