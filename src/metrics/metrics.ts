@@ -22,6 +22,9 @@ import type { QueueDepth } from '../queue/queue-depth.repo.ts';
  *   did not sign);
  * - `herald_inbound_reports_total{kind,result}`: bounce, delay and complaint reports by what
  *   became of them (applied, or why not: see docs/bounces.md);
+ * - `herald_retention_deleted_total{table}` and `herald_retention_batch_seconds{table}`: rows
+ *   the retention loop deleted, and how long each of its transactions held its rows
+ *   (docs/retention.md);
  * - Node's process metrics (`herald_process_*`, `herald_nodejs_*`).
  */
 export const metricsRegistry = new Registry();
@@ -71,6 +74,21 @@ export const inboundReportsTotal = new Counter({
   name: 'herald_inbound_reports_total',
   help: 'Delivery and complaint reports received, by kind and result (applied, or the reason they changed nothing).',
   labelNames: ['kind', 'result'] as const,
+  registers: [metricsRegistry],
+});
+
+export const retentionDeleted = new Counter({
+  name: 'herald_retention_deleted_total',
+  help: 'Rows the retention loop deleted past their period, by table (dependent rows deleted with them not counted).',
+  labelNames: ['table'] as const,
+  registers: [metricsRegistry],
+});
+
+export const retentionBatchDuration = new Histogram({
+  name: 'herald_retention_batch_seconds',
+  help: 'Retention transactions by table: how long each held the rows it deleted (blob deletions included).',
+  labelNames: ['table'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
   registers: [metricsRegistry],
 });
 

@@ -18,6 +18,7 @@ import { countBroadcastEvents } from '../../src/modules/broadcasts/broadcast-sen
 import { recordEmailEvents } from '../../src/modules/metrics/email-events.ts';
 import { createMetricsService } from '../../src/modules/metrics/metrics.service.ts';
 import { createLogger } from '../../src/logger.ts';
+import { metricsRegistry } from '../../src/metrics/metrics.ts';
 import { startLoop } from '../../src/queue/background-loop.ts';
 import { createRetentionLoop, runRetention, type RetentionPolicy } from '../../src/modules/retention/retention.ts';
 import { insertStatShard } from '../support/automation-rows.ts';
@@ -311,6 +312,9 @@ describe('retention (RETENTION_*_DAYS)', () => {
       await loop.poke();
       expect(await exists('email_events', old)).toBe(false);
       expect(lines.some((line) => line.includes('retention deleted expired records'))).toBe(true);
+      expect(await metricsRegistry.getSingleMetricAsString('herald_retention_deleted_total')).toMatch(
+        /herald_retention_deleted_total\{table="email_events"\} [1-9]/,
+      );
     } finally {
       await loop.stop();
     }

@@ -2,6 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
+import { retentionBatchDuration, retentionDeleted } from '../../metrics/metrics.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
 import { idBefore, type RetentionKind } from './retention.fns.ts';
 import {
@@ -108,7 +109,10 @@ export async function runRetention(deps: RetentionDeps, options: RetentionRunOpt
         await deleteBlobs(deps.blobs, batch.blobKeys);
         return batch;
       });
-      options.onBatch?.(sweep.table, result.deleted, performance.now() - started);
+      const transactionMs = performance.now() - started;
+      retentionBatchDuration.observe({ table: sweep.table }, transactionMs / 1000);
+      retentionDeleted.inc({ table: sweep.table }, result.deleted);
+      options.onBatch?.(sweep.table, result.deleted, transactionMs);
       swept += result.deleted;
       if (result.deleted < batchSize) break;
     }
