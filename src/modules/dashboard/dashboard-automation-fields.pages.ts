@@ -1,5 +1,5 @@
 import { html } from 'ghtml';
-import { STEP_TYPES, TRIGGER_TYPES, WEEKDAYS } from '../automations/automation-definition.ts';
+import { TRIGGER_TYPES, WEEKDAYS } from '../automations/automation-definition.ts';
 import { fieldName, TRIGGER_FIELDS, type FieldGuard, type FieldSpec } from './dashboard-automations.builder.ts';
 import { GOAL_KINDS, goalKind, reentryFits, triggerFits } from './dashboard-automations.fits.ts';
 

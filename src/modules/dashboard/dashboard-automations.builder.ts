@@ -12,7 +12,7 @@
  * type, a condition kind) has one of the values. An empty field leaves its key out. The
  * builder's script (assets/automation-builder.js) assembles the JSON view the same way.
  */
-import { STEP_TYPES, type StepType } from '../automations/automation-definition.ts';
+import type { StepType } from '../automations/automation-definition.ts';
 
 export type Obj = Record<string, unknown>;
 
