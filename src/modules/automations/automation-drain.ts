@@ -86,7 +86,7 @@ function createDefinitionCache() {
 }
 
 /** The facts conditions read, inside the batch's transaction; credits locked on the first send. */
-function batchFacts(em: EntityManager, orgId: string): RunFacts & { charged: () => number } {
+function batchFacts(em: EntityManager, orgId: string): RunFacts & { balance: () => number } {
   let credits: { balance: number; overage: boolean } | null = null;
   let taken = 0;
   return {
@@ -99,7 +99,8 @@ function batchFacts(em: EntityManager, orgId: string): RunFacts & { charged: () 
       taken += 1;
       return true;
     },
-    charged: () => taken,
+    /** The credits the workspace had when the batch locked them (the rest of its sends are overage). */
+    balance: () => credits?.balance ?? 0,
   };
 }
 
@@ -218,7 +219,8 @@ async function runBatch(
       const failure = failures.get(advance.runId);
       if (failure) failAdvance(advance, failure);
     }
-    const emails = rendered.emails.filter((e) => !failures.has(e.runId));
+    // The first emails take the balance, the rest overage (chargeCredits), so a refund gives back the same.
+    const emails = rendered.emails.filter((e) => !failures.has(e.runId)).map((e, index) => ({ ...e, overage: index >= facts.balance() }));
     const written = await writeEmails(em, input.orgId, emails);
     // An email written by an earlier try of the same step keeps its id in the run's context.
     for (const advance of advances) {

@@ -183,6 +183,8 @@ export interface RenderedEmail {
   templateVersion: number;
   /** List-Unsubscribe (RFC 8058 one-click) when the server can sign links. */
   headers: Record<string, string>;
+  /** Whether its credit is overage (the balance was used up), so a refund lowers overage instead. */
+  overage?: boolean;
 }
 
 /**
@@ -203,15 +205,15 @@ export async function writeEmails(
        select * from jsonb_to_recordset(:rows::jsonb) as r(
          "runId" text, "stepId" text, "emailId" text, rid text, "domainId" text, domain text, "from" text, "fromName" text,
          "replyTo" text, "to" text, "contactId" text, subject text, html text, text text, "templateId" text, "templateVersion" int,
-         headers jsonb)
+         headers jsonb, overage boolean)
      ),
      written as (
        insert into transactional_emails (id, org_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text, headers,
                                          template_id, template_version, message_id, status, next_attempt_at, quota_day, quota_shard,
-                                         contact_id, automation_run_id, automation_step_id, credits_charged, size_bytes, created_at, updated_at)
+                                         contact_id, automation_run_id, automation_step_id, credits_charged, overage_charged, size_bytes, created_at, updated_at)
        select p."emailId", :org, p."domainId", p.domain, p."from", p."fromName", p."replyTo", p.subject, p.html, p.text, p.headers,
               p."templateId", p."templateVersion", p."emailId" || '.0@' || p.domain, 'queued', now(), '', 0,
-              p."contactId", p."runId", p."stepId", 1, octet_length(p.html) + coalesce(octet_length(p.text), 0), now(), now()
+              p."contactId", p."runId", p."stepId", case when p.overage then 0 else 1 end, case when p.overage then 1 else 0 end, octet_length(p.html) + coalesce(octet_length(p.text), 0), now(), now()
          from page p
        on conflict (automation_run_id, automation_step_id) where automation_run_id is not null do nothing
        returning id, automation_run_id, automation_step_id
