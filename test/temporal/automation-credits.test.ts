@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AutomationRun, TransactionalEmail, type Domain } from '../../db/entities/index.ts';
+import { AutomationRun, AutomationRunStep, TransactionalEmail, type Domain } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
+import { utcDay } from '../../src/modules/sends/sends.fns.ts';
 import { SIMULATOR_DOMAIN, startMailSink, type MailSink } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
@@ -13,7 +14,8 @@ import { addSendingDomain, creditsOf, setCredits } from '../support/sending.ts';
 /**
  * What an automation's emails cost in the end: an email the relay refuses outright (nothing
  * handed off) gives its credit back, to the balance or to overage as it was taken, and the
- * automation's `creditsUsed` goes down with it.
+ * automation's `creditsUsed` goes down with it; and every email counts against its domain's
+ * warm-up cap, a send with no room left waiting for the next UTC day.
  */
 describe('automation credits and refunds (run → domain queue → relay refuses → refund)', () => {
   let sink: MailSink;
@@ -93,5 +95,47 @@ describe('automation credits and refunds (run → domain queue → relay refuses
     );
     expect(await statsOf(h.stack.orm, orgId, automation.id)).toMatchObject({ emailsSent: 2, creditsUsed: 0 });
     expect(await creditsOf(h.stack.orm, orgId)).toEqual({ balance: 1, overageUsed: 0 });
+  });
+
+  it("counts automation emails against the domain's warm-up cap and holds a send the cap has no room for until the next UTC day", async () => {
+    await setCredits(h.stack.orm, orgId, 100);
+    const capped = await addSendingDomain(h.stack.orm, orgId, { dailyCap: 1 });
+    const template = await addPublishedTemplate(h.stack.orm, orgId, { subject: 'Hi', html: '<p>Hi</p>' });
+    const automation = await addActiveAutomation(h.stack.orm, orgId, {
+      trigger: { type: 'contact.created' },
+      start: 'hello',
+      steps: [
+        { id: 'hello', type: 'send_email', template_id: template.id, from: senderOn(capped), next: 'later' },
+        { id: 'later', type: 'wait', duration: '1d' },
+      ],
+    });
+    const tag = unique('cap');
+    const contacts = await addContacts(h.stack.orm, orgId, [`one-${tag}@example.com`, `two-${tag}@example.com`]);
+    await enrolAndWake(h.stack.orm, temporal.client, h.stack.config, {
+      orgId,
+      type: 'contact.created',
+      key: null,
+      contactIds: contacts.map((c) => c.id),
+    });
+    const em = () => scopeToOrg(h.stack.orm.em.fork(), orgId);
+    const runs = await until(
+      'one run to send and the other to be held',
+      () => em().find(AutomationRun, { automationId: automation.id }, { orderBy: { stepId: 'asc' } }),
+      (all) => all.length === 2 && all[0]?.stepId === 'hello' && all[1]?.stepId === 'later',
+    );
+    const tomorrow = new Date(`${utcDay(new Date(Date.now() + 86_400_000))}T00:00:00.000Z`);
+    // (A run held just before midnight is due at the midnight that follows.)
+    expect([tomorrow.getTime(), tomorrow.getTime() - 86_400_000]).toContain(runs[0]!.dueAt!.getTime());
+    const held = await em().find(AutomationRunStep, { runId: runs[0]!.id }, { orderBy: { id: 'asc' } });
+    expect(held.map((s) => `${s.stepId}:${s.outcome}`)).toEqual(['hello:deferred']);
+    expect(await em().count(TransactionalEmail, { automationRunId: { $in: runs.map((r) => r.id) } })).toBe(1);
+    const [counter] = await h.stack.orm.em
+      .fork()
+      .execute<{ count: number }[]>(
+        `select coalesce(sum(count), 0)::int as count from domain_daily_sends where domain_id = ? and day = ?`,
+        [capped.id, utcDay(new Date())],
+      );
+    expect(counter?.count).toBe(1);
+    expect(await statsOf(h.stack.orm, orgId, automation.id)).toMatchObject({ emailsSent: 1, activeRuns: 2 });
   });
 });
