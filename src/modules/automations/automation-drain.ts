@@ -27,6 +27,7 @@ import type { Logger } from '../../logger.ts';
 import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
 import { AUTOMATION_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import type { RecipientLinks } from '../broadcasts/recipient-links.ts';
+import { utcDay } from '../sends/sends.fns.ts';
 import { renderTemplate } from '../sends/template-render.ts';
 import type { AutomationDefinition as Definition } from './automation-definition.ts';
 import { advanceRun, type Advance, type ClaimedRun, type RunContact, type RunFacts } from './automation-engine.ts';
@@ -42,6 +43,7 @@ import {
   isInSegment,
   leaseAutomation,
   lockCredits,
+  lockDomainRoom,
   nextDueRun,
   releaseAutomation,
   updateContacts,
@@ -85,10 +87,18 @@ function createDefinitionCache() {
   };
 }
 
-/** The facts conditions read, inside the batch's transaction; credits locked on the first send. */
-function batchFacts(em: EntityManager, orgId: string): RunFacts & { charged: () => number } {
+/** The start of the UTC day after `at`. */
+function nextUtcDay(at: Date): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1));
+}
+
+/** The facts conditions read, inside the batch's transaction; credits and each sending domain's warm-up room locked on first use. */
+function batchFacts(em: EntityManager, orgId: string, now: Date): RunFacts & { balance: () => number } {
   let credits: { balance: number; overage: boolean } | null = null;
   let taken = 0;
+  /** Per sending domain (by name): what its warm-up cap leaves of today, null when uncapped; locked for the batch. */
+  const rooms = new Map<string, { left: number | null }>();
+  const day = utcDay(now);
   return {
     inSegment: (contact: RunContact, segmentId: string) => isInSegment(em, orgId, contact.id, contact.tags, segmentId),
     emailHad: (emailId, kind) => emailHadEvent(em, orgId, emailId, kind),
@@ -99,7 +109,20 @@ function batchFacts(em: EntityManager, orgId: string): RunFacts & { charged: () 
       taken += 1;
       return true;
     },
-    charged: () => taken,
+    /** The credits the workspace had when the batch locked them (the rest of its sends are overage). */
+    balance: () => credits?.balance ?? 0,
+    async takeSendRoom(from: string) {
+      const name = from.slice(from.lastIndexOf('@') + 1).toLowerCase();
+      let domain = rooms.get(name);
+      if (!domain) {
+        domain = await lockDomainRoom(em, orgId, name, day);
+        rooms.set(name, domain);
+      }
+      if (domain.left === null) return null;
+      if (domain.left <= 0) return nextUtcDay(now);
+      domain.left -= 1;
+      return null;
+    },
   };
 }
 
@@ -202,8 +225,8 @@ async function runBatch(
   return scopeToOrg(deps.orm.em.fork(), input.orgId).transactional(async (em) => {
     const runs: ClaimedRun[] = await claimDueRuns(em, input.orgId, input.automationId, limit);
     if (runs.length === 0) return { claimed: 0, idleDomains: [], triggered: [] };
-    const facts = batchFacts(em, input.orgId);
     const now = new Date();
+    const facts = batchFacts(em, input.orgId, now);
     const advances: Advance[] = [];
     const versions = new Map<string, number>();
     for (const claimed of runs) {
@@ -218,7 +241,8 @@ async function runBatch(
       const failure = failures.get(advance.runId);
       if (failure) failAdvance(advance, failure);
     }
-    const emails = rendered.emails.filter((e) => !failures.has(e.runId));
+    // The first emails take the balance, the rest overage (chargeCredits), so a refund gives back the same.
+    const emails = rendered.emails.filter((e) => !failures.has(e.runId)).map((e, index) => ({ ...e, overage: index >= facts.balance() }));
     const written = await writeEmails(em, input.orgId, emails);
     // An email written by an earlier try of the same step keeps its id in the run's context.
     for (const advance of advances) {

@@ -64,6 +64,11 @@ export interface RunFacts {
   hadEvent(contactId: string, name: string): Promise<boolean>;
   /** Takes one credit for a send; false when the workspace has none left (and no overage). */
   takeCredit(): Promise<boolean>;
+  /**
+   * Takes one of today's sends under the warm-up cap of the domain `from` sends on: null when
+   * taken (or the domain has no cap), else when the next UTC day begins (the cap is used up).
+   */
+  takeSendRoom(from: string): Promise<Date | null>;
 }
 
 export interface TimelineEntry {
@@ -310,6 +315,12 @@ export async function advanceRun(
           record(step, 'skipped', { reason: contact.suppressed ? 'address suppressed' : `contact ${contact.status}` });
           goTo(step.next);
           break;
+        }
+        // A domain whose warm-up cap is used up for the day holds the send (not the run's other steps) until the next day.
+        const capped = await facts.takeSendRoom(step.from);
+        if (capped) {
+          record(step, 'deferred', { reason: 'the sending domain reached its daily warm-up cap', until: capped.toISOString() });
+          return sleepUntil(capped);
         }
         if (!(await facts.takeCredit())) {
           record(step, 'failed', { error: 'not enough credits' });

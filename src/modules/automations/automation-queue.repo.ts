@@ -8,6 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
 import { spreadBalanceSql } from '../orgs/credits.repo.ts';
+import { utcDay } from '../sends/sends.fns.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import type { QueueState } from '../../queue/drainer.ts';
 import type { ClaimedRun, RunContext } from './automation-engine.ts';
@@ -137,6 +138,25 @@ export async function chargeCredits(em: EntityManager, orgId: string, count: num
   );
 }
 
+/**
+ * What the warm-up cap of the workspace's sending domain `domain` leaves of UTC day `day` (null
+ * when it has no cap, or is not the workspace's: the render then fails the step), with the
+ * domain row locked until the batch commits, so two automations' batches on one domain do not
+ * both spend the same room. Sends accepted through the API or broadcast claims meanwhile are
+ * counted on their own; the day may end up over the cap by what they add during one batch.
+ */
+export async function lockDomainRoom(em: EntityManager, orgId: string, domain: string, day: string): Promise<{ left: number | null }> {
+  const [row] = await em.execute<{ cap: number | null; used: number }[]>(
+    `with d as (select id, daily_cap from domains where org_id = :org and domain = :domain for update)
+     select d.daily_cap as cap,
+            coalesce((select sum(c.count) from domain_daily_sends c where c.domain_id = d.id and c.org_id = :org and c.day = :day), 0)::int as used
+       from d`,
+    { org: orgId, domain, day },
+  );
+  if (!row || row.cap === null) return { left: null };
+  return { left: Math.max(0, row.cap - row.used) };
+}
+
 /** Whether the contact is in the segment now: all, tag (its tags meet the segment's) or static (a member row). */
 export async function isInSegment(em: EntityManager, orgId: string, contactId: string, tags: readonly string[], segmentId: string) {
   const [row] = await em.execute<{ member: boolean }[]>(
@@ -183,13 +203,17 @@ export interface RenderedEmail {
   templateVersion: number;
   /** List-Unsubscribe (RFC 8058 one-click) when the server can sign links. */
   headers: Record<string, string>;
+  /** Whether its credit is overage (the balance was used up), so a refund lowers overage instead. */
+  overage?: boolean;
 }
 
 /**
  * Writes the batch's emails to their domains' queues (due now) with their recipient rows, one
  * per (run, step): an email written before for that step (a redone batch) is kept and its id
- * returned instead. NOTIFYs each domain's drain. Returns (run, step) → the email id, and the
- * domains whose drain is not running (to wake after the commit).
+ * returned instead. Counts each written email against its domain's warm-up counter for the
+ * day (shard 0, as a send accepted through the API is; a refund gives it back). NOTIFYs each
+ * domain's drain. Returns (run, step) → the email id, and the domains whose drain is not running
+ * (to wake after the commit).
  */
 export async function writeEmails(
   em: EntityManager,
@@ -203,26 +227,33 @@ export async function writeEmails(
        select * from jsonb_to_recordset(:rows::jsonb) as r(
          "runId" text, "stepId" text, "emailId" text, rid text, "domainId" text, domain text, "from" text, "fromName" text,
          "replyTo" text, "to" text, "contactId" text, subject text, html text, text text, "templateId" text, "templateVersion" int,
-         headers jsonb)
+         headers jsonb, overage boolean)
      ),
      written as (
        insert into transactional_emails (id, org_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text, headers,
                                          template_id, template_version, message_id, status, next_attempt_at, quota_day, quota_shard,
-                                         contact_id, automation_run_id, automation_step_id, credits_charged, size_bytes, created_at, updated_at)
+                                         contact_id, automation_run_id, automation_step_id, credits_charged, overage_charged, size_bytes, created_at, updated_at)
        select p."emailId", :org, p."domainId", p.domain, p."from", p."fromName", p."replyTo", p.subject, p.html, p.text, p.headers,
-              p."templateId", p."templateVersion", p."emailId" || '.0@' || p.domain, 'queued', now(), '', 0,
-              p."contactId", p."runId", p."stepId", 1, octet_length(p.html) + coalesce(octet_length(p.text), 0), now(), now()
+              p."templateId", p."templateVersion", p."emailId" || '.0@' || p.domain, 'queued', now(), :day, 0,
+              p."contactId", p."runId", p."stepId", case when p.overage then 0 else 1 end, case when p.overage then 1 else 0 end, octet_length(p.html) + coalesce(octet_length(p.text), 0), now(), now()
          from page p
        on conflict (automation_run_id, automation_step_id) where automation_run_id is not null do nothing
-       returning id, automation_run_id, automation_step_id
+       returning id, domain_id, automation_run_id, automation_step_id
+     ),
+     counted as (
+       insert into domain_daily_sends (domain_id, day, shard, org_id, count)
+       select w.domain_id, :day, 0, :org, count(*) from written w group by w.domain_id
+       on conflict (domain_id, day, shard) do update set count = domain_daily_sends.count + excluded.count
+       returning count
      ),
      recipients as (
        insert into email_recipients (id, org_id, email_id, kind, email, created_at, updated_at)
        select p.rid, :org, p."emailId", 'to', lower(p."to"), now(), now() from page p join written w on w.id = p."emailId"
        returning id
      )
-     select w.id, w.automation_run_id, w.automation_step_id from written w, (select count(*) from recipients) as r`,
-    { org: orgId, rows: JSON.stringify(rows) },
+     select w.id, w.automation_run_id, w.automation_step_id
+       from written w, (select count(*) from recipients) as r, (select count(*) from counted) as c`,
+    { org: orgId, rows: JSON.stringify(rows), day: utcDay(new Date()) },
   );
   const ids = new Map(written.map((row) => [`${row.automation_run_id}/${row.automation_step_id}`, row.id]));
   const missing = emails.filter((e) => !ids.has(`${e.runId}/${e.stepId}`));

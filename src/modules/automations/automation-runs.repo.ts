@@ -133,3 +133,54 @@ export async function signalRuns(em: EntityManager, event: RunEvent): Promise<To
     },
   );
 }
+
+/**
+ * A change that may meet a goal: the contact got a tag (a `has_tag` goal, or an `in_segment`
+ * goal naming a tag segment with that tag), joined a static segment, or sent a custom event.
+ */
+export interface GoalChange {
+  contactId: string;
+  kind: 'tag' | 'segment' | 'event';
+  /** The tag, the segment id or the event name. */
+  value: string;
+}
+
+/**
+ * Makes due now the contact's active runs that wait (due later) under a definition whose goal
+ * the change could meet, so the drain checks the goal at once instead of when the wait ends
+ * (a goal not met after all costs one look: the run sleeps again). Runs a drain holds at this
+ * moment are skipped rather than waited for (that would deadlock with a drain changing the same
+ * contact); such a run sees the goal when its wait ends. NOTIFYs the active automations touched
+ * and returns them for the caller to wake after its commit.
+ */
+export async function wakeGoalRuns(em: EntityManager, orgId: string, changes: readonly GoalChange[]): Promise<TouchedAutomation[]> {
+  if (changes.length === 0) return [];
+  return em.execute<TouchedAutomation[]>(
+    `with changed as (select * from jsonb_to_recordset(:changes::jsonb) as c("contactId" text, kind text, value text)),
+     due as (
+       select r.id from automation_runs r
+         join automation_definitions d on d.id = r.definition_id and d.org_id = r.org_id
+        where r.org_id = :org and r.status = 'active' and r.due_at > now()
+          and r.contact_id in (select "contactId" from changed) and d.definition->'goal' is not null
+          and exists (
+            select 1 from changed c
+             where c."contactId" = r.contact_id
+               and ((c.kind = 'tag' and (d.definition->'goal'->>'has_tag' = c.value
+                      or exists (select 1 from segments s
+                                  where s.org_id = r.org_id and s.id = d.definition->'goal'->>'in_segment'
+                                    and s.type = 'tag' and c.value = any(s.tags))))
+                 or (c.kind = 'segment' and d.definition->'goal'->>'in_segment' = c.value)
+                 or (c.kind = 'event' and d.definition->'goal'->>'had_event' = c.value)))
+        for update of r skip locked
+     ),
+     woken as (
+       update automation_runs r set due_at = now(), updated_at = now()
+         from due where r.id = due.id and r.org_id = :org
+       returning r.automation_id
+     )
+     select distinct :org as "orgId", a.id as "automationId", coalesce(a.drain_lease_until > now(), false) as draining
+       from automations a join woken w on w.automation_id = a.id
+      where a.org_id = :org and a.status = 'active' and pg_notify(:channel, a.id) is not null`,
+    { org: orgId, changes: JSON.stringify(changes), channel: AUTOMATION_WAKE_CHANNEL },
+  );
+}

@@ -56,3 +56,17 @@ export async function readStats(em: EntityManager, orgId: string, automationIds:
   }
   return stats;
 }
+
+/**
+ * Takes back from `creditsUsed` the credits given back for an automation email (it failed before
+ * any hand-off, or was cancelled), in the transaction that gives them back, so the automation's
+ * counter says what its emails cost in the end.
+ */
+export async function refundRunCredits(em: EntityManager, orgId: string, runId: string, credits: number): Promise<void> {
+  if (credits === 0) return;
+  const [run] = await em.execute<{ automation_id: string }[]>(`select automation_id from automation_runs where id = ? and org_id = ?`, [
+    runId,
+    orgId,
+  ]);
+  if (run) await addStats(em, orgId, new Map([[run.automation_id, { creditsUsed: -credits }]]));
+}

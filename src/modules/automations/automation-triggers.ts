@@ -8,7 +8,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TriggerType } from './automation-definition.ts';
-import { enrolContacts, signalRuns, type Enrolment, type TouchedAutomation } from './automation-runs.repo.ts';
+import { enrolContacts, signalRuns, wakeGoalRuns, type Enrolment, type TouchedAutomation } from './automation-runs.repo.ts';
 import { activeTriggerSet, addedTags, engagementKeys, groupByKey, joinsSegment, type ContactChange } from './automation-triggers.fns.ts';
 import { findActiveTriggers, findEngagedEmails, findRepliedEmail, findSegmentRules, findWaitingRuns } from './automation-triggers.repo.ts';
 
@@ -25,7 +25,9 @@ async function enrolAll(em: EntityManager, enrolments: readonly Enrolment[]): Pr
 /**
  * Contacts created or tagged: `contact.created` for the new ones; `tag.added` once per tag a
  * contact did not carry; `segment.joined` for each `tag` segment a contact matches now and did
- * not before, and each `all` segment for a new contact.
+ * not before, and each `all` segment for a new contact. Runs of a contact that got a tag, waiting
+ * under a goal the tag may meet, are made due now (wakeGoalRuns). Removing tags or changing
+ * fields meets no goal (goals are a tag, a segment or an event), so it wakes nothing.
  */
 export async function enrolContactChanges(
   em: EntityManager,
@@ -34,8 +36,15 @@ export async function enrolContactChanges(
 ): Promise<TouchedAutomation[]> {
   const relevant = changes.filter((change) => change.created || addedTags(change).length > 0);
   if (relevant.length === 0) return [];
+  const goals = await wakeGoalRuns(
+    em,
+    orgId,
+    relevant
+      .filter((change) => !change.created)
+      .flatMap((change) => addedTags(change).map((tag) => ({ contactId: change.contactId, kind: 'tag' as const, value: tag }))),
+  );
   const active = activeTriggerSet(await findActiveTriggers(em, orgId, CONTACT_TRIGGERS));
-  if (active.empty) return [];
+  if (active.empty) return goals;
   const enrolments: Enrolment[] = [];
   const created = relevant.filter((change) => change.created).map((change) => change.contactId);
   if (created.length > 0 && active.has('contact.created', null)) {
@@ -49,17 +58,26 @@ export async function enrolContactChanges(
     const joined = relevant.filter((change) => joinsSegment(segment, change)).map((change) => change.contactId);
     if (joined.length > 0) enrolments.push({ orgId, type: 'segment.joined', key: segment.id, contactIds: joined });
   }
-  return enrolAll(em, enrolments);
+  return [...goals, ...(await enrolAll(em, enrolments))];
 }
 
-/** Contacts newly added to a static segment (members already in it are not passed). */
+/**
+ * Contacts newly added to a static segment (members already in it are not passed): they start
+ * `segment.joined` automations of the segment, and their runs waiting under an `in_segment`
+ * goal of it are made due now.
+ */
 export async function enrolSegmentMembers(
   em: EntityManager,
   orgId: string,
   segmentId: string,
   contactIds: readonly string[],
 ): Promise<TouchedAutomation[]> {
-  return enrolContacts(em, { orgId, type: 'segment.joined', key: segmentId, contactIds });
+  const goals = await wakeGoalRuns(
+    em,
+    orgId,
+    contactIds.map((contactId) => ({ contactId, kind: 'segment' as const, value: segmentId })),
+  );
+  return [...goals, ...(await enrolContacts(em, { orgId, type: 'segment.joined', key: segmentId, contactIds }))];
 }
 
 /** The first counted open or click of an email. */
@@ -150,7 +168,7 @@ export async function fireEmailReply(
   return touched;
 }
 
-/** What a custom event did: the automations it started a run of, and those whose waiting runs it resumed. */
+/** What a custom event did: the automations it started a run of, and those whose waiting runs it resumed (the event heard, or a goal it meets). */
 export interface ContactEventOutcome {
   started: TouchedAutomation[];
   resumed: TouchedAutomation[];
@@ -158,7 +176,8 @@ export interface ContactEventOutcome {
 
 /**
  * A custom event of a contact: `event` automations keyed by its name start (with its properties
- * as the trigger's), and the contact's runs waiting for `event:<name>` resume.
+ * as the trigger's), the contact's runs waiting for `event:<name>` resume, and its runs waiting
+ * under a `had_event` goal of that name are made due now.
  */
 export async function fireContactEvent(
   em: EntityManager,
@@ -177,5 +196,7 @@ export async function fireContactEvent(
     key: `event:${event.name}`,
     detail: { event_id: event.eventId, properties: event.properties },
   });
-  return { started, resumed };
+  const goals = await wakeGoalRuns(em, event.orgId, [{ contactId: event.contactId, kind: 'event', value: event.name }]);
+  const ids = new Set(resumed.map((touched) => touched.automationId));
+  return { started, resumed: [...resumed, ...goals.filter((touched) => !ids.has(touched.automationId))] };
 }

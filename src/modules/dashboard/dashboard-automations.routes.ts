@@ -1,13 +1,21 @@
-import type { Next } from 'koa';
-import { koaBody } from 'koa-body';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { AppError, type ErrorCode } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { createAutomationAuthoring } from '../automations/automation-authoring.ts';
 import type { AutomationWithStats } from '../automations/automations.service.ts';
 import { STEP_TYPES, type StepType } from '../automations/automation-definition.ts';
-import type { BuilderChoices, EditorModel, Problem } from './dashboard-automation-editor.pages.ts';
-import { assembleDefinition, builderFits, exitsOf } from './dashboard-automations.builder.ts';
+import type { EditorModel } from './dashboard-automation-editor.pages.ts';
+import { exitsOf } from './dashboard-automations.builder.ts';
+import { builderFits } from './dashboard-automations.fits.ts';
+import {
+  createBuilderChoices,
+  createEditorForms,
+  editorFields,
+  isError,
+  pretty,
+  problemsOf,
+  sentDefinition,
+  STARTER_DEFINITION,
+} from './dashboard-automations.forms.ts';
 import { addStep, removeStep } from './dashboard-automations.flow.ts';
 import { archivePage, automationPage, automationsPage, BASE, newAutomationPage, OWNER_ONLY_NOTE } from './dashboard-automations.pages.ts';
 import { createAutomationPagesReader } from './dashboard-automations.repo.ts';
@@ -17,54 +25,6 @@ import { form, one, type DashboardArea, type DashboardContext, type DashboardKit
 
 const PAGE_SIZE = 50;
 const ID = /^[0-9a-f]{24}$/;
-/** The most the choices of a builder's select list (the newest). */
-const CHOICES_LIMIT = 200;
-
-/** What a new automation starts from: its trigger and one send step to fill in. */
-export const STARTER_DEFINITION = {
-  trigger: { type: 'contact.created' },
-  reentry: { mode: 'once' },
-  timezone: 'UTC',
-  start: 'send-1',
-  steps: [{ id: 'send-1', type: 'send_email' }],
-};
-
-const pretty = (value: unknown) => JSON.stringify(value, null, 2);
-/** A textarea's text as the form sent it (CRLF line breaks) compared as the page wrote it. */
-const normalized = (text: string) => text.replace(/\r\n?/g, '\n').trim();
-const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
-
-/** The problems a refused definition came back with, paths as in the definition (`steps.2.from`). */
-function problemsOf(error: unknown): Problem[] | null {
-  if (!isError(error, 'invalid_request') || error.details?.reason !== 'DEFINITION_INVALID') return null;
-  const fields = (error.details.fields ?? []) as { path: string; message: string }[];
-  return fields.map((f) => ({ path: f.path.replace(/^definition\./, ''), message: f.message }));
-}
-
-/** The editor's form: the builder's fields make a large form (up to 100 steps), parsed in order from the raw body. */
-type EditorFields = readonly (readonly [string, string])[];
-
-/**
- * The definition an editor form sends: its JSON view when the person changed it (or the
- * builder could not show the definition), else what the builder's fields describe.
- */
-function sentDefinition(fields: EditorFields): { definition: unknown; json: string | null; problem?: Problem } {
-  const value = (name: string) => fields.find(([key]) => key === name)?.[1] ?? '';
-  const text = normalized(value('definition'));
-  const base = normalized(value('base'));
-  if (base !== '' && text === base) return { definition: assembleDefinition(fields), json: null };
-  try {
-    return { definition: JSON.parse(text) as unknown, json: null };
-  } catch (error) {
-    // The builder as it was sent; the JSON view keeps the text to fix.
-    return {
-      definition: base === '' ? undefined : assembleDefinition(fields),
-      json: value('definition'),
-      problem: { path: '(definition)', message: `is not valid JSON: ${(error as Error).message}` },
-    };
-  }
-}
-
 /**
  * The automations pages of the dashboard (/dashboard/automations): the list with counters,
  * creating and editing a definition (builder and JSON), validating and publishing it through
@@ -75,38 +35,8 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
   const { automations, automationHistory, templates, segments, webhooks, domains } = services;
   const authoring = createAutomationAuthoring({ orm });
   const reader = createAutomationPagesReader({ orm });
-  // The editor's own parser: a larger limit than the other forms, the raw body kept for the fields' order.
-  const editorForms = koaBody({
-    urlencoded: true,
-    json: false,
-    text: false,
-    multipart: false,
-    formLimit: '512kb',
-    includeUnparsed: true,
-    queryString: { allowDots: false, parameterLimit: 10_000 },
-  }) as unknown as (ctx: DashboardContext, next: Next) => Promise<void>;
-  const editorFields = (ctx: DashboardContext): EditorFields => {
-    const raw = (ctx.request as { rawBody?: unknown }).rawBody;
-    return [...new URLSearchParams(typeof raw === 'string' ? raw : '')];
-  };
-
-  async function choicesOf(orgId: string): Promise<BuilderChoices> {
-    const [templatePage, segmentPage, endpointPage, domainList] = await Promise.all([
-      templates.listTemplates(orgId, { limit: CHOICES_LIMIT }),
-      segments.listSegments(orgId, { limit: CHOICES_LIMIT }),
-      webhooks.listWebhooks(orgId, { limit: CHOICES_LIMIT }),
-      domains.listWorkspaceDomains(orgId),
-    ]);
-    return {
-      // A send step needs the workspace's own published template.
-      templates: templatePage.items
-        .filter((t) => t.orgId === orgId && t.status === 'published')
-        .map((t) => ({ value: t.id, label: t.name })),
-      segments: segmentPage.items.map((s) => ({ value: s.id, label: s.name })),
-      endpoints: endpointPage.items.map((w) => ({ value: w.id, label: w.name })),
-      domains: domainList.filter((d) => d.domain.status === 'verified').map((d) => d.domain.domain),
-    };
-  }
+  const editorForms = createEditorForms();
+  const choicesOf = createBuilderChoices({ templates, segments, webhooks, domains });
 
   return (router, kit: DashboardKit) => {
     const { notFound } = kit;

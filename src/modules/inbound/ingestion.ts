@@ -11,6 +11,7 @@ import { participantsOf, replyCandidates } from '../inbox/threading.ts';
 import { fireEmailReply } from '../automations/automation-triggers.ts';
 import type { AutomationWaker } from '../automations/automation-wake.ts';
 import { lockWorkspaceThreads, placeInThread } from '../inbox/thread-placement.repo.ts';
+import { autoReplyReason } from './auto-reply.ts';
 import { settleAttachments, storeAttachments, type StoreOutcome } from './attachments.ts';
 import { checkAuthentication, createAuthResolver, type AuthResultsSummary } from './auth-results.ts';
 import { countIngestAttempt } from './inbound-queue.repo.ts';
@@ -146,8 +147,9 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
 
   /**
    * One inbox message in one workspace, with its thread, event and report, in one transaction;
-   * a message (not a report) that answers an email Herald sent fires its automation triggers
-   * there too (automation-triggers.ts fireEmailReply), and the automations are woken after.
+   * a message (not a report, nor an automatic answer such as an out-of-office: auto-reply.ts)
+   * that answers an email Herald sent fires its automation triggers there too
+   * (automation-triggers.ts fireEmailReply), and the automations are woken after.
    */
   async function recordForWorkspace(
     inbound: InboundMessage,
@@ -204,7 +206,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       await em.flush();
       if (report && reports?.apply && appliesReport(kind)) await applyReport(em, route, report, message.id, final);
       const touched =
-        kind === 'message'
+        kind === 'message' && autoReplyReason(parsed) === null
           ? await fireEmailReply(em, route.orgId, {
               candidates: replyCandidates(parsed.inReplyTo, parsed.references),
               sender: message.fromEmail,

@@ -3,6 +3,7 @@ import { MailParser, type AddressObject, type AttachmentStream, type EmailAddres
 import type { MailboxAddress } from '../../../db/entities/index.ts';
 import { INBOX_HTML_LIMIT, INBOX_TEXT_LIMIT } from '../inbox/outbound.ts';
 import { bareMessageId, parseMessageIdList } from '../inbox/threading.ts';
+import { automaticHeader } from './auto-reply.ts';
 
 /** One attachment as the parse meets it; `content` must be read or left (the parser drains it after). */
 export interface AttachmentPart {
@@ -37,6 +38,8 @@ export interface ParsedMessage {
   references: string[];
   date: Date | null;
   attachments: AttachmentMeta[];
+  /** Why the headers mark the message as sent by a machine (auto-reply.fns.ts), or null. */
+  automaticHeader: string | null;
   /** Why the parse stopped early, if it did; whatever was read before is kept. */
   parseError: string | null;
   /** The html was too large to convert to text, and mailparser then drops it: parse again with `htmlOnly`. */
@@ -111,6 +114,7 @@ export function parseMessageStream(
     references: [],
     date: null,
     attachments: [],
+    automaticHeader: null,
     parseError: null,
     htmlTooLong: false,
   };
@@ -157,6 +161,7 @@ export function parseMessageStream(
       const line = lines.find((entry) => entry.key === 'date')?.line;
       const value = line ? Date.parse(line.slice(line.indexOf(':') + 1).trim()) : Number.NaN;
       parsed.date = Number.isNaN(value) ? null : new Date(value);
+      parsed.automaticHeader = automaticHeader(lines);
     });
 
     parser.on('data', (data: AttachmentStream | MessageText) => {

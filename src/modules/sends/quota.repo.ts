@@ -3,6 +3,7 @@ import type { TransactionalEmail } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
 import { secondsUntilNextUtcDay } from './sends.fns.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
+import { refundRunCredits } from '../automations/automation-stats.repo.ts';
 import { pickCreditShard, releaseCredits, spreadBalanceSql } from '../orgs/credits.repo.ts';
 
 /**
@@ -194,11 +195,21 @@ export async function releaseEmailQuota(
   em: EntityManager,
   email: Pick<
     TransactionalEmail,
-    'orgId' | 'domainId' | 'quotaDay' | 'quotaShard' | 'creditsCharged' | 'overageCharged' | 'quotaReleased' | 'broadcastId'
+    | 'orgId'
+    | 'domainId'
+    | 'quotaDay'
+    | 'quotaShard'
+    | 'creditsCharged'
+    | 'overageCharged'
+    | 'quotaReleased'
+    | 'broadcastId'
+    | 'automationRunId'
   >,
 ): Promise<void> {
   if (email.quotaReleased) return;
   await releaseCredits(em, email.orgId, email.quotaShard, { fromBalance: email.creditsCharged, overage: email.overageCharged });
+  // An automation's creditsUsed counts what its emails cost in the end.
+  if (email.automationRunId) await refundRunCredits(em, email.orgId, email.automationRunId, email.creditsCharged + email.overageCharged);
   // A broadcast message takes no credits and counts one message when first claimed (quotaDay set then).
   const counted = email.broadcastId ? (email.quotaDay ? 1 : 0) : email.creditsCharged + email.overageCharged;
   await releaseDomainQuota(em, email.domainId, email.quotaDay, email.quotaShard, counted);
