@@ -5,7 +5,7 @@ import { createTemplatesService } from '../../src/modules/templates/templates.se
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { csrfOf, dashboardClient, decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
 import { createOrg, unique } from '../support/factories.ts';
-import { addSendingDomain } from '../support/sending.ts';
+import { addSendingDomain, setCredits } from '../support/sending.ts';
 
 describe("the dashboard's templates pages", () => {
   let h: ApiHarness;
@@ -125,7 +125,7 @@ describe("the dashboard's templates pages", () => {
     expect(tooLong.text).toContain('id="t-name-error"');
     expect(tooLong.text).toContain('id="t-subject-error"');
     expect(tooLong.text).toContain('must be a single line');
-    expect(tooLong.text).toContain('&lt;p&gt;kept&lt;/p&gt;</textarea>');
+    expect(tooLong.text).toContain('&#60;p&#62;kept&#60;/p&#62;</textarea>');
     expect(tooLong.text).toContain('aria-invalid="true"');
 
     // 500,000 characters of HTML are accepted (more than a usual 64 kB form), one more is not.
@@ -213,7 +213,7 @@ describe("the dashboard's templates pages", () => {
     for (const page of [list.text, editor.text]) {
       expect(page).not.toContain(evil);
       expect(page).not.toContain('<script>alert(2)');
-      expect(page).toContain('&lt;img src=x onerror=alert(1)&gt;');
+      expect(page).toContain('&#60;img src&#61;x onerror&#61;alert(1)&#62;');
     }
     const preview = await client.get(`/dashboard/templates/${template.id}/preview`);
     expect(preview.status).toBe(200);
@@ -223,7 +223,7 @@ describe("the dashboard's templates pages", () => {
     expect(preview.text).toContain('<iframe class="message-html" sandbox ');
     const srcdoc = decodeEntities(/srcdoc="([^"]*)"/.exec(preview.text)![1]!);
     expect(srcdoc).toBe('<script>alert(2)</script><p>Ada</p>');
-    expect(preview.text).toContain(`S &lt;img src=x onerror=alert(1)&gt;`);
+    expect(preview.text).toContain('S &#60;img src&#61;x onerror&#61;alert(1)&#62;');
   });
 
   it('previews what the form holds with the sample variables, without using up the form', async () => {
@@ -260,6 +260,7 @@ describe("the dashboard's templates pages", () => {
 
   it("sends a test to one of the workspace's people through the sends service, with the person's semantics", async () => {
     const domain = await addSendingDomain(h.stack.orm, h.workspace.org.id);
+    await setCredits(h.stack.orm, h.workspace.org.id, 100);
     const template = await newTemplate(h.workspace.org.id, { subject: 'Receipt for {{first_name}}' });
     const member = await person('member');
     const editor = await member.client.get(`/dashboard/templates/${template.id}`);
