@@ -73,7 +73,7 @@ function editorForm(model: TemplateEditorModel): string {
   !${field(model, 'html', 'HTML', html`<textarea id="t-html" name="html" rows="16" spellcheck="false" maxlength="${String(TEMPLATE_LIMITS.html)}"!${described(model, 'html', true)}>${fields.html}</textarea>`, 'Mustache: {{name}} is escaped, {{{name}}} is not; {{#name}}…{{/name}} shows when name is set, {{^name}}…{{/name}} when it is not.')}
   <div class="field"><label for="t-variables">Sample variables (JSON)</label>
   <textarea id="t-variables" name="variables" rows="5" spellcheck="false" maxlength="20000" aria-describedby="t-variables-hint">${model.sampleJson}</textarea>
-  <p class="hint" id="t-variables-hint">Only for the preview and test sends; not saved.</p></div>
+  <p class="hint" id="t-variables-hint">A JSON object, e.g. {"first_name": "Grace"}; variables it leaves out get a sample value. Only for the preview; not saved.</p></div>
   <div class="editor-actions">
     !${readOnly ? html`<p class="hint">Shared with this workspace by its owner: read only.</p>` : html`<button type="submit">${template ? 'Save' : 'Create template'}</button>`}
     <button type="submit" class="secondary" formaction="${BASE}/preview" formtarget="template-preview" data-preview-button>Preview</button>

@@ -44,6 +44,8 @@ export interface RenderedPreview {
   text: string;
   /** Why the preview could not be rendered as asked (bad Mustache, bad sample JSON). */
   problems: string[];
+  /** The variables the parts use. */
+  variables: { name: string; optional: boolean }[];
 }
 
 /** The variables of `parts`, or the Mustache syntax error that stops reading them. */
@@ -70,15 +72,18 @@ export function sampleVariables(parts: TemplateParts, email: string): Record<str
 
 const PLAIN = { escape: (value: unknown) => String(value) };
 
-/** Renders `parts` with the sample variables given as JSON text; problems instead of throwing. */
-export function renderPreview(parts: TemplateParts, variablesJson: string): RenderedPreview {
+/**
+ * Renders `parts` with the sample variables given as JSON text over `defaults` (the given ones
+ * win, so a variable added while typing still shows a sample); problems instead of throwing.
+ */
+export function renderPreview(parts: TemplateParts, variablesJson: string, defaults: Record<string, unknown> = {}): RenderedPreview {
   const problems: string[] = [];
-  let variables: Record<string, unknown> = {};
+  let variables: Record<string, unknown> = defaults;
   try {
     const parsed: unknown = variablesJson.trim() ? JSON.parse(variablesJson) : {};
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
       problems.push('The sample variables must be a JSON object.');
-    else variables = parsed as Record<string, unknown>;
+    else variables = { ...defaults, ...(parsed as Record<string, unknown>) };
   } catch (error) {
     problems.push(`The sample variables are not valid JSON (${error instanceof Error ? error.message : String(error)}).`);
   }
@@ -97,6 +102,7 @@ export function renderPreview(parts: TemplateParts, variablesJson: string): Rend
     html: body,
     text: body.trim() ? plainTextOf(body) : '',
     problems,
+    variables: variablesOf(parts).variables,
   };
 }
 
@@ -113,6 +119,7 @@ export function previewDocument(preview: RenderedPreview): string {
 </dl>
 <h2>HTML part</h2>
 !${preview.html.trim() ? html`<iframe class="message-html" sandbox referrerpolicy="no-referrer" title="The HTML part rendered with the sample variables" srcdoc="${preview.html}"></iframe>` : html`<p class="hint">No HTML yet.</p>`}
+<p class="hint" id="preview-variables">Variables: ${preview.variables.map((v) => `{{${v.name}}}`).join(', ') || 'none'}</p>
 <h2>Text part</h2>
 <pre class="message-text" id="preview-text">${preview.text || '(empty)'}</pre>
 </body>

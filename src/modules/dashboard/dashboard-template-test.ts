@@ -31,7 +31,7 @@ export async function sendTemplateTest(
   if (!person) return { status: 400, message: { error: 'Choose a person of this workspace to send the test to.' } };
   const fields = fieldsOf(template);
   const parts = { subject: fields.subject, previewText: fields.preview_text, html: fields.html };
-  const rendered = renderPreview(parts, options.variablesJson || JSON.stringify(sampleVariables(parts, person.email)));
+  const rendered = renderPreview(parts, options.variablesJson, sampleVariables(parts, person.email));
   if (rendered.problems.length > 0) return { status: 400, message: { error: `No test sent: ${rendered.problems.join(' ')}` } };
   if (!rendered.html.trim()) return { status: 400, message: { error: 'No test sent: the template has no HTML yet.' } };
   // The API's own schema, so the test is held to the same limits as POST /outbox/emails.

@@ -81,15 +81,15 @@ export function templatesArea(services: ApiServices, deps: { auth: DashboardAuth
       const { variables, syntaxError } = variablesOf(parts);
       const { users } = await deps.auth.people(signedIn.orgId);
       const problems = { ...(syntaxError ? { html: `Not a valid Mustache template: ${syntaxError}` } : {}), ...model.problems };
-      const sampleJson = one(form(ctx).variables) || JSON.stringify(sampleVariables(parts, signedIn.email), null, 2);
+      const sample = sampleVariables(parts, signedIn.email);
+      const sampleJson = one(form(ctx).variables) || (Object.keys(sample).length > 0 ? JSON.stringify(sample, null, 2) : '');
       kit.send(ctx, status, templateEditorPage({ signedIn, variables, sampleJson, people: users, ...model, problems }));
       ctx.set('Content-Security-Policy', EDITOR_CSP);
     }
 
     function sendPreview(ctx: DashboardContext, fields: Pick<TemplateFields, 'subject' | 'preview_text' | 'html'>, variables: string) {
       const parts = partsOf(fields);
-      const json = variables || JSON.stringify(sampleVariables(parts, kit.signedInOf(ctx).email));
-      kit.send(ctx, 200, previewDocument(renderPreview(parts, json)));
+      kit.send(ctx, 200, previewDocument(renderPreview(parts, variables, sampleVariables(parts, kit.signedInOf(ctx).email))));
       ctx.set(PREVIEW_HEADERS);
     }
 
