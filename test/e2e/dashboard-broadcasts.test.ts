@@ -112,12 +112,16 @@ describe('templates and broadcasts in a browser, against the api, the worker and
       await page.waitForURL(/\/dashboard\/templates\/[0-9a-f]{24}\?saved=1$/);
       templateId = /templates\/([0-9a-f]{24})/.exec(page.url())![1]!;
       expect(await page.getByText('Saved as version 1.').count()).toBe(1);
-      await page.getByRole('button', { name: 'Publish version 1' }).click();
+      await page.getByRole('button', { name: 'Publish' }).click();
       await page.waitForURL(/\?published=1$/);
       expect((await page.locator('.state.published').first().textContent())?.trim()).toBe('published');
       await expect.poll(() => preview.locator('#preview-subject').textContent(), { timeout: 20_000 }).toBe('News for Ada');
       expect(await page.locator('ul.variables').textContent()).toContain('{{first_name}}');
+      // Tall enough for the whole editor: a full-page capture that resizes the view repaints the preview's frame blank.
+      await page.setViewportSize({ width: 1280, height: 2000 });
+      await expect.poll(() => preview.locator('#preview-subject').textContent(), { timeout: 20_000 }).toBe('News for Ada');
       await screenshot(page, 'dashboard-template-editor');
+      await page.setViewportSize({ width: 1280, height: 800 });
       await page.goto(`${h.api.url}/dashboard/templates`);
       expect(await page.getByRole('link', { name: 'Winter letter' }).count()).toBe(1);
       await screenshot(page, 'dashboard-templates');

@@ -95,8 +95,8 @@ function sidePanels(model: TemplateEditorModel, template: Template): string {
   <p>!${stateBadge(template.status)} version ${String(template.version)}, saved !${when(template.updatedAt)}</p>
   !${
     own && template.status !== 'published'
-      ? html`<form method="post" action="${BASE}/${template.id}/publish" class="inline-form">!${csrfField(signedIn.csrfToken)}<button type="submit">Publish version ${String(template.version)}</button></form>
-      <p class="hint">Only a published template can be sent with the API or used by a broadcast.</p>`
+      ? html`<form method="post" action="${BASE}/${template.id}/publish" class="inline-form">!${csrfField(signedIn.csrfToken)}<button type="submit">Publish</button></form>
+      <p class="hint">Only a published template can be sent with the API or used by a broadcast. Publishing is a change, so it makes a new version, as the API counts them.</p>`
       : ''
   }
   !${template.status === 'published' ? html`<p><a href="/dashboard/broadcasts/new?template=${template.id}">Start a broadcast from this template</a></p>` : ''}
