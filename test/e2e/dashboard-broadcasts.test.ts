@@ -164,7 +164,7 @@ describe('templates and broadcasts in a browser, against the api, the worker and
       await page.setViewportSize({ width: 390, height: 844 });
       await page.goto(`${h.api.url}/dashboard/broadcasts`);
       expect(await page.locator('.state.sent').count()).toBe(1);
-      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+      expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true);
       await screenshot(page, 'dashboard-broadcasts-phone');
     },
     TEST_TIMEOUT_MS,
