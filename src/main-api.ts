@@ -7,6 +7,8 @@ import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
 import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
 import { metricsArea } from './modules/dashboard/dashboard-metrics.routes.ts';
 import { peopleArea } from './modules/dashboard/dashboard-people.routes.ts';
+import { broadcastsArea } from './modules/dashboard/dashboard-broadcasts.routes.ts';
+import { templatesArea } from './modules/dashboard/dashboard-templates.routes.ts';
 import { webhooksArea } from './modules/dashboard/dashboard-webhooks.routes.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
@@ -78,6 +80,8 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
         domainsArea(services),
         emailsArea(services),
         automationsArea(services, orm),
+        templatesArea(services, { auth: dashboardAuth }),
+        broadcastsArea(services),
         webhooksArea(services),
         inboxArea(services),
         metricsArea(services),

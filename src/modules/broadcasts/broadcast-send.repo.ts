@@ -21,6 +21,35 @@ export interface AudienceMember {
 }
 
 /**
+ * Whether contact `c` is in the audience of the segments `:segments` (JSON) of workspace `:org`
+ * at `:sendingAt`: created by then, in at least one of the segments (a static segment's members
+ * added by then), active and not on the suppression list.
+ */
+const AUDIENCE_MEMBER = `c.org_id = :org and c.created_at <= :sendingAt::timestamptz
+        and c.status = 'active'
+        and exists (select 1 from segments s
+                     where s.org_id = :org and s.id in (select jsonb_array_elements_text(:segments::jsonb))
+                       and (s.type = 'all'
+                            or (s.type = 'tag' and c.tags && s.tags)
+                            or (s.type = 'static' and exists (select 1 from segment_members m
+                                                               where m.segment_id = s.id and m.contact_id = c.id and m.org_id = :org
+                                                                 and m.created_at <= :sendingAt::timestamptz))))
+        and not exists (select 1 from suppressions x where x.org_id = :org and x.email = c.email)`;
+
+/**
+ * How many contacts a broadcast to `segmentIds` would reach if it were sent at `at` (the
+ * launch's confirmation; the send itself takes the audience again at its send time).
+ */
+export async function countAudience(em: EntityManager, orgId: string, segmentIds: readonly string[], at: Date): Promise<number> {
+  if (segmentIds.length === 0) return 0;
+  const [row] = await em.execute<{ n: number }[]>(
+    `/* workspace: the condition AUDIENCE_MEMBER names the org */ select count(*)::int as n from contacts c where ${AUDIENCE_MEMBER}`,
+    { org: orgId, sendingAt: at, segments: JSON.stringify(segmentIds) },
+  );
+  return row?.n ?? 0;
+}
+
+/**
  * The next page of a broadcast's audience, on the contacts' (created_at, id) order (the
  * (org_id, created_at, id) index): contacts of the workspace created by the send time, in at
  * least one of the segments (a static segment's members added by then), active and not on the
@@ -34,19 +63,11 @@ export async function readAudiencePage(
   limit: number,
 ): Promise<AudienceMember[]> {
   return em.execute<AudienceMember[]>(
-    `select c.id, c.email, c.created_at
+    `/* workspace: the condition AUDIENCE_MEMBER names the org */
+     select c.id, c.email, c.created_at
        from contacts c
-      where c.org_id = :org and c.created_at <= :sendingAt::timestamptz
+      where ${AUDIENCE_MEMBER}
         and (c.created_at, c.id) > (:afterAt::timestamptz, :afterId::varchar)
-        and c.status = 'active'
-        and exists (select 1 from segments s
-                     where s.org_id = :org and s.id in (select jsonb_array_elements_text(:segments::jsonb))
-                       and (s.type = 'all'
-                            or (s.type = 'tag' and c.tags && s.tags)
-                            or (s.type = 'static' and exists (select 1 from segment_members m
-                                                               where m.segment_id = s.id and m.contact_id = c.id and m.org_id = :org
-                                                                 and m.created_at <= :sendingAt::timestamptz))))
-        and not exists (select 1 from suppressions x where x.org_id = :org and x.email = c.email)
       order by c.created_at, c.id
       limit :limit`,
     {

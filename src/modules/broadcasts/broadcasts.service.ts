@@ -19,7 +19,7 @@ import { normalizeEmail } from '../contacts/contacts.fns.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { domainRefusal } from '../sends/send-checks.ts';
 import { templateProblem } from './broadcast-message.ts';
-import { countBroadcastEvents } from './broadcast-send.repo.ts';
+import { countAudience, countBroadcastEvents } from './broadcast-send.repo.ts';
 import { CANCELLABLE_STATUSES, distinct, domainOf, LAUNCHABLE_STATUSES, scheduleProblem, ZERO_METRICS } from './broadcasts.fns.ts';
 import type { CreateBroadcastInput, LaunchBroadcastInput } from './broadcasts.schemas.ts';
 import { serializeBroadcast } from './broadcasts.serializer.ts';
@@ -126,6 +126,15 @@ export function createBroadcastsService({
       if (!broadcast) throw broadcastNotFound(id);
       const [view] = await withCounts(em, orgId, [broadcast]);
       return view!;
+    },
+
+    /**
+     * How many contacts of the workspace a broadcast to `segmentIds` would reach if sent now
+     * (active, not suppressed, one message per contact; ids of other workspaces count nothing).
+     * The send takes its audience again at its send time, so this is a forecast.
+     */
+    async countAudience(orgId: string, segmentIds: readonly string[]): Promise<number> {
+      return countAudience(scopeToOrg(orm.em, orgId), orgId, distinct(segmentIds), clock());
     },
 
     /**

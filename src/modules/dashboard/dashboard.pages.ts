@@ -28,6 +28,8 @@ export const AREAS = [
   ['domains', 'Domains'],
   ['emails', 'Emails'],
   ['automations', 'Automations'],
+  ['templates', 'Templates'],
+  ['broadcasts', 'Broadcasts'],
   ['webhooks', 'Webhooks'],
   ['inbox', 'Inbox'],
   ['metrics', 'Metrics'],
@@ -56,7 +58,7 @@ export function layout(title: string, body: string, signedIn?: SignedIn, current
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Herald</title>
 <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
-!${current === 'metrics' ? html`<link rel="stylesheet" href="/dashboard/assets/uplot.css">` : ''}
+!${current === 'metrics' || current === 'broadcasts' ? html`<link rel="stylesheet" href="/dashboard/assets/uplot.css">` : ''}
 <script src="/dashboard/assets/dashboard.js" defer></script>
 </head>
 <body>

@@ -33,6 +33,14 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = {
     type: 'text/javascript; charset=utf-8',
     body: readFileSync(new URL('./assets/automation-builder.js', import.meta.url)),
   },
+  'template-editor.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('./assets/template-editor.js', import.meta.url)),
+  },
+  'broadcast-chart.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: readFileSync(new URL('./assets/broadcast-chart.js', import.meta.url)),
+  },
   'uplot.js': {
     type: 'text/javascript; charset=utf-8',
     body: readFileSync(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.iife.min.js'))),

@@ -1,3 +1,4 @@
+import Mustache from 'mustache';
 import type { Template } from '../../../db/entities/index.ts';
 import type { UpdateTemplateInput } from './templates.schemas.ts';
 
@@ -36,4 +37,26 @@ export function templateChanges(template: Template, input: UpdateTemplateInput):
     if (!same) (changes as Record<EditableField, unknown>)[field] = value;
   }
   return changes;
+}
+
+type MustacheToken = [type: string, value: string, start: number, end: number, children?: MustacheToken[]];
+
+/**
+ * Every variable name a template's parts use, in order of first use: plain and unescaped
+ * variables, and the names of sections and inverted sections (`{{#name}}`, `{{^name}}`), with
+ * whether each is only used as a section (optional then). Throws Mustache's error on bad syntax.
+ */
+export function templateVariableNames(parts: readonly string[]): { name: string; optional: boolean }[] {
+  const seen = new Map<string, boolean>();
+  const walk = (tokens: readonly MustacheToken[], inSection: boolean) => {
+    for (const [type, value, , , children] of tokens) {
+      if (type === 'name' || type === '&') seen.set(value, (seen.get(value) ?? true) && inSection);
+      if (type === '#' || type === '^') {
+        if (!seen.has(value)) seen.set(value, true);
+        walk(children ?? [], true);
+      }
+    }
+  };
+  for (const part of parts) walk(Mustache.parse(part) as unknown as MustacheToken[], false);
+  return [...seen].filter(([name]) => name !== '.').map(([name, optional]) => ({ name, optional }));
 }

@@ -1,0 +1,89 @@
+import { koaBody } from 'koa-body';
+import type { ApiServices } from '../../api-composition.ts';
+import { AppError, type ErrorCode } from '../../errors.ts';
+import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
+import type { BroadcastView } from '../broadcasts/broadcasts.service.ts';
+import { composePage, launchPage, type ComposeFields, type ComposePageModel } from './dashboard-broadcast-compose.pages.ts';
+import { broadcastPage } from './dashboard-broadcasts.pages.ts';
+import type { DashboardContext, DashboardKit } from './dashboard.router.ts';
+
+export const ID = /^[0-9a-fA-F]{24}$/;
+export const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
+
+/** What the broadcasts routes share: the form parser, the workspace's broadcast of a request, and the pages' renderers. */
+export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
+  const { broadcasts, segments, templates } = services;
+  // Bodies up to the API's limits (500,000 characters of HTML): more than the usual 64 kB forms.
+  const forms = koaBody({
+    urlencoded: true,
+    json: false,
+    text: false,
+    multipart: false,
+    formLimit: '4mb',
+  }) as unknown as DashboardKit['forms'];
+
+  async function viewOf(ctx: DashboardContext): Promise<BroadcastView | null> {
+    const id = (ctx.params as { id?: string }).id ?? '';
+    if (!ID.test(id)) return null;
+    try {
+      return await broadcasts.getBroadcast(kit.signedInOf(ctx).orgId, id);
+    } catch (error) {
+      if (isError(error, 'not_found')) return null;
+      throw error;
+    }
+  }
+
+  async function segmentsOf(orgId: string) {
+    const page = await segments.listSegments(orgId, { limit: 100 });
+    return page.items.map((segment) => ({ segment, contacts: page.contactCounts.get(segment.id) ?? 0 }));
+  }
+
+  async function renderCompose(ctx: DashboardContext, status: number, model: Partial<ComposePageModel> & { fields: ComposeFields }) {
+    const signedIn = kit.signedInOf(ctx);
+    const [segmentList, templateList, domains] = await Promise.all([
+      segmentsOf(signedIn.orgId),
+      templates.listTemplates(signedIn.orgId, { limit: 100 }),
+      services.domains.listDomains(signedIn.orgId),
+    ]);
+    kit.send(
+      ctx,
+      status,
+      composePage({
+        signedIn,
+        problems: {},
+        segments: segmentList,
+        templates: templateList.items,
+        domains: domains.map((d) => d.domain),
+        ...model,
+      }),
+    );
+  }
+
+  async function renderBroadcast(
+    ctx: DashboardContext,
+    status: number,
+    view: BroadcastView,
+    extra: { error?: string; notice?: string } = {},
+  ) {
+    const signedIn = kit.signedInOf(ctx);
+    const all = await segments.listSegments(signedIn.orgId, { limit: 100 });
+    const metrics = completeMetrics(view.broadcast.recipientCount ?? 0, view.counts);
+    const picked = all.items.filter((s) => view.broadcast.segmentIds.includes(s.id));
+    kit.send(ctx, status, broadcastPage({ signedIn, broadcast: view.broadcast, metrics, segments: picked, ...extra }));
+    if (view.broadcast.status === 'scheduled' || view.broadcast.status === 'sending') ctx.set('Refresh', '5');
+  }
+
+  async function renderLaunch(ctx: DashboardContext, status: number, view: BroadcastView, extra: { error?: string; at?: string } = {}) {
+    const signedIn = kit.signedInOf(ctx);
+    const [audience, all] = await Promise.all([
+      broadcasts.countAudience(signedIn.orgId, view.broadcast.segmentIds),
+      segments.listSegments(signedIn.orgId, { limit: 100 }),
+    ]);
+    const picked = all.items.filter((s) => view.broadcast.segmentIds.includes(s.id));
+    kit.send(ctx, status, launchPage({ signedIn, broadcast: view.broadcast, audience, segments: picked, ...extra }));
+  }
+
+  return { forms, viewOf, renderCompose, renderBroadcast, renderLaunch };
+}
+
+export type BroadcastViews = ReturnType<typeof createBroadcastViews>;
