@@ -8,6 +8,7 @@ import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
 import { metricsArea } from './modules/dashboard/dashboard-metrics.routes.ts';
 import { peopleArea } from './modules/dashboard/dashboard-people.routes.ts';
 import { webhooksArea } from './modules/dashboard/dashboard-webhooks.routes.ts';
+import { settingsArea } from './modules/dashboard/dashboard-settings.routes.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { createOrm, type MikroORM } from '../db/orm.ts';
@@ -82,6 +83,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
         inboxArea(services),
         metricsArea(services),
         peopleArea({ auth: dashboardAuth, publicUrl: config.http.publicUrl }),
+        settingsArea(services),
       ],
     }),
   });

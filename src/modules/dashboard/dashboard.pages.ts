@@ -32,6 +32,7 @@ export const AREAS = [
   ['inbox', 'Inbox'],
   ['metrics', 'Metrics'],
   ['people', 'People'],
+  ['settings', 'Settings'],
 ] as const;
 export type Area = (typeof AREAS)[number][0];
 
