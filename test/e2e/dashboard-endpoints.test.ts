@@ -175,6 +175,10 @@ describe('dashboard endpoints, settings and accessibility in a browser', () => {
         `/dashboard/webhooks/${endpointId}/delete`,
         `/dashboard/domains/${domain.id}/delete`,
       ];
+      // The check itself works under the pages' CSP: an image without a text alternative is found.
+      await owner.goto(`${h.api.url}/dashboard/keys`);
+      await owner.evaluate(`document.querySelector('main').append(Object.assign(document.createElement('img'), { src: 'data:,' }))`);
+      expect((await seriousViolations(owner)).map((v) => v.id)).toContain('image-alt');
       const found: Record<string, AxeViolation[]> = {};
       const check = async (path: string) => {
         await owner.goto(`${h.api.url}${path}`);
@@ -210,7 +214,12 @@ describe('dashboard endpoints, settings and accessibility in a browser', () => {
       for (const [area] of AREAS) {
         await phone.goto(`${h.api.url}/dashboard/${area}`);
         const wide = await phone.evaluate<number>('document.documentElement.scrollWidth');
-        if (wide > 360) overflowing.push(`${area}: ${wide}px`);
+        if (wide > 360) {
+          const culprits = await phone.evaluate<string[]>(
+            `[...document.querySelectorAll('main *')].filter((e) => e.getBoundingClientRect().right > 360).slice(0, 5).map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`,
+          );
+          overflowing.push(`${area}: ${wide}px (${culprits.join('; ')})`);
+        }
       }
       await phone.goto(`${h.api.url}/dashboard/webhooks/new`);
       await screenshot(phone, 'dashboard-webhook-form-phone');
