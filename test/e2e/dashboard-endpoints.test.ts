@@ -207,6 +207,26 @@ describe('dashboard endpoints, settings and accessibility in a browser', () => {
   );
 
   it(
+    'is usable from the keyboard: a skip link first, a visible focus ring, labelled controls',
+    async () => {
+      await owner.goto(`${h.api.url}/dashboard/webhooks/new`);
+      await owner.keyboard.press('Tab');
+      const focused = () =>
+        owner.evaluate<{ text: string; outline: string }>(
+          '({ text: document.activeElement.textContent.trim(), outline: getComputedStyle(document.activeElement).outlineStyle })',
+        );
+      expect(await focused()).toEqual({ text: 'Skip to content', outline: 'solid' });
+      await owner.keyboard.press('Enter');
+      expect(await owner.evaluate<string>('document.activeElement.id')).toBe('main');
+      // From main, the next Tab stops are the form's: its name field first, announced by its label.
+      await owner.keyboard.press('Tab');
+      expect(await owner.evaluate<string>('document.activeElement.labels[0].textContent')).toBe('Name');
+      expect((await focused()).outline).toBe('solid');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
     "fits a phone's width on every area: nothing overflows sideways",
     async () => {
       const phone = await newPage(browser, { viewport: { width: 360, height: 780 }, storageState: await owner.context().storageState() });
