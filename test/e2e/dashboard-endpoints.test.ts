@@ -190,9 +190,10 @@ describe('dashboard endpoints, settings and accessibility in a browser', () => {
       for (const [area] of AREAS) {
         await check(`/dashboard/${area}`);
         checked.push(`/dashboard/${area}`);
-        const detail = await owner
-          .locator(`main a[href^="/dashboard/${area}/"]`)
-          .evaluateAll((links) => links.map((a) => a.getAttribute('href') ?? '').find((href) => /\/[0-9a-f]{24}$/.test(href)));
+        const hrefs = await owner.evaluate<string[]>(
+          `[...document.querySelectorAll('main a[href^="/dashboard/${area}/"]')].map((a) => a.getAttribute('href'))`,
+        );
+        const detail = hrefs.find((href) => /\/[0-9a-f]{24}$/.test(href));
         if (detail) {
           await check(detail);
           checked.push(detail);

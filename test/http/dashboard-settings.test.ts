@@ -170,7 +170,7 @@ describe('the dashboard: workspace settings, domain senders and deletion', () =>
   it("answers 404 for another workspace's domain and sender, and changes nothing", async () => {
     const { org: other } = await createOrg(h.stack.orm);
     const foreign = await addSendingDomain(h.stack.orm, other.id);
-    const sender = await h.stack.orm.em.fork().transactional(async (em) => {
+    const sender = await h.stack.orm.em.fork().transactional((em) => {
       const row = em.create(SenderIdentity, {
         orgId: other.id,
         domainId: foreign.id,
@@ -178,7 +178,7 @@ describe('the dashboard: workspace settings, domain senders and deletion', () =>
         name: 'X',
         isDefault: true,
       });
-      return row;
+      return Promise.resolve(row);
     });
     const { org } = await createOrg(h.stack.orm);
     const own = await addSendingDomain(h.stack.orm, org.id);

@@ -33,7 +33,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
     /** The domain page of :id (the workspace's own domains only: another workspace's id is not found). */
     async function renderDomain(ctx: DashboardContext, status: number, extra: Partial<DomainPageModel> = {}): Promise<void> {
       const signedIn = kit.signedInOf(ctx);
-      const id = ctx.params.id ?? '';
+      const id = idParam(ctx);
       const found = isId(id) ? (await domains.listWorkspaceDomains(signedIn.orgId)).find((row) => row.domain.id === id) : undefined;
       if (!found) return kit.notFound(ctx, 'domain');
       const reloading = status === 200 && found.domain.status === 'pending' && ctx.query.reload !== 'off';
@@ -83,36 +83,42 @@ export function domainsArea(services: ApiServices): DashboardArea {
       await renderDomain(ctx, 200, notice ? { notice } : {});
     });
 
-    // Check now: the verifyDomain workflow, waited for (20 s at most); the page then shows what it found.
-    router.post('/domains/:id/check', kit.forms, kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const id = ctx.params.id ?? '';
-      if (!isId(id)) return kit.notFound(ctx, 'domain');
-      try {
-        await domainChecks.check(signedIn.orgId, id);
-      } catch (error) {
-        if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'domain');
-        if (error instanceof AppError && error.code === 'service_unavailable') {
-          return kit.send(
-            ctx,
-            503,
-            notePage(
-              'The check is taking longer',
-              "It keeps running and the domain's page will show its result; is Herald's worker running?",
-              signedIn,
-            ),
-          );
-        }
-        throw error;
-      }
-      ctx.redirect(`/dashboard/domains/${id}?checked=1&reload=off`);
-      ctx.status = 303;
-    });
-
+    domainCheckRoutes(router, kit, domainChecks);
     domainSenderRoutes(router, kit, domains, renderDomain);
     domainDeleteRoutes(router, kit, services.domainRemoval);
   };
 }
+
+/** Check now: the verifyDomain workflow, waited for (20 s at most); the page then shows what it found. */
+function domainCheckRoutes(router: Router<HeraldState>, kit: DashboardKit, domainChecks: ApiServices['domainChecks']): void {
+  router.post('/domains/:id/check', kit.forms, kit.requireSession, async (ctx) => {
+    const signedIn = kit.signedInOf(ctx);
+    const id = ctx.params.id ?? '';
+    if (!isId(id)) return kit.notFound(ctx, 'domain');
+    try {
+      await domainChecks.check(signedIn.orgId, id);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'domain');
+      if (error instanceof AppError && error.code === 'service_unavailable') {
+        return kit.send(
+          ctx,
+          503,
+          notePage(
+            'The check is taking longer',
+            "It keeps running and the domain's page will show its result; is Herald's worker running?",
+            signedIn,
+          ),
+        );
+      }
+      throw error;
+    }
+    ctx.redirect(`/dashboard/domains/${id}?checked=1&reload=off`);
+    ctx.status = 303;
+  });
+}
+
+/** The :id of a route (a DashboardContext does not carry the router's parameter types). */
+const idParam = (ctx: DashboardContext): string => (ctx.params as Record<string, string | undefined>).id ?? '';
 
 const isAppError = (error: unknown, ...codes: string[]): error is AppError => error instanceof AppError && codes.includes(error.code);
 
@@ -156,7 +162,7 @@ function domainSenderRoutes(
 /** Deleting a domain: owners only, confirmed on a page that says what it does. */
 function domainDeleteRoutes(router: Router<HeraldState>, kit: DashboardKit, removal: ApiServices['domainRemoval']): void {
   async function useOf(ctx: DashboardContext) {
-    const id = ctx.params.id ?? '';
+    const id = idParam(ctx);
     try {
       return isId(id) ? await removal.domainUse(kit.signedInOf(ctx).orgId, id) : null;
     } catch (error) {

@@ -30,7 +30,9 @@ function valuesOf(ctx: DashboardContext): EndpointFormValues {
 /** A refusal's field problems as "field: what is wrong" (valibot's, or the service's `details.fields`). */
 function problemsOf(error: unknown): string[] | null {
   if (error instanceof v.ValiError) {
-    return error.issues.map((issue) => `${v.getDotPath(issue)?.split('.')[0] ?? 'form'}: ${issue.message}`);
+    return (error as v.ValiError<v.GenericSchema>).issues.map(
+      (issue) => `${v.getDotPath(issue)?.split('.')[0] ?? 'form'}: ${issue.message}`,
+    );
   }
   if (error instanceof AppError && error.code === 'invalid_request') {
     const fields = error.details?.fields as { path: string; message: string }[] | undefined;
@@ -55,7 +57,7 @@ export function webhookEditRoutes(
   { webhooks, deliveries }: Pick<ApiServices, 'webhooks' | 'deliveries'>,
   pages: EndpointPages,
 ): void {
-  const formPage = (ctx: DashboardContext, status: number, values: EndpointFormValues, endpoint?: WebhookEndpoint, errors?: string[]) =>
+  const formPage: FormPage = (ctx, status, values, endpoint, errors) =>
     kit.send(
       ctx,
       status,
@@ -68,29 +70,7 @@ export function webhookEditRoutes(
       }),
     );
 
-  router.get('/webhooks/new', kit.requireSession, (ctx) => formPage(ctx, 200, { name: '', url: '', description: '', events: [] }));
-
-  router.post('/webhooks', kit.forms, kit.requireSession, async (ctx) => {
-    const signedIn = kit.signedInOf(ctx);
-    const values = valuesOf(ctx);
-    try {
-      const body = v.parse(CreateWebhookBody, {
-        name: values.name,
-        url: values.url,
-        description: values.description,
-        events: values.events,
-      });
-      const created = await webhooks.createWebhook(signedIn.orgId, kit.callerOf(signedIn).keyMode, body);
-      // The secret is shown on this answer only (a reload is refused as a form sent twice).
-      await pages.renderEndpoint(ctx, 201, created.endpoint, { created: created.secret, notice: 'The endpoint was added.' });
-    } catch (error) {
-      if (isUnavailable(error))
-        return formPage(ctx, 503, values, undefined, ['Secret encryption is not configured on this server: endpoints cannot be added.']);
-      const problems = problemsOf(error);
-      if (!problems) throw error;
-      formPage(ctx, 400, values, undefined, problems);
-    }
-  });
+  createRoutes(router, kit, webhooks, pages, formPage);
 
   router.get('/webhooks/:id/edit', kit.requireSession, async (ctx) => {
     const endpoint = await pages.endpointOf(ctx, ctx.params.id ?? '');
@@ -137,6 +117,41 @@ export function webhookEditRoutes(
 
   testRoutes(router, kit, { webhooks, deliveries }, pages);
   deleteRoutes(router, kit, { webhooks, deliveries }, pages);
+}
+
+type FormPage = (ctx: DashboardContext, status: number, values: EndpointFormValues, endpoint?: WebhookEndpoint, errors?: string[]) => void;
+
+/** The empty form and the creation (the secret shown once, on the answer to the post). */
+function createRoutes(
+  router: Router<HeraldState>,
+  kit: DashboardKit,
+  webhooks: ApiServices['webhooks'],
+  pages: EndpointPages,
+  formPage: FormPage,
+): void {
+  router.get('/webhooks/new', kit.requireSession, (ctx) => formPage(ctx, 200, { name: '', url: '', description: '', events: [] }));
+
+  router.post('/webhooks', kit.forms, kit.requireSession, async (ctx) => {
+    const signedIn = kit.signedInOf(ctx);
+    const values = valuesOf(ctx);
+    try {
+      const body = v.parse(CreateWebhookBody, {
+        name: values.name,
+        url: values.url,
+        description: values.description,
+        events: values.events,
+      });
+      const created = await webhooks.createWebhook(signedIn.orgId, kit.callerOf(signedIn).keyMode, body);
+      // The secret is shown on this answer only (a reload is refused as a form sent twice).
+      await pages.renderEndpoint(ctx, 201, created.endpoint, { created: created.secret, notice: 'The endpoint was added.' });
+    } catch (error) {
+      if (isUnavailable(error))
+        return formPage(ctx, 503, values, undefined, ['Secret encryption is not configured on this server: endpoints cannot be added.']);
+      const problems = problemsOf(error);
+      if (!problems) throw error;
+      formPage(ctx, 400, values, undefined, problems);
+    }
+  });
 }
 
 const isUnavailable = (error: unknown) => error instanceof AppError && error.code === 'service_unavailable';
