@@ -46,6 +46,8 @@ import type { OffloadPool } from './offload/offload-pool.ts';
 import type { CursorCodec } from './http/cursor.ts';
 import type { AnyRoute } from './http/route.ts';
 import { createDomainChecks } from './modules/domains/domain-verification.starter.ts';
+import { createDomainRemoval } from './modules/domains/domain-removal.service.ts';
+import { createOrgsService } from './modules/orgs/orgs.service.ts';
 
 /** What the api process's services are built from. */
 export interface ApiServiceDeps {
@@ -84,6 +86,8 @@ export function createApiServices(deps: ApiServiceDeps) {
     config: deps.config,
     domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
     domainChecks: createDomainChecks({ orm: deps.orm, temporal: deps.temporal, config: deps.config }),
+    domainRemoval: createDomainRemoval({ orm: deps.orm }),
+    orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),

@@ -10,6 +10,7 @@ import { peopleArea } from './modules/dashboard/dashboard-people.routes.ts';
 import { broadcastsArea } from './modules/dashboard/dashboard-broadcasts.routes.ts';
 import { templatesArea } from './modules/dashboard/dashboard-templates.routes.ts';
 import { webhooksArea } from './modules/dashboard/dashboard-webhooks.routes.ts';
+import { settingsArea } from './modules/dashboard/dashboard-settings.routes.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { createOrm, type MikroORM } from '../db/orm.ts';
@@ -86,6 +87,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
         inboxArea(services),
         metricsArea(services),
         peopleArea({ auth: dashboardAuth, publicUrl: config.http.publicUrl }),
+        settingsArea(services),
       ],
     }),
   });

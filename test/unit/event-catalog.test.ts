@@ -57,6 +57,7 @@ describe('event catalog', () => {
         'automation.run.completed',
         'automation.run.failed',
         'automation.webhook',
+        'webhook.test',
       ].sort(),
     );
     expect(EVENT_CATALOG.map((e) => e.type)).toEqual([...EVENT_TYPES]);
@@ -95,6 +96,13 @@ describe('event catalog', () => {
       'automation.run.failed',
       'automation.webhook',
     ]);
+  });
+
+  it('delivers webhook.test only to the endpoint it names, subscribed or not', () => {
+    const event = { type: 'webhook.test', addressedTo: 'ep1' };
+    expect(endpointGets({ id: 'ep1', events: ['contact.created'] }, event)).toBe(true);
+    expect(endpointGets({ id: 'ep2', events: [ALL_EVENTS] }, event)).toBe(false);
+    expect(isSubscribed(new Map(), 'org', 'webhook.test')).toBe(true);
   });
 
   it('delivers automation.webhook only to the endpoint it names, subscribed or not', () => {

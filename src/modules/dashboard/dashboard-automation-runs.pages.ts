@@ -67,7 +67,7 @@ export function runsPage(model: RunsPageModel): string {
 !${filter}
 !${
       model.runs.length === 0
-        ? html`<p>No runs${model.status ? ` with status ${model.status}` : ' yet'}.</p>`
+        ? html`<p>No runs${model.status ? ` with status ${model.status}` : ' yet'}.!${model.status ? '' : ' Runs start once the automation is active and its trigger happens to a contact.'}</p>`
         : html`<table class="keys cards runs"><caption class="visually-hidden">Runs, newest first</caption><thead><tr><th scope="col">Contact</th><th scope="col">Status</th><th scope="col">Step</th><th scope="col">Version</th><th scope="col">Started</th><th scope="col">Ended</th><th scope="col">Outcome</th></tr></thead>
   <tbody>!${model.runs.map((run) => runRow(model, run)).join('')}</tbody></table>`
     }

@@ -59,7 +59,7 @@ export function automationsPage(model: AutomationsPageModel): string {
   <h2 id="automations-title">Automations of ${model.signedIn.orgName}</h2>
   !${
     model.automations.length === 0
-      ? html`<p>No automations yet.</p>`
+      ? html`<div class="empty"><p><strong>No automations yet.</strong> An automation sends emails, waits and branches for each contact its trigger enrols. <a href="${BASE}/new">Create your first automation</a>.</p></div>`
       : html`<table class="keys cards automations"><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Trigger</th><th scope="col">Version</th>!${STAT_TILES.map(([, label]) => html`<th scope="col" class="number">${label}</th>`).join('')}</tr></thead>
       <tbody>!${rows.join('')}</tbody></table>`
   }

@@ -1,6 +1,7 @@
 import { html } from 'ghtml';
 import type { Domain, DomainStatus, SenderIdentity } from '../../../db/entities/index.ts';
 import type { DeliverabilityRecord, DnsRecordKey } from '../domains/deliverability.fns.ts';
+import type { DomainUse } from '../domains/domain-removal.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 
@@ -29,6 +30,7 @@ const domainState = (status: DomainStatus) => html`<span class="state ${status}"
 
 export interface DomainsPageModel {
   signedIn: SignedIn;
+  notice?: string | undefined;
   domains: readonly { domain: Domain; senders: readonly SenderIdentity[] }[];
   error?: string;
   /** The add form's value to show again after an error. */
@@ -50,12 +52,12 @@ export function domainsPage(model: DomainsPageModel): string {
   const { signedIn } = model;
   return layout(
     'Domains',
-    html`!${message(model.error)}
+    html`!${message(model.error)}!${message(model.notice, 'notice')}
 <section aria-labelledby="domains-title">
   <h2 id="domains-title">Sending domains of ${signedIn.orgName}</h2>
   !${
     model.domains.length === 0
-      ? html`<p>No domains yet. Add the domain you send from: Herald gives you the DNS records to publish.</p>`
+      ? html`<div class="empty"><p><strong>No domains yet.</strong> Add the domain you send from below: Herald gives you the DNS records to publish, then checks them.</p></div>`
       : html`<table class="keys cards"><thead><tr><th scope="col">Domain</th><th scope="col">Status</th><th scope="col">Senders</th><th scope="col">Last checked</th><th scope="col">Added</th></tr></thead>
       <tbody>!${model.domains.map(domainRow).join('')}</tbody></table>`
   }
@@ -83,6 +85,9 @@ export interface DomainPageModel {
   /** The page reloads itself (pending domain, not turned off). */
   reloading: boolean;
   notice?: string;
+  error?: string;
+  /** The add-sender form's values to show again after an error. */
+  sender?: { email: string; name: string };
 }
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
@@ -121,7 +126,7 @@ export function domainPage(model: DomainPageModel): string {
         : html`<p class="hint"><a href="/dashboard/domains/${domain.id}">Reload the status</a> (and keep reloading every ${String(PENDING_RELOAD_SECONDS)} seconds)</p>`;
   return layout(
     domain.domain,
-    html`!${message(model.notice, 'notice')}
+    html`!${message(model.error)}!${message(model.notice, 'notice')}
 <p><a href="/dashboard/domains">← All domains</a></p>
 <section aria-labelledby="status-title" class="card">
   <h2 id="status-title">Verification</h2>
@@ -137,15 +142,74 @@ export function domainPage(model: DomainPageModel): string {
   <table class="keys cards records"><thead><tr><th scope="col">Record</th><th scope="col">Type</th><th scope="col">Host</th><th scope="col">Value</th><th scope="col">Last check</th></tr></thead>
   <tbody>!${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}</tbody></table>
 </section>
-<section aria-labelledby="senders-title">
-  <h2 id="senders-title">Sender identities</h2>
+!${sendersSection(model)}
+<section aria-labelledby="delete-title" class="card">
+  <h2 id="delete-title">Delete this domain</h2>
   !${
-    model.senders.length === 0
-      ? domain.status === 'verified'
-        ? html`<p>None named: the workspace sends from any address on ${domain.domain}.</p>`
-        : html`<p>None yet: once the domain is verified, the workspace can send from any address on it.</p>`
-      : html`<ul>!${model.senders.map((s) => html`<li>${s.name} &lt;${s.email}&gt;!${s.isDefault ? html` <small class="hint">(default)</small>` : ''}</li>`).join('')}</ul>`
+    signedIn.role === 'owner'
+      ? html`<p>The workspace stops sending and receiving mail on ${domain.domain}. <a href="/dashboard/domains/${domain.id}/delete" class="danger-link">Delete ${domain.domain}…</a></p>`
+      : html`<p class="hint">Only an owner of the workspace can delete a domain.</p>`
   }
+</section>`,
+    signedIn,
+    'domains',
+  );
+}
+
+/** The domain's named senders (the `sender_options` of GET /domains), with add and remove forms. */
+function sendersSection(model: DomainPageModel): string {
+  const { domain, signedIn } = model;
+  const csrf = signedIn.csrfToken;
+  const list =
+    model.senders.length === 0
+      ? html`<p>None named yet: the workspace ${domain.status === 'verified' ? 'sends' : 'can send, once the domain is verified,'} from any address on ${domain.domain}. Name the addresses your team and integrations should pick from (they are listed by <code>GET /api/v1/domains</code>).</p>`
+      : html`<ul class="senders">!${model.senders
+          .map(
+            (s) =>
+              html`<li><span>${s.name} &lt;${s.email}&gt;!${s.isDefault ? html` <small class="hint">(default)</small>` : ''}</span> <form method="post" action="/dashboard/domains/${domain.id}/senders/${s.id}/remove" class="inline-form">!${csrfField(csrf)}<button type="submit" class="danger">Remove<span class="visually-hidden"> ${s.email}</span></button></form></li>`,
+          )
+          .join('')}</ul>`;
+  return html`<section aria-labelledby="senders-title">
+  <h2 id="senders-title">Sender identities</h2>
+  !${list}
+  <form method="post" action="/dashboard/domains/${domain.id}/senders" class="card">
+    !${csrfField(csrf)}
+    <h3>Add a sender</h3>
+    <label for="sender-name">Name</label>
+    <input id="sender-name" name="name" type="text" required maxlength="200" autocomplete="off" value="${model.sender?.name ?? ''}">
+    <label for="sender-email">Address</label>
+    <input id="sender-email" name="email" type="email" required maxlength="320" autocomplete="off" spellcheck="false" aria-describedby="sender-hint" value="${model.sender?.email ?? ''}">
+    <p class="hint" id="sender-hint">An address on ${domain.domain}, for example <code>support@${domain.domain}</code>. The first sender becomes the default.</p>
+    <button type="submit">Add sender</button>
+  </form>
+</section>`;
+}
+
+/** The confirmation of a domain's deletion: what it does (or why it cannot yet), then one button. */
+export function deleteDomainPage(model: { signedIn: SignedIn; use: DomainUse; error?: string }): string {
+  const { signedIn, use } = model;
+  const { domain } = use;
+  const busy = use.waitingEmails > 0 || use.activeBroadcasts > 0;
+  return layout(
+    `Delete ${domain.domain}?`,
+    html`!${message(model.error)}
+<section class="card" aria-labelledby="consequences-title">
+  <h2 id="consequences-title">What deleting does</h2>
+  <ul>
+    <li>The workspace can no longer send from addresses on ${domain.domain}: sends from them are refused (<code>DOMAIN_NOT_FOUND</code>)!${domain.isDefault ? ', and another domain becomes the default' : ''}.</li>
+    <li>Mail arriving for ${domain.domain} is no longer taken into the inbox.</li>
+    <li>Its DKIM key is destroyed!${use.senders > 0 ? html` and its ${String(use.senders)} sender identit${use.senders === 1 ? 'y is' : 'ies are'} removed` : ''}. Adding the domain again gives a new key: its DNS records have to be published again.</li>
+    <li>Mail already sent from it stays in the email log.</li>
+  </ul>
+  !${
+    busy
+      ? html`<p class="error" role="alert">Mail is still on its way from ${domain.domain} (${String(use.waitingEmails)} email${use.waitingEmails === 1 ? '' : 's'} scheduled, queued or sending; ${String(use.activeBroadcasts)} broadcast${use.activeBroadcasts === 1 ? '' : 's'} scheduled or sending). Cancel it or let it finish, then delete the domain.</p>`
+      : ''
+  }
+  <form method="post" action="/dashboard/domains/${domain.id}/delete" class="editor-actions">
+    !${csrfField(signedIn.csrfToken)}
+    <button type="submit" class="danger large"!${busy ? ' disabled' : ''}>Delete ${domain.domain}</button> <a href="/dashboard/domains/${domain.id}">Keep it</a>
+  </form>
 </section>`,
     signedIn,
     'domains',

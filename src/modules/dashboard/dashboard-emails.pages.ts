@@ -85,7 +85,7 @@ export function emailsPage(model: EmailsPageModel): string {
   <h2 id="log-title">!${filtered ? 'Matching emails' : 'Transactional emails'}, newest first</h2>
   !${
     model.emails.length === 0
-      ? html`<p>${model.error ? 'Fix the filters to see emails.' : filtered ? 'No email matches these filters.' : 'No emails yet.'}</p>`
+      ? html`<p>${model.error ? 'Fix the filters to see emails.' : filtered ? 'No email matches these filters.' : 'No emails yet. Send one with POST /api/v1/outbox/emails or over SMTP from a verified domain, and it appears here with its delivery timeline.'}</p>`
       : html`<table class="keys cards emails"><thead><tr><th scope="col">Created</th><th scope="col">Subject</th><th scope="col">From</th><th scope="col">To</th><th scope="col">Status</th></tr></thead>
       <tbody>!${model.emails.map((email) => emailRow(email, model.recipients.get(email.id) ?? [])).join('')}</tbody></table>`
   }

@@ -96,7 +96,7 @@ export function inboxPage(model: InboxPageModel): string {
   <h2 id="threads-title">Conversations</h2>
   !${
     model.threads.length === 0
-      ? html`<p>No conversations yet. Messages received on the workspace's inbound domains appear here.</p>`
+      ? html`<div class="empty"><p><strong>No conversations yet.</strong> Messages received on the workspace's domains appear here: point a domain's MX record at this Herald server to receive mail.</p></div>`
       : html`<table class="keys cards"><caption class="visually-hidden">Threads, most recent first</caption><thead><tr><th scope="col">Subject</th><th scope="col">Participants</th><th scope="col">Messages</th><th scope="col">Latest</th><th scope="col">Date</th></tr></thead>
       <tbody>!${model.threads.map((thread) => threadRow(thread, model.summaries)).join('')}</tbody></table>`
   }

@@ -53,7 +53,7 @@ export function metricsPage(model: {
   <h2 id="campaigns-title">Top campaigns</h2>
   !${
     model.metrics.topCampaigns.length === 0
-      ? html`<p>No broadcast sent in this period.</p>`
+      ? html`<p>No broadcast sent in this period: choose a longer period above, or send a broadcast.</p>`
       : html`<table class="keys"><thead><tr><th scope="col">Broadcast</th><th scope="col">Sent</th><th scope="col">Delivered</th><th scope="col">Opened</th><th scope="col">Clicked</th></tr></thead>
       <tbody>!${model.metrics.topCampaigns.map((c) => html`<tr><td data-label="Broadcast">${c.name ?? c.broadcastId}</td><td data-label="Sent">${count(c.sent)}</td><td data-label="Delivered">${count(c.delivered)}</td><td data-label="Opened">${count(c.opened)}</td><td data-label="Clicked">${count(c.clicked)}</td></tr>`).join('')}</tbody></table>`
   }

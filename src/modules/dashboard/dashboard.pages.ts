@@ -34,6 +34,7 @@ export const AREAS = [
   ['inbox', 'Inbox'],
   ['metrics', 'Metrics'],
   ['people', 'People'],
+  ['settings', 'Settings'],
 ] as const;
 export type Area = (typeof AREAS)[number][0];
 
@@ -62,8 +63,9 @@ export function layout(title: string, body: string, signedIn?: SignedIn, current
 <script src="/dashboard/assets/dashboard.js" defer></script>
 </head>
 <body>
+<a class="skip-link" href="#main">Skip to content</a>
 !${header}
-<main id="main">
+<main id="main" tabindex="-1">
 <h1>${title}</h1>
 !${body}
 </main>
@@ -171,7 +173,7 @@ export function keysPage(model: KeysPageModel): string {
   <h2 id="list-title">Keys of ${signedIn.orgName}</h2>
   !${
     model.keys.length === 0
-      ? html`<p>No keys yet.</p>`
+      ? html`<div class="empty"><p><strong>No keys yet.</strong> Create one below with the scopes your application needs, then send its first email with <code>POST /api/v1/outbox/emails</code>.</p></div>`
       : html`<table class="keys"><thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Mode</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
       <tbody>!${model.keys.map((key) => keyRow(key, signedIn.csrfToken)).join('')}</tbody></table>`
   }

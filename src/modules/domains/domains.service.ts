@@ -29,12 +29,46 @@ export interface DomainWithSenders {
 /** Domains one workspace may hold: each add generates an RSA key, and a workspace needs few. */
 export const MAX_DOMAINS_PER_WORKSPACE = 50;
 
+/** A sender identity's display name, at most (the From header's phrase). */
+export const SENDER_NAME_MAX = 200;
+
 /**
  * Domain and sender administration for operators (`herald admin domain|sender`) and the
  * dashboard, and the workspace-scoped read behind GET /domains.
  */
 export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffer | undefined }) {
   const { orm } = deps;
+  /** Adds a sender identity on a domain; the address must belong to that domain. */
+  async function addSender(input: AddSenderInput) {
+    const email = input.email.trim();
+    const at = email.lastIndexOf('@');
+    if (at < 1 || !input.name.trim()) {
+      throw new AppError('invalid_request', 'sender needs an email address and a name');
+    }
+    return orm.em.fork().transactional(async (em) => {
+      const domain = await em.findOne(Domain, { id: input.domainId }, ALL_TENANTS);
+      if (!domain) throw new AppError('not_found', `domain ${input.domainId} does not exist`);
+      const normalized = `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
+      if (normalized.slice(at + 1) !== domain.domain) {
+        throw new AppError('invalid_request', `${email} is not an address on ${domain.domain}`);
+      }
+      const taken = await em.count(SenderIdentity, { orgId: domain.orgId, email: normalized }, ALL_TENANTS);
+      if (taken > 0) throw new AppError('conflict', `sender ${normalized} already exists`);
+      const siblings = await em.count(SenderIdentity, { domainId: domain.id }, ALL_TENANTS);
+      const isDefault = input.isDefault ?? siblings === 0;
+      if (isDefault) {
+        await em.nativeUpdate(SenderIdentity, { domainId: domain.id }, { isDefault: false }, ALL_TENANTS);
+      }
+      return em.create(SenderIdentity, {
+        orgId: domain.orgId,
+        domainId: domain.id,
+        email: normalized,
+        name: input.name.trim(),
+        isDefault,
+      });
+    });
+  }
+
   return {
     /**
      * Adds a domain with a fresh DKIM key pair (private key sealed with
@@ -115,34 +149,34 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
       return orm.em.fork().find(Domain, orgId ? { orgId } : {}, { ...ALL_TENANTS, orderBy: { id: 'asc' } });
     },
 
-    /** Adds a sender identity on a domain; the address must belong to that domain. */
-    async addSender(input: AddSenderInput) {
-      const email = input.email.trim();
-      const at = email.lastIndexOf('@');
-      if (at < 1 || !input.name.trim()) {
-        throw new AppError('invalid_request', 'sender needs an email address and a name');
+    addSender,
+
+    /** Adds a sender identity on one of the workspace's domains (404 for another workspace's domain). */
+    async addWorkspaceSender(orgId: string, input: AddSenderInput) {
+      const domain = await scopeToOrg(orm.em, orgId).findOne(Domain, { id: input.domainId });
+      if (!domain) throw new AppError('not_found', `domain ${input.domainId} does not exist`);
+      if ([...input.name.trim()].length > SENDER_NAME_MAX || input.email.trim().length > 320) {
+        throw new AppError('invalid_request', `a sender's name is at most ${SENDER_NAME_MAX} characters and its address 320`);
       }
-      return orm.em.fork().transactional(async (em) => {
-        const domain = await em.findOne(Domain, { id: input.domainId }, ALL_TENANTS);
-        if (!domain) throw new AppError('not_found', `domain ${input.domainId} does not exist`);
-        const normalized = `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
-        if (normalized.slice(at + 1) !== domain.domain) {
-          throw new AppError('invalid_request', `${email} is not an address on ${domain.domain}`);
+      return addSender(input);
+    },
+
+    /**
+     * Removes a sender identity of the workspace (404 for another workspace's). When it was its
+     * domain's default, the next sender by address becomes the default.
+     */
+    async removeSender(orgId: string, senderId: string): Promise<SenderIdentity> {
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const sender = await em.findOne(SenderIdentity, { id: senderId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!sender) throw new AppError('not_found', `sender ${senderId} does not exist`);
+        em.remove(sender);
+        await em.flush();
+        if (sender.isDefault) {
+          const next = await em.findOne(SenderIdentity, { domainId: sender.domainId }, { orderBy: { email: 'asc' } });
+          if (next) next.isDefault = true;
+          await em.flush();
         }
-        const taken = await em.count(SenderIdentity, { orgId: domain.orgId, email: normalized }, ALL_TENANTS);
-        if (taken > 0) throw new AppError('conflict', `sender ${normalized} already exists`);
-        const siblings = await em.count(SenderIdentity, { domainId: domain.id }, ALL_TENANTS);
-        const isDefault = input.isDefault ?? siblings === 0;
-        if (isDefault) {
-          await em.nativeUpdate(SenderIdentity, { domainId: domain.id }, { isDefault: false }, ALL_TENANTS);
-        }
-        return em.create(SenderIdentity, {
-          orgId: domain.orgId,
-          domainId: domain.id,
-          email: normalized,
-          name: input.name.trim(),
-          isDefault,
-        });
+        return sender;
       });
     },
 

@@ -39,6 +39,7 @@ export const EVENT_TYPES = [
   'automation.run.completed',
   'automation.run.failed',
   'automation.webhook',
+  'webhook.test',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -46,7 +47,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** Subscribing to `*` means every event type, including types added later (an addressed type goes only where it is addressed). */
 export const ALL_EVENTS = '*';
 
-export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email', 'automation'] as const;
+export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email', 'automation', 'webhook'] as const;
 export type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
 export interface EventDefinition {
@@ -224,6 +225,12 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
       payload: v.record(v.string(), v.unknown()),
     }),
   },
+  'webhook.test': {
+    category: 'webhook',
+    description:
+      'A test event someone sent from the dashboard to check an endpoint. Delivered only to the endpoint it names (`endpoint_id`), whether or not it subscribed to this type, signed and retried like any other event; it describes nothing that happened, so acknowledge it and do nothing else.',
+    data: v.object({ endpoint_id: v.string(), message: v.string() }),
+  },
 };
 
 /** Every event type with its category, description and data shape, in catalog order. */
@@ -240,9 +247,9 @@ export function endpointReceives(events: readonly string[], type: string): boole
 
 /**
  * Types addressed to one endpoint, the one their `data.endpoint_id` names (an automation's
- * webhook step): that endpoint receives them whatever it subscribed to, and no other does.
+ * webhook step, a test event from the dashboard): that endpoint receives them whatever it subscribed to, and no other does.
  */
-export const ADDRESSED_EVENT_TYPES: readonly EventType[] = ['automation.webhook'];
+export const ADDRESSED_EVENT_TYPES: readonly EventType[] = ['automation.webhook', 'webhook.test'];
 
 export function isAddressedType(type: string): boolean {
   return (ADDRESSED_EVENT_TYPES as readonly string[]).includes(type);

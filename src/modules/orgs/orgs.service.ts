@@ -22,6 +22,21 @@ export function slugify(name: string): string {
   return slug || 'workspace';
 }
 
+/** A workspace's name and postal address, at most (their columns). */
+export const WORKSPACE_NAME_MAX = 200;
+export const POSTAL_ADDRESS_MAX = 500;
+
+/** A postal address as stored: trimmed, null when empty; refused past POSTAL_ADDRESS_MAX. */
+function postalAddressOf(address: string | null): string | null {
+  const value = address?.trim() || null;
+  if (value !== null && value.length > POSTAL_ADDRESS_MAX) {
+    throw new AppError('invalid_request', `the postal address must be at most ${POSTAL_ADDRESS_MAX} characters`, {
+      fields: [{ path: 'postal_address', location: 'body', type: 'length', message: `must be at most ${POSTAL_ADDRESS_MAX} characters` }],
+    });
+  }
+  return value;
+}
+
 const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,98}[a-z0-9])?$/;
 
 /** Workspace administration for operators (`herald admin org|credits`). */
@@ -97,13 +112,33 @@ export function createOrgsService({ orm }: { orm: MikroORM }) {
      * characters, line breaks kept.
      */
     async setPostalAddress(orgId: string, address: string | null) {
-      const value = address?.trim() || null;
-      if (value !== null && value.length > 500) throw new AppError('invalid_request', 'the postal address must be at most 500 characters');
+      const value = postalAddressOf(address);
       return orm.em.fork().transactional(async (em) => {
         const org = await em.findOne(Organization, { id: orgId });
         if (!org) throw new AppError('not_found', `workspace ${orgId} does not exist`);
         org.postalAddress = value;
         return { org, credits: await readCredits(em, orgId) };
+      });
+    },
+
+    /**
+     * The workspace settings its owners edit in the dashboard: its name (1 to 200 characters)
+     * and its postal address (as setPostalAddress; empty removes it).
+     */
+    async updateWorkspace(orgId: string, input: { name: string; postalAddress: string | null }) {
+      const name = input.name.trim();
+      if (name.length === 0 || name.length > WORKSPACE_NAME_MAX) {
+        throw new AppError('invalid_request', `the workspace name must be 1 to ${WORKSPACE_NAME_MAX} characters`, {
+          fields: [{ path: 'name', location: 'body', type: 'length', message: `must be 1 to ${WORKSPACE_NAME_MAX} characters` }],
+        });
+      }
+      const address = postalAddressOf(input.postalAddress);
+      return orm.em.fork().transactional(async (em) => {
+        const org = await em.findOne(Organization, { id: orgId });
+        if (!org) throw new AppError('not_found', `workspace ${orgId} does not exist`);
+        org.name = name;
+        org.postalAddress = address;
+        return org;
       });
     },
   };

@@ -64,6 +64,19 @@ export function createDeliveriesService(deps: { orm: MikroORM; temporal: Client;
       };
     },
 
+    /** How many of an endpoint's deliveries wait to be sent or retried (what deleting it ends). */
+    async countWaiting(orgId: string, webhookId: string): Promise<number> {
+      return scopeToOrg(orm.em, orgId).count(WebhookDelivery, {
+        webhookId: webhookId.toLowerCase(),
+        status: { $in: ['queued', 'failed'] },
+      });
+    },
+
+    /** The delivery of one event to one endpoint, once the fan-out has made it (null before). */
+    async findDeliveryOfEvent(orgId: string, webhookId: string, eventId: string): Promise<WebhookDelivery | null> {
+      return scopeToOrg(orm.em, orgId).findOne(WebhookDelivery, { webhookId: webhookId.toLowerCase(), eventId: eventId.toLowerCase() });
+    },
+
     /** One delivery with its latest attempts (oldest first); 404 for an unknown id or another workspace's. */
     async getDelivery(orgId: string, id: string): Promise<DeliveryWithAttempts> {
       const em = scopeToOrg(orm.em, orgId);

@@ -9,6 +9,7 @@ import { decryptSecret, encryptSecret } from '../../crypto/secret-box.ts';
 import { AppError } from '../../errors.ts';
 import type { StoredResponse } from '../idempotency/idempotency.types.ts';
 import { ALL_EVENTS } from '../events/events.schemas.ts';
+import { recordEvent } from '../events/events.fns.ts';
 import { forbiddenRangeOf } from '../../net/address-policy.ts';
 import type { CreateWebhookInput, UpdateWebhookInput } from './webhooks.schemas.ts';
 
@@ -227,6 +228,30 @@ export function createWebhooksService(deps: { orm: MikroORM; encryptionKey: Buff
           { status: 'exhausted', nextAttemptAt: null, lastError: ENDPOINT_DELETED_ERROR, updatedAt: new Date() },
         );
         return { _id: webhookId, deleted: true as const };
+      });
+    },
+
+    /**
+     * Records a `webhook.test` event addressed to this endpoint alone; the fan-out turns it into
+     * a delivery like any other (signed, retried, in the log). 409 conflict (ENDPOINT_DISABLED)
+     * for a disabled endpoint, which would never receive it. Returns the event's id.
+     */
+    async sendTestEvent(orgId: string, id: string): Promise<{ eventId: string }> {
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() });
+        if (!endpoint) throw notFound(id);
+        if (!endpoint.enabled) {
+          throw new AppError('conflict', `Webhook ${id} is disabled: enable it to send it a test event.`, {
+            reason: 'ENDPOINT_DISABLED',
+            webhook_id: endpoint.id,
+          });
+        }
+        const event = recordEvent(em, orgId, 'webhook.test', {
+          endpoint_id: endpoint.id,
+          message: `A test event for ${endpoint.name}, sent from the Herald dashboard.`,
+        });
+        await em.flush();
+        return { eventId: event.id };
       });
     },
 
