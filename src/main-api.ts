@@ -4,6 +4,7 @@ import { createDashboardRouter } from './modules/dashboard/dashboard.router.ts';
 import { contactImportsArea } from './modules/dashboard/dashboard-contact-imports.routes.ts';
 import { contactsArea } from './modules/dashboard/dashboard-contacts.routes.ts';
 import { suppressionsArea } from './modules/dashboard/dashboard-suppressions.routes.ts';
+import { segmentsArea } from './modules/dashboard/dashboard-segments.routes.ts';
 import { automationsArea } from './modules/dashboard/dashboard-automations.routes.ts';
 import { domainsArea } from './modules/dashboard/dashboard-domains.routes.ts';
 import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
@@ -82,6 +83,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
         emailsArea(services),
         contactImportsArea(services),
         contactsArea(services),
+        segmentsArea(services),
         suppressionsArea(services),
         automationsArea(services, orm),
         webhooksArea(services),

@@ -55,6 +55,16 @@ export async function countSegmentMembers(em: EntityManager, orgId: string, segm
   return new Map(rows.map((row) => [row.id, Number(row.contact_count)]));
 }
 
+/** Contacts of the workspace carrying at least one of `tags` (all of them for no tags): the GIN index on tags. */
+export async function countContactsWithTags(em: EntityManager, orgId: string, tags: readonly string[]): Promise<number> {
+  let query = workspaceDb(em, orgId)
+    .selectFrom('contacts')
+    .select((eb) => eb.fn.countAll<string>().as('n'));
+  if (tags.length > 0) query = query.where('tags', '&&', [...tags]);
+  const row = await query.executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
 export const segmentNotFound = (id: string) => new AppError('not_found', `Segment ${id} does not exist.`);
 
 /** A segment's membership rule, as contact lists filter on it; 404 for a segment of no one or of another workspace. */
