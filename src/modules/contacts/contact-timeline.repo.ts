@@ -26,8 +26,7 @@ export interface TimelineEntry {
 }
 
 /** A timestamp as PostgreSQL prints it (`2026-11-27 15:50:00.123+00`) → a Date. */
-const dateOf = (text: string | Date) =>
-  text instanceof Date ? text : new Date(text.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+const dateOf = (text: string | Date) => (text instanceof Date ? text : new Date(text.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')));
 
 /** The contact's timeline, newest first. */
 export async function findContactTimeline(

@@ -16,10 +16,7 @@ export function createContactTimelineService(deps: { orm: MikroORM; contacts: Pi
     async contactOverview(orgId: string, id: string): Promise<ContactOverview> {
       const contact = await deps.contacts.getContact(orgId, id);
       const em = deps.orm.em.fork();
-      const [segments, timeline] = await Promise.all([
-        findContactSegments(em, orgId, contact),
-        findContactTimeline(em, orgId, contact),
-      ]);
+      const [segments, timeline] = await Promise.all([findContactSegments(em, orgId, contact), findContactTimeline(em, orgId, contact)]);
       return { contact, segments, timeline };
     },
   };

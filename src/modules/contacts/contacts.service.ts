@@ -80,7 +80,12 @@ export function createContactsService(deps: {
     async listContacts(
       orgId: string,
       page: { limit: number; after?: KeysetPosition | undefined },
-      filters: { email?: string | undefined; status?: ContactStatus | undefined; tag?: string | undefined; search?: string | undefined } = {},
+      filters: {
+        email?: string | undefined;
+        status?: ContactStatus | undefined;
+        tag?: string | undefined;
+        search?: string | undefined;
+      } = {},
     ) {
       return listContactPage(orm.em, orgId, page, {
         email: filters.email ? normalizeEmail(filters.email) : undefined,

@@ -121,7 +121,11 @@ export function contactsArea(services: ApiServices): DashboardArea {
       ctx.body = stream;
     });
 
-    async function renderContact(ctx: DashboardContext, status: number, extra: { form?: ContactForm; notice?: string; error?: string } = {}) {
+    async function renderContact(
+      ctx: DashboardContext,
+      status: number,
+      extra: { form?: ContactForm; notice?: string; error?: string } = {},
+    ) {
       const signedIn = kit.signedInOf(ctx);
       const id = ctx.params.id ?? '';
       try {
@@ -140,7 +144,10 @@ export function contactsArea(services: ApiServices): DashboardArea {
       const signedIn = kit.signedInOf(ctx);
       const id = ctx.params.id ?? '';
       const fields = Object.fromEntries(
-        (['email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields'] as const).map((name) => [name, one(form(ctx)[name])]),
+        (['email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields'] as const).map((name) => [
+          name,
+          one(form(ctx)[name]),
+        ]),
       ) as unknown as ContactForm;
       const parsed = updateOf(fields);
       if (!parsed.success) {

@@ -74,7 +74,11 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       const tags = typed.kind === 'static' ? [] : split(typed.tags);
       const again = async (status: number, error?: string) => {
         const matching = typed.kind === 'static' ? null : await segments.countMatching(signedIn.orgId, tags);
-        kit.send(ctx, status, segmentFormPage({ signedIn, form: typed, matching, ...(existing ? { segment: existing } : {}), ...(error ? { error } : {}) }));
+        kit.send(
+          ctx,
+          status,
+          segmentFormPage({ signedIn, form: typed, matching, ...(existing ? { segment: existing } : {}), ...(error ? { error } : {}) }),
+        );
       };
       const body = { name: typed.name, description: typed.description, tags, ...(typed.kind === 'static' ? { type: 'static' } : {}) };
       const parsed = v.safeParse(CreateSegmentBody, body, { abortEarly: false });
@@ -101,7 +105,12 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       }
     };
 
-    async function renderSegment(ctx: DashboardContext, id: string, status: number, extra: { notice?: string; error?: string; emails?: string } = {}) {
+    async function renderSegment(
+      ctx: DashboardContext,
+      id: string,
+      status: number,
+      extra: { notice?: string; error?: string; emails?: string } = {},
+    ) {
       const signedIn = kit.signedInOf(ctx);
       const { segment, contactCount } = await segments.getSegment(signedIn.orgId, id);
       const page = await membership.listMembers(signedIn.orgId, id, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
@@ -110,7 +119,11 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       kit.send(ctx, status, segmentPage({ signedIn, segment, contactCount, members, olderHref: older, ...extra }));
     }
 
-    router.get('/segments/:id', kit.requireSession, withSegment((ctx, id) => renderSegment(ctx, id, 200)));
+    router.get(
+      '/segments/:id',
+      kit.requireSession,
+      withSegment((ctx, id) => renderSegment(ctx, id, 200)),
+    );
 
     router.get(
       '/segments/:id/edit',
@@ -118,13 +131,23 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       withSegment(async (ctx, id) => {
         const signedIn = kit.signedInOf(ctx);
         const { segment } = await segments.getSegment(signedIn.orgId, id);
-        const typed = { name: segment.name, description: segment.description, kind: segment.type === 'static' ? 'static' : 'dynamic', tags: segment.tags.join(', ') };
+        const typed = {
+          name: segment.name,
+          description: segment.description,
+          kind: segment.type === 'static' ? 'static' : 'dynamic',
+          tags: segment.tags.join(', '),
+        };
         const matching = segment.type === 'static' ? null : await segments.countMatching(signedIn.orgId, segment.tags);
         kit.send(ctx, 200, segmentFormPage({ signedIn, segment, form: typed, matching }));
       }),
     );
 
-    router.post('/segments/:id', kit.forms, kit.requireSession, withSegment((ctx, id) => submit(ctx, id)));
+    router.post(
+      '/segments/:id',
+      kit.forms,
+      kit.requireSession,
+      withSegment((ctx, id) => submit(ctx, id)),
+    );
 
     const changeMembers = (remove: boolean) =>
       withSegment(async (ctx, id) => {
@@ -138,7 +161,9 @@ export function segmentsArea(services: ApiServices): DashboardArea {
             ? await membership.removeMembers(signedIn.orgId, id, parsed.output)
             : await membership.addMembers(signedIn.orgId, id, parsed.output);
           const missing = change.notFound.emails.length > 0 ? ` No contact has ${change.notFound.emails.join(', ')}.` : '';
-          const done = removing ? `${change.changed} removed, ${change.unchanged} were not members.` : `${change.changed} added, ${change.unchanged} were already members.`;
+          const done = removing
+            ? `${change.changed} removed, ${change.unchanged} were not members.`
+            : `${change.changed} added, ${change.unchanged} were already members.`;
           await renderSegment(ctx, id, 200, { notice: `${done}${missing}` });
         } catch (error) {
           if (!(error instanceof AppError) || isNotFound(error)) throw error;

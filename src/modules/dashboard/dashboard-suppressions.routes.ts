@@ -76,7 +76,9 @@ export function suppressionsArea(services: ApiServices): DashboardArea {
     router.get('/suppressions/remove', kit.requireSession, async (ctx) => {
       const signedIn = kit.signedInOf(ctx);
       const parsed = v.safeParse(AddSuppressionBody, { email: text(ctx.query.email) });
-      const page = parsed.success ? await suppressions.listSuppressions(signedIn.orgId, { limit: 1 }, { email: parsed.output.email }) : null;
+      const page = parsed.success
+        ? await suppressions.listSuppressions(signedIn.orgId, { limit: 1 }, { email: parsed.output.email })
+        : null;
       const entry = page?.items[0];
       if (!entry) return kit.notFound(ctx, 'suppressed address');
       kit.send(ctx, 200, removeSuppressionPage({ signedIn, entry }));

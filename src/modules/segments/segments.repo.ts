@@ -60,7 +60,7 @@ export async function countContactsWithTags(em: EntityManager, orgId: string, ta
   let query = workspaceDb(em, orgId)
     .selectFrom('contacts')
     .select((eb) => eb.fn.countAll<string>().as('n'));
-  if (tags.length > 0) query = query.where('tags', '&&', [...tags]);
+  if (tags.length > 0) query = query.where((eb) => eb('tags', '&&', eb.val([...tags])));
   const row = await query.executeTakeFirst();
   return Number(row?.n ?? 0);
 }
