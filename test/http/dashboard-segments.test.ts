@@ -183,6 +183,23 @@ describe('the dashboard: segments', () => {
     expect(empty.status).toBe(400);
   });
 
+  it('counts up to 10,000 members on its pages and says 10,000+ past that (a bounded read at any size)', async () => {
+    const { org } = await createOrg(h.stack.orm);
+    await h.stack.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `insert into contacts (id, org_id, email, tags, created_at, updated_at)
+         select 'f' || lpad(to_hex(g), 23, '0'), ?, 'bulk' || g || '@example.org', array['bulk'], now(), now() from generate_series(1, 10001) as g`,
+        [org.id],
+      );
+    const segment = await addSegment(org.id, { name: 'Bulk', type: 'tag', tags: ['bulk'] });
+    const client = await signIn(org.id);
+    expect((await client.get('/dashboard/segments')).text).toContain('<td data-label="Contacts" class="number">10,000+</td>');
+    expect((await client.get(`/dashboard/segments/${segment.id}`)).text).toContain('<strong id="segment-count">10,000+</strong>');
+    expect((await client.get('/dashboard/segments/new')).text).toContain('<strong>10,000+</strong> contacts match');
+  });
+
   it("answers 404 for another workspace's segment, and changes nothing of it", async () => {
     const { org } = await createOrg(h.stack.orm);
     const foreign = await addSegment(org.id, { name: 'Theirs', type: 'static' });

@@ -8,7 +8,7 @@ import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { IMPORT_LIMITS } from '../contacts/contact-import.fns.ts';
 import { importPage, importsPage, newImportPage, IMPORT_RELOAD_SECONDS, isImportRunning } from './dashboard-contact-imports.pages.ts';
-import type { DashboardArea, DashboardContext, DashboardKit } from './dashboard.router.ts';
+import { pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 /**
  * The CSV file of a new import, as a multipart form (a browser cannot PUT the API's signed
@@ -67,7 +67,7 @@ export function contactImportsArea(services: ApiServices): DashboardArea {
       const again = (status: number, error: string) => kit.send(ctx, status, newImportPage({ signedIn, error }));
       const problem = (ctx.state as { uploadProblem?: string }).uploadProblem;
       if (problem) return again(problem.includes('at most') ? 413 : 400, problem);
-      const file = [ctx.request.files?.file].flat()[0] as File | undefined;
+      const file: File | undefined = [ctx.request.files?.file].flat()[0];
       if (!file || file.size === 0) return again(400, 'Choose a CSV file to import.');
       try {
         const filename = (file.originalFilename ?? 'contacts.csv').slice(0, 255);
@@ -91,7 +91,7 @@ export function contactImportsArea(services: ApiServices): DashboardArea {
     });
 
     async function findImport(ctx: DashboardContext) {
-      const id = ctx.params.id ?? '';
+      const id = pathId(ctx);
       try {
         if (!isId(id)) throw new AppError('not_found', 'no such import');
         return await contactImports.getImport(kit.signedInOf(ctx).orgId, id.toLowerCase());

@@ -7,7 +7,7 @@ import { AppError } from '../../errors.ts';
 import { UpdateContactBody } from '../contacts/contacts.schemas.ts';
 import { contactPage, type ContactForm } from './dashboard-contact.pages.ts';
 import { contactsPage, type ContactFilters, type ContactListItem } from './dashboard-contacts.pages.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 /** Contacts per page of the list. */
 const PAGE_SIZE = 50;
@@ -127,7 +127,7 @@ export function contactsArea(services: ApiServices): DashboardArea {
       extra: { form?: ContactForm; notice?: string; error?: string } = {},
     ) {
       const signedIn = kit.signedInOf(ctx);
-      const id = ctx.params.id ?? '';
+      const id = pathId(ctx);
       try {
         if (!isId(id)) throw new AppError('not_found', 'no such contact');
         const overview = await contactTimeline.contactOverview(signedIn.orgId, id.toLowerCase());

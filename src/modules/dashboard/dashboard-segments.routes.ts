@@ -5,8 +5,8 @@ import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { CreateSegmentBody, MembershipBody } from '../segments/segments.schemas.ts';
 import type { ContactListItem } from './dashboard-contacts.pages.ts';
-import { segmentFormPage, segmentPage, segmentsPage, type SegmentForm } from './dashboard-segments.pages.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { COUNT_CAP, segmentFormPage, segmentPage, segmentsPage, type SegmentForm } from './dashboard-segments.pages.ts';
+import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 const PAGE_SIZE = 50;
 const POSITION = /^(\d{1,15})\.([a-f0-9]{24})$/;
@@ -46,7 +46,11 @@ export function segmentsArea(services: ApiServices): DashboardArea {
 
     router.get('/segments', kit.requireSession, async (ctx) => {
       const signedIn = kit.signedInOf(ctx);
-      const page = await segments.listSegments(signedIn.orgId, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
+      const page = await segments.listSegments(
+        signedIn.orgId,
+        { limit: PAGE_SIZE, after: positionOf(ctx.query.older) },
+        { countUpTo: COUNT_CAP },
+      );
       const last = page.items.at(-1);
       kit.send(
         ctx,
@@ -63,17 +67,17 @@ export function segmentsArea(services: ApiServices): DashboardArea {
     router.get('/segments/new', kit.requireSession, async (ctx) => {
       const signedIn = kit.signedInOf(ctx);
       const blank = { name: '', description: '', kind: 'dynamic', tags: '' };
-      kit.send(ctx, 200, segmentFormPage({ signedIn, form: blank, matching: await segments.countMatching(signedIn.orgId, []) }));
+      kit.send(ctx, 200, segmentFormPage({ signedIn, form: blank, matching: await segments.countMatching(signedIn.orgId, [], COUNT_CAP) }));
     });
 
     /** Saves the form (create, or edit `id`), or answers it again with the count of its rule. */
     async function submit(ctx: DashboardContext, id: string | null): Promise<void> {
       const signedIn = kit.signedInOf(ctx);
       const typed = fieldsOf(ctx);
-      const existing = id ? (await segments.getSegment(signedIn.orgId, id)).segment : undefined;
+      const existing = id ? (await segments.getSegment(signedIn.orgId, id, { countUpTo: 1 })).segment : undefined;
       const tags = typed.kind === 'static' ? [] : split(typed.tags);
       const again = async (status: number, error?: string) => {
-        const matching = typed.kind === 'static' ? null : await segments.countMatching(signedIn.orgId, tags);
+        const matching = typed.kind === 'static' ? null : await segments.countMatching(signedIn.orgId, tags, COUNT_CAP);
         kit.send(
           ctx,
           status,
@@ -86,8 +90,8 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       if (one(form(ctx).action) === 'count') return again(200);
       const saved = id
         ? await segments.updateSegment(signedIn.orgId, id, parsed.output)
-        : await segments.createSegment(signedIn.orgId, parsed.output);
-      ctx.redirect(`/dashboard/segments/${saved.segment.id}`);
+        : (await segments.createSegment(signedIn.orgId, parsed.output)).segment;
+      ctx.redirect(`/dashboard/segments/${saved.id}`);
       ctx.status = 303;
     }
 
@@ -95,7 +99,7 @@ export function segmentsArea(services: ApiServices): DashboardArea {
 
     /** Runs `work` for the segment in the path, or answers 404. */
     const withSegment = (work: (ctx: DashboardContext, id: string) => Promise<void>) => async (ctx: DashboardContext) => {
-      const id = (ctx.params.id ?? '').toLowerCase();
+      const id = pathId(ctx).toLowerCase();
       try {
         if (!isId(id)) throw new AppError('not_found', 'no such segment');
         await work(ctx, id);
@@ -112,7 +116,7 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       extra: { notice?: string; error?: string; emails?: string } = {},
     ) {
       const signedIn = kit.signedInOf(ctx);
-      const { segment, contactCount } = await segments.getSegment(signedIn.orgId, id);
+      const { segment, contactCount } = await segments.getSegment(signedIn.orgId, id, { countUpTo: COUNT_CAP });
       const page = await membership.listMembers(signedIn.orgId, id, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
       const older = page.hasMore && page.last ? `/dashboard/segments/${id}?older=${page.last.sortValue.getTime()}.${page.last.id}` : null;
       const members = JSON.parse(page.json) as ContactListItem[];
@@ -130,14 +134,14 @@ export function segmentsArea(services: ApiServices): DashboardArea {
       kit.requireSession,
       withSegment(async (ctx, id) => {
         const signedIn = kit.signedInOf(ctx);
-        const { segment } = await segments.getSegment(signedIn.orgId, id);
+        const { segment } = await segments.getSegment(signedIn.orgId, id, { countUpTo: 1 });
         const typed = {
           name: segment.name,
           description: segment.description,
           kind: segment.type === 'static' ? 'static' : 'dynamic',
           tags: segment.tags.join(', '),
         };
-        const matching = segment.type === 'static' ? null : await segments.countMatching(signedIn.orgId, segment.tags);
+        const matching = segment.type === 'static' ? null : await segments.countMatching(signedIn.orgId, segment.tags, COUNT_CAP);
         kit.send(ctx, 200, segmentFormPage({ signedIn, segment, form: typed, matching }));
       }),
     );

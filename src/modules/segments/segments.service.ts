@@ -21,13 +21,18 @@ export interface SegmentPage extends KeysetPage<Segment> {
 export function createSegmentsService({ orm }: { orm: MikroORM }) {
   return {
     /** Newest first, keyset-paginated on (createdAt, id), with member counts in one extra query. */
-    async listSegments(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<SegmentPage> {
+    async listSegments(
+      orgId: string,
+      page: { limit: number; after?: KeysetPosition | undefined },
+      options: { countUpTo?: number } = {},
+    ): Promise<SegmentPage> {
       const em = scopeToOrg(orm.em, orgId);
       const result = await findKeysetPage(em, Segment, {}, page);
       const contactCounts = await countSegmentMembers(
         em,
         orgId,
         result.items.map((segment) => segment.id),
+        options.countUpTo,
       );
       return { ...result, contactCounts };
     },
@@ -58,23 +63,23 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
     },
 
     /** One segment with its live member count; 404 for a segment of no one or of another workspace. */
-    async getSegment(orgId: string, id: string): Promise<{ segment: Segment; contactCount: number }> {
+    async getSegment(orgId: string, id: string, options: { countUpTo?: number } = {}): Promise<{ segment: Segment; contactCount: number }> {
       const em = scopeToOrg(orm.em, orgId);
       const segment = await em.findOne(Segment, { id: id.toLowerCase() });
       if (!segment) throw segmentNotFound(id);
-      const counts = await countSegmentMembers(em, orgId, [segment.id]);
+      const counts = await countSegmentMembers(em, orgId, [segment.id], options.countUpTo);
       return { segment, contactCount: counts.get(segment.id) ?? 0 };
     },
 
     /**
      * Changes a segment's name, description and, unless it is static, its tags (its type follows
-     * them: `tag` with tags, `all` without). Returns it with its member count.
+     * them: `tag` with tags, `all` without).
      */
     async updateSegment(
       orgId: string,
       id: string,
       input: { name: string; description: string; tags: readonly string[] },
-    ): Promise<{ segment: Segment; contactCount: number }> {
+    ): Promise<Segment> {
       const em = scopeToOrg(orm.em, orgId);
       const segment = await em.findOne(Segment, { id: id.toLowerCase() });
       if (!segment) throw segmentNotFound(id);
@@ -90,13 +95,12 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
         ...(segment.type === 'static' ? {} : { tags, type: segmentTypeFor(tags) }),
       });
       await em.flush();
-      const counts = await countSegmentMembers(em, orgId, [segment.id]);
-      return { segment, contactCount: counts.get(segment.id) ?? 0 };
+      return segment;
     },
 
-    /** How many contacts a dynamic rule would hold now: those carrying one of `tags`, or every contact without tags. */
-    async countMatching(orgId: string, tags: readonly string[]): Promise<number> {
-      return countContactsWithTags(scopeToOrg(orm.em, orgId), orgId, normalizeSegmentTags(tags));
+    /** How many contacts (up to `cap`) a dynamic rule would hold now: those carrying one of `tags`, or every contact without tags. */
+    async countMatching(orgId: string, tags: readonly string[], cap: number): Promise<number> {
+      return countContactsWithTags(scopeToOrg(orm.em, orgId), orgId, normalizeSegmentTags(tags), cap);
     },
   };
 }
