@@ -75,114 +75,123 @@ function updateOf(fields: ContactForm): v.SafeParseResult<typeof UpdateContactBo
  * (GET /contacts/export). Imports are dashboard-contact-imports.routes.ts.
  */
 export function contactsArea(services: ApiServices): DashboardArea {
-  const { contacts, contactTimeline } = services;
-
   return (router, kit: DashboardKit) => {
-    router.get('/contacts', kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const filters: ContactFilters = { q: text(ctx.query.q), tag: text(ctx.query.tag), status: text(ctx.query.status) };
-      const problems = problemsOf(filters);
-      const base = { signedIn, filters, olderHref: null, newestHref: null };
-      if (problems.length > 0) return kit.send(ctx, 400, contactsPage({ ...base, contacts: [], error: problems.join(' ') }));
-      const after = positionOf(ctx.query.older);
-      const page = await contacts.listContacts(
-        signedIn.orgId,
-        { limit: PAGE_SIZE, after },
-        {
-          search: filters.q.trim() || undefined,
-          tag: filters.tag.trim() || undefined,
-          status: (filters.status || undefined) as ContactStatus | undefined,
-        },
-      );
-      const items = JSON.parse(page.json) as ContactListItem[];
-      kit.send(
-        ctx,
-        200,
-        contactsPage({
-          ...base,
-          contacts: items,
-          olderHref: page.hasMore && page.last ? listHref(filters, `${page.last.sortValue.getTime()}.${page.last.id}`) : null,
-          newestHref: after ? listHref(filters) : null,
-          ...(ctx.query.deleted ? { notice: 'The contact was deleted.' } : {}),
-        }),
-      );
-    });
-
-    router.get('/contacts/export.csv', kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const status = text(ctx.query.status);
-      const stream = await contacts.exportContacts(
-        signedIn.orgId,
-        { status: (CONTACT_STATUSES as readonly string[]).includes(status) ? (status as ContactStatus) : undefined },
-        { escapeFormulas: true },
-      );
-      ctx.type = 'text/csv; charset=utf-8';
-      ctx.set('Content-Disposition', `attachment; filename="contacts-${new Date().toISOString().slice(0, 10)}.csv"`);
-      ctx.body = stream;
-    });
-
-    async function renderContact(
-      ctx: DashboardContext,
-      status: number,
-      extra: { form?: ContactForm; notice?: string; error?: string } = {},
-    ) {
-      const signedIn = kit.signedInOf(ctx);
-      const id = pathId(ctx);
-      try {
-        if (!isId(id)) throw new AppError('not_found', 'no such contact');
-        const overview = await contactTimeline.contactOverview(signedIn.orgId, id.toLowerCase());
-        kit.send(ctx, status, contactPage({ signedIn, ...overview, ...extra }));
-      } catch (error) {
-        if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'contact');
-        throw error;
-      }
-    }
-
-    router.get('/contacts/:id', kit.requireSession, (ctx) => renderContact(ctx, 200, ctx.query.saved ? { notice: 'Saved.' } : {}));
-
-    router.post('/contacts/:id', kit.forms, kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const id = ctx.params.id ?? '';
-      const fields = Object.fromEntries(
-        (['email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields'] as const).map((name) => [
-          name,
-          one(form(ctx)[name]),
-        ]),
-      ) as unknown as ContactForm;
-      const parsed = updateOf(fields);
-      if (!parsed.success) {
-        const messageText =
-          'message' in parsed
-            ? parsed.message
-            : parsed.issues.map((issue) => `${v.getDotPath(issue) ?? 'form'}: ${issue.message}.`).join(' ');
-        return renderContact(ctx, 400, { form: fields, error: messageText });
-      }
-      try {
-        if (!isId(id)) throw new AppError('not_found', 'no such contact');
-        await contacts.updateContact(signedIn.orgId, id.toLowerCase(), parsed.output);
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        if (error.code === 'not_found') return kit.notFound(ctx, 'contact');
-        if (!['conflict', 'unprocessable_entity', 'invalid_request'].includes(error.code)) throw error;
-        return renderContact(ctx, error.status, { form: fields, error: error.message });
-      }
-      ctx.redirect(`/dashboard/contacts/${id.toLowerCase()}?saved=1`);
-      ctx.status = 303;
-    });
-
-    router.post('/contacts/:id/delete', kit.forms, kit.requireSession, async (ctx) => {
-      const signedIn = kit.signedInOf(ctx);
-      const id = ctx.params.id ?? '';
-      try {
-        if (!isId(id)) throw new AppError('not_found', 'no such contact');
-        const contact = await contacts.getContact(signedIn.orgId, id.toLowerCase());
-        await contacts.deleteContact(signedIn.orgId, contact.id);
-        ctx.redirect('/dashboard/contacts?deleted=1');
-        ctx.status = 303;
-      } catch (error) {
-        if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'contact');
-        throw error;
-      }
-    });
+    listRoutes(router, kit, services);
+    contactRoutes(router, kit, services);
   };
+}
+
+type Router = Parameters<DashboardArea>[0];
+
+/** The list, its search and paging, and the CSV export. */
+function listRoutes(router: Router, kit: DashboardKit, { contacts }: Pick<ApiServices, 'contacts'>): void {
+  router.get('/contacts', kit.requireSession, async (ctx) => {
+    const signedIn = kit.signedInOf(ctx);
+    const filters: ContactFilters = { q: text(ctx.query.q), tag: text(ctx.query.tag), status: text(ctx.query.status) };
+    const problems = problemsOf(filters);
+    const base = { signedIn, filters, olderHref: null, newestHref: null };
+    if (problems.length > 0) return kit.send(ctx, 400, contactsPage({ ...base, contacts: [], error: problems.join(' ') }));
+    const after = positionOf(ctx.query.older);
+    const page = await contacts.listContacts(
+      signedIn.orgId,
+      { limit: PAGE_SIZE, after },
+      {
+        search: filters.q.trim() || undefined,
+        tag: filters.tag.trim() || undefined,
+        status: (filters.status || undefined) as ContactStatus | undefined,
+      },
+    );
+    const items = JSON.parse(page.json) as ContactListItem[];
+    kit.send(
+      ctx,
+      200,
+      contactsPage({
+        ...base,
+        contacts: items,
+        olderHref: page.hasMore && page.last ? listHref(filters, `${page.last.sortValue.getTime()}.${page.last.id}`) : null,
+        newestHref: after ? listHref(filters) : null,
+        ...(ctx.query.deleted ? { notice: 'The contact was deleted.' } : {}),
+      }),
+    );
+  });
+
+  router.get('/contacts/export.csv', kit.requireSession, async (ctx) => {
+    const signedIn = kit.signedInOf(ctx);
+    const status = text(ctx.query.status);
+    const stream = await contacts.exportContacts(
+      signedIn.orgId,
+      { status: (CONTACT_STATUSES as readonly string[]).includes(status) ? (status as ContactStatus) : undefined },
+      { escapeFormulas: true },
+    );
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.set('Content-Disposition', `attachment; filename="contacts-${new Date().toISOString().slice(0, 10)}.csv"`);
+    ctx.body = stream;
+  });
+}
+
+/** One contact: its page, the edit and the delete. */
+function contactRoutes(
+  router: Router,
+  kit: DashboardKit,
+  { contacts, contactTimeline }: Pick<ApiServices, 'contacts' | 'contactTimeline'>,
+): void {
+  async function renderContact(ctx: DashboardContext, status: number, extra: { form?: ContactForm; notice?: string; error?: string } = {}) {
+    const signedIn = kit.signedInOf(ctx);
+    const id = pathId(ctx);
+    try {
+      if (!isId(id)) throw new AppError('not_found', 'no such contact');
+      const overview = await contactTimeline.contactOverview(signedIn.orgId, id.toLowerCase());
+      kit.send(ctx, status, contactPage({ signedIn, ...overview, ...extra }));
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'contact');
+      throw error;
+    }
+  }
+
+  router.get('/contacts/:id', kit.requireSession, (ctx) => renderContact(ctx, 200, ctx.query.saved ? { notice: 'Saved.' } : {}));
+
+  router.post('/contacts/:id', kit.forms, kit.requireSession, async (ctx) => {
+    const signedIn = kit.signedInOf(ctx);
+    const id = ctx.params.id ?? '';
+    const fields = Object.fromEntries(
+      (['email', 'first_name', 'last_name', 'company', 'tags', 'status', 'custom_fields'] as const).map((name) => [
+        name,
+        one(form(ctx)[name]),
+      ]),
+    ) as unknown as ContactForm;
+    const parsed = updateOf(fields);
+    if (!parsed.success) {
+      const messageText =
+        'message' in parsed
+          ? parsed.message
+          : parsed.issues.map((issue) => `${v.getDotPath(issue) ?? 'form'}: ${issue.message}.`).join(' ');
+      return renderContact(ctx, 400, { form: fields, error: messageText });
+    }
+    try {
+      if (!isId(id)) throw new AppError('not_found', 'no such contact');
+      await contacts.updateContact(signedIn.orgId, id.toLowerCase(), parsed.output);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      if (error.code === 'not_found') return kit.notFound(ctx, 'contact');
+      if (!['conflict', 'unprocessable_entity', 'invalid_request'].includes(error.code)) throw error;
+      return renderContact(ctx, error.status, { form: fields, error: error.message });
+    }
+    ctx.redirect(`/dashboard/contacts/${id.toLowerCase()}?saved=1`);
+    ctx.status = 303;
+  });
+
+  router.post('/contacts/:id/delete', kit.forms, kit.requireSession, async (ctx) => {
+    const signedIn = kit.signedInOf(ctx);
+    const id = ctx.params.id ?? '';
+    try {
+      if (!isId(id)) throw new AppError('not_found', 'no such contact');
+      const contact = await contacts.getContact(signedIn.orgId, id.toLowerCase());
+      await contacts.deleteContact(signedIn.orgId, contact.id);
+      ctx.redirect('/dashboard/contacts?deleted=1');
+      ctx.status = 303;
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'not_found') return kit.notFound(ctx, 'contact');
+      throw error;
+    }
+  });
 }
