@@ -1,6 +1,7 @@
 import { html } from 'ghtml';
 import { CONTACT_STATUSES } from '../../../db/entities/index.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
+import { pagerNav } from './dashboard-paging.ts';
 import { layout, message, when } from './dashboard.pages.ts';
 
 /** A contact as the list shows it (the API's Contact: the page reads GET /contacts' JSON). */
@@ -60,10 +61,6 @@ function emptyState(filtered: boolean, error: boolean): string {
 export function contactsPage(model: ContactsPageModel): string {
   const { signedIn, filters } = model;
   const filtered = filters.q !== '' || filters.tag !== '' || filters.status !== '';
-  const pager = [
-    model.newestHref ? html`<a href="${model.newestHref}">Newest</a>` : '',
-    model.olderHref ? html`<a href="${model.olderHref}" rel="next">Older</a>` : '',
-  ].filter((link) => link !== '');
   const exportQuery = filters.status && (CONTACT_STATUSES as readonly string[]).includes(filters.status) ? `?status=${filters.status}` : '';
   return layout(
     'Contacts',
@@ -91,7 +88,7 @@ export function contactsPage(model: ContactsPageModel): string {
       : html`<table class="keys cards contacts"><thead><tr><th scope="col">Email</th><th scope="col">Name</th><th scope="col">Tags</th><th scope="col">Status</th><th scope="col">Added</th></tr></thead>
       <tbody>!${model.contacts.map(contactRow).join('')}</tbody></table>`
   }
-  !${pager.length > 0 ? html`<nav class="pager" aria-label="Pages">!${pager.join(' ')}</nav>` : ''}
+  !${pagerNav({ newest: model.newestHref, older: model.olderHref })}
 </section>`,
     signedIn,
     'contacts',

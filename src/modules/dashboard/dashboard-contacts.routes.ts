@@ -1,12 +1,12 @@
 import * as v from 'valibot';
 import { CONTACT_STATUSES, type ContactStatus } from '../../../db/entities/index.ts';
 import { isId } from '../../../db/ids.ts';
-import type { KeysetPosition } from '../../../db/keyset.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { UpdateContactBody } from '../contacts/contacts.schemas.ts';
 import { contactPage, type ContactForm } from './dashboard-contact.pages.ts';
 import { contactsPage, type ContactFilters, type ContactListItem } from './dashboard-contacts.pages.ts';
+import { firstText, keysetPositionOf } from './dashboard-paging.ts';
 import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 /** Contacts per page of the list. */
@@ -14,16 +14,6 @@ const PAGE_SIZE = 50;
 /** The search's bounds: shorter than 3 characters the trigram index cannot narrow it. */
 const SEARCH_MIN = 3;
 const SEARCH_MAX = 200;
-
-/** Where an older page starts: `<created_at in ms>.<id>` of the last contact shown (confined to the workspace, so not signed). */
-const POSITION = /^(\d{1,15})\.([a-f0-9]{24})$/;
-
-function positionOf(value: unknown): KeysetPosition | undefined {
-  const match = typeof value === 'string' ? POSITION.exec(value) : null;
-  return match ? { sortValue: new Date(Number(match[1])), id: match[2]! } : undefined;
-}
-
-const text = (value: unknown) => (typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : '');
 
 function listHref(filters: ContactFilters, older?: string): string {
   const query = new URLSearchParams();
@@ -87,11 +77,11 @@ type Router = Parameters<DashboardArea>[0];
 function listRoutes(router: Router, kit: DashboardKit, { contacts }: Pick<ApiServices, 'contacts'>): void {
   router.get('/contacts', kit.requireSession, async (ctx) => {
     const signedIn = kit.signedInOf(ctx);
-    const filters: ContactFilters = { q: text(ctx.query.q), tag: text(ctx.query.tag), status: text(ctx.query.status) };
+    const filters: ContactFilters = { q: firstText(ctx.query.q), tag: firstText(ctx.query.tag), status: firstText(ctx.query.status) };
     const problems = problemsOf(filters);
     const base = { signedIn, filters, olderHref: null, newestHref: null };
     if (problems.length > 0) return kit.send(ctx, 400, contactsPage({ ...base, contacts: [], error: problems.join(' ') }));
-    const after = positionOf(ctx.query.older);
+    const after = keysetPositionOf(ctx.query.older);
     const page = await contacts.listContacts(
       signedIn.orgId,
       { limit: PAGE_SIZE, after },
@@ -117,7 +107,7 @@ function listRoutes(router: Router, kit: DashboardKit, { contacts }: Pick<ApiSer
 
   router.get('/contacts/export.csv', kit.requireSession, async (ctx) => {
     const signedIn = kit.signedInOf(ctx);
-    const status = text(ctx.query.status);
+    const status = firstText(ctx.query.status);
     const stream = await contacts.exportContacts(
       signedIn.orgId,
       { status: (CONTACT_STATUSES as readonly string[]).includes(status) ? (status as ContactStatus) : undefined },

@@ -1,21 +1,14 @@
 import * as v from 'valibot';
 import { isId } from '../../../db/ids.ts';
-import type { KeysetPosition } from '../../../db/keyset.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { CreateSegmentBody, MembershipBody } from '../segments/segments.schemas.ts';
 import type { ContactListItem } from './dashboard-contacts.pages.ts';
 import { COUNT_CAP, segmentFormPage, segmentPage, segmentsPage, type SegmentForm } from './dashboard-segments.pages.ts';
+import { keysetPositionOf } from './dashboard-paging.ts';
 import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 const PAGE_SIZE = 50;
-const POSITION = /^(\d{1,15})\.([a-f0-9]{24})$/;
-
-function positionOf(value: unknown): KeysetPosition | undefined {
-  const match = typeof value === 'string' ? POSITION.exec(value) : null;
-  return match ? { sortValue: new Date(Number(match[1])), id: match[2]! } : undefined;
-}
-
 const split = (text: string) =>
   text
     .split(/[,\n]/)
@@ -129,7 +122,7 @@ function segmentRoutes(router: Router, kit: DashboardKit, { segments, membership
     const signedIn = kit.signedInOf(ctx);
     const page = await segments.listSegments(
       signedIn.orgId,
-      { limit: PAGE_SIZE, after: positionOf(ctx.query.older) },
+      { limit: PAGE_SIZE, after: keysetPositionOf(ctx.query.older) },
       { countUpTo: COUNT_CAP },
     );
     const last = page.items.at(-1);
@@ -153,7 +146,7 @@ function segmentRoutes(router: Router, kit: DashboardKit, { segments, membership
   ) {
     const signedIn = kit.signedInOf(ctx);
     const { segment, contactCount } = await segments.getSegment(signedIn.orgId, id, { countUpTo: COUNT_CAP });
-    const page = await membership.listMembers(signedIn.orgId, id, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
+    const page = await membership.listMembers(signedIn.orgId, id, { limit: PAGE_SIZE, after: keysetPositionOf(ctx.query.older) });
     const older = page.hasMore && page.last ? `/dashboard/segments/${id}?older=${page.last.sortValue.getTime()}.${page.last.id}` : null;
     const members = JSON.parse(page.json) as ContactListItem[];
     kit.send(ctx, status, segmentPage({ signedIn, segment, contactCount, members, olderHref: older, ...extra }));

@@ -3,6 +3,7 @@ import type { Suppression } from '../../../db/entities/index.ts';
 import { apiReason } from '../suppressions/suppressions.serializer.ts';
 import { SUPPRESSION_API_REASONS } from '../suppressions/suppressions.schemas.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
+import { pagerNav } from './dashboard-paging.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 
 export interface SuppressionsPageModel {
@@ -38,10 +39,6 @@ function suppressionRow(entry: Suppression): string {
 export function suppressionsPage(model: SuppressionsPageModel): string {
   const { signedIn, filters } = model;
   const filtered = filters.email !== '' || filters.reason !== '';
-  const pager = [
-    model.newestHref ? html`<a href="${model.newestHref}">Newest</a>` : '',
-    model.olderHref ? html`<a href="${model.olderHref}" rel="next">Older</a>` : '',
-  ].filter((link) => link !== '');
   const empty = filtered
     ? html`<p>No suppression matches. <a href="/dashboard/suppressions">Show all</a>.</p>`
     : html`<div class="card empty"><p><strong>No suppressed addresses.</strong></p><p>Hard bounces, spam complaints and unsubscribes are added here on their own; add an address by hand below to stop every send to it.</p></div>`;
@@ -64,7 +61,7 @@ export function suppressionsPage(model: SuppressionsPageModel): string {
       : html`<table class="keys cards"><thead><tr><th scope="col">Address</th><th scope="col">Reason</th><th scope="col">Detail</th><th scope="col">Since</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
       <tbody>!${model.suppressions.map(suppressionRow).join('')}</tbody></table>`
   }
-  !${pager.length > 0 ? html`<nav class="pager" aria-label="Pages">!${pager.join(' ')}</nav>` : ''}
+  !${pagerNav({ newest: model.newestHref, older: model.olderHref })}
 </section>
 <section aria-labelledby="add-title" class="card">
   <h2 id="add-title">Suppress an address</h2>

@@ -1,20 +1,12 @@
 import * as v from 'valibot';
-import type { KeysetPosition } from '../../../db/keyset.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { AddSuppressionBody, ListSuppressionsQuery } from '../suppressions/suppressions.schemas.ts';
 import { removeSuppressionPage, suppressionsPage, type SuppressionsPageModel } from './dashboard-suppressions.pages.ts';
+import { firstText, keysetPositionOf } from './dashboard-paging.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 const PAGE_SIZE = 50;
-const POSITION = /^(\d{1,15})\.([a-f0-9]{24})$/;
-const text = (value: unknown) => (typeof value === 'string' ? value : Array.isArray(value) && typeof value[0] === 'string' ? value[0] : '');
-
-function positionOf(value: unknown): KeysetPosition | undefined {
-  const match = typeof value === 'string' ? POSITION.exec(value) : null;
-  return match ? { sortValue: new Date(Number(match[1])), id: match[2]! } : undefined;
-}
-
 const problemsOf = (issues: readonly v.BaseIssue<unknown>[]) =>
   issues.map((issue) => `${v.getDotPath(issue) === 'email' ? 'Address' : (v.getDotPath(issue) ?? 'Form')}: ${issue.message}.`).join(' ');
 
@@ -30,12 +22,12 @@ export function suppressionsArea(services: ApiServices): DashboardArea {
   return (router, kit: DashboardKit) => {
     async function render(ctx: DashboardContext, status: number, extra: Partial<SuppressionsPageModel> = {}): Promise<void> {
       const signedIn = kit.signedInOf(ctx);
-      const filters = { email: text(ctx.query.email).trim(), reason: text(ctx.query.reason) };
+      const filters = { email: firstText(ctx.query.email).trim(), reason: firstText(ctx.query.reason) };
       const base = { signedIn, filters, suppressions: [], olderHref: null, newestHref: null };
       const given = Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== ''));
       const parsed = v.safeParse(ListSuppressionsQuery, given, { abortEarly: false });
       if (!parsed.success) return kit.send(ctx, 400, suppressionsPage({ ...base, error: problemsOf(parsed.issues), ...extra }));
-      const after = positionOf(ctx.query.older);
+      const after = keysetPositionOf(ctx.query.older);
       const page = await suppressions.listSuppressions(signedIn.orgId, { limit: PAGE_SIZE, after }, parsed.output);
       const last = page.items.at(-1);
       const href = (older?: string) => {
@@ -75,7 +67,7 @@ export function suppressionsArea(services: ApiServices): DashboardArea {
 
     router.get('/suppressions/remove', kit.requireSession, async (ctx) => {
       const signedIn = kit.signedInOf(ctx);
-      const parsed = v.safeParse(AddSuppressionBody, { email: text(ctx.query.email) });
+      const parsed = v.safeParse(AddSuppressionBody, { email: firstText(ctx.query.email) });
       const page = parsed.success
         ? await suppressions.listSuppressions(signedIn.orgId, { limit: 1 }, { email: parsed.output.email })
         : null;
