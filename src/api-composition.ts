@@ -18,6 +18,7 @@ import { createContactImportsRoutes } from './modules/contacts/contact-imports.r
 import { createContactImportsService } from './modules/contacts/contact-imports.service.ts';
 import { createContactsRoutes } from './modules/contacts/contacts.routes.ts';
 import { createContactsService } from './modules/contacts/contacts.service.ts';
+import { createContactTimelineService } from './modules/contacts/contact-timeline.service.ts';
 import { createApiKeysRoutes } from './modules/auth/api-keys.routes.ts';
 import { createWorkspaceKeysService } from './modules/auth/workspace-keys.service.ts';
 import { createSuppressionsRoutes } from './modules/suppressions/suppressions.routes.ts';
@@ -90,6 +91,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
+    contactTimeline: createContactTimelineService({ orm: deps.orm, contacts }),
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),
     suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
     segments: createSegmentsService({ orm: deps.orm }),

@@ -1,6 +1,10 @@
 import { createOffloadPool } from './offload/offload-pool.ts';
 import { createDashboardAuthService } from './modules/dashboard/dashboard-auth.service.ts';
 import { createDashboardRouter } from './modules/dashboard/dashboard.router.ts';
+import { contactImportsArea } from './modules/dashboard/dashboard-contact-imports.routes.ts';
+import { contactsArea } from './modules/dashboard/dashboard-contacts.routes.ts';
+import { suppressionsArea } from './modules/dashboard/dashboard-suppressions.routes.ts';
+import { segmentsArea } from './modules/dashboard/dashboard-segments.routes.ts';
 import { automationsArea } from './modules/dashboard/dashboard-automations.routes.ts';
 import { domainsArea } from './modules/dashboard/dashboard-domains.routes.ts';
 import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
@@ -80,6 +84,10 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       areas: [
         domainsArea(services),
         emailsArea(services),
+        contactImportsArea(services),
+        contactsArea(services),
+        segmentsArea(services),
+        suppressionsArea(services),
         automationsArea(services, orm),
         templatesArea(services, { auth: dashboardAuth }),
         broadcastsArea(services),

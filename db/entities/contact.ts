@@ -26,6 +26,11 @@ export const ContactSchema = defineEntity({
     { properties: ['tags'], type: 'gin' },
     // Keyset pages (newest first) read this index instead of sorting the workspace's contacts.
     { properties: ['orgId', 'createdAt', 'id'] },
+    // The dashboard's search (a part of the email or name, any case): trigrams of the three.
+    {
+      name: 'contacts_search_index',
+      expression: `create index "contacts_search_index" on "contacts" using gin ((lower("email" || ' ' || "first_name" || ' ' || "last_name")) gin_trgm_ops)`,
+    },
   ],
 });
 

@@ -19,9 +19,16 @@ export interface ContactView {
 export interface ContactFilters {
   email?: string | undefined;
   status?: ContactStatus | undefined;
+  /** Contacts carrying this tag (exact, case included): the GIN index on tags. */
+  tag?: string | undefined;
+  /** A part of the email or name, any case (at least 3 characters for the trigram index to help). */
+  search?: string | undefined;
   /** Only the members of this segment of the workspace (segments.fns.ts has the rules). */
   segment?: { id: string; type: string; tags: readonly string[] } | undefined;
 }
+
+/** What the search matches: the expression of the trigram index contacts_search_index, exactly. */
+const SEARCH_TEXT = `lower(email || ' ' || first_name || ' ' || last_name)`;
 
 /**
  * The conditions (on `contacts`, joined with `and` after the statement's own `org_id = :org`)
@@ -31,6 +38,8 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
   const conditions: string[] = [];
   if (filters.email !== undefined) conditions.push('email = :email');
   if (filters.status !== undefined) conditions.push('status = :status');
+  if (filters.tag !== undefined) conditions.push('tags @> array[:tag]::text[]');
+  if (filters.search !== undefined) conditions.push(`${SEARCH_TEXT} like :search`);
   const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
   if (segment.sql) conditions.push(segment.sql);
   return {
@@ -39,6 +48,8 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
       org: orgId,
       ...(filters.email !== undefined ? { email: filters.email } : {}),
       ...(filters.status !== undefined ? { status: filters.status } : {}),
+      ...(filters.tag !== undefined ? { tag: filters.tag } : {}),
+      ...(filters.search !== undefined ? { search: `%${filters.search.toLowerCase().replace(/[\\%_]/g, '\\$&')}%` } : {}),
       ...segment.params,
     },
   };

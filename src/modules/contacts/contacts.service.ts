@@ -76,15 +76,22 @@ export function createContactsService(deps: {
   }
 
   return {
-    /** Newest first, keyset-paginated on (createdAt, id); optional exact email and status filters. */
+    /** Newest first, keyset-paginated on (createdAt, id); optional exact email, status and tag filters, and a search of email and name. */
     async listContacts(
       orgId: string,
       page: { limit: number; after?: KeysetPosition | undefined },
-      filters: { email?: string | undefined; status?: ContactStatus | undefined } = {},
+      filters: {
+        email?: string | undefined;
+        status?: ContactStatus | undefined;
+        tag?: string | undefined;
+        search?: string | undefined;
+      } = {},
     ) {
       return listContactPage(orm.em, orgId, page, {
         email: filters.email ? normalizeEmail(filters.email) : undefined,
         status: filters.status,
+        tag: filters.tag,
+        search: filters.search,
       });
     },
 

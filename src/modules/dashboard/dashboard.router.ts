@@ -102,6 +102,11 @@ export function form(ctx: Context): Record<string, string | string[] | undefined
   return (ctx.request.body ?? {}) as Record<string, string | string[] | undefined>;
 }
 export const one = (value: string | string[] | undefined) => (Array.isArray(value) ? (value[0] ?? '') : (value ?? ''));
+/** The `:id` of the route's path (for handlers shared by several routes, where the router does not type it). */
+export const pathId = (ctx: Context): string => {
+  const { id } = ctx.params as { id?: unknown };
+  return typeof id === 'string' ? id : '';
+};
 export const many = (value: string | string[] | undefined) => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
 
 function send(ctx: Context, status: number, page: string): void {

@@ -10,49 +10,71 @@
  * condition to every workspace table they name (segments, contacts, segment_members); the
  * parameters are values, bound by the driver.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { EntityManager, HeraldDb } from '../../../db/orm.ts';
 import { workspaceDb } from '../../../db/workspace-db.ts';
 import { AppError } from '../../errors.ts';
 
 /** The counting statement for some segments, on `db` (a `workspaceDb`: it adds the workspace to each table). */
-export function segmentCountQuery(db: Kysely<HeraldDb>, segmentIds: readonly string[]) {
+export function segmentCountQuery(db: Kysely<HeraldDb>, segmentIds: readonly string[], cap?: number) {
   return db
     .selectFrom('segments as s')
-    .select((eb) => [
-      's.id',
-      eb
-        .case()
-        .when('s.type', '=', 'all')
-        .then(eb.selectFrom('contacts').select((sub) => sub.fn.countAll<string>().as('n')))
-        .when('s.type', '=', 'static')
-        .then(
-          eb
-            .selectFrom('segment_members as m')
-            .select((sub) => sub.fn.countAll<string>().as('n'))
-            .whereRef('m.segment_id', '=', 's.id'),
-        )
-        .else(
-          eb
-            .selectFrom('contacts as c')
-            .select((sub) => sub.fn.countAll<string>().as('n'))
-            .whereRef('c.tags', '&&', 's.tags'),
-        )
-        .end()
-        .as('contact_count'),
-    ])
+    .select((eb) => {
+      /** The count of `rows`, or of at most `cap` of them (a bounded read whatever the segment's size). */
+      const countOf = <DB, TB extends keyof DB>(rows: SelectQueryBuilder<DB, TB, object>) =>
+        cap === undefined
+          ? rows.select((sub) => sub.fn.countAll<string>().as('n'))
+          : eb
+              .selectFrom(
+                rows
+                  .select(sql<number>`1`.as('one'))
+                  .limit(cap)
+                  .as('capped'),
+              )
+              .select((sub) => sub.fn.countAll<string>().as('n'));
+      return [
+        's.id',
+        eb
+          .case()
+          .when('s.type', '=', 'all')
+          .then(countOf(eb.selectFrom('contacts')))
+          .when('s.type', '=', 'static')
+          .then(countOf(eb.selectFrom('segment_members as m').whereRef('m.segment_id', '=', 's.id')))
+          .else(countOf(eb.selectFrom('contacts as c').whereRef('c.tags', '&&', 's.tags')))
+          .end()
+          .as('contact_count'),
+      ];
+    })
     .where('s.id', 'in', [...segmentIds]);
 }
 
 /**
  * Member counts of segments of one workspace, by segment id (ids of other workspaces are left
  * out): a `tag` segment counts the contacts carrying at least one of its tags (exact match,
- * any status), an `all` segment every contact of the workspace.
+ * any status), an `all` segment every contact of the workspace; with `cap`, each counts at
+ * most `cap` members (the dashboard's pages, whose read must not grow with the segment).
  */
-export async function countSegmentMembers(em: EntityManager, orgId: string, segmentIds: readonly string[]): Promise<Map<string, number>> {
+export async function countSegmentMembers(
+  em: EntityManager,
+  orgId: string,
+  segmentIds: readonly string[],
+  cap?: number,
+): Promise<Map<string, number>> {
   if (segmentIds.length === 0) return new Map();
-  const rows = await segmentCountQuery(workspaceDb(em, orgId), segmentIds).execute();
+  const rows = await segmentCountQuery(workspaceDb(em, orgId), segmentIds, cap).execute();
   return new Map(rows.map((row) => [row.id, Number(row.contact_count)]));
+}
+
+/** Contacts of the workspace carrying at least one of `tags` (all of them for no tags), up to `cap`: the GIN index on tags. */
+export async function countContactsWithTags(em: EntityManager, orgId: string, tags: readonly string[], cap: number): Promise<number> {
+  const db = workspaceDb(em, orgId);
+  let rows = db.selectFrom('contacts').select(sql<number>`1`.as('one'));
+  if (tags.length > 0) rows = rows.where((eb) => eb('tags', '&&', eb.val([...tags])));
+  const row = await db
+    .selectFrom(rows.limit(cap).as('capped'))
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }
 
 export const segmentNotFound = (id: string) => new AppError('not_found', `Segment ${id} does not exist.`);

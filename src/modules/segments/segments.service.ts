@@ -1,5 +1,5 @@
 /**
- * Segments of one workspace: list and create. A segment's members are computed live from its
+ * Segments of one workspace: list, read, create and edit, and the count of a rule before it is saved. A segment's members are computed live from its
  * type and tags (see segments.fns.ts); `contactCount` comes from one counting statement per
  * page (segments.repo.ts), never one query per segment.
  */
@@ -9,7 +9,7 @@ import { findKeysetPage, type KeysetPage, type KeysetPosition } from '../../../d
 import { scopeToOrg } from '../../../db/orm.ts';
 import { AppError } from '../../errors.ts';
 import { normalizeSegmentTags, segmentTypeFor } from './segments.fns.ts';
-import { countSegmentMembers } from './segments.repo.ts';
+import { countContactsWithTags, countSegmentMembers, segmentNotFound } from './segments.repo.ts';
 import type { CreateSegmentInput } from './segments.schemas.ts';
 
 /** A page of segments with the live member count of each. */
@@ -21,13 +21,18 @@ export interface SegmentPage extends KeysetPage<Segment> {
 export function createSegmentsService({ orm }: { orm: MikroORM }) {
   return {
     /** Newest first, keyset-paginated on (createdAt, id), with member counts in one extra query. */
-    async listSegments(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }): Promise<SegmentPage> {
+    async listSegments(
+      orgId: string,
+      page: { limit: number; after?: KeysetPosition | undefined },
+      options: { countUpTo?: number } = {},
+    ): Promise<SegmentPage> {
       const em = scopeToOrg(orm.em, orgId);
       const result = await findKeysetPage(em, Segment, {}, page);
       const contactCounts = await countSegmentMembers(
         em,
         orgId,
         result.items.map((segment) => segment.id),
+        options.countUpTo,
       );
       return { ...result, contactCounts };
     },
@@ -55,6 +60,47 @@ export function createSegmentsService({ orm }: { orm: MikroORM }) {
       await em.flush();
       const counts = await countSegmentMembers(em, orgId, [segment.id]);
       return { segment, contactCount: counts.get(segment.id) ?? 0 };
+    },
+
+    /** One segment with its live member count; 404 for a segment of no one or of another workspace. */
+    async getSegment(orgId: string, id: string, options: { countUpTo?: number } = {}): Promise<{ segment: Segment; contactCount: number }> {
+      const em = scopeToOrg(orm.em, orgId);
+      const segment = await em.findOne(Segment, { id: id.toLowerCase() });
+      if (!segment) throw segmentNotFound(id);
+      const counts = await countSegmentMembers(em, orgId, [segment.id], options.countUpTo);
+      return { segment, contactCount: counts.get(segment.id) ?? 0 };
+    },
+
+    /**
+     * Changes a segment's name, description and, unless it is static, its tags (its type follows
+     * them: `tag` with tags, `all` without).
+     */
+    async updateSegment(
+      orgId: string,
+      id: string,
+      input: { name: string; description: string; tags: readonly string[] },
+    ): Promise<Segment> {
+      const em = scopeToOrg(orm.em, orgId);
+      const segment = await em.findOne(Segment, { id: id.toLowerCase() });
+      if (!segment) throw segmentNotFound(id);
+      const tags = normalizeSegmentTags(input.tags);
+      if (segment.type === 'static' && tags.length > 0) {
+        throw new AppError('invalid_request', 'A static segment has no tags: add and remove its members instead.', {
+          fields: [{ path: 'tags', location: 'body', type: 'static_segment', message: 'must be empty for a static segment' }],
+        });
+      }
+      em.assign(segment, {
+        name: input.name,
+        description: input.description,
+        ...(segment.type === 'static' ? {} : { tags, type: segmentTypeFor(tags) }),
+      });
+      await em.flush();
+      return segment;
+    },
+
+    /** How many contacts (up to `cap`) a dynamic rule would hold now: those carrying one of `tags`, or every contact without tags. */
+    async countMatching(orgId: string, tags: readonly string[], cap: number): Promise<number> {
+      return countContactsWithTags(scopeToOrg(orm.em, orgId), orgId, normalizeSegmentTags(tags), cap);
     },
   };
 }

@@ -56,3 +56,9 @@ document.addEventListener('DOMContentLoaded', () => {
     resizing = setTimeout(draw, 150);
   });
 });
+// A segment's rule: when its tags change, the form is sent again to count the matching contacts.
+document.addEventListener('change', (event) => {
+  const field = event.target instanceof Element ? event.target.closest('[data-recount]') : null;
+  const recount = field?.form?.querySelector('button[name="action"][value="count"]');
+  if (recount) field.form.requestSubmit(recount);
+});
