@@ -107,6 +107,7 @@ function buildConfig(env: Env) {
     SPF_INCLUDE,
     BLOB_DIR,
     HERALD_ENCRYPTION_KEY,
+    HERALD_ENCRYPTION_KEYS_PREVIOUS,
     WEBHOOK_RETRY_SCHEDULE,
     WEBHOOK_ALLOW_PRIVATE_TARGETS,
     WEBHOOK_ENDPOINT_CONCURRENCY,
@@ -136,6 +137,14 @@ function buildConfig(env: Env) {
   const sandboxTls = SANDBOX_RELAY_URL ? resolveRelayTls({ url: SANDBOX_RELAY_URL }) : null;
   if (typeof sandboxTls === 'string') throw new ConfigError([`SANDBOX_RELAY_URL: ${sandboxTls}`]);
   const directTls: RelayTlsSettings = { policy: SMTP_DIRECT_TLS, source: 'host' };
+  const previousKeys = HERALD_ENCRYPTION_KEYS_PREVIOUS.split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => Buffer.from(entry, 'base64'));
+  if (previousKeys.length > 0 && !HERALD_ENCRYPTION_KEY) {
+    throw new ConfigError(['HERALD_ENCRYPTION_KEYS_PREVIOUS: needs HERALD_ENCRYPTION_KEY (the newest key, which seals)']);
+  }
+  const encryptionKey = HERALD_ENCRYPTION_KEY ? Buffer.from(HERALD_ENCRYPTION_KEY, 'base64') : undefined;
   const prefix = TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: NODE_ENV,
@@ -221,7 +230,10 @@ function buildConfig(env: Env) {
     /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
     spfInclude: SPF_INCLUDE,
     blobDir: BLOB_DIR,
-    ...(HERALD_ENCRYPTION_KEY ? { encryptionKey: Buffer.from(HERALD_ENCRYPTION_KEY, 'base64') } : {}),
+    /** The newest key (HERALD_ENCRYPTION_KEY): seals and signs. */
+    ...(encryptionKey ? { encryptionKey } : {}),
+    /** The key ring, newest first: every key that still opens a sealed value (empty without a key). */
+    encryptionKeys: encryptionKey ? [encryptionKey, ...previousKeys] : [],
     webhooks: {
       retrySchedule: WEBHOOK_RETRY_SCHEDULE,
       /** WEBHOOK_RETRY_SCHEDULE in milliseconds: entry i is the delay before attempt i + 1. */

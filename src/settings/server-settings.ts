@@ -6,6 +6,7 @@ import {
   checkedBy,
   concurrency,
   encryptionKey,
+  encryptionKeyList,
   flag,
   hostName,
   oneOf,
@@ -135,9 +136,15 @@ export const SERVER_SETTINGS = {
   BOUNCE_DOMAIN: setting(text('bounces.herald.localhost'), 'VERP return-path domain'),
   SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record'),
   BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
-  HERALD_ENCRYPTION_KEY: setting(encryptionKey(), '32 bytes, base64 (`openssl rand -base64 32`): seals webhook secrets and DKIM keys', {
-    requiredInProduction: true,
-  }),
+  HERALD_ENCRYPTION_KEY: setting(
+    encryptionKey(),
+    '32 bytes, base64 (`openssl rand -base64 32`), generated once and kept: seals webhook secrets and DKIM keys, signs links; every process refuses to start when it does not match the database (docs/production.md, "Key rotation")',
+    { requiredInProduction: true },
+  ),
+  HERALD_ENCRYPTION_KEYS_PREVIOUS: setting(
+    encryptionKeyList(),
+    'older keys (comma-separated, newest first) that still open what they sealed, after a rotation: `HERALD_ENCRYPTION_KEY` seals everything new; `herald admin encryption re-encrypt` moves the rest, then drop them',
+  ),
   WEBHOOK_RETRY_SCHEDULE: setting(
     checkedBy(parseRetrySchedule, '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h'),
     'webhook attempts: the first at once, then each delay after the previous one (units `ms`, `s`, `m`, `h`, `d`; at most 30, each at most 7 days)',

@@ -454,6 +454,9 @@ describe('herald admin', () => {
       expect(verify.json).toMatchObject({ error: { code: 'service_unavailable' } });
       succeeded.add('domain verify');
 
+      expect((await cli('encryption', 'status')).json).toMatchObject({ key_ids: [expect.stringMatching(/^[0-9a-f]{16}$/)] });
+      expect((await cli('encryption', 're-encrypt')).json).toMatchObject({ complete: true });
+
       expect([...succeeded].sort()).toEqual(listedCommands().sort());
     });
 
