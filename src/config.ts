@@ -28,9 +28,20 @@ export class ConfigError extends Error {
   }
 }
 
-const REQUIRED_IN_PRODUCTION = (Object.keys(SERVER_SETTINGS) as (keyof typeof SERVER_SETTINGS)[]).filter(
-  (name) => SERVER_SETTINGS[name].requiredInProduction,
-);
+/**
+ * The settings production must be given (their defaults are development values: localhost,
+ * `*.herald.localhost`, the dev mail sink), in declaration order: every one missing, at once.
+ */
+function missingInProduction(source: NodeJS.ProcessEnv, env: Env): string[] {
+  const parsed = env as unknown as Record<string, unknown>;
+  return Object.entries(SERVER_SETTINGS).flatMap(([name, declared]) => {
+    const condition = declared.requiredInProduction;
+    if (condition === undefined || source[name]) return [];
+    if (condition === true) return [`${name}: required in production`];
+    const [other, value] = condition.with;
+    return parsed[other] === value ? [`${name}: required in production with ${other}=${value}`] : [];
+  });
+}
 
 function parseEnvironment<TSchema extends v.GenericSchema>(schema: TSchema, source: NodeJS.ProcessEnv): v.InferOutput<TSchema> {
   const result = v.safeParse(schema, source);
@@ -44,10 +55,8 @@ function parseEnvironment<TSchema extends v.GenericSchema>(schema: TSchema, sour
 export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const env = parseEnvironment(EnvSchema, source);
   if (env.NODE_ENV === 'production') {
-    const missing = REQUIRED_IN_PRODUCTION.filter((name) => !source[name]);
-    if (missing.length > 0) {
-      throw new ConfigError(missing.map((name) => `${name}: required in production`));
-    }
+    const missing = missingInProduction(source, env);
+    if (missing.length > 0) throw new ConfigError(missing);
   }
   return buildConfig(env);
 }

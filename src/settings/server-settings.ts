@@ -93,6 +93,7 @@ export const SERVER_SETTINGS = {
   SMTP_RELAY_URL: setting(
     url('smtp://127.0.0.1:2526'),
     'outbound relay (`smtp://` or `smtps://`, optional `user:pass@`); `npm start` runs the dev mail sink there',
+    { requiredInProduction: { with: ['SMTP_DELIVERY', 'relay'] } },
   ),
   SMTP_RELAY_TLS: setting(
     oneOf([...SMTP_TLS_POLICIES, ''], ''),
@@ -111,7 +112,7 @@ export const SERVER_SETTINGS = {
   SMTP_HELO_NAME: setting(
     v.optional(hostName(false)),
     'the EHLO name in direct delivery: a name whose A record and PTR match the sending IP',
-    { computedDefault: "this machine's host name" },
+    { computedDefault: "this machine's host name", requiredInProduction: { with: ['SMTP_DELIVERY', 'direct'] } },
   ),
   SMTP_DIRECT_PORT: setting(port('25', 1), 'the port of remote MX hosts (another only for tests and private networks)'),
   SMTP_DIRECT_POOL_SIZE: setting(wholeNumber('3', 1, 50), 'connections to one destination MX host at most, per worker'),
@@ -133,8 +134,14 @@ export const SERVER_SETTINGS = {
     flag(false),
     'direct delivery may connect to MX hosts and MTA-STS policy hosts on loopback/private/link-local addresses (the webhook address policy; the dev stack and tests turn it on); off, a domain whose MX hosts have only such addresses is deferred, then fails',
   ),
-  BOUNCE_DOMAIN: setting(text('bounces.herald.localhost'), 'VERP return-path domain'),
-  SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record'),
+  BOUNCE_DOMAIN: setting(
+    text('bounces.herald.localhost'),
+    'VERP return-path domain: its MX must point at `herald smtp` (docs/production.md, "DNS")',
+    { requiredInProduction: true },
+  ),
+  SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record', {
+    requiredInProduction: true,
+  }),
   BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
   HERALD_ENCRYPTION_KEY: setting(
     encryptionKey(),
