@@ -38,6 +38,9 @@ function loadDevStackEnv(): void {
   if (existsSync(file)) process.loadEnvFile(file);
 }
 
+/** A start refused for a reason outside the configuration (a service unreachable): one line, exit 1. */
+class StartRefused extends Error {}
+
 /**
  * Refuses to start when the encryption key ring cannot open the database's sealed values
  * (docs/troubleshooting.md); the first start with a key records which key that is.
@@ -57,7 +60,10 @@ async function checkEncryptionKeyAtStart(config: Config, logger: Logger): Promis
     if ((error as Error).name === 'TableNotFoundException') {
       throw new ConfigError(['DATABASE_URL: the database is not migrated (no encryption_key_checks table): run `herald migrate` first']);
     }
-    throw error;
+    if (error instanceof ConfigError) throw error;
+    throw new StartRefused(
+      `cannot start: PostgreSQL at DATABASE_URL cannot be used (${(error as Error).message}); is it running and reachable, and are the credentials right?`,
+    );
   } finally {
     await orm.close();
   }
@@ -230,6 +236,23 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`herald: ${error.message}\n`);
     process.exit(2);
+  }
+  if (error instanceof StartRefused) {
+    process.stderr.write(`herald: ${error.message}\n`);
+    process.exit(1);
+  }
+  const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (failure.code === 'EADDRINUSE') {
+    process.stderr.write(
+      `herald: cannot start: ${failure.address ?? ''}:${failure.port ?? ''} is already in use (another Herald, or another program, listens there); stop it or choose another port (PORT, SMTP_PORT, SMTP_SUBMISSION_PORT, METRICS_PORT)\n`,
+    );
+    process.exit(1);
+  }
+  if (failure.name === 'TransportError') {
+    process.stderr.write(
+      `herald: cannot start: Temporal at TEMPORAL_ADDRESS cannot be reached (${failure.message}); is the Temporal server running, and is TEMPORAL_ADDRESS right?\n`,
+    );
+    process.exit(1);
   }
   process.stderr.write(`herald: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
