@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, loadDevEnv } from '../src/config.ts';
+import { DEV_SETTINGS } from '../src/settings/dev-settings.ts';
 import { SERVER_SETTINGS } from '../src/settings/server-settings.ts';
 import { cacheDir, REPO_ROOT } from '../src/dev/paths.ts';
 import { searchAttributeCliSpecs } from '../src/temporal/search-attributes.ts';
@@ -264,7 +265,7 @@ describe('docker-compose.yml', () => {
     expect(service(model, 'smtp').volumes).toContainEqual(
       expect.objectContaining({ type: 'bind', target: '/etc/herald/tls', read_only: true }),
     );
-    expect(service(model, 'worker').environment?.NODE_OPTIONS).toBe('--max-old-space-size=512');
+
     expect(published('temporal-ui')).toEqual(['8080->8080']);
   });
 
@@ -279,18 +280,38 @@ describe('docker-compose.yml', () => {
     const file = join(scratch, 'tls.env');
     writeFileSync(
       file,
-      `${readFileSync(envFile, 'utf8')}\nSMTP_TLS_KEY_FILE=/etc/herald/tls/key.pem\nSMTP_TLS_CERT_FILE=/etc/herald/tls/cert.pem\nSMTP_SUBMISSIONS_PORT=2465\n`,
+      `${readFileSync(envFile, 'utf8')}\nSMTP_TLS_KEY_FILE=/etc/herald/tls/key.pem\nSMTP_TLS_CERT_FILE=/etc/herald/tls/cert.pem\nSMTP_SUBMISSIONS_PORT=2465\nHERALD_WORKER_HEAP_MB=768\n`,
     );
-    const model = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: file, HERALD_WORKER_HEAP_MB: '768' }));
+    const model = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: file }));
     const env = service(model, 'smtp').environment ?? {};
     const config = loadConfig(Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value ?? ''])));
     expect(config.smtp).toMatchObject({ tlsKeyFile: '/etc/herald/tls/key.pem', tlsCertFile: '/etc/herald/tls/cert.pem' });
     expect(config.submission).toEqual({ port: 2587, host: '0.0.0.0', implicitTlsPort: 2465 });
-    expect(service(model, 'worker').environment?.NODE_OPTIONS).toBe('--max-old-space-size=768');
+    expect(service(model, 'worker').environment?.HERALD_WORKER_HEAP_MB).toBe('768');
 
     const named = [...readFileSync(ENV_EXAMPLE, 'utf8').matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=/gm)].map((match) => match[1]!);
     expect(named.length).toBeGreaterThan(5);
-    expect(named.filter((name) => !(name in SERVER_SETTINGS))).toEqual([]);
+    // The README's settings: the services' and the launcher's (HERALD_WORKER_HEAP_MB).
+    expect(named.filter((name) => !(name in SERVER_SETTINGS) && !(name in DEV_SETTINGS))).toEqual([]);
+  });
+
+  it("gives the image's worker and all processes the heap limit, and no other process", async () => {
+    // The entrypoint as the image runs it, with a `node` that prints its arguments.
+    const bin = join(scratch, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'node'), '#!/bin/sh\necho "$@"\n', { mode: 0o755 });
+    const entrypoint = (args: string[], env: Record<string, string> = {}) =>
+      run('sh', [join(REPO_ROOT, 'deploy/herald-entrypoint.sh'), ...args], {
+        env: { PATH: `${bin}:/usr/bin:/bin`, ...env },
+        timeoutMs: 10_000,
+      });
+    expect((await entrypoint(['worker'])).stdout.trim()).toBe('--max-old-space-size=512 src/cli/main.ts worker');
+    expect((await entrypoint(['all'], { HERALD_WORKER_HEAP_MB: '768' })).stdout.trim()).toBe(
+      '--max-old-space-size=768 src/cli/main.ts all',
+    );
+    expect((await entrypoint(['api'])).stdout.trim()).toBe('src/cli/main.ts api');
+    expect((await entrypoint(['admin', 'org', 'list'])).stdout.trim()).toBe('src/cli/main.ts admin org list');
+    expect(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["\/app\/deploy\/herald-entrypoint\.sh"\]$/m);
   });
 
   it('rejects a file that breaks the compose schema', async () => {
