@@ -312,6 +312,8 @@ describe('docker-compose.yml', () => {
     expect((await entrypoint(['api'])).stdout.trim()).toBe('src/cli/main.ts api');
     expect((await entrypoint(['admin', 'org', 'list'])).stdout.trim()).toBe('src/cli/main.ts admin org list');
     expect(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["\/app\/deploy\/herald-entrypoint\.sh"\]$/m);
+    // In the build context (.dockerignore lets in only what the image copies).
+    expect(readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n')).toContain('!deploy/herald-entrypoint.sh');
   });
 
   it('rejects a file that breaks the compose schema', async () => {

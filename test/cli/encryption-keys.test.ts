@@ -9,6 +9,7 @@ import { decryptSecret, encryptSecret, keyId } from '../../src/crypto/secret-box
 import { REPO_ROOT } from '../../src/dev/paths.ts';
 import { spawnService, waitFor } from '../../src/dev/processes.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import { checkEncryptionKey } from '../../src/modules/encryption/encryption.service.ts';
 import { createMessageBuilder } from '../../src/modules/outbound/message-builder.ts';
 import { sealedSecretResponse } from '../../src/modules/webhooks/webhooks.service.ts';
 import { createOrgWithKey } from '../support/factories.ts';
@@ -227,5 +228,20 @@ describe('encryption keys: the start-up check, the key ring and `herald admin en
     expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'unprocessable_entity' } });
     const status = await herald(['admin', 'encryption', 'status', '--json'], newOnly);
     expect(JSON.parse(status.stdout)).toMatchObject({ checked_key_id: keyId(newKey) });
+  });
+
+  it('on a database without a key check (an upgrade), refuses a ring that opens none of its sealed values and records the oldest one needed', async () => {
+    const em = stack.orm.em.fork();
+    await em.execute('delete from encryption_key_checks');
+    await expect(checkEncryptionKey(em, [randomBytes(32)])).rejects.toThrow(
+      'sealed under encryption key (unknown: a value of domains.dkim_private_key_encrypted opens with none of the configured keys)',
+    );
+    expect(await em.execute('select 1 from encryption_key_checks')).toEqual([]);
+    // One sealed value left, under newKey: a ring holding it second records it as the key to keep.
+    await em.execute('delete from webhook_endpoints where id = ?', [endpointId]);
+    await em.execute('delete from idempotency_records where id = ?', [recordId]);
+    await em.nativeUpdate(Domain, { id: domainId }, { dkimPrivateKeyEncrypted: encryptSecret(newKey, plain.dkim!) }, ALL_TENANTS);
+    const third = randomBytes(32);
+    expect(await checkEncryptionKey(em, [third, newKey])).toEqual({ checkedKeyId: keyId(newKey), olderKeyInUse: true });
   });
 });
