@@ -52,6 +52,7 @@ COPY workflows ./workflows
 COPY activities ./activities
 COPY db ./db
 COPY deploy/healthcheck.mjs ./deploy/healthcheck.mjs
+COPY --chmod=755 deploy/herald-entrypoint.sh ./deploy/herald-entrypoint.sh
 COPY --from=build /app/.build ./.build
 
 # The blob store is the only place Herald writes; a named volume mounted here inherits the
@@ -60,5 +61,6 @@ RUN mkdir -p /var/lib/herald/blobs && chown node:node /var/lib/herald/blobs
 
 USER node
 EXPOSE 3000 2525
-ENTRYPOINT ["node", "src/cli/main.ts"]
+# Adds the worker's heap limit (HERALD_WORKER_HEAP_MB, default 512) for `worker` and `all`.
+ENTRYPOINT ["/app/deploy/herald-entrypoint.sh"]
 CMD ["api"]

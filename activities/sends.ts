@@ -16,7 +16,10 @@ import { createWorkerSandboxRelay } from '../src/modules/sandbox/sandbox-relay.t
 export interface SendActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends' | 'queues' | 'relayUrl' | 'relayTls' | 'http' | 'sandboxRelay'>;
+  config: Pick<
+    Config,
+    'bounceDomain' | 'encryptionKey' | 'encryptionKeys' | 'sends' | 'queues' | 'relayUrl' | 'relayTls' | 'http' | 'sandboxRelay'
+  >;
   logger: Logger;
   queueWakes: QueueWakes;
   /** The worker's relay connection pool; built from SMTP_RELAY_URL when absent. */

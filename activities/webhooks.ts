@@ -7,7 +7,7 @@ import type { QueueWakes } from '../src/queue/wakes.ts';
 
 export interface WebhookActivityDeps {
   orm: MikroORM;
-  config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKey'>;
+  config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKeys'>;
   /** In-process wake-ups of running queue drains (one LISTEN per worker process). */
   queueWakes: QueueWakes;
 }

@@ -124,7 +124,7 @@ export type ApiServices = ReturnType<typeof createApiServices>;
 
 /** Every operation of the public API, on the process's services. */
 export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRoute[] {
-  const sealedSecret = sealedSecretResponse(services.config.encryptionKey);
+  const sealedSecret = sealedSecretResponse(services.config.encryptionKeys);
   return [
     ...createMeRoutes(),
     ...createDomainsRoutes({ domains: services.domains, settings: services.config }),

@@ -28,9 +28,20 @@ export class ConfigError extends Error {
   }
 }
 
-const REQUIRED_IN_PRODUCTION = (Object.keys(SERVER_SETTINGS) as (keyof typeof SERVER_SETTINGS)[]).filter(
-  (name) => SERVER_SETTINGS[name].requiredInProduction,
-);
+/**
+ * The settings production must be given (their defaults are development values: localhost,
+ * `*.herald.localhost`, the dev mail sink), in declaration order: every one missing, at once.
+ */
+function missingInProduction(source: NodeJS.ProcessEnv, env: Env): string[] {
+  const parsed = env as unknown as Record<string, unknown>;
+  return Object.entries(SERVER_SETTINGS).flatMap(([name, declared]) => {
+    const condition = declared.requiredInProduction;
+    if (condition === undefined || source[name]) return [];
+    if (condition === true) return [`${name}: required in production`];
+    const [other, value] = condition.with;
+    return parsed[other] === value ? [`${name}: required in production with ${other}=${value}`] : [];
+  });
+}
 
 function parseEnvironment<TSchema extends v.GenericSchema>(schema: TSchema, source: NodeJS.ProcessEnv): v.InferOutput<TSchema> {
   const result = v.safeParse(schema, source);
@@ -44,10 +55,8 @@ function parseEnvironment<TSchema extends v.GenericSchema>(schema: TSchema, sour
 export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const env = parseEnvironment(EnvSchema, source);
   if (env.NODE_ENV === 'production') {
-    const missing = REQUIRED_IN_PRODUCTION.filter((name) => !source[name]);
-    if (missing.length > 0) {
-      throw new ConfigError(missing.map((name) => `${name}: required in production`));
-    }
+    const missing = missingInProduction(source, env);
+    if (missing.length > 0) throw new ConfigError(missing);
   }
   return buildConfig(env);
 }
@@ -107,6 +116,7 @@ function buildConfig(env: Env) {
     SPF_INCLUDE,
     BLOB_DIR,
     HERALD_ENCRYPTION_KEY,
+    HERALD_ENCRYPTION_KEYS_PREVIOUS,
     WEBHOOK_RETRY_SCHEDULE,
     WEBHOOK_ALLOW_PRIVATE_TARGETS,
     WEBHOOK_ENDPOINT_CONCURRENCY,
@@ -141,6 +151,14 @@ function buildConfig(env: Env) {
   const sandboxTls = SANDBOX_RELAY_URL ? resolveRelayTls({ url: SANDBOX_RELAY_URL }) : null;
   if (typeof sandboxTls === 'string') throw new ConfigError([`SANDBOX_RELAY_URL: ${sandboxTls}`]);
   const directTls: RelayTlsSettings = { policy: SMTP_DIRECT_TLS, source: 'host' };
+  const previousKeys = HERALD_ENCRYPTION_KEYS_PREVIOUS.split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => Buffer.from(entry, 'base64'));
+  if (previousKeys.length > 0 && !HERALD_ENCRYPTION_KEY) {
+    throw new ConfigError(['HERALD_ENCRYPTION_KEYS_PREVIOUS: needs HERALD_ENCRYPTION_KEY (the newest key, which seals)']);
+  }
+  const encryptionKey = HERALD_ENCRYPTION_KEY ? Buffer.from(HERALD_ENCRYPTION_KEY, 'base64') : undefined;
   const prefix = TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: NODE_ENV,
@@ -236,7 +254,10 @@ function buildConfig(env: Env) {
     /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
     spfInclude: SPF_INCLUDE,
     blobDir: BLOB_DIR,
-    ...(HERALD_ENCRYPTION_KEY ? { encryptionKey: Buffer.from(HERALD_ENCRYPTION_KEY, 'base64') } : {}),
+    /** The newest key (HERALD_ENCRYPTION_KEY): seals and signs. */
+    ...(encryptionKey ? { encryptionKey } : {}),
+    /** The key ring, newest first: every key that still opens a sealed value (empty without a key). */
+    encryptionKeys: encryptionKey ? [encryptionKey, ...previousKeys] : [],
     webhooks: {
       retrySchedule: WEBHOOK_RETRY_SCHEDULE,
       /** WEBHOOK_RETRY_SCHEDULE in milliseconds: entry i is the delay before attempt i + 1. */

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, loadDevEnv } from '../src/config.ts';
+import { DEV_SETTINGS } from '../src/settings/dev-settings.ts';
+import { SERVER_SETTINGS } from '../src/settings/server-settings.ts';
 import { cacheDir, REPO_ROOT } from '../src/dev/paths.ts';
 import { searchAttributeCliSpecs } from '../src/temporal/search-attributes.ts';
 
@@ -17,6 +19,7 @@ import { searchAttributeCliSpecs } from '../src/temporal/search-attributes.ts';
  */
 
 const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose.yml');
+const ENV_EXAMPLE = join(REPO_ROOT, 'deploy/herald.env.example');
 const VALIDATOR_DIR = join(REPO_ROOT, 'test/compose/validator');
 const BUILD_TIMEOUT_MS = 9 * 60_000;
 
@@ -69,7 +72,8 @@ interface ComposeService {
   healthcheck?: { test?: string[]; disable?: boolean };
   depends_on?: Record<string, { condition: string }>;
   ports?: { target: number; published?: string; host_ip?: string }[];
-  volumes?: { type: string; source?: string; target: string }[];
+  container_name?: string;
+  volumes?: { type: string; source?: string; target: string; read_only?: boolean }[];
 }
 
 interface ComposeModel {
@@ -160,6 +164,8 @@ describe('docker-compose.yml', () => {
   let engine: ComposeConfig | undefined;
   let unavailable: Error | undefined;
   let scratch: string;
+  /** deploy/herald.env as the README's steps make it: the example with a key generated once. */
+  let envFile: string;
 
   // Without a way to validate, every test fails with the reason (vitest would only mark the
   // tests skipped if the hook itself threw).
@@ -170,6 +176,11 @@ describe('docker-compose.yml', () => {
 
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'herald-compose-'));
+    envFile = join(scratch, 'herald.env');
+    writeFileSync(
+      envFile,
+      readFileSync(ENV_EXAMPLE, 'utf8').replace(/^HERALD_ENCRYPTION_KEY=.*$/m, `HERALD_ENCRYPTION_KEY=${encryptionKey}`),
+    );
     try {
       engine = (await dockerCompose()) ?? (await composeValidator());
       log(`validating with ${engine.engine}`);
@@ -183,7 +194,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('validates with docker compose config semantics', async () => {
-    const model = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENCRYPTION_KEY: encryptionKey }));
+    const model = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: envFile }));
 
     expect(model.name).toBe('herald');
     expect(Object.keys(model.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOT].sort());
@@ -214,6 +225,15 @@ describe('docker-compose.yml', () => {
       expect(config.temporal.address).toBe('temporal:7233');
       expect(config.webhooks.allowPrivateTargets).toBe(false);
 
+      // Every setting of the env file reaches every process as it is (compose's own wiring wins).
+      expect(env.PUBLIC_URL).toBe('https://mail.example.com');
+      expect(env.BOUNCE_DOMAIN).toBe('bounces.mail.example.com');
+      expect(config.http.publicUrl).toBe('https://mail.example.com');
+      expect(config.spfInclude).toBe('spf.mail.example.com');
+      expect(JSON.stringify({ ...config, metrics: null })).not.toMatch(/localhost|127\.0\.0\.1/);
+      // Scalable: no fixed container name.
+      expect(herald.container_name, `${name} container_name`).toBeUndefined();
+
       // Every process shares the blob volume at BLOB_DIR.
       expect(herald.volumes).toContainEqual(expect.objectContaining({ type: 'volume', source: 'blobs', target: env.BLOB_DIR }));
 
@@ -238,16 +258,62 @@ describe('docker-compose.yml', () => {
     );
 
     const published = (name: string) => (service(model, name).ports ?? []).map((port) => `${port.published ?? ''}->${port.target}`);
-    expect(published('api')).toEqual(['3000->3000']);
-    expect(published('smtp')).toEqual(['25->2525']);
+    // A range: `--scale api=N` gives each replica its own host port.
+    expect(published('api')).toEqual(['3000-3009->3000']);
+    expect(published('smtp')).toEqual(['25->2525', '587->2587', '465->2465']);
+    expect(service(model, 'smtp').environment?.SMTP_SUBMISSION_PORT).toBe('2587');
+    expect(service(model, 'smtp').volumes).toContainEqual(
+      expect.objectContaining({ type: 'bind', target: '/etc/herald/tls', read_only: true }),
+    );
+
     expect(published('temporal-ui')).toEqual(['8080->8080']);
   });
 
-  it('fails with a clear message when HERALD_ENCRYPTION_KEY is not set', async () => {
-    const result = await compose().config(COMPOSE_FILE, {});
+  it('refuses to start without the env file, naming it', async () => {
+    const missing = join(scratch, 'absent.env');
+    const result = await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: missing });
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('HERALD_ENCRYPTION_KEY');
-    expect(result.stderr).toContain('set HERALD_ENCRYPTION_KEY (openssl rand -base64 32)');
+    expect(result.stderr).toContain(missing);
+  });
+
+  it('passes any setting through the env file, and names only declared settings in its example', async () => {
+    const file = join(scratch, 'tls.env');
+    writeFileSync(
+      file,
+      `${readFileSync(envFile, 'utf8')}\nSMTP_TLS_KEY_FILE=/etc/herald/tls/key.pem\nSMTP_TLS_CERT_FILE=/etc/herald/tls/cert.pem\nSMTP_SUBMISSIONS_PORT=2465\nHERALD_WORKER_HEAP_MB=768\n`,
+    );
+    const model = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: file }));
+    const env = service(model, 'smtp').environment ?? {};
+    const config = loadConfig(Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value ?? ''])));
+    expect(config.smtp).toMatchObject({ tlsKeyFile: '/etc/herald/tls/key.pem', tlsCertFile: '/etc/herald/tls/cert.pem' });
+    expect(config.submission).toEqual({ port: 2587, host: '0.0.0.0', implicitTlsPort: 2465 });
+    expect(service(model, 'worker').environment?.HERALD_WORKER_HEAP_MB).toBe('768');
+
+    const named = [...readFileSync(ENV_EXAMPLE, 'utf8').matchAll(/^#?\s*([A-Z][A-Z0-9_]+)=/gm)].map((match) => match[1]!);
+    expect(named.length).toBeGreaterThan(5);
+    // The README's settings: the services' and the launcher's (HERALD_WORKER_HEAP_MB).
+    expect(named.filter((name) => !(name in SERVER_SETTINGS) && !(name in DEV_SETTINGS))).toEqual([]);
+  });
+
+  it("gives the image's worker and all processes the heap limit, and no other process", async () => {
+    // The entrypoint as the image runs it, with a `node` that prints its arguments.
+    const bin = join(scratch, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'node'), '#!/bin/sh\necho "$@"\n', { mode: 0o755 });
+    const entrypoint = (args: string[], env: Record<string, string> = {}) =>
+      run('sh', [join(REPO_ROOT, 'deploy/herald-entrypoint.sh'), ...args], {
+        env: { PATH: `${bin}:/usr/bin:/bin`, ...env },
+        timeoutMs: 10_000,
+      });
+    expect((await entrypoint(['worker'])).stdout.trim()).toBe('--max-old-space-size=512 src/cli/main.ts worker');
+    expect((await entrypoint(['all'], { HERALD_WORKER_HEAP_MB: '768' })).stdout.trim()).toBe(
+      '--max-old-space-size=768 src/cli/main.ts all',
+    );
+    expect((await entrypoint(['api'])).stdout.trim()).toBe('src/cli/main.ts api');
+    expect((await entrypoint(['admin', 'org', 'list'])).stdout.trim()).toBe('src/cli/main.ts admin org list');
+    expect(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["\/app\/deploy\/herald-entrypoint\.sh"\]$/m);
+    // In the build context (.dockerignore lets in only what the image copies).
+    expect(readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n')).toContain('!deploy/herald-entrypoint.sh');
   });
 
   it('rejects a file that breaks the compose schema', async () => {
@@ -257,7 +323,7 @@ describe('docker-compose.yml', () => {
     const file = join(scratch, 'docker-compose.yml');
     writeFileSync(file, broken);
 
-    const result = await compose().config(file, { HERALD_ENCRYPTION_KEY: encryptionKey });
+    const result = await compose().config(file, { HERALD_ENV_FILE: envFile });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('healthcheckk');
   });

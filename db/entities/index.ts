@@ -19,3 +19,4 @@ export * from './inbox.ts';
 export * from './contact-import.ts';
 export * from './tracking-hit.ts';
 export * from './dashboard.ts';
+export * from './encryption-key-check.ts';

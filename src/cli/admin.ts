@@ -8,6 +8,7 @@ import { createAutomationsAdmin } from '../modules/automations/automations.admin
 import { createDashboardAuthService } from '../modules/dashboard/dashboard-auth.service.ts';
 import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createDomainVerificationRunner } from '../modules/domains/domain-verification.starter.ts';
+import { createEncryptionAdmin } from '../modules/encryption/encryption.admin.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
 import { createTemplatesAdmin } from '../modules/templates/templates.admin.ts';
 import {
@@ -35,7 +36,7 @@ interface Command {
 
 export interface AdminDeps {
   orm: MikroORM;
-  config: Pick<Config, 'encryptionKey' | 'temporal'> & { http: Pick<Config['http'], 'publicUrl'> };
+  config: Pick<Config, 'encryptionKey' | 'encryptionKeys' | 'temporal'> & { http: Pick<Config['http'], 'publicUrl'> };
 }
 
 const json = { json: { type: 'boolean' } } as const;
@@ -103,6 +104,7 @@ function services(deps: AdminDeps) {
     templates: createTemplatesAdmin(deps),
     dashboard: createDashboardAuthService(deps),
     publicUrl: deps.config.http.publicUrl,
+    encryption: createEncryptionAdmin({ em: deps.orm.em.fork(), keys: deps.config.encryptionKeys }),
   };
 }
 
@@ -395,6 +397,22 @@ function commands(svc: () => Services): Record<string, Command> {
           json: describeOrg({ org, credits }),
           text: `workspace ${org.id}: postal address ${org.postalAddress ? JSON.stringify(org.postalAddress) : 'none'}`,
         };
+      },
+    },
+    'encryption status': {
+      usage: 'encryption status   (key ids of the ring, the key the database is checked against, sealed values per place)',
+      options: { ...json },
+      async run() {
+        return svc().encryption.status();
+      },
+    },
+    'encryption re-encrypt': {
+      usage: 'encryption re-encrypt [--batch-size N]   (every sealed value under the newest key; resumable)',
+      options: { ...json, 'batch-size': { type: 'string' } },
+      async run(values) {
+        const batchSize = integer(values, 'batch-size') ?? 500;
+        if (batchSize < 1) throw new UsageError('--batch-size must be at least 1');
+        return svc().encryption.reEncrypt(batchSize);
       },
     },
     'credits set': {

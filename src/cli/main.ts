@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, loadDevEnv } from '../config.ts';
-import { createLogger } from '../logger.ts';
+import { ConfigError, loadConfig, loadDevEnv, type Config } from '../config.ts';
+import { createLogger, type Logger } from '../logger.ts';
 import { onShutdown } from '../shutdown.ts';
 import { dataDir } from '../dev/paths.ts';
 
@@ -38,12 +38,44 @@ function loadDevStackEnv(): void {
   if (existsSync(file)) process.loadEnvFile(file);
 }
 
+/** A start refused for a reason outside the configuration (a service unreachable): one line, exit 1. */
+class StartRefused extends Error {}
+
+/**
+ * Refuses to start when the encryption key ring cannot open the database's sealed values
+ * (docs/troubleshooting.md); the first start with a key records which key that is.
+ */
+async function checkEncryptionKeyAtStart(config: Config, logger: Logger): Promise<void> {
+  const { createOrm } = await import('../../db/orm.ts');
+  const { checkEncryptionKey } = await import('../modules/encryption/encryption.service.ts');
+  const orm = await createOrm({ databaseUrl: config.database.url, poolMax: 1 });
+  try {
+    const result = await checkEncryptionKey(orm.em.fork(), config.encryptionKeys);
+    if (result.olderKeyInUse) {
+      logger.warn('sealed values remain under an older encryption key: run `herald admin encryption re-encrypt`, then drop it', {
+        keyId: result.checkedKeyId,
+      });
+    }
+  } catch (error) {
+    if ((error as Error).name === 'TableNotFoundException') {
+      throw new ConfigError(['DATABASE_URL: the database is not migrated (no encryption_key_checks table): run `herald migrate` first']);
+    }
+    if (error instanceof ConfigError) throw error;
+    throw new StartRefused(
+      `cannot start: PostgreSQL at DATABASE_URL cannot be used (${(error as Error).message}); is it running and reachable, and are the credentials right?`,
+    );
+  } finally {
+    await orm.close();
+  }
+}
+
 async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { service: `herald-${name}` });
   // API_PROCESSES > 1: this process supervises that many api processes sharing the port.
   const clusterRole =
     name === 'api' && config.http.processes > 1 ? ((await import('node:cluster')).default.isPrimary ? 'primary' : 'worker') : null;
+  if (clusterRole !== 'worker') await checkEncryptionKeyAtStart(config, logger);
   if (clusterRole === 'primary') return (await import('../http/api-cluster.ts')).runApiCluster(config, logger);
   const stops: (() => Promise<void>)[] = [];
   let workerDone: Promise<void> | null = null;
@@ -204,6 +236,23 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`herald: ${error.message}\n`);
     process.exit(2);
+  }
+  if (error instanceof StartRefused) {
+    process.stderr.write(`herald: ${error.message}\n`);
+    process.exit(1);
+  }
+  const failure = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (failure.code === 'EADDRINUSE') {
+    process.stderr.write(
+      `herald: cannot start: ${failure.address ?? ''}:${failure.port ?? ''} is already in use (another Herald, or another program, listens there); stop it or choose another port (PORT, SMTP_PORT, SMTP_SUBMISSION_PORT, METRICS_PORT)\n`,
+    );
+    process.exit(1);
+  }
+  if (failure.name === 'TransportError') {
+    process.stderr.write(
+      `herald: cannot start: Temporal at TEMPORAL_ADDRESS cannot be reached (${failure.message}); is the Temporal server running, and is TEMPORAL_ADDRESS right?\n`,
+    );
+    process.exit(1);
   }
   process.stderr.write(`herald: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrm } from '../../db/orm.ts';
 import { migrateUp } from '../../db/migrate.ts';
+import { checkEncryptionKey } from '../modules/encryption/encryption.service.ts';
 import { ensureTemporalReady } from '../temporal/search-attribute-registry.ts';
 import { waitFor } from './processes.ts';
 import { ensureDevWorkspace, type DevWorkspace } from './seed.ts';
@@ -59,6 +60,7 @@ export async function runDevSetup(options: {
   let dashboardSignIn: string;
   try {
     applied = await migrateUp(orm);
+    await checkEncryptionKey(orm.em.fork(), [Buffer.from(options.encryptionKey, 'base64')]);
     workspace = await ensureDevWorkspace({
       orm,
       encryptionKey: Buffer.from(options.encryptionKey, 'base64'),

@@ -7,6 +7,7 @@ import {
   concurrency,
   daysOrOff,
   encryptionKey,
+  encryptionKeyList,
   flag,
   hostName,
   oneOf,
@@ -93,6 +94,7 @@ export const SERVER_SETTINGS = {
   SMTP_RELAY_URL: setting(
     url('smtp://127.0.0.1:2526'),
     'outbound relay (`smtp://` or `smtps://`, optional `user:pass@`); `npm start` runs the dev mail sink there',
+    { requiredInProduction: { with: ['SMTP_DELIVERY', 'relay'] } },
   ),
   SMTP_RELAY_TLS: setting(
     oneOf([...SMTP_TLS_POLICIES, ''], ''),
@@ -111,7 +113,7 @@ export const SERVER_SETTINGS = {
   SMTP_HELO_NAME: setting(
     v.optional(hostName(false)),
     'the EHLO name in direct delivery: a name whose A record and PTR match the sending IP',
-    { computedDefault: "this machine's host name" },
+    { computedDefault: "this machine's host name", requiredInProduction: { with: ['SMTP_DELIVERY', 'direct'] } },
   ),
   SMTP_DIRECT_PORT: setting(port('25', 1), 'the port of remote MX hosts (another only for tests and private networks)'),
   SMTP_DIRECT_POOL_SIZE: setting(wholeNumber('3', 1, 50), 'connections to one destination MX host at most, per worker'),
@@ -133,12 +135,24 @@ export const SERVER_SETTINGS = {
     flag(false),
     'direct delivery may connect to MX hosts and MTA-STS policy hosts on loopback/private/link-local addresses (the webhook address policy; the dev stack and tests turn it on); off, a domain whose MX hosts have only such addresses is deferred, then fails',
   ),
-  BOUNCE_DOMAIN: setting(text('bounces.herald.localhost'), 'VERP return-path domain'),
-  SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record'),
-  BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
-  HERALD_ENCRYPTION_KEY: setting(encryptionKey(), '32 bytes, base64 (`openssl rand -base64 32`): seals webhook secrets and DKIM keys', {
+  BOUNCE_DOMAIN: setting(
+    text('bounces.herald.localhost'),
+    'VERP return-path domain: its MX must point at `herald smtp` (docs/production.md, "DNS")',
+    { requiredInProduction: true },
+  ),
+  SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record', {
     requiredInProduction: true,
   }),
+  BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
+  HERALD_ENCRYPTION_KEY: setting(
+    encryptionKey(),
+    '32 bytes, base64 (`openssl rand -base64 32`), generated once and kept: seals webhook secrets and DKIM keys, signs links; every process refuses to start when it does not match the database (docs/production.md, "Key rotation")',
+    { requiredInProduction: true },
+  ),
+  HERALD_ENCRYPTION_KEYS_PREVIOUS: setting(
+    encryptionKeyList(),
+    'older keys (comma-separated, newest first) that still open what they sealed, after a rotation: `HERALD_ENCRYPTION_KEY` seals everything new; `herald admin encryption re-encrypt` moves the rest, then drop them',
+  ),
   WEBHOOK_RETRY_SCHEDULE: setting(
     checkedBy(parseRetrySchedule, '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h'),
     'webhook attempts: the first at once, then each delay after the previous one (units `ms`, `s`, `m`, `h`, `d`; at most 30, each at most 7 days)',

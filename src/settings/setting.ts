@@ -16,8 +16,11 @@ export interface Setting<TSchema extends v.GenericSchema = v.GenericSchema> {
    * on the machine). Only for a setting whose schema has no fallback, or an empty one.
    */
   readonly computedDefault?: string;
-  /** NODE_ENV=production refuses to start without it. */
-  readonly requiredInProduction?: boolean;
+  /**
+   * NODE_ENV=production refuses to start without it (its default is a development value), always
+   * or only `with` another setting's value (parsed, defaults applied), e.g. `['SMTP_DELIVERY', 'relay']`.
+   */
+  readonly requiredInProduction?: true | { readonly with: readonly [string, string] };
 }
 
 export function setting<TSchema extends v.GenericSchema>(
@@ -52,7 +55,13 @@ export function shownDefault(declared: Setting): string {
 
 /** One row of the README's configuration table. */
 export function settingRow(name: string, declared: Setting): string {
-  const required = declared.requiredInProduction ? ' (*required* in production)' : '';
+  const condition = declared.requiredInProduction;
+  const required =
+    condition === undefined
+      ? ''
+      : condition === true
+        ? ' (*required* in production)'
+        : ` (*required* in production with \`${condition.with[0]}=${condition.with[1]}\`)`;
   return `| \`${name}\` | ${shownDefault(declared)} | ${declared.doc}${required} |`;
 }
 

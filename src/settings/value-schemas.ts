@@ -135,3 +135,21 @@ export const encryptionKey = () =>
       v.check((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)'),
     ),
   );
+
+/** Comma-separated 32-byte keys, base64-encoded; empty when none. */
+export const encryptionKeyList = () =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.check(
+        (value) =>
+          value
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean)
+            .every((entry) => Buffer.from(entry, 'base64').length === 32),
+        'must be comma-separated keys of 32 bytes, base64-encoded (openssl rand -base64 32)',
+      ),
+    ),
+    '',
+  );

@@ -103,7 +103,7 @@ describe('herald admin', () => {
       daily_cap: 1000,
     });
     const stored = await stack.orm.em.fork().findOneOrFail(Domain, { id: domain.json!.id as string }, ALL_TENANTS);
-    expect(stored.dkimPrivateKeyEncrypted).toMatch(/^enc:v1:/);
+    expect(stored.dkimPrivateKeyEncrypted).toMatch(/^enc:v2:/);
     expect(decryptSecret(stack.config.encryptionKey!, stored.dkimPrivateKeyEncrypted)).toMatch(/BEGIN PRIVATE KEY/);
 
     const sender = await admin(
@@ -375,7 +375,7 @@ describe('herald admin', () => {
         .slice(1)
         .map((line) => /^\s*herald admin ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)/.exec(line)?.[1]);
 
-    it('runs every admin command: one JSON object on stdout, exit 0', { timeout: 180_000 }, async () => {
+    it('runs every admin command: one JSON object on stdout, exit 0', { timeout: 300_000 }, async () => {
       const org = await cli('org', 'create', '--name', 'Every Command Co', '--credits', '10');
       expect(org.exitCode, org.stderr).toBe(0);
       expect(org.json).toMatchObject({ name: 'Every Command Co', slug: 'every-command-co', credits: 10 });
@@ -453,6 +453,9 @@ describe('herald admin', () => {
       expect(verify.exitCode, verify.stderr).toBe(1);
       expect(verify.json).toMatchObject({ error: { code: 'service_unavailable' } });
       succeeded.add('domain verify');
+
+      expect((await cli('encryption', 'status')).json).toMatchObject({ key_ids: [expect.stringMatching(/^[0-9a-f]{16}$/)] });
+      expect((await cli('encryption', 're-encrypt')).json).toMatchObject({ complete: true });
 
       expect([...succeeded].sort()).toEqual(listedCommands().sort());
     });

@@ -46,6 +46,7 @@ describe('migrations', () => {
       'email_event_counts',
       'email_events',
       'email_recipients',
+      'encryption_key_checks',
       'events',
       'idempotency_records',
       'inbound_messages',
@@ -70,7 +71,7 @@ describe('migrations', () => {
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
     // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
-    // (automation, contact); automation_stat_shards by (automation, shard).
+    // (automation, contact); automation_stat_shards by (automation, shard); encryption_key_checks by its name.
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
       'automation_enrolments',
@@ -79,6 +80,7 @@ describe('migrations', () => {
       'credit_shards',
       'domain_daily_sends',
       'email_event_counts',
+      'encryption_key_checks',
       'segment_members',
     ]);
     expect(new Set(rows.flatMap((r) => (r.character_maximum_length === null ? [] : [r.character_maximum_length])))).toEqual(new Set([24]));

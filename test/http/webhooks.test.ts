@@ -70,7 +70,7 @@ describe('webhooks API', () => {
       expect(Buffer.from(data.secret!.slice('whsec_'.length), 'base64')).toHaveLength(32);
 
       const row = await scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(WebhookEndpoint, { id: data.id });
-      expect(row.secretEncrypted).toMatch(/^enc:v1:/);
+      expect(row.secretEncrypted).toMatch(/^enc:v2:/);
       expect(row.secretEncrypted).not.toContain(data.secret!.slice(6));
       expect(decryptSecret(h.stack.config.encryptionKey!, row.secretEncrypted)).toBe(data.secret);
       expect(row.keyMode).toBe('test');
@@ -204,7 +204,7 @@ describe('webhooks API', () => {
         ]);
       expect(stored).toHaveLength(1);
       expect(stored[0]!.body).not.toContain(secret.slice(6));
-      expect(stored[0]!.body).toContain('enc:v1:');
+      expect(stored[0]!.body).toContain('enc:v2:');
     });
 
     it('refuses internal targets when private targets are not allowed; names are left to connect time', async () => {

@@ -5,6 +5,30 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 const key = randomBytes(32).toString('base64');
 
 describe('loadConfig', () => {
+  /** Everything production requires, for a relay (the default delivery). */
+  const PRODUCTION = {
+    NODE_ENV: 'production',
+    DATABASE_URL: 'postgres://db/h',
+    REDIS_URL: 'redis://r:6379',
+    TEMPORAL_ADDRESS: 't:7233',
+    PUBLIC_URL: 'https://h.example.com',
+    SMTP_RELAY_URL: 'smtps://relay.example.com',
+    BOUNCE_DOMAIN: 'bounces.example.com',
+    SPF_INCLUDE: 'spf.example.com',
+    HERALD_ENCRYPTION_KEY: key,
+  };
+
+  /** The problems loadConfig lists for `env` (it must refuse it). */
+  function problemsOf(env: Record<string, string>): string[] {
+    try {
+      loadConfig(env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as ConfigError).problems;
+    }
+    throw new Error('loadConfig accepted the environment');
+  }
+
   it('gives every setting a development default', () => {
     const config = loadConfig({});
     expect(config.env).toBe('development');
@@ -143,14 +167,7 @@ describe('loadConfig', () => {
   });
 
   it('listens for submission over implicit TLS only with TLS files: 465 by default in production, off in development', () => {
-    const production = {
-      NODE_ENV: 'production',
-      DATABASE_URL: 'postgres://db/h',
-      REDIS_URL: 'redis://r:6379',
-      TEMPORAL_ADDRESS: 't:7233',
-      PUBLIC_URL: 'https://h.example.com',
-      HERALD_ENCRYPTION_KEY: key,
-    };
+    const production = PRODUCTION;
     const files = { SMTP_TLS_KEY_FILE: '/etc/herald/key.pem', SMTP_TLS_CERT_FILE: '/etc/herald/cert.pem' };
     expect(loadConfig(production).submission).toEqual({ port: 587, host: '0.0.0.0' });
     expect(loadConfig({ ...production, ...files }).submission).toEqual({ port: 587, host: '0.0.0.0', implicitTlsPort: 465 });
@@ -163,30 +180,79 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...files, SMTP_SUBMISSIONS_PORT: 'tls' })).toThrowError(ConfigError);
   });
 
-  it('refuses to start in production without its secrets', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(ConfigError);
-    try {
-      loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/h' });
-    } catch (error) {
-      expect((error as ConfigError).problems).toEqual([
-        'REDIS_URL: required in production',
-        'TEMPORAL_ADDRESS: required in production',
-        'PUBLIC_URL: required in production',
-        'HERALD_ENCRYPTION_KEY: required in production',
-      ]);
-    }
+  it('refuses to start in production on any development default, listing every missing setting at once', () => {
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
+      'DATABASE_URL: required in production',
+      'REDIS_URL: required in production',
+      'TEMPORAL_ADDRESS: required in production',
+      'PUBLIC_URL: required in production',
+      'SMTP_RELAY_URL: required in production with SMTP_DELIVERY=relay',
+      'BOUNCE_DOMAIN: required in production',
+      'SPF_INCLUDE: required in production',
+      'HERALD_ENCRYPTION_KEY: required in production',
+    ]);
+    const error = (() => {
+      try {
+        loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/h' });
+      } catch (caught) {
+        return caught as Error;
+      }
+      return null;
+    })();
+    expect(error?.message).toBe(
+      [
+        'invalid configuration:',
+        '  REDIS_URL: required in production',
+        '  TEMPORAL_ADDRESS: required in production',
+        '  PUBLIC_URL: required in production',
+        '  SMTP_RELAY_URL: required in production with SMTP_DELIVERY=relay',
+        '  BOUNCE_DOMAIN: required in production',
+        '  SPF_INCLUDE: required in production',
+        '  HERALD_ENCRYPTION_KEY: required in production',
+      ].join('\n'),
+    );
   });
 
-  it('starts in production when everything required is set', () => {
-    const config = loadConfig({
-      NODE_ENV: 'production',
-      DATABASE_URL: 'postgres://db/h',
-      REDIS_URL: 'redis://r:6379',
-      TEMPORAL_ADDRESS: 't:7233',
-      PUBLIC_URL: 'https://h.example.com',
-      HERALD_ENCRYPTION_KEY: key,
+  it.each(Object.keys(PRODUCTION).filter((name) => name !== 'NODE_ENV'))('refuses production without %s alone', (name) => {
+    const env: Record<string, string> = { ...PRODUCTION };
+    delete env[name];
+    expect(problemsOf(env)).toEqual([
+      name === 'SMTP_RELAY_URL' ? 'SMTP_RELAY_URL: required in production with SMTP_DELIVERY=relay' : `${name}: required in production`,
+    ]);
+  });
+
+  it('asks direct delivery in production for its EHLO name instead of the relay', () => {
+    const { SMTP_RELAY_URL: _relay, ...direct } = { ...PRODUCTION, SMTP_DELIVERY: 'direct' };
+    expect(problemsOf(direct)).toEqual(['SMTP_HELO_NAME: required in production with SMTP_DELIVERY=direct']);
+    expect(loadConfig({ ...direct, SMTP_HELO_NAME: 'mta1.example.com' }).delivery).toMatchObject({
+      mode: 'direct',
+      heloName: 'mta1.example.com',
     });
+  });
+
+  it('starts in production when everything required is set, and nothing falls back to a development value', () => {
+    const config = loadConfig(PRODUCTION);
     expect(config.env).toBe('production');
+    expect(config.http.publicUrl).toBe('https://h.example.com');
+    expect(config.bounceDomain).toBe('bounces.example.com');
+    expect(config.spfInclude).toBe('spf.example.com');
+    expect(config.relayUrl).toBe('smtps://relay.example.com');
+    // Metrics stay on loopback on purpose (METRICS_HOST); nothing clients or recipients see does.
+    expect(JSON.stringify(config)).not.toMatch(/localhost|127\.0\.0\.1:|2526/);
+  });
+
+  it('reads a key ring: the newest key seals, the previous ones still open', () => {
+    const older = randomBytes(32).toString('base64');
+    const config = loadConfig({ HERALD_ENCRYPTION_KEY: key, HERALD_ENCRYPTION_KEYS_PREVIOUS: ` ${older} ,` });
+    expect(config.encryptionKeys.map((k) => k.toString('base64'))).toEqual([key, older]);
+    expect(config.encryptionKey?.toString('base64')).toBe(key);
+    expect(loadConfig({}).encryptionKeys).toEqual([]);
+    expect(problemsOf({ HERALD_ENCRYPTION_KEYS_PREVIOUS: older })).toEqual([
+      'HERALD_ENCRYPTION_KEYS_PREVIOUS: needs HERALD_ENCRYPTION_KEY (the newest key, which seals)',
+    ]);
+    expect(problemsOf({ HERALD_ENCRYPTION_KEY: key, HERALD_ENCRYPTION_KEYS_PREVIOUS: 'c2hvcnQ=' })).toEqual([
+      'HERALD_ENCRYPTION_KEYS_PREVIOUS: must be comma-separated keys of 32 bytes, base64-encoded (openssl rand -base64 32)',
+    ]);
   });
 
   it('keeps direct delivery off private MX and policy hosts unless SMTP_DIRECT_ALLOW_PRIVATE_TARGETS opts in', () => {
@@ -199,6 +265,7 @@ describe('loadConfig', () => {
     const DAY = 86_400_000;
     expect(loadConfig({})).toEqual({
       env: 'development',
+      encryptionKeys: [],
       logLevel: 'info',
       database: { url: 'postgres://postgres@127.0.0.1:5432/herald', poolMax: 10 },
       redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'herald:' },

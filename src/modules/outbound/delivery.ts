@@ -43,7 +43,7 @@ export interface EmailDeliveryDeps {
   relay: Relay;
   /** Where sandbox emails (accepted with a test key) go instead: never a real relay (src/modules/sandbox/). */
   sandboxRelay: Relay;
-  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'sends'>;
+  config: Pick<Config, 'bounceDomain' | 'encryptionKey' | 'encryptionKeys' | 'sends'>;
   /** Called while the relay conversation runs (the activity heartbeats). */
   heartbeat?: () => void;
   /** Records attempts the relay accepted whole in group commits (the domain drain's fast path). */

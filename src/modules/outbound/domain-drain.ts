@@ -27,7 +27,7 @@ import { createDomainQueue, type ClaimedEmail, type DomainQueue, type QueueCurso
 
 export interface DomainDrainDeps {
   orm: MikroORM;
-  config: Pick<Config, 'sends' | 'queues' | 'encryptionKey' | 'http'>;
+  config: Pick<Config, 'sends' | 'queues' | 'encryptionKey' | 'encryptionKeys' | 'http'>;
   delivery: EmailDelivery;
   wakes: QueueWakes;
   logger: Logger;

@@ -89,7 +89,7 @@ const MAX_CACHED_KEYS = 10_000;
  * domain's key when sent). Decrypted DKIM keys are kept per domain for a minute, so a rotated
  * key is used within a minute and a drain does not load the domain and decrypt per email.
  */
-export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | null; config: Pick<Config, 'encryptionKey'> }) {
+export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | null; config: Pick<Config, 'encryptionKeys'> }) {
   const signingKeys = new LRUCache<string, { domain: string; selector: string; privateKey: string }>({
     max: MAX_CACHED_KEYS,
     ttl: DKIM_KEY_TTL_MS,
@@ -99,11 +99,11 @@ export function createMessageBuilder(deps: { orm: MikroORM; blobs: BlobStore | n
     const cached = signingKeys.get(domainId);
     if (cached) return cached;
     const domain = await deps.orm.em.fork().findOneOrFail(Domain, { id: domainId }, ALL_TENANTS);
-    if (!deps.config.encryptionKey) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the DKIM key cannot be read');
+    if (deps.config.encryptionKeys.length === 0) throw new BuildFailure('HERALD_ENCRYPTION_KEY is not set: the DKIM key cannot be read');
     const entry = {
       domain: domain.domain,
       selector: domain.dkimSelector,
-      privateKey: decryptSecret(deps.config.encryptionKey, domain.dkimPrivateKeyEncrypted),
+      privateKey: decryptSecret(deps.config.encryptionKeys, domain.dkimPrivateKeyEncrypted),
     };
     signingKeys.set(domainId, entry);
     return entry;

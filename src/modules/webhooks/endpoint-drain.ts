@@ -40,7 +40,7 @@ import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.
 
 export interface EndpointDrainDeps {
   orm: MikroORM;
-  config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKey'>;
+  config: Pick<Config, 'webhooks' | 'queues' | 'encryptionKeys'>;
   wakes: QueueWakes;
   /** Overrides for the HTTP client (tests). */
   http?: Partial<PostOptions>;
@@ -86,17 +86,17 @@ function createRecorder(write: (records: AttemptRecord[]) => Promise<void>, onRe
 }
 
 /** Opens sealed signing secrets, cached by their sealed form (a rotated secret is a new entry; the least recently used go first). */
-function createSecretOpener(encryptionKey: Config['encryptionKey']) {
+function createSecretOpener(encryptionKeys: Config['encryptionKeys']) {
   const secrets = new LRUCache<string, { opened: string | Error }>({ max: 10_000 });
   /** A sealed secret opened, or why it cannot be. */
   return function secretOf(sealed: string): string | Error {
     const cached = secrets.get(sealed);
     if (cached !== undefined) return cached.opened;
     let secret: string | Error;
-    if (!encryptionKey) secret = new Error('HERALD_ENCRYPTION_KEY is not configured on the worker');
+    if (encryptionKeys.length === 0) secret = new Error('HERALD_ENCRYPTION_KEY is not configured on the worker');
     else {
       try {
-        secret = decryptSecret(encryptionKey, sealed);
+        secret = decryptSecret(encryptionKeys, sealed);
       } catch {
         secret = new Error('the signing secret cannot be decrypted with HERALD_ENCRYPTION_KEY');
       }
@@ -140,7 +140,7 @@ function outcomeOf(schedule: readonly number[], row: ClaimedDelivery, startedAt:
 /** One POST of a claimed delivery to its endpoint, as the record of its attempt. */
 function createDeliveryAttempt(deps: Pick<EndpointDrainDeps, 'config' | 'http'>) {
   const { config } = deps;
-  const secretOf = createSecretOpener(config.encryptionKey);
+  const secretOf = createSecretOpener(config.encryptionKeys);
   return async function attempt(endpoint: LeasedEndpoint, row: ClaimedDelivery): Promise<AttemptRecord> {
     const startedAt = new Date();
     const secret = secretOf(endpoint.secret_encrypted);

@@ -80,7 +80,8 @@ function withSecret(body: unknown, transform: (secret: string) => string): unkno
  * The creation response as kept for Idempotency-Key replays: its secret sealed like the
  * stored one (never plaintext at rest), unsealed only to answer a replay of the same request.
  */
-export function sealedSecretResponse(encryptionKey: Buffer | undefined): StoredResponse {
+export function sealedSecretResponse(encryptionKeys: readonly Buffer[]): StoredResponse {
+  const [encryptionKey] = encryptionKeys;
   const unavailable = () =>
     new AppError('service_unavailable', 'The stored response cannot be unsealed with the configured encryption key; retry later.', {
       reason: 'ENCRYPTION_UNAVAILABLE',
@@ -95,7 +96,7 @@ export function sealedSecretResponse(encryptionKey: Buffer | undefined): StoredR
       withSecret(body, (sealed) => {
         if (!encryptionKey) throw unavailable();
         try {
-          return decryptSecret(encryptionKey, sealed);
+          return decryptSecret(encryptionKeys, sealed);
         } catch {
           throw unavailable();
         }
