@@ -3,6 +3,7 @@ import { AutomationDateOccurrence, AutomationRun, Contact } from '../../db/entit
 import { scopeToOrg } from '../../db/orm.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createDateTriggerScan } from '../../src/modules/automations/automation-date-trigger.ts';
+import { addDays } from '../../src/modules/automations/automation-date.fns.ts';
 import { createAutomationWaker } from '../../src/modules/automations/automation-wake.ts';
 import { startLoop, type BackgroundLoop } from '../../src/queue/background-loop.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
@@ -23,8 +24,13 @@ describe('date trigger scan (PostgreSQL → enrolment → automation actor)', ()
   let temporal: TemporalClientHandle;
   const loops: BackgroundLoop[] = [];
 
-  // 12:00 UTC is 14:00 in Paris (summer time): past the trigger's 09:00 there.
-  const NOW = new Date('2026-06-15T12:00:00Z');
+  // The scan's day is half a year from the real one, so the worker's own scan never fires for
+  // these contacts; 12:00 UTC is 13:00 or 14:00 in Paris, past the trigger's 09:00 there.
+  const DAY = addDays(new Date().toISOString().slice(0, 10), 180);
+  const NOW = new Date(`${DAY}T12:00:00Z`);
+  const NEXT_DAY = addDays(DAY, 1);
+  /** `MM-DD` of a day; contacts' years are leap years so a Feb 29 stays a date. */
+  const monthDay = (day: string) => day.slice(5);
 
   async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
@@ -93,16 +99,16 @@ describe('date trigger scan (PostgreSQL → enrolment → automation actor)', ()
     const renewals = await dateAutomation(orgId, { field: 'custom.renewal', repeat: 'once', offset_days: -3 });
     const elsewhere = await dateAutomation(other, { field: 'custom.birthday', repeat: 'yearly' });
 
-    const today = await contact(orgId, { birthday: '1990-06-15' });
-    const tomorrow = await contact(orgId, { birthday: '1990-06-16' });
-    const both = await contact(orgId, { birthday: '1985-06-15T23:00:00Z', renewal: '2026-06-18' });
-    const renewing = await contact(orgId, { renewal: '2026-06-18' });
+    const today = await contact(orgId, { birthday: `1988-${monthDay(DAY)}` });
+    const tomorrow = await contact(orgId, { birthday: `1988-${monthDay(NEXT_DAY)}` });
+    const both = await contact(orgId, { birthday: `1984-${monthDay(DAY)}T23:00:00Z`, renewal: addDays(DAY, 3) });
+    const renewing = await contact(orgId, { renewal: addDays(DAY, 3) });
     const unparsable = await contact(orgId, { birthday: 'soon', renewal: 18 });
-    const thisYear = await contact(orgId, { birthday: '2026-06-15' });
-    const theirs = await contact(other, { birthday: '2000-06-15' });
+    const thisYear = await contact(orgId, { birthday: DAY });
+    const theirs = await contact(other, { birthday: `2000-${monthDay(DAY)}` });
 
-    // Before 09:00 in Paris nothing fires.
-    expect(await scanner(new Date('2026-06-15T06:30:00Z')).poke()).toBe(0);
+    // Before 09:00 in Paris (06:30 UTC is 07:30 or 08:30 there) nothing fires.
+    expect(await scanner(new Date(`${DAY}T06:30:00Z`)).poke()).toBe(0);
     expect(await runsOf(orgId, birthdays.id)).toEqual([]);
 
     // Two scanners, as two workers: their first passes run at once as they start (batches of 2, so
@@ -121,8 +127,8 @@ describe('date trigger scan (PostgreSQL → enrolment → automation actor)', ()
     const occurrences = await scopeToOrg(h.stack.orm.em.fork(), orgId).find(AutomationDateOccurrence, { automationId: birthdays.id });
     expect(occurrences.map((o) => [o.contactId, String(o.occursOn)]).sort()).toEqual(
       [
-        [both.id, '2026-06-15'],
-        [today.id, '2026-06-15'],
+        [both.id, DAY],
+        [today.id, DAY],
       ].sort(),
     );
 
@@ -142,7 +148,7 @@ describe('date trigger scan (PostgreSQL → enrolment → automation actor)', ()
     expect(greeted.tags).toContain('greeted');
 
     // The next day is another occurrence for a yearly date: tomorrow's contact now, nobody twice.
-    expect(await scanner(new Date('2026-06-16T12:00:00Z')).poke()).toBe(0);
+    expect(await scanner(new Date(`${NEXT_DAY}T12:00:00Z`)).poke()).toBe(0);
     expect(await enrolledContacts(orgId, birthdays.id)).toEqual([today.id, both.id, tomorrow.id].sort());
   }, 90_000);
 });
