@@ -5,6 +5,7 @@ import { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger } from '@temporalio/common';
 import { createActivities } from '../activities/index.ts';
 import { createAutomationReconciler } from './modules/automations/automation-reconciler.ts';
+import { createDateTriggerScan } from './modules/automations/automation-date-trigger.ts';
 import { createOrm, type MikroORM } from '../db/orm.ts';
 import { createBlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
@@ -214,6 +215,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       createSendReconciler({ orm, temporal: client, config, logger }),
       // Wakes the actors of active automations whose due runs got no wake-up (or whose wait ended with no timer).
       createAutomationReconciler({ orm, temporal: client, config, logger }),
+      // Enrols contacts whose date trigger (birthday, anniversary, renewal) fires today in each automation's time zone.
+      createDateTriggerScan({ orm, wakeAutomations }),
       // Judges broadcast open and click hits (bursts flagged, first open and click counted, their automation triggers fired).
       createTrackingCounter({ orm, wakeAutomations }),
       // Deletes settled records past their retention period (RETENTION_*_DAYS), in short batches.

@@ -155,6 +155,27 @@ export class AutomationEnrolment extends AutomationEnrolmentSchema.class {}
 AutomationEnrolmentSchema.setClass(AutomationEnrolment);
 
 /**
+ * One occurrence of a date trigger for a contact (the local day it fired), claimed before the
+ * contact is enrolled in the same transaction: the key makes restarts, two workers or
+ * overlapping passes enrol a contact once per occurrence. Rows a few days old are pruned.
+ */
+export const AutomationDateOccurrenceSchema = defineEntity({
+  name: 'AutomationDateOccurrence',
+  tableName: 'automation_date_occurrences',
+  properties: {
+    automationId: p.string().length(24).primary(),
+    contactId: p.string().length(24).primary(),
+    /** The local day (in the automation's time zone) the occurrence fired. */
+    occursOn: p.date().primary(),
+    orgId: orgIdColumn({ indexed: false }),
+    enrolledAt: p.datetime(),
+  },
+});
+
+export class AutomationDateOccurrence extends AutomationDateOccurrenceSchema.class {}
+AutomationDateOccurrenceSchema.setClass(AutomationDateOccurrence);
+
+/**
  * An automation's six counters, spread over a few rows: each change adds its deltas to one
  * shard in the transaction that makes the change, so the sum is exact across crashes and
  * concurrent writers never queue on one row.

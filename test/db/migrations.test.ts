@@ -27,6 +27,7 @@ describe('migrations', () => {
       'actor_leases',
       'api_keys',
       'attachment_uploads',
+      'automation_date_occurrences',
       'automation_definitions',
       'automation_enrolments',
       'automation_run_steps',
@@ -71,9 +72,11 @@ describe('migrations', () => {
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
     // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
-    // (automation, contact); automation_stat_shards by (automation, shard); encryption_key_checks by its name.
+    // (automation, contact); automation_stat_shards by (automation, shard); automation_date_occurrences by (automation, contact, day);
+    // encryption_key_checks by its name.
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
+      'automation_date_occurrences',
       'automation_enrolments',
       'automation_stat_shards',
       'contact_import_errors',

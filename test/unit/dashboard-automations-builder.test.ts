@@ -117,6 +117,27 @@ describe("the automation builder's fields", () => {
     if (parsed.ok) expect(assembleDefinition(builderFieldsOf(parsed.definition))).toEqual(parsed.definition);
   });
 
+  it('draws a date trigger with its fields and gives it back, the offset a number', () => {
+    const parsed = parseDefinition({
+      trigger: { type: 'date', field: 'custom.birthday', repeat: 'yearly', offset_days: -3, at: '10:30' },
+      timezone: 'Europe/Paris',
+      start: 'e',
+      steps: [{ id: 'e', type: 'exit' }],
+    });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    expect(assembleDefinition(builderFieldsOf(parsed.definition))).toEqual(parsed.definition);
+    expect(
+      assembleDefinition([
+        ['d.trigger.type', 'date'],
+        ['d.trigger.field@d.trigger.type=date', 'created_at'],
+        ['d.trigger.repeat@d.trigger.type=date', 'once'],
+        ['d.trigger.offset_days~json@d.trigger.type=date', '7'],
+        ['d.trigger.at@d.trigger.type=date', ''],
+        ['d.trigger.tag@d.trigger.type=tag.added', 'ignored'],
+      ]),
+    ).toEqual({ trigger: { type: 'date', field: 'created_at', repeat: 'once', offset_days: 7 } });
+  });
+
   it('keeps a part it has no fields for as JSON: a trigger, a goal, a condition value that is not text', () => {
     const odd = {
       trigger: { type: 'contact.created', extra: true },

@@ -20,6 +20,7 @@ export const TRIGGER_TYPES = [
   'email.opened',
   'email.clicked',
   'email.replied',
+  'date',
 ] as const;
 export type TriggerType = (typeof TRIGGER_TYPES)[number];
 
@@ -64,6 +65,23 @@ const TimeZone = v.pipe(
   v.string(),
   v.check((zone) => isTimeZone(zone), 'must be an IANA time zone such as Europe/Paris'),
 );
+/** `HH:MM`, 24-hour. */
+const TIME_OF_DAY = /^([01]\d|2[0-3]):[0-5]\d$/;
+/** How many days before (negative) or after (positive) its date a date trigger may fire. */
+export const DATE_OFFSET_DAYS = { min: -365, max: 365 } as const;
+const DateField = v.pipe(
+  v.string(),
+  v.regex(
+    /^(created_at|custom\.[A-Za-z0-9_]{1,64})$/,
+    'must be created_at or custom.<name> (a custom field: 1 to 64 letters, digits or _)',
+  ),
+);
+const OffsetDays = v.pipe(
+  v.number(),
+  v.integer('must be a whole number of days'),
+  v.minValue(DATE_OFFSET_DAYS.min, `must be at least ${DATE_OFFSET_DAYS.min} (days before the date)`),
+  v.maxValue(DATE_OFFSET_DAYS.max, `must be at most ${DATE_OFFSET_DAYS.max} (days after the date)`),
+);
 export const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 
 export function isTimeZone(zone: string): boolean {
@@ -83,6 +101,14 @@ const Trigger = v.variant('type', [
   v.strictObject({ type: v.literal('email.opened'), template_id: v.optional(Id), broadcast_id: v.optional(Id) }),
   v.strictObject({ type: v.literal('email.clicked'), template_id: v.optional(Id), broadcast_id: v.optional(Id) }),
   v.strictObject({ type: v.literal('email.replied') }),
+  /** On a contact's date (plus `offset_days`), at `at` in the definition's time zone: automation-date.fns.ts. */
+  v.strictObject({
+    type: v.literal('date'),
+    field: DateField,
+    repeat: v.picklist(['yearly', 'once'], 'must be yearly or once'),
+    offset_days: v.optional(OffsetDays, 0),
+    at: v.optional(v.pipe(v.string(), v.regex(TIME_OF_DAY, 'must be HH:MM (00:00 to 23:59)')), '09:00'),
+  }),
 ]);
 
 const Reentry = v.variant('mode', [
@@ -142,7 +168,7 @@ const Step = v.variant('type', [
   v.strictObject({
     id: StepId,
     type: v.literal('wait_until'),
-    time: v.pipe(v.string(), v.regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM')),
+    time: v.pipe(v.string(), v.regex(TIME_OF_DAY, 'must be HH:MM')),
     weekdays: v.optional(v.pipe(v.array(v.picklist(WEEKDAYS)), v.minLength(1))),
     next: Next,
   }),
@@ -187,7 +213,7 @@ export const AutomationDefinitionBody = v.strictObject({
   reentry: v.optional(Reentry, { mode: 'once' }),
   /** A run whose contact meets the goal ends (exit reason `goal`), at whatever step it is. */
   goal: v.nullish(Goal),
-  /** Time zone of wait-until steps for a contact without a `timezone` custom field. */
+  /** Time zone of wait-until steps for a contact without a `timezone` custom field, and of a date trigger. */
   timezone: v.optional(TimeZone, 'UTC'),
   /** The first step. */
   start: StepId,

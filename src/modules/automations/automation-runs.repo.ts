@@ -27,6 +27,8 @@ export interface Enrolment {
   contactIds: readonly string[];
   /** Values the trigger brings (a custom event's properties), available to templates as `trigger.*`. */
   properties?: Record<string, unknown>;
+  /** Only this automation (a date trigger enrols per automation, automation-date-trigger.ts). */
+  automationId?: string;
 }
 
 interface ActiveAutomation {
@@ -50,8 +52,9 @@ export async function enrolContacts(em: EntityManager, enrolment: Enrolment): Pr
     `select a.id, a.definition_id, d.definition->'reentry' as reentry, d.definition->>'start' as start,
             coalesce(a.drain_lease_until > now(), false) as draining
        from automations a join automation_definitions d on d.id = a.definition_id and d.org_id = a.org_id
-      where a.org_id = ? and a.status = 'active' and a.trigger_type = ? and a.trigger_key is not distinct from ?`,
-    [enrolment.orgId, enrolment.type, enrolment.key],
+      where a.org_id = ? and a.status = 'active' and a.trigger_type = ? and a.trigger_key is not distinct from ?
+        and (?::text is null or a.id = ?)`,
+    [enrolment.orgId, enrolment.type, enrolment.key, enrolment.automationId ?? null, enrolment.automationId ?? null],
   );
   const touched: TouchedAutomation[] = [];
   const context = JSON.stringify({ trigger: { type: enrolment.type, properties: enrolment.properties ?? {} } });

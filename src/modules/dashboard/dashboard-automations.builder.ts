@@ -196,6 +196,8 @@ export const STEP_FIELDS: Record<StepType, readonly FieldSpec[]> = {
 /** A wait-for-event's and a condition's branch targets, drawn with their branch. */
 export const BRANCH_FIELD: FieldSpec = { key: '', label: 'Goes to', widget: 'select', choices: 'steps', none: '— end of the automation' };
 
+const DATE = { key: 'type', values: ['date'] } as const;
+
 /** The trigger's fields besides its type, each for the types it belongs to. */
 export const TRIGGER_FIELDS: readonly FieldSpec[] = [
   {
@@ -217,6 +219,23 @@ export const TRIGGER_FIELDS: readonly FieldSpec[] = [
     when: { key: 'type', values: ['email.opened', 'email.clicked'] },
   },
   { key: 'broadcast_id', label: 'Of the broadcast (id)', widget: 'text', when: { key: 'type', values: ['email.opened', 'email.clicked'] } },
+  {
+    key: 'field',
+    label: 'Date field',
+    widget: 'text',
+    when: DATE,
+    hint: 'created_at, or custom.<name>: a custom field holding YYYY-MM-DD.',
+  },
+  { key: 'repeat', label: 'Repeat', widget: 'select', choices: ['yearly', 'once'], when: DATE },
+  {
+    key: 'offset_days',
+    label: 'Days after (or before, negative)',
+    widget: 'text',
+    as: 'json',
+    when: DATE,
+    hint: '-365 to 365; 0 is the day.',
+  },
+  { key: 'at', label: 'At', widget: 'text', when: DATE, hint: 'HH:MM in the automation’s time zone (09:00 when empty).' },
 ];
 
 /** The kinds of condition the builder has fields for; anything else is edited as JSON. */
