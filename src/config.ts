@@ -5,6 +5,7 @@ import { DEV_SUBMISSION_PORT, SERVER_SETTINGS } from './settings/server-settings
 import { schemasOf } from './settings/setting.ts';
 import { parseDuration, parseRetrySchedule } from './settings/value-schemas.ts';
 import { resolveRelayTls, type RelayTlsSettings } from './smtp/tls-policy.ts';
+import { resolveTemporalTls } from './settings/temporal-tls.ts';
 
 export { parseDuration, parseRetrySchedule };
 
@@ -72,6 +73,13 @@ function buildConfig(env: Env) {
     REDIS_KEY_PREFIX,
     TEMPORAL_ADDRESS,
     TEMPORAL_NAMESPACE,
+    TEMPORAL_TLS,
+    TEMPORAL_TLS_CA_FILE,
+    TEMPORAL_TLS_CERT_FILE,
+    TEMPORAL_TLS_KEY_FILE,
+    TEMPORAL_TLS_SERVER_NAME,
+    TEMPORAL_API_KEY,
+    TEMPORAL_SEARCH_ATTRIBUTES,
     TEMPORAL_UI_URL,
     HERALD_WORKFLOW_BUNDLE,
     TEMPORAL_TASK_QUEUE_PREFIX,
@@ -136,6 +144,15 @@ function buildConfig(env: Env) {
   const sandboxTls = SANDBOX_RELAY_URL ? resolveRelayTls({ url: SANDBOX_RELAY_URL }) : null;
   if (typeof sandboxTls === 'string') throw new ConfigError([`SANDBOX_RELAY_URL: ${sandboxTls}`]);
   const directTls: RelayTlsSettings = { policy: SMTP_DIRECT_TLS, source: 'host' };
+  const temporalTls = resolveTemporalTls({
+    tls: TEMPORAL_TLS,
+    caFile: TEMPORAL_TLS_CA_FILE,
+    certFile: TEMPORAL_TLS_CERT_FILE,
+    keyFile: TEMPORAL_TLS_KEY_FILE,
+    serverName: TEMPORAL_TLS_SERVER_NAME,
+    apiKey: TEMPORAL_API_KEY,
+  });
+  if (Array.isArray(temporalTls)) throw new ConfigError(temporalTls);
   const prefix = TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: NODE_ENV,
@@ -145,6 +162,12 @@ function buildConfig(env: Env) {
     temporal: {
       address: TEMPORAL_ADDRESS,
       namespace: TEMPORAL_NAMESPACE,
+      /** TLS with the frontend (null: plaintext); its files are read when a process connects. */
+      tls: temporalTls,
+      /** Temporal Cloud's API key (TEMPORAL_API_KEY); absent when unset. */
+      ...(TEMPORAL_API_KEY ? { apiKey: TEMPORAL_API_KEY } : {}),
+      /** At the worker's start: register missing search attributes, only check them, or neither. */
+      searchAttributes: TEMPORAL_SEARCH_ATTRIBUTES,
       /** The one task queue of every workflow and activity (`<prefix>-main`). */
       taskQueue: `${prefix}-main`,
       /**

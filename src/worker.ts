@@ -32,7 +32,9 @@ import { startLoops } from './queue/background-loop.ts';
 import { startQueueWakes } from './queue/wakes.ts';
 import { createWebhookFanOut } from './modules/webhooks/webhook-fan-out.ts';
 import { createWebhookReconciler } from './modules/webhooks/webhook-reconciler.ts';
-import { connectTemporalClient } from './temporal/client.ts';
+import { connectTemporalClient, temporalConnectError } from './temporal/client.ts';
+import { temporalConnectionOptions } from './temporal/connection-options.ts';
+import { prepareTemporalNamespace } from './temporal/search-attribute-registry.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -153,8 +155,16 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = await connectTemporalClient(config);
+  // The namespace and Herald's search attributes, before anything starts a workflow.
+  const registered = await prepareTemporalNamespace(temporal.client.connection, {
+    namespace: config.temporal.namespace,
+    mode: config.temporal.searchAttributes,
+  });
+  if (registered.length > 0) logger.info('search attributes registered', { namespace: config.temporal.namespace, registered });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal)).catch((error: unknown) => {
+    throw temporalConnectError(config.temporal, error);
+  });
   // Composes and DKIM-signs outgoing messages off the event loop (direct delivery; a relay has its own thread).
   const offload = createOffloadPool({ resourceLimits: COMPOSER_HEAP });
   // One pooled SMTP transport to the relay per worker process.
