@@ -48,9 +48,12 @@ export const SERVER_SETTINGS = {
     flag(false),
     "TLS to the Temporal frontend, its certificate checked against the system's roots unless `TEMPORAL_TLS_CA_FILE` is set (docs/temporal.md); implied by any `TEMPORAL_TLS_*` file, `TEMPORAL_TLS_SERVER_NAME` or `TEMPORAL_API_KEY`",
   ),
-  TEMPORAL_TLS_CA_FILE: setting(text(''), "PEM file of the authority that signed the frontend's certificate (a self-hosted cluster's own CA); implies TLS"),
+  TEMPORAL_TLS_CA_FILE: setting(
+    text(''),
+    "PEM file of the authority that signed the frontend's certificate (a self-hosted cluster's own CA); implies TLS",
+  ),
   TEMPORAL_TLS_CERT_FILE: setting(text(''), 'PEM file of the client certificate for mutual TLS, with `TEMPORAL_TLS_KEY_FILE`'),
-  TEMPORAL_TLS_KEY_FILE: setting(text(''), 'PEM file of that certificate\'s private key'),
+  TEMPORAL_TLS_KEY_FILE: setting(text(''), "PEM file of that certificate's private key"),
   TEMPORAL_TLS_SERVER_NAME: setting(
     text(''),
     "the name the frontend's certificate must carry, when it is not the host of `TEMPORAL_ADDRESS` (sent as SNI)",

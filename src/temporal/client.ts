@@ -23,7 +23,13 @@ export async function connectTemporal(access: TemporalAccess, extra: { connectTi
 export function temporalConnectError(access: TemporalAccess, error: unknown): Error {
   if (error instanceof Error && error.name === 'ConfigError') return error;
   const cause = error instanceof Error ? error.message : String(error);
-  return new Error(`cannot connect to Temporal at ${access.address} (${describeTemporalAccess(access)}): ${cause}`, { cause: error });
+  // Neither SDK transport says that a handshake failed, nor why: name the usual causes.
+  const hint = access.tls
+    ? "; with TLS this is also how a refused handshake looks: is the frontend's certificate signed by TEMPORAL_TLS_CA_FILE (or a public root) for this host or TEMPORAL_TLS_SERVER_NAME, and does a frontend that asks for a client certificate trust TEMPORAL_TLS_CERT_FILE's?"
+    : '';
+  return new Error(`cannot connect to Temporal at ${access.address} (${describeTemporalAccess(access)}): ${cause}${hint}`, {
+    cause: error,
+  });
 }
 
 /** Connects a Temporal client to the configured frontend and namespace. */

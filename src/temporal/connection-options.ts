@@ -27,7 +27,7 @@ export function temporalConnectionOptions(access: TemporalAccess): { address: st
 /** How a connection is secured, for logs and error messages (never a secret). */
 export function describeTemporalAccess(access: TemporalAccess): string {
   if (!access.tls) return access.apiKey ? 'TLS, API key' : 'plaintext';
-  const parts = [access.tls.caFile ? `TLS (CA ${access.tls.caFile})` : "TLS (system roots)"];
+  const parts = [access.tls.caFile ? `TLS (CA ${access.tls.caFile})` : 'TLS (system roots)'];
   if (access.tls.client) parts.push(`client certificate ${access.tls.client.certFile}`);
   if (access.tls.serverName) parts.push(`server name ${access.tls.serverName}`);
   if (access.apiKey) parts.push('API key');

@@ -72,7 +72,10 @@ export async function prepareTemporalNamespace(
   if (wrongType.length > 0) {
     throw new TemporalSetupError(
       `search attributes of "${namespace}" have the wrong type: ${wrongType.map((key) => `${key.name} is not ${searchAttributeCliType(key.type)}`).join(', ')}. Remove them (filters on them stop working until they are created again):`,
-      wrongType.flatMap((key) => [`temporal operator search-attribute remove --namespace ${namespace} --name ${key.name}`, createCommand(namespace, key)]),
+      wrongType.flatMap((key) => [
+        `temporal operator search-attribute remove --namespace ${namespace} --name ${key.name}`,
+        createCommand(namespace, key),
+      ]),
     );
   }
   const missing = HERALD_SEARCH_ATTRIBUTES.filter((key) => !(key.name in existing));
@@ -80,7 +83,10 @@ export async function prepareTemporalNamespace(
   const commands = missing.map((key) => createCommand(namespace, key));
   const names = missing.map((key) => key.name).join(', ');
   if (mode === 'check') {
-    throw new TemporalSetupError(`Herald's search attributes ${names} are missing from "${namespace}" (TEMPORAL_SEARCH_ATTRIBUTES=check).`, commands);
+    throw new TemporalSetupError(
+      `Herald's search attributes ${names} are missing from "${namespace}" (TEMPORAL_SEARCH_ATTRIBUTES=check).`,
+      commands,
+    );
   }
   try {
     await connection.operatorService.addSearchAttributes({
@@ -89,7 +95,8 @@ export async function prepareTemporalNamespace(
     });
   } catch (error) {
     // Another process registered them first: look again, without registering.
-    if (isGrpcServiceError(error) && error.code === GRPC_ALREADY_EXISTS) return prepareTemporalNamespace(connection, { namespace, mode: 'check' });
+    if (isGrpcServiceError(error) && error.code === GRPC_ALREADY_EXISTS)
+      return prepareTemporalNamespace(connection, { namespace, mode: 'check' });
     throw new TemporalSetupError(
       `the cluster refused to register Herald's search attributes ${names} on "${namespace}" (${(error as Error).message}).`,
       commands,
