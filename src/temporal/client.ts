@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import type { Config } from '../config.ts';
 import { describeTemporalAccess, temporalConnectionOptions, type TemporalAccess } from './connection-options.ts';
 
@@ -19,17 +19,36 @@ export async function connectTemporal(access: TemporalAccess, extra: { connectTi
   }
 }
 
-/** The error of a failed connection, naming the frontend and how it was secured. */
+/** Its message and its causes' messages, outermost first, without repeats. */
+function causeChain(error: unknown): { messages: string[]; grpcCode: number | undefined } {
+  const messages: string[] = [];
+  let grpcCode: number | undefined;
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+    if (!messages.includes(current.message)) messages.push(current.message);
+    if (grpcCode === undefined && isGrpcServiceError(current)) grpcCode = current.code;
+  }
+  if (messages.length === 0) messages.push(String(error));
+  return { messages, grpcCode };
+}
+
+const GRPC_PERMISSION_DENIED = 7;
+const GRPC_UNAUTHENTICATED = 16;
+
+/** The error of a failed connection, naming the frontend, how it was secured and the likely cause. */
 export function temporalConnectError(access: TemporalAccess, error: unknown): Error {
   if (error instanceof Error && error.name === 'ConfigError') return error;
-  const cause = error instanceof Error ? error.message : String(error);
+  const { messages, grpcCode } = causeChain(error);
   // Neither SDK transport says that a handshake failed, nor why: name the usual causes.
-  const hint = access.tls
-    ? "; with TLS this is also how a refused handshake looks: is the frontend's certificate signed by TEMPORAL_TLS_CA_FILE (or a public root) for this host or TEMPORAL_TLS_SERVER_NAME, and does a frontend that asks for a client certificate trust TEMPORAL_TLS_CERT_FILE's?"
-    : '';
-  return new Error(`cannot connect to Temporal at ${access.address} (${describeTemporalAccess(access)}): ${cause}${hint}`, {
-    cause: error,
-  });
+  let hint = '';
+  if (grpcCode === GRPC_UNAUTHENTICATED || grpcCode === GRPC_PERMISSION_DENIED) {
+    hint =
+      '; the frontend refused the credentials: check TEMPORAL_API_KEY or the client certificate, and their access to TEMPORAL_NAMESPACE';
+  } else if (access.tls) {
+    hint =
+      "; with TLS this is also how a refused handshake looks: is the frontend's certificate signed by TEMPORAL_TLS_CA_FILE (or a public root) for this host or TEMPORAL_TLS_SERVER_NAME, and does a frontend that asks for a client certificate trust TEMPORAL_TLS_CERT_FILE's?";
+  }
+  const message = `cannot connect to Temporal at ${access.address} (${describeTemporalAccess(access)}): ${messages.join(': ')}${hint}`;
+  return new Error(message, { cause: error });
 }
 
 /** Connects a Temporal client to the configured frontend and namespace. */

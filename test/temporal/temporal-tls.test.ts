@@ -1,4 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createSecureServer } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NativeConnection } from '@temporalio/worker';
@@ -27,6 +29,7 @@ describe('Temporal over mutual TLS', () => {
   let stack: TestStack;
   let dns: TestDnsServer;
   let mtls: Record<string, string>;
+  let serverCertificate: { key: string; cert: string };
   let worker: RunningWorker | undefined;
   let temporal: TemporalClientHandle | undefined;
 
@@ -45,6 +48,7 @@ describe('Temporal over mutual TLS', () => {
     installTemporalLogging(logger);
     const ca = certificates.authority('Herald Test Temporal CA');
     const server = ca.issue(['DNS:localhost', 'IP:127.0.0.1']);
+    serverCertificate = server;
     const client = ca.issue(['DNS:herald-worker'], 'clientAuth');
     const [host, port] = sharedServices().temporalAddress.split(':');
     proxy = await startTlsProxy({
@@ -131,5 +135,35 @@ describe('Temporal over mutual TLS', () => {
     );
     expect(proxy.refused.length).toBeGreaterThan(before.refused);
     expect(proxy.accepted.length).toBe(before.accepted);
+  });
+
+  it('sends TEMPORAL_API_KEY as a bearer token from the client and the worker connection', async () => {
+    // An HTTP/2 frontend that reads each call's metadata and refuses it, as Temporal Cloud does a bad key.
+    const authorizations: string[] = [];
+    const frontend = createSecureServer({ ...serverCertificate, ALPNProtocols: ['h2'] }, () => {});
+    frontend.on('stream', (stream, headers) => {
+      authorizations.push(String(headers.authorization));
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '16', 'grpc-message': 'API key refused' },
+        { endStream: true },
+      );
+    });
+    await new Promise<void>((resolve) => frontend.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = `127.0.0.1:${(frontend.address() as AddressInfo).port}`;
+      const access = loadConfig({
+        ...stack.env,
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_TLS_CA_FILE: mtls.TEMPORAL_TLS_CA_FILE ?? '',
+        TEMPORAL_API_KEY: 'cloud-key-123',
+      }).temporal;
+      await expect(connectTemporal(access, { connectTimeout: 5000 })).rejects.toThrow(
+        /TLS \(CA [^)]+\), API key\): .*API key refused.*the frontend refused the credentials: check TEMPORAL_API_KEY/,
+      );
+      await expect(NativeConnection.connect(temporalConnectionOptions(access))).rejects.toThrow(/API key refused/);
+      expect(new Set(authorizations)).toEqual(new Set(['Bearer cloud-key-123']));
+    } finally {
+      await new Promise<void>((resolve) => frontend.close(() => resolve()));
+    }
   });
 });
