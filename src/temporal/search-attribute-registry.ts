@@ -21,7 +21,9 @@ const GRPC_ALREADY_EXISTS = 6;
 export class TemporalSetupError extends Error {
   readonly commands: string[];
   constructor(problem: string, commands: string[]) {
-    super(`${problem}\nRun, then start again:\n  ${commands.join('\n  ')}`);
+    super(
+      `${problem}\nRun, then start again (on Temporal Cloud do the same in the Cloud UI or with tcld, docs/temporal.md):\n  ${commands.join('\n  ')}`,
+    );
     this.name = 'TemporalSetupError';
     this.commands = commands;
   }
