@@ -37,17 +37,20 @@ async function requireNamespace(connection: TemporalServices, namespace: string)
   try {
     await connection.workflowService.describeNamespace({ namespace });
   } catch (error) {
-    if (!isGrpcServiceError(error) || error.code !== GRPC_NOT_FOUND) throw error;
+    if (!isGrpcServiceError(error) || Number(error.code) !== GRPC_NOT_FOUND) throw error;
     throw new TemporalSetupError(`the Temporal namespace "${namespace}" does not exist (TEMPORAL_NAMESPACE).`, [
       `temporal operator namespace create --namespace ${namespace} --retention 3d`,
     ]);
   }
 }
 
-async function listCustomAttributes(connection: TemporalServices, namespace: string): Promise<Record<string, number>> {
+async function listCustomAttributes(
+  connection: TemporalServices,
+  namespace: string,
+): Promise<Record<string, proto.temporal.api.enums.v1.IndexedValueType>> {
   try {
     const listed = await connection.operatorService.listSearchAttributes({ namespace });
-    return (listed.customAttributes ?? {}) as Record<string, number>;
+    return listed.customAttributes ?? {};
   } catch (error) {
     throw new TemporalSetupError(
       `cannot list the search attributes of "${namespace}" (${(error as Error).message}). Create them yourself, then set TEMPORAL_SEARCH_ATTRIBUTES=off:`,
@@ -97,7 +100,7 @@ export async function prepareTemporalNamespace(
     });
   } catch (error) {
     // Another process registered them first: look again, without registering.
-    if (isGrpcServiceError(error) && error.code === GRPC_ALREADY_EXISTS)
+    if (isGrpcServiceError(error) && Number(error.code) === GRPC_ALREADY_EXISTS)
       return prepareTemporalNamespace(connection, { namespace, mode: 'check' });
     throw new TemporalSetupError(
       `the cluster refused to register Herald's search attributes ${names} on "${namespace}" (${(error as Error).message}).`,
