@@ -4,9 +4,11 @@ import type { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { waitFor } from '../../src/dev/processes.ts';
+import { createLogger } from '../../src/logger.ts';
 import { connectTemporal } from '../../src/temporal/client.ts';
 import { prepareTemporalNamespace, TemporalSetupError } from '../../src/temporal/search-attribute-registry.ts';
-import { sharedServices } from '../support/stack.ts';
+import { startWorker } from '../../src/worker.ts';
+import { createTestStack, sharedServices } from '../support/stack.ts';
 
 const { IndexedValueType } = proto.temporal.api.enums.v1;
 
@@ -95,5 +97,17 @@ describe('prepareTemporalNamespace', () => {
     const namespace = await freshNamespace();
     expect(await prepareTemporalNamespace(connection, { namespace, mode: 'off' })).toEqual([]);
     await expect(prepareTemporalNamespace(connection, { namespace: 'herald-nowhere', mode: 'off' })).rejects.toThrow(TemporalSetupError);
+  });
+
+  it("the worker stops at start with the commands when its namespace lacks Herald's search attributes (check)", async () => {
+    const namespace = await freshNamespace();
+    const stack = await createTestStack({ TEMPORAL_NAMESPACE: namespace, TEMPORAL_SEARCH_ATTRIBUTES: 'check' });
+    try {
+      await expect(startWorker(stack.config, createLogger('silent'), { orm: stack.orm })).rejects.toThrow(
+        `temporal operator search-attribute create --namespace ${namespace} --name HeraldOrgId --type Keyword`,
+      );
+    } finally {
+      await stack.close();
+    }
   });
 });
