@@ -37,7 +37,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal } from '../src/temporal/client.ts';
 import pg from 'pg';
 import { newId } from '../db/ids.ts';
 import { scopeToOrg } from '../db/orm.ts';
@@ -137,7 +138,7 @@ export const benchmark: Benchmark = {
       HERALD_WORKFLOW_BUNDLE: bundlePath,
     });
     const temporal = await context.temporal();
-    const connection = await Connection.connect({ address: temporal.address });
+    const connection = await connectTemporal({ address: temporal.address, tls: null });
     context.defer(() => connection.close());
     const temporalClient = new Client({ connection, namespace: temporal.namespace });
 

@@ -17,7 +17,8 @@
  *    message at the relay.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal } from '../src/temporal/client.ts';
 import nodemailer from 'nodemailer';
 import type { BenchContext } from './lib/context.ts';
 import { runHttpLoad } from './lib/load.ts';
@@ -55,7 +56,7 @@ export const benchmark: Benchmark = {
     const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
     const temporal = await context.temporal();
-    const connection = await Connection.connect({ address: temporal.address });
+    const connection = await connectTemporal({ address: temporal.address, tls: null });
     context.defer(() => connection.close());
     const client = new Client({ connection, namespace: temporal.namespace });
 

@@ -5,6 +5,7 @@ import { DEV_SUBMISSION_PORT, SERVER_SETTINGS } from './settings/server-settings
 import { schemasOf } from './settings/setting.ts';
 import { parseDuration, parseRetrySchedule } from './settings/value-schemas.ts';
 import { resolveRelayTls, type RelayTlsSettings } from './smtp/tls-policy.ts';
+import { resolveTemporalTls } from './settings/temporal-tls.ts';
 
 export { parseDuration, parseRetrySchedule };
 
@@ -81,6 +82,13 @@ function buildConfig(env: Env) {
     REDIS_KEY_PREFIX,
     TEMPORAL_ADDRESS,
     TEMPORAL_NAMESPACE,
+    TEMPORAL_TLS,
+    TEMPORAL_TLS_CA_FILE,
+    TEMPORAL_TLS_CERT_FILE,
+    TEMPORAL_TLS_KEY_FILE,
+    TEMPORAL_TLS_SERVER_NAME,
+    TEMPORAL_API_KEY,
+    TEMPORAL_SEARCH_ATTRIBUTES,
     TEMPORAL_UI_URL,
     HERALD_WORKFLOW_BUNDLE,
     TEMPORAL_TASK_QUEUE_PREFIX,
@@ -159,6 +167,15 @@ function buildConfig(env: Env) {
     throw new ConfigError(['HERALD_ENCRYPTION_KEYS_PREVIOUS: needs HERALD_ENCRYPTION_KEY (the newest key, which seals)']);
   }
   const encryptionKey = HERALD_ENCRYPTION_KEY ? Buffer.from(HERALD_ENCRYPTION_KEY, 'base64') : undefined;
+  const temporalTls = resolveTemporalTls({
+    tls: TEMPORAL_TLS,
+    caFile: TEMPORAL_TLS_CA_FILE,
+    certFile: TEMPORAL_TLS_CERT_FILE,
+    keyFile: TEMPORAL_TLS_KEY_FILE,
+    serverName: TEMPORAL_TLS_SERVER_NAME,
+    apiKey: TEMPORAL_API_KEY,
+  });
+  if (Array.isArray(temporalTls)) throw new ConfigError(temporalTls);
   const prefix = TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: NODE_ENV,
@@ -168,6 +185,12 @@ function buildConfig(env: Env) {
     temporal: {
       address: TEMPORAL_ADDRESS,
       namespace: TEMPORAL_NAMESPACE,
+      /** TLS with the frontend (null: plaintext); its files are read when a process connects. */
+      tls: temporalTls,
+      /** Temporal Cloud's API key (TEMPORAL_API_KEY); absent when unset. */
+      ...(TEMPORAL_API_KEY ? { apiKey: TEMPORAL_API_KEY } : {}),
+      /** At the worker's start: register missing search attributes, only check them, or neither. */
+      searchAttributes: TEMPORAL_SEARCH_ATTRIBUTES,
       /** The one task queue of every workflow and activity (`<prefix>-main`). */
       taskQueue: `${prefix}-main`,
       /**

@@ -34,7 +34,9 @@ import { startLoops } from './queue/background-loop.ts';
 import { startQueueWakes } from './queue/wakes.ts';
 import { createWebhookFanOut } from './modules/webhooks/webhook-fan-out.ts';
 import { createWebhookReconciler } from './modules/webhooks/webhook-reconciler.ts';
-import { connectTemporalClient } from './temporal/client.ts';
+import { connectTemporalClient, temporalConnectError, type TemporalClientHandle } from './temporal/client.ts';
+import { temporalConnectionOptions } from './temporal/connection-options.ts';
+import { prepareTemporalNamespace } from './temporal/search-attribute-registry.ts';
 import { ensureSchedules } from './temporal/schedules.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -149,14 +151,42 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
 }
 
 /**
+ * The worker's two Temporal connections (a client for schedules and wake-ups, the worker's own),
+ * opened once the namespace and Herald's search attributes are known to be in place
+ * (TEMPORAL_SEARCH_ATTRIBUTES); on any failure nothing is left open.
+ */
+async function connectWorkerToTemporal(
+  config: Config,
+  logger: Logger,
+): Promise<{ temporal: TemporalClientHandle; connection: NativeConnection }> {
+  const temporal = await connectTemporalClient(config);
+  try {
+    const registered = await prepareTemporalNamespace(temporal.client.connection, {
+      namespace: config.temporal.namespace,
+      mode: config.temporal.searchAttributes,
+    });
+    if (registered.length > 0) logger.info('search attributes registered', { namespace: config.temporal.namespace, registered });
+    const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal)).catch((error: unknown) => {
+      throw temporalConnectError(config.temporal, error);
+    });
+    return { temporal, connection };
+  } catch (error) {
+    await temporal.close();
+    throw error;
+  }
+}
+
+/**
  * The worker process: one Temporal worker on Herald's task queue, with one connection, one ORM,
  * one activity set and one LISTEN connection (src/queue/wakes.ts). Ensures Herald's schedules
  * exist before polling, then starts its background loops (one list, stopped in reverse order).
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const temporal = await connectTemporalClient(config);
+  const { temporal, connection } = await connectWorkerToTemporal(config, logger).catch(async (error: unknown) => {
+    if (!shared.orm) await orm.close();
+    throw error;
+  });
   // Composes and DKIM-signs outgoing messages off the event loop (direct delivery; a relay has its own thread).
   const offload = createOffloadPool({ resourceLimits: COMPOSER_HEAP });
   // One pooled SMTP transport to the relay per worker process.

@@ -200,7 +200,7 @@ async function main(argv: string[]): Promise<void> {
       if (!config.encryptionKey) throw new ConfigError(['HERALD_ENCRYPTION_KEY: required by dev-setup']);
       return (await import('../dev/dev-setup.ts')).runDevSetup({
         databaseUrl: config.database.url,
-        temporalAddress: config.temporal.address,
+        temporal: config.temporal,
         namespace: config.temporal.namespace,
         encryptionKey: config.encryptionKey.toString('base64'),
         dataDir: dataDir(loadDevEnv()),

@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { createOrm } from '../../db/orm.ts';
 import { migrateUp } from '../../db/migrate.ts';
 import { checkEncryptionKey } from '../modules/encryption/encryption.service.ts';
-import { ensureTemporalReady } from '../temporal/search-attribute-registry.ts';
+import { ConfigError } from '../config.ts';
+import type { TemporalAccess } from '../temporal/connection-options.ts';
+import { ensureTemporalReady, TemporalSetupError } from '../temporal/search-attribute-registry.ts';
 import { waitFor } from './processes.ts';
 import { ensureDevWorkspace, type DevWorkspace } from './seed.ts';
 import { createDashboardAuthService } from '../modules/dashboard/dashboard-auth.service.ts';
@@ -36,7 +38,7 @@ function workflowSourcesHash(): string {
 
 export async function runDevSetup(options: {
   databaseUrl: string;
-  temporalAddress: string;
+  temporal: TemporalAccess;
   namespace: string;
   encryptionKey: string;
   dataDir: string;
@@ -45,15 +47,19 @@ export async function runDevSetup(options: {
     'the Temporal namespace',
     async () => {
       try {
-        await ensureTemporalReady(options.temporalAddress, options.namespace);
+        await ensureTemporalReady(options.temporal, options.namespace);
         return true;
-      } catch {
+      } catch (error) {
+        // An external cluster without the namespace, or a bad TLS file, does not mend by waiting.
+        if (error instanceof TemporalSetupError || error instanceof ConfigError) return error;
         return undefined;
       }
     },
     90_000,
     300,
-  );
+  ).then((outcome) => {
+    if (outcome instanceof Error) throw outcome;
+  });
   const orm = await createOrm({ databaseUrl: options.databaseUrl });
   let applied: string[];
   let workspace: DevWorkspace;

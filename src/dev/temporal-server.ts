@@ -125,7 +125,7 @@ async function startOnce(options: TemporalDevServerOptions): Promise<TemporalDev
           if (options.readiness === 'port') return (await isListening('127.0.0.1', options.port)) ? true : undefined;
           // Loaded here only: the dev supervisor (readiness 'port') never loads the client.
           const { ensureTemporalReady } = await import('../temporal/search-attribute-registry.ts');
-          await ensureTemporalReady(address, options.namespace);
+          await ensureTemporalReady({ address, tls: null }, options.namespace);
           return true;
         },
         options.readyTimeoutMs ?? 90_000,

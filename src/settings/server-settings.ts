@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { parseTrustedProxies } from '../http/trusted-proxies.ts';
 import { SMTP_TLS_POLICIES } from '../smtp/tls-policy.ts';
 import { setting } from './setting.ts';
+import { SEARCH_ATTRIBUTE_MODES } from './temporal-tls.ts';
 import {
   checkedBy,
   concurrency,
@@ -45,6 +46,25 @@ export const SERVER_SETTINGS = {
   REDIS_KEY_PREFIX: setting(text('herald:'), 'prefix of every Redis key'),
   TEMPORAL_ADDRESS: setting(text('127.0.0.1:7233'), 'Temporal frontend', { requiredInProduction: true }),
   TEMPORAL_NAMESPACE: setting(text('default'), 'Temporal namespace'),
+  TEMPORAL_TLS: setting(
+    flag(false),
+    "TLS to the Temporal frontend, its certificate checked against the system's roots unless `TEMPORAL_TLS_CA_FILE` is set (docs/temporal.md); implied by any `TEMPORAL_TLS_*` file, `TEMPORAL_TLS_SERVER_NAME` or `TEMPORAL_API_KEY`",
+  ),
+  TEMPORAL_TLS_CA_FILE: setting(
+    text(''),
+    "PEM file of the authority that signed the frontend's certificate (a self-hosted cluster's own CA); implies TLS",
+  ),
+  TEMPORAL_TLS_CERT_FILE: setting(text(''), 'PEM file of the client certificate for mutual TLS, with `TEMPORAL_TLS_KEY_FILE`'),
+  TEMPORAL_TLS_KEY_FILE: setting(text(''), "PEM file of that certificate's private key"),
+  TEMPORAL_TLS_SERVER_NAME: setting(
+    text(''),
+    "the name the frontend's certificate must carry, when it is not the host of `TEMPORAL_ADDRESS` (sent as SNI)",
+  ),
+  TEMPORAL_API_KEY: setting(text(''), 'a Temporal Cloud API key, sent as `Authorization: Bearer …` on every call; implies TLS'),
+  TEMPORAL_SEARCH_ATTRIBUTES: setting(
+    oneOf(SEARCH_ATTRIBUTE_MODES, 'register'),
+    "what the worker does at start when Herald's search attributes are missing from the namespace: `register` them (stops with the commands to run when the cluster refuses), `check` only (stops with the commands), `off` (does not look)",
+  ),
   TEMPORAL_UI_URL: setting(optionalUrl(), "the Temporal Web UI, linked from the dashboard (a workspace's workflows); `npm start` sets it"),
   HERALD_WORKFLOW_BUNDLE: setting(
     optionalText(),

@@ -1,4 +1,4 @@
-import type { SearchAttributePair } from '@temporalio/common';
+import type { SearchAttributePair, SearchAttributeType } from '@temporalio/common';
 import { HeraldDeliveryStatus, HeraldKind, HeraldOrgId, HeraldRecipientDomain } from '../../workflows/search-attributes.ts';
 
 /** The keys are defined once in workflows/search-attributes.ts; platform-wide maintenance runs under PLATFORM_ORG_ID. */
@@ -16,7 +16,22 @@ export function workflowSearchAttributes(orgId: string, kind: string): SearchAtt
   ];
 }
 
+const CLI_TYPES: Record<SearchAttributeType, string> = {
+  TEXT: 'Text',
+  KEYWORD: 'Keyword',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+  KEYWORD_LIST: 'KeywordList',
+};
+
+/** A search attribute type as the `temporal` CLI spells it (`--type Keyword`). */
+export function searchAttributeCliType(type: SearchAttributeType): string {
+  return CLI_TYPES[type];
+}
+
 /** `Name=Type` pairs for `temporal server start-dev --search-attribute` and the operator CLI. */
 export function searchAttributeCliSpecs(): { name: string; type: string }[] {
-  return HERALD_SEARCH_ATTRIBUTES.map((key) => ({ name: key.name, type: 'Keyword' }));
+  return HERALD_SEARCH_ATTRIBUTES.map((key) => ({ name: key.name, type: searchAttributeCliType(key.type) }));
 }

@@ -68,8 +68,11 @@ export function createTestCertificates() {
       );
       return {
         certFile: join(dir, `${ca}.crt`),
-        /** A server certificate for the given subject alternative names (`DNS:localhost`, `IP:127.0.0.1`). */
-        issue(altNames: string[]): TestCertificate {
+        /**
+         * A server certificate for the given subject alternative names (`DNS:localhost`,
+         * `IP:127.0.0.1`), or with `usage` clientAuth a client certificate for mutual TLS.
+         */
+        issue(altNames: string[], usage: 'serverAuth' | 'clientAuth' = 'serverAuth'): TestCertificate {
           const name = `server-${++serial}`;
           newKey(name);
           openssl(
@@ -82,7 +85,7 @@ export function createTestCertificates() {
             '-subj',
             `/CN=${altNames[0]?.replace(/^\w+:/, '') ?? 'server'}`,
           );
-          writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${altNames.join(',')}\nextendedKeyUsage=serverAuth\n`);
+          writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${altNames.join(',')}\nextendedKeyUsage=${usage}\n`);
           openssl(
             'x509',
             '-req',
