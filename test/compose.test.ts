@@ -243,6 +243,52 @@ describe('docker-compose.yml', () => {
     expect(published('temporal-ui')).toEqual(['8080->8080']);
   });
 
+  it("keeps blobs on the shared volume by default, and on the s3 profile's SeaweedFS bucket with BLOB_STORE=s3", async () => {
+    const filesystem = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENCRYPTION_KEY: encryptionKey }));
+    const envOf = (model: ComposeModel, name: string) =>
+      Object.fromEntries(Object.entries(service(model, name).environment ?? {}).map(([key, value]) => [key, value ?? '']));
+    expect(loadConfig(envOf(filesystem, 'api')).blobStore).toEqual({ kind: 'filesystem', dir: '/var/lib/herald/blobs' });
+    expect(Object.keys(filesystem.services)).not.toContain('seaweedfs');
+
+    const s3 = parseModel(
+      await compose().config(COMPOSE_FILE, {
+        HERALD_ENCRYPTION_KEY: encryptionKey,
+        COMPOSE_PROFILES: 's3',
+        BLOB_STORE: 's3',
+        S3_SECRET_ACCESS_KEY: 'a-real-secret',
+      }),
+    );
+    expect(Object.keys(s3.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOT, 'seaweedfs', 'seaweedfs-bucket'].sort());
+    const seaweedfs = service(s3, 'seaweedfs');
+    expect(seaweedfs.image).toMatch(/^chrislusf\/seaweedfs:/);
+    expect(seaweedfs.command?.slice(0, 2)).toEqual(['server', '-dir=/data']);
+    expect(seaweedfs.command).toContain('-s3');
+    expect(seaweedfs.healthcheck?.test?.length ?? 0).toBeGreaterThan(0);
+    expect(seaweedfs.volumes).toContainEqual(expect.objectContaining({ type: 'volume', source: 'seaweedfs-data', target: '/data' }));
+    // Published for an operator on this host only.
+    expect(seaweedfs.ports).toEqual([expect.objectContaining({ target: 8333, host_ip: '127.0.0.1' })]);
+    expect(service(s3, 'seaweedfs-bucket').restart).toBe('no');
+    expect(service(s3, 'seaweedfs-bucket').depends_on).toMatchObject({ seaweedfs: { condition: 'service_healthy' } });
+    expect(s3.volumes).toHaveProperty('seaweedfs-data');
+    for (const name of HERALD_PROCESSES) {
+      const config = loadConfig(envOf(s3, name));
+      expect(config.blobStore, name).toEqual({
+        kind: 's3',
+        s3: {
+          bucket: 'herald',
+          region: 'us-east-1',
+          endpoint: 'http://seaweedfs:8333',
+          forcePathStyle: true,
+          keyPrefix: '',
+          credentials: { accessKeyId: 'herald', secretAccessKey: 'a-real-secret' },
+        },
+      });
+      // The server's one identity is the key the Herald processes sign with.
+      expect(seaweedfs.environment).toMatchObject({ AWS_ACCESS_KEY_ID: 'herald', AWS_SECRET_ACCESS_KEY: 'a-real-secret' });
+      expect(service(s3, name).depends_on).toMatchObject({ 'seaweedfs-bucket': { condition: 'service_completed_successfully' } });
+    }
+  });
+
   it('fails with a clear message when HERALD_ENCRYPTION_KEY is not set', async () => {
     const result = await compose().config(COMPOSE_FILE, {});
     expect(result.code).not.toBe(0);

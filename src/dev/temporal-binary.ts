@@ -1,22 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { answers, findGo, onPath } from './go-tools.ts';
 
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 const MODULE = `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`;
 
-function works(binary: string): boolean {
-  const probe = spawnSync(binary, ['--version'], { encoding: 'utf8', timeout: 20_000 });
-  return probe.status === 0 && /temporal/i.test(probe.stdout);
-}
-
-function onPath(command: string, path: string): string | undefined {
-  return path
-    .split(':')
-    .filter(Boolean)
-    .map((dir) => join(dir, command))
-    .find((candidate) => existsSync(candidate));
-}
+const works = (binary: string): boolean => answers(binary, ['--version'], /temporal/i);
 
 export function cachedTemporalPath(cacheDir: string): string {
   return join(cacheDir, `temporal-${TEMPORAL_CLI_VERSION}`, 'temporal');
@@ -42,7 +32,7 @@ export function resolveTemporalBinary(options: {
   const cached = cachedTemporalPath(options.cacheDir);
   if (existsSync(cached) && works(cached)) return cached;
 
-  const go = onPath('go', options.path) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = findGo(options.path);
   if (!go) {
     throw new Error(
       'the Temporal CLI was not found and Go is not installed to build it.\n' +
