@@ -45,7 +45,16 @@ export async function startSeaweedfs(options: {
     actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'],
   };
   writeFileSync(s3Config, JSON.stringify({ identities: [identity] }), { mode: 0o600 });
-  const [master, masterGrpc, volume, volumeGrpc, filer, filerGrpc, s3, s3Grpc] = await freePorts(8);
+  const [master, masterGrpc, volume, volumeGrpc, filer, filerGrpc, s3, s3Grpc] = (await freePorts(8)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const args = [
     'server',
     '-ip=127.0.0.1',
