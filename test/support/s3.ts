@@ -6,7 +6,7 @@ import {
   ListBucketsCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
-  S3Client,
+  type S3Client,
 } from '@aws-sdk/client-s3';
 import { inject } from 'vitest';
 import type { S3Settings } from '../../src/blob/blob-config.ts';

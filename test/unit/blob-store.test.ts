@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -30,11 +30,15 @@ describe('createBlobStore', () => {
     expect(createBlobStore({ blobStore: { kind: 'filesystem', dir: tmpdir() } })?.description).toBe(`directory ${tmpdir()}`);
   });
 
-  it('refuses an unwritable blob directory at its check, naming it', async () => {
-    const store = createFsBlobStore('/proc/herald-blobs');
+  it('refuses a blob directory that cannot be made at its check, naming it', async () => {
+    // Under a file: no directory can be made there, whoever runs the test (root included).
+    const dir = await mkdtemp(join(tmpdir(), 'herald-blobs-'));
+    await writeFile(join(dir, 'file'), 'x');
+    const store = createFsBlobStore(join(dir, 'file', 'blobs'));
     await expect(store.check()).rejects.toMatchObject({
       name: 'BlobStoreUnavailableError',
-      message: expect.stringContaining('/proc/herald-blobs'),
+      message: expect.stringContaining(join(dir, 'file', 'blobs')),
     });
+    await rm(dir, { recursive: true, force: true });
   });
 });
