@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { answers, findGo } from './go-tools.ts';
+import { answers, explicitBinary, findGo, type BinaryRequest } from './go-tools.ts';
 
 /** The SeaweedFS source the tests' S3 server is built from (Apache-2.0; the Go module proxy serves it). */
 export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
@@ -32,16 +32,9 @@ function run(go: string, args: string[], options: { cwd?: string; env: NodeJS.Pr
  * downloaded through the Go module proxy, copied to a staging folder and built there with its
  * own go.sum, then renamed into place (a build that dies leaves only the staging folder).
  */
-export function resolveSeaweedfsBinary(options: {
-  explicit?: string | undefined;
-  cacheDir: string;
-  path: string;
-  log: (line: string) => void;
-}): string {
-  if (options.explicit) {
-    if (!works(options.explicit)) throw new Error(`SEAWEEDFS_BIN=${options.explicit} does not run`);
-    return options.explicit;
-  }
+export function resolveSeaweedfsBinary(options: BinaryRequest): string {
+  const explicit = explicitBinary(options, 'SEAWEEDFS_BIN', works);
+  if (explicit) return explicit;
   const cached = cachedSeaweedfsPath(options.cacheDir);
   if (existsSync(cached) && works(cached)) return cached;
   const go = findGo(options.path);

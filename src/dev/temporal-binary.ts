@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { answers, findGo, onPath } from './go-tools.ts';
+import { answers, explicitBinary, findGo, onPath, type BinaryRequest } from './go-tools.ts';
 
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 const MODULE = `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`;
@@ -17,16 +17,9 @@ export function cachedTemporalPath(cacheDir: string): string {
  * `temporal` on PATH, then the cached build; else builds it with `go install` into the cache
  * (a few minutes, once per machine). Without Go, says how to get one.
  */
-export function resolveTemporalBinary(options: {
-  explicit?: string | undefined;
-  cacheDir: string;
-  path: string;
-  log: (line: string) => void;
-}): string {
-  if (options.explicit) {
-    if (!works(options.explicit)) throw new Error(`TEMPORAL_BIN=${options.explicit} does not run`);
-    return options.explicit;
-  }
+export function resolveTemporalBinary(options: BinaryRequest): string {
+  const explicit = explicitBinary(options, 'TEMPORAL_BIN', works);
+  if (explicit) return explicit;
   const fromPath = onPath('temporal', options.path);
   if (fromPath && works(fromPath)) return fromPath;
   const cached = cachedTemporalPath(options.cacheDir);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Contact, ContactImport, ContactImportError } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { IMPORT_LIMITS } from '../../src/modules/contacts/contact-import.fns.ts';

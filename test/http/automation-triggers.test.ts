@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContactEvent, ContactImport, EmailRecipient, InboundMessage, Template, TransactionalEmail } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { parseDefinition, type AutomationDefinition } from '../../src/modules/automations/automation-definition.ts';

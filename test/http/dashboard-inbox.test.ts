@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxMessage } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { contentDisposition } from '../../src/modules/inbox/inbox.fns.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';

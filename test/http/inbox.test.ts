@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransactionalEmail } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { AttachmentUpload, TransactionalEmail, type EmailStatus } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
-import { type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { attemptBlobKey, reservedBlobKey } from '../../src/modules/attachments/attachments.fns.ts';
