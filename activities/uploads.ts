@@ -1,18 +1,20 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { BlobStore } from '../src/blob/blob-store.ts';
 import type { Config } from '../src/config.ts';
 import { createAttachmentsServiceFromConfig } from '../src/modules/attachments/attachments.service.ts';
 
 export interface UploadActivityDeps {
   orm: MikroORM;
-  config: Pick<Config, 'blobDir' | 'encryptionKey' | 'http'>;
+  config: Pick<Config, 'encryptionKey' | 'http'>;
+  blobs: BlobStore | null;
 }
 
 /**
  * Attachment upload maintenance. deleteStaleUploads is idempotent: a retry after a crash finds
  * only what is still stale (a blob already deleted is fine to delete again).
  */
-export function createUploadActivities({ orm, config }: UploadActivityDeps) {
-  const attachments = createAttachmentsServiceFromConfig(orm, config);
+export function createUploadActivities({ orm, config, blobs }: UploadActivityDeps) {
+  const attachments = createAttachmentsServiceFromConfig(orm, config, blobs);
   return {
     /**
      * Deletes one batch of uploads unused for `retentionMs` (default 7 days) and read by no open

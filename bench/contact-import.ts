@@ -22,7 +22,7 @@ import { newId } from '../db/ids.ts';
 import { migrateUp } from '../db/migrate.ts';
 import { createOrm, scopeToOrg } from '../db/orm.ts';
 import { ContactImport } from '../db/entities/index.ts';
-import { createFsBlobStore } from '../src/blob/blob-store.ts';
+import { createFsBlobStore } from '../src/blob/fs-blob-store.ts';
 import { loadDevEnv } from '../src/config.ts';
 import { dropDatabase, ensureDatabase, resolvePostgres, withDatabase } from '../src/dev/postgres.ts';
 import { createLogger } from '../src/logger.ts';

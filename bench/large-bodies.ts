@@ -64,6 +64,7 @@ function routePayloads(): Payload[] {
     config: loadConfig({}),
     temporal: undefined as never,
     logger: undefined as never,
+    blobs: null,
     idempotency: undefined as never,
   });
   const routes = createRoutes(services, createCursorCodec(undefined));

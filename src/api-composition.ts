@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import { createBlobStore } from './blob/blob-store.ts';
+import type { BlobStore } from './blob/blob-store.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
 import type { Logger } from './logger.ts';
@@ -60,6 +60,8 @@ export interface ApiServiceDeps {
   offload?: OffloadPool;
   /** Idempotency records (the batch send keeps one per message). */
   idempotency: IdempotencyStore;
+  /** The process's blob store (src/blob/open-blob-store.ts); null: none configured. */
+  blobs: BlobStore | null;
 }
 
 /**
@@ -67,7 +69,7 @@ export interface ApiServiceDeps {
  * pages use the same ones (the same rules, tenancy and audit; issue 17).
  */
 export function createApiServices(deps: ApiServiceDeps) {
-  const blobs = createBlobStore(deps.config);
+  const { blobs } = deps;
   const dns = createDnsResolver(deps.config);
   const templates = createTemplatesService({ orm: deps.orm });
   // Wakes, after their commit, the automations that contact changes and events gave runs.
@@ -107,7 +109,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     broadcasts: createBroadcastsService({ orm: deps.orm, temporal: deps.temporal, config: deps.config, logger: deps.logger }),
     sends,
     batch: createBatchSender({ sends, idempotency: deps.idempotency }),
-    attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config),
+    attachments: createAttachmentsServiceFromConfig(deps.orm, deps.config, blobs),
     metrics: createMetricsService({ orm: deps.orm }),
     inbox,
     inboxState: createInboxStateService({ orm: deps.orm, inbox }),

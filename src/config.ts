@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import * as v from 'valibot';
+import { blobStoreSettings } from './blob/blob-config.ts';
 import { DEV_SETTINGS, SERVER_SETTINGS_READ_BY_DEV } from './settings/dev-settings.ts';
 import { DEV_SUBMISSION_PORT, SERVER_SETTINGS } from './settings/server-settings.ts';
 import { schemasOf } from './settings/setting.ts';
@@ -122,7 +123,15 @@ function buildConfig(env: Env) {
     SMTP_DIRECT_ALLOW_PRIVATE_TARGETS,
     BOUNCE_DOMAIN,
     SPF_INCLUDE,
+    BLOB_STORE,
     BLOB_DIR,
+    S3_BUCKET,
+    S3_ENDPOINT,
+    S3_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_SECRET_ACCESS_KEY,
+    S3_FORCE_PATH_STYLE,
+    S3_KEY_PREFIX,
     HERALD_ENCRYPTION_KEY,
     HERALD_ENCRYPTION_KEYS_PREVIOUS,
     WEBHOOK_RETRY_SCHEDULE,
@@ -176,6 +185,18 @@ function buildConfig(env: Env) {
     apiKey: TEMPORAL_API_KEY,
   });
   if (Array.isArray(temporalTls)) throw new ConfigError(temporalTls);
+  const blobStore = blobStoreSettings({
+    BLOB_STORE,
+    BLOB_DIR,
+    S3_BUCKET,
+    S3_ENDPOINT,
+    S3_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_SECRET_ACCESS_KEY,
+    S3_FORCE_PATH_STYLE,
+    S3_KEY_PREFIX,
+  });
+  if (Array.isArray(blobStore)) throw new ConfigError(blobStore);
   const prefix = TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: NODE_ENV,
@@ -276,7 +297,8 @@ function buildConfig(env: Env) {
     bounceDomain: BOUNCE_DOMAIN,
     /** The host sending domains must `include:` in their SPF record (SPF_INCLUDE). */
     spfInclude: SPF_INCLUDE,
-    blobDir: BLOB_DIR,
+    /** Where blobs live (BLOB_STORE, BLOB_DIR, S3_*): src/blob/open-blob-store.ts builds the store from it. */
+    blobStore,
     /** The newest key (HERALD_ENCRYPTION_KEY): seals and signs. */
     ...(encryptionKey ? { encryptionKey } : {}),
     /** The key ring, newest first: every key that still opens a sealed value (empty without a key). */

@@ -23,6 +23,7 @@ import { createApp } from './http/app.ts';
 import { createCursorCodec } from './http/cursor.ts';
 import type { AnyRoute } from './http/route.ts';
 import { createApiServices, createRoutes } from './api-composition.ts';
+import { openBlobStore } from './blob/open-blob-store.ts';
 import type { Logger } from './logger.ts';
 import { createUploadsRouter } from './modules/attachments/uploads.router.ts';
 import { createRecipientLinksRouter } from './modules/broadcasts/recipient-links.router.ts';
@@ -57,7 +58,8 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   const idempotency = createIdempotencyStore({ orm });
   const bucket = createTokenBucket(redis);
   const dashboardAuth = createDashboardAuthService({ orm });
-  const services = createApiServices({ orm, config, temporal: temporal.client, logger, offload, idempotency });
+  const blobs = await openBlobStore(config, logger, 'api');
+  const services = createApiServices({ orm, config, temporal: temporal.client, logger, offload, idempotency, blobs });
   const routes = createRoutes(services, createCursorCodec(config.encryptionKey));
   const app = createApp({
     config,
@@ -121,6 +123,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       redis.disconnect();
       await offload.close();
       await temporal.close();
+      blobs?.close();
       if (!shared.orm) await orm.close();
     },
   };

@@ -1,5 +1,6 @@
 import { createOrm, type MikroORM } from '../db/orm.ts';
-import { createBlobStore, type BlobStore } from './blob/blob-store.ts';
+import type { BlobStore } from './blob/blob-store.ts';
+import { openBlobStore } from './blob/open-blob-store.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import { createInboundServer, listenSmtp, type InboundLimits, type RunningSmtp } from './smtp/inbound-server.ts';
@@ -14,7 +15,7 @@ import { createSubmissionGuard, type SubmissionLimits } from './smtp/submission-
 import { createSubmissionServer } from './smtp/submission-server.ts';
 
 export interface SmtpOptions {
-  /** Replaces the configured blob store (BLOB_DIR). */
+  /** Replaces the configured blob store (BLOB_STORE); not closed here. */
   blobs?: BlobStore | null;
   limits?: Partial<InboundLimits>;
   /** An ORM shared with other parts of the process (`herald all`); not closed here. */
@@ -68,8 +69,7 @@ async function startSubmission(
 export async function startSmtp(config: Config, logger: Logger, options: SmtpOptions = {}): Promise<RunningSmtp> {
   const orm = options.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   const temporal = lazyTemporalClient(config);
-  const blobs = options.blobs === undefined ? createBlobStore(config) : options.blobs;
-  if (!blobs) logger.warn('smtp: BLOB_DIR is empty; every message will be answered 451');
+  const blobs = options.blobs === undefined ? await openBlobStore(config, logger, 'smtp') : options.blobs;
   const inbound = createInboundServer({
     config,
     orm,
@@ -92,6 +92,7 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
       await Promise.all([new Promise<void>((resolve) => inbound.server.close(() => resolve())), submission?.close()]);
       await inbound.settle();
       await temporal.close();
+      if (options.blobs === undefined) blobs?.close();
       if (!options.orm) await orm.close();
     },
   };

@@ -7,7 +7,7 @@ import { createActivities } from '../activities/index.ts';
 import { createAutomationReconciler } from './modules/automations/automation-reconciler.ts';
 import { createDateTriggerScan } from './modules/automations/automation-date-trigger.ts';
 import { createOrm, type MikroORM } from '../db/orm.ts';
-import { createBlobStore } from './blob/blob-store.ts';
+import { openBlobStore } from './blob/open-blob-store.ts';
 import type { Config } from './config.ts';
 import { createDnsResolver } from './dns/resolver.ts';
 import { reportQueuesFrom } from './metrics/metrics.ts';
@@ -195,7 +195,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   const client = new Client({ connection, namespace: config.temporal.namespace });
   // The process's one LISTEN connection: drains' wake-ups and the webhook fan-out's.
   const queueWakes = startQueueWakes({ databaseUrl: config.database.url, logger });
-  const blobs = createBlobStore(config);
+  const blobs = await openBlobStore(config, logger, 'worker');
   // Where test keys' mail ends (never the relay above): src/modules/sandbox/.
   const sandboxRelay = createWorkerSandboxRelay({ config, orm, blobs, logger });
   // Wakes, after their commit, the automations that imports, replies and first opens or clicks gave runs or events.
@@ -261,6 +261,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       reportQueuesFrom(null);
       smtpRelay.close();
       sandboxRelay.close();
+      blobs?.close();
       await offload.close();
       await queueWakes.stop();
       await temporal.close();

@@ -269,6 +269,47 @@ describe('docker-compose.yml', () => {
     expect(published('temporal-ui')).toEqual(['8080->8080']);
   });
 
+  it("keeps blobs on the shared volume by default, and in the s3 profile's SeaweedFS bucket with BLOB_STORE=s3 in the env file", async () => {
+    const envOf = (model: ComposeModel, name: string) =>
+      Object.fromEntries(Object.entries(service(model, name).environment ?? {}).map(([key, value]) => [key, value ?? '']));
+    const filesystem = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: envFile }));
+    expect(loadConfig(envOf(filesystem, 'api')).blobStore).toEqual({ kind: 'filesystem', dir: '/var/lib/herald/blobs' });
+    expect(Object.keys(filesystem.services)).not.toContain('seaweedfs');
+
+    const s3File = join(scratch, 's3.env');
+    writeFileSync(
+      s3File,
+      `${readFileSync(envFile, 'utf8')}\nBLOB_STORE=s3\nS3_ENDPOINT=http://seaweedfs:8333\nS3_FORCE_PATH_STYLE=true\nS3_BUCKET=herald\nS3_ACCESS_KEY_ID=herald\nS3_SECRET_ACCESS_KEY=a-real-secret\n`,
+    );
+    const s3 = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: s3File, COMPOSE_PROFILES: 's3' }));
+    expect(Object.keys(s3.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOT, 'seaweedfs', 'seaweedfs-bucket'].sort());
+    const seaweedfs = service(s3, 'seaweedfs');
+    expect(seaweedfs.image).toMatch(/^chrislusf\/seaweedfs:/);
+    // Its one identity is the env file's key, the key the Herald processes sign with.
+    expect(seaweedfs.environment).toMatchObject({ S3_ACCESS_KEY_ID: 'herald', S3_SECRET_ACCESS_KEY: 'a-real-secret' });
+    expect(seaweedfs.healthcheck?.test?.length ?? 0).toBeGreaterThan(0);
+    expect(seaweedfs.volumes).toContainEqual(expect.objectContaining({ type: 'volume', source: 'seaweedfs-data', target: '/data' }));
+    // Published for an operator on this host only.
+    expect(seaweedfs.ports).toEqual([expect.objectContaining({ target: 8333, host_ip: '127.0.0.1' })]);
+    expect(service(s3, 'seaweedfs-bucket').restart).toBe('no');
+    expect(service(s3, 'seaweedfs-bucket').depends_on).toMatchObject({ seaweedfs: { condition: 'service_healthy' } });
+    expect(s3.volumes).toHaveProperty('seaweedfs-data');
+    for (const name of HERALD_PROCESSES) {
+      expect(loadConfig(envOf(s3, name)).blobStore, name).toEqual({
+        kind: 's3',
+        s3: {
+          bucket: 'herald',
+          region: 'us-east-1',
+          endpoint: 'http://seaweedfs:8333',
+          forcePathStyle: true,
+          keyPrefix: '',
+          credentials: { accessKeyId: 'herald', secretAccessKey: 'a-real-secret' },
+        },
+      });
+      expect(service(s3, name).depends_on).toMatchObject({ 'seaweedfs-bucket': { condition: 'service_completed_successfully' } });
+    }
+  });
+
   it('refuses to start without the env file, naming it', async () => {
     const missing = join(scratch, 'absent.env');
     const result = await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: missing });

@@ -10,9 +10,12 @@ import { freePort } from '../src/dev/ports.ts';
 import { dropDatabase, ensureDatabase, resolvePostgres, withAdminClient, withDatabase } from '../src/dev/postgres.ts';
 import { isAlive } from '../src/dev/processes.ts';
 import { resolveRedis } from '../src/dev/redis.ts';
+import { resolveSeaweedfsBinary } from '../src/dev/seaweedfs-binary.ts';
+import { startSeaweedfs } from '../src/dev/seaweedfs-server.ts';
 import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
 import { startTemporalDevServer } from '../src/dev/temporal-server.ts';
 import { startDnsServer } from './support/dns-server.ts';
+import { s3Answers } from './support/s3.ts';
 
 /**
  * Test databases are named `herald_test_<pid of the run>_<suffix>`, so concurrent runs (two
@@ -32,6 +35,10 @@ declare module 'vitest' {
     temporalNamespace: string;
     temporalBin: string;
     dnsServer: string;
+    /** The run's S3 server (SeaweedFS) and its one identity; each test file makes its own bucket (test/support/s3.ts). */
+    s3Endpoint: string;
+    s3AccessKeyId: string;
+    s3SecretAccessKey: string;
   }
 }
 
@@ -39,7 +46,8 @@ const log = (line: string) => process.stdout.write(`[test setup] ${line}\n`);
 
 /**
  * Once per test run: a migrated template database (each test file clones its own from it),
- * Redis, and a headless in-memory Temporal dev server on a free port with its own namespace.
+ * Redis, a headless in-memory Temporal dev server on a free port with its own namespace, and an
+ * S3 server (SeaweedFS, started beside Temporal) with a temporary data directory.
  * Dev data (.data/, the `herald` database, port 7233) is never touched.
  */
 export default async function setup(project: TestProject) {
@@ -63,14 +71,32 @@ export default async function setup(project: TestProject) {
 
   const redis = await resolveRedis({ redisUrl: env.REDIS_URL, dataDir: scratch, path: env.PATH, log });
   const temporalBin = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log });
-  const temporal = await startTemporalDevServer({
-    binary: temporalBin,
-    port: await freePort(),
-    uiPort: null,
-    dbFile: null,
-    namespace: TEST_NAMESPACE,
-    logFile: join(scratch, 'temporal.log'),
-  });
+  const seaweedfsBin = resolveSeaweedfsBinary({ explicit: env.SEAWEEDFS_BIN, cacheDir: cacheDir(env), path: env.PATH, log });
+  // Both start at once (each takes seconds); when one fails the other is stopped before the error.
+  const [temporalStart, s3Start] = await Promise.allSettled([
+    startTemporalDevServer({
+      binary: temporalBin,
+      port: await freePort(),
+      uiPort: null,
+      dbFile: null,
+      namespace: TEST_NAMESPACE,
+      logFile: join(scratch, 'temporal.log'),
+    }),
+    startSeaweedfs({
+      binary: seaweedfsBin,
+      dataDir: join(scratch, 'seaweedfs'),
+      logFile: join(scratch, 'seaweedfs.log'),
+      ready: s3Answers,
+    }),
+  ]);
+  if (temporalStart.status === 'rejected' || s3Start.status === 'rejected') {
+    if (temporalStart.status === 'fulfilled') await temporalStart.value.stop();
+    if (s3Start.status === 'fulfilled') await s3Start.value.stop();
+    throw temporalStart.status === 'rejected' ? temporalStart.reason : (s3Start as PromiseRejectedResult).reason;
+  }
+  const temporal = temporalStart.value;
+  const s3 = s3Start.value;
+  log(`S3 (SeaweedFS) at ${s3.endpoint}`);
 
   // The internet's DNS, for every test file: the usual example domains receive mail.
   const mail = { MX: [{ exchange: 'mx.example.net', priority: 10 }] };
@@ -89,10 +115,13 @@ export default async function setup(project: TestProject) {
   project.provide('temporalAddress', temporal.address);
   project.provide('temporalNamespace', TEST_NAMESPACE);
   project.provide('temporalBin', temporalBin);
+  project.provide('s3Endpoint', s3.endpoint);
+  project.provide('s3AccessKeyId', s3.accessKeyId);
+  project.provide('s3SecretAccessKey', s3.secretAccessKey);
 
   return async () => {
     await dns.close();
-    await temporal.stop();
+    await Promise.all([temporal.stop(), s3.stop()]);
     await dropDatabase(postgres.serverUrl, templateDatabase).catch(() => {});
     await redis.service?.stop();
     await postgres.stop();

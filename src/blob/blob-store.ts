@@ -1,17 +1,20 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
+import { createHash } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 
 /**
- * Where message bytes live: raw inbound messages, their attachments, uploaded attachments and
- * the transient copies of inline attachments of a send. Keys are `/`-separated paths of
- * `[A-Za-z0-9._-]` segments chosen by Herald (never by a client). Bytes never travel through
- * Temporal payloads or the database; workflows pass keys.
+ * Where message bytes live: raw inbound messages, their attachments, uploaded attachments,
+ * contact import files and the transient copies of inline attachments of a send. Keys are
+ * `/`-separated paths of `[A-Za-z0-9._-]` segments chosen by Herald (never by a client). Bytes
+ * never travel through Temporal payloads or the database; workflows pass keys.
+ *
+ * Two implementations with the same contract (test/unit/blob-store-contract.ts): a directory
+ * (src/blob/fs-blob-store.ts) and an S3-compatible bucket (src/blob/s3-blob-store.ts), chosen
+ * by BLOB_STORE (src/blob/open-blob-store.ts). Every process that reads or writes blobs (api,
+ * worker, smtp) must be configured with the same store.
  */
 export interface BlobStore {
+  /** Where the blobs live, for logs and errors (never a credential). */
+  readonly description: string;
   /**
    * Stores `body` under `key` atomically: readers see the whole blob or nothing. With
    * `exactBytes` the write fails (and leaves nothing) unless exactly that many bytes arrive;
@@ -25,6 +28,10 @@ export interface BlobStore {
   exists(key: string): Promise<boolean>;
   /** Removes the blob; absent is fine. */
   delete(key: string): Promise<void>;
+  /** Resolves when the store can be used (the directory is writable, the bucket answers); else rejects with BlobStoreUnavailableError. */
+  check(): Promise<void>;
+  /** Releases its connections (the process is stopping). */
+  close(): void;
 }
 
 export interface BlobLimits {
@@ -60,6 +67,14 @@ export class BlobSizeError extends Error {
   }
 }
 
+/** The store cannot be used: the start-up check failed (missing bucket, refused credentials, unreachable endpoint, unwritable directory). */
+export class BlobStoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BlobStoreUnavailableError';
+  }
+}
+
 const KEY_PATTERN = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/;
 
 export function assertBlobKey(key: string): void {
@@ -68,14 +83,20 @@ export function assertBlobKey(key: string): void {
   }
 }
 
-/** Counts and hashes bytes on their way through, failing once past `limit`. */
-class MeteredStream extends Transform {
+/**
+ * Counts and hashes bytes on their way into a store, failing as soon as more than the limits
+ * allow arrive, and at the end when fewer than `exactBytes` did: the store then discards what
+ * it wrote, so a blob under a key always has the length its writer promised.
+ */
+export class MeteredStream extends Transform {
   bytes = 0;
   readonly hash = createHash('sha256');
   private readonly limit: number;
-  constructor(limit: number) {
+  private readonly exactBytes: number | undefined;
+  constructor(limits: BlobLimits) {
     super();
-    this.limit = limit;
+    this.limit = Math.min(limits.exactBytes ?? Infinity, limits.maxBytes ?? Infinity);
+    this.exactBytes = limits.exactBytes;
   }
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.bytes += chunk.length;
@@ -86,77 +107,19 @@ class MeteredStream extends Transform {
     this.hash.update(chunk);
     callback(null, chunk);
   }
+  override _flush(callback: TransformCallback): void {
+    if (this.exactBytes !== undefined && this.bytes !== this.exactBytes) callback(new BlobSizeError('too_short', this.bytes));
+    else callback();
+  }
+  /** What was stored, once the stream has ended. */
+  stored(key: string): StoredBlob {
+    return { key, sizeBytes: this.bytes, sha256: this.hash.digest('hex') };
+  }
 }
 
-/**
- * The filesystem blob store (BLOB_DIR). A put writes `<key>.<random>.partial` next to the
- * target, fsyncs it and renames it into place, so a crash never leaves half a blob under a key.
- * Every process that reads or writes blobs (api, worker, smtp) must see the same directory.
- */
-export function createFsBlobStore(rootDir: string): BlobStore {
-  const root = resolve(rootDir);
-  const pathOf = (key: string): string => {
-    assertBlobKey(key);
-    const path = join(root, ...key.split('/'));
-    if (!path.startsWith(root + sep)) throw new Error(`invalid blob key: ${key}`);
-    return path;
-  };
-
-  return {
-    async put(key, body, limits = {}) {
-      const target = pathOf(key);
-      await mkdir(dirname(target), { recursive: true });
-      const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
-      const limit = Math.min(limits.exactBytes ?? Infinity, limits.maxBytes ?? Infinity);
-      const meter = new MeteredStream(limit);
-      const source = Buffer.isBuffer(body) ? Readable.from([body]) : body;
-      try {
-        await pipeline(source, meter, createWriteStream(partial, { flags: 'wx' }));
-        if (limits.exactBytes !== undefined && meter.bytes !== limits.exactBytes) {
-          throw new BlobSizeError('too_short', meter.bytes);
-        }
-        const handle = await open(partial, 'r');
-        try {
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        await rename(partial, target);
-      } catch (error) {
-        await rm(partial, { force: true });
-        throw error;
-      }
-      return { key, sizeBytes: meter.bytes, sha256: meter.hash.digest('hex') };
-    },
-
-    async get(key, options = {}) {
-      const path = pathOf(key);
-      try {
-        await stat(path);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key);
-        throw error;
-      }
-      return createReadStream(path, { start: options.start ?? 0 });
-    },
-
-    async size(key) {
-      try {
-        return (await stat(pathOf(key))).size;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-        throw error;
-      }
-    },
-
-    async exists(key) {
-      return (await this.size(key)) !== null;
-    },
-
-    async delete(key) {
-      await rm(pathOf(key), { force: true });
-    },
-  };
+/** A put's body as a stream. */
+export function bodyStream(body: Readable | Buffer): Readable {
+  return Buffer.isBuffer(body) ? Readable.from([body]) : body;
 }
 
 /** Reads a whole blob into memory; for small blobs (tests, short text parts) only. */
@@ -164,9 +127,4 @@ export async function readBlob(store: BlobStore, key: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of await store.get(key)) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-/** The configured blob store, or null when BLOB_DIR is empty (attachments and inbound answer 503/451). */
-export function createBlobStore(config: { blobDir: string }): BlobStore | null {
-  return config.blobDir.trim() === '' ? null : createFsBlobStore(config.blobDir);
 }

@@ -1,22 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { answers, explicitBinary, findGo, onPath, type BinaryRequest } from './go-tools.ts';
 
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 const MODULE = `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`;
 
-function works(binary: string): boolean {
-  const probe = spawnSync(binary, ['--version'], { encoding: 'utf8', timeout: 20_000 });
-  return probe.status === 0 && /temporal/i.test(probe.stdout);
-}
-
-function onPath(command: string, path: string): string | undefined {
-  return path
-    .split(':')
-    .filter(Boolean)
-    .map((dir) => join(dir, command))
-    .find((candidate) => existsSync(candidate));
-}
+const works = (binary: string): boolean => answers(binary, ['--version'], /temporal/i);
 
 export function cachedTemporalPath(cacheDir: string): string {
   return join(cacheDir, `temporal-${TEMPORAL_CLI_VERSION}`, 'temporal');
@@ -27,22 +17,15 @@ export function cachedTemporalPath(cacheDir: string): string {
  * `temporal` on PATH, then the cached build; else builds it with `go install` into the cache
  * (a few minutes, once per machine). Without Go, says how to get one.
  */
-export function resolveTemporalBinary(options: {
-  explicit?: string | undefined;
-  cacheDir: string;
-  path: string;
-  log: (line: string) => void;
-}): string {
-  if (options.explicit) {
-    if (!works(options.explicit)) throw new Error(`TEMPORAL_BIN=${options.explicit} does not run`);
-    return options.explicit;
-  }
+export function resolveTemporalBinary(options: BinaryRequest): string {
+  const explicit = explicitBinary(options, 'TEMPORAL_BIN', works);
+  if (explicit) return explicit;
   const fromPath = onPath('temporal', options.path);
   if (fromPath && works(fromPath)) return fromPath;
   const cached = cachedTemporalPath(options.cacheDir);
   if (existsSync(cached) && works(cached)) return cached;
 
-  const go = onPath('go', options.path) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = findGo(options.path);
   if (!go) {
     throw new Error(
       'the Temporal CLI was not found and Go is not installed to build it.\n' +

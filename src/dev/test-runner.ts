@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { loadDevEnv } from '../config.ts';
 import { resolveChromium } from './chromium.ts';
 import { cacheDir, REPO_ROOT } from './paths.ts';
+import { resolveSeaweedfsBinary } from './seaweedfs-binary.ts';
 import { resolveTemporalBinary } from './temporal-binary.ts';
 
 const say = (line: string) => process.stdout.write(`[herald test] ${line}\n`);
@@ -22,7 +23,7 @@ function run(label: string, script: string, args: string[], env: NodeJS.ProcessE
 }
 
 /**
- * `herald test` (npm test): makes sure the Temporal CLI exists (building it once per
+ * `herald test` (npm test): makes sure the Temporal CLI and SeaweedFS exist (building each once per
  * machine) and Chromium for the browser tests (installing Debian's package once, as root),
  * then typecheck, lint, the formatting check, the architecture and duplication checks and the vitest suite. The suite's global setup starts its own
  * Temporal dev server and uses its own databases, so dev data is never touched.
@@ -31,9 +32,17 @@ export async function runTests(vitestArgs: string[]): Promise<number> {
   const env = loadDevEnv();
   const started = Date.now();
   const temporalBin = resolveTemporalBinary({ explicit: env.TEMPORAL_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
+  // The S3-compatible server the blob store's tests run against (built once per machine, like the Temporal CLI).
+  const seaweedfsBin = resolveSeaweedfsBinary({ explicit: env.SEAWEEDFS_BIN, cacheDir: cacheDir(env), path: env.PATH, log: say });
   // CHROMIUM_BIN is read from process.env: DevEnv (src/config.ts) keeps only the keys it declares.
   const chromiumBin = resolveChromium({ explicit: process.env.CHROMIUM_BIN, log: say });
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_BIN: temporalBin, CHROMIUM_BIN: chromiumBin, NODE_ENV: 'test' };
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_BIN: temporalBin,
+    SEAWEEDFS_BIN: seaweedfsBin,
+    CHROMIUM_BIN: chromiumBin,
+    NODE_ENV: 'test',
+  };
   const scratch = mkdtempSync(join(tmpdir(), 'herald-test-report-'));
   const report = join(scratch, 'vitest.json');
   const steps: [string, string, string[]][] = [

@@ -13,7 +13,11 @@ export const DEV_SETTINGS = {
     "the worker's V8 heap limit (`--max-old-space-size`, set by `herald worker`/`all` and `npm start`); keeps its RSS near 460 MB under load instead of growing with Node's default limit",
   ),
   TEMPORAL_BIN: setting(optionalText(), 'a Temporal CLI to use; unset: one on `PATH`, else one built once into `HERALD_CACHE_DIR`'),
-  HERALD_CACHE_DIR: setting(optionalText(), 'where build caches (the Temporal CLI) are kept, outside the clone', {
+  SEAWEEDFS_BIN: setting(
+    optionalText(),
+    "a SeaweedFS `weed` binary for the tests' S3 server; unset: one built once into `HERALD_CACHE_DIR` (`herald test`)",
+  ),
+  HERALD_CACHE_DIR: setting(optionalText(), 'where build caches (the Temporal CLI, SeaweedFS) are kept, outside the clone', {
     computedDefault: '`$HOME/.cache/herald`',
   }),
   HERALD_DATA_DIR: setting(optionalText(), "`herald dev`'s data (PostgreSQL, Redis, `dev.env`)", { computedDefault: '`.data/`' }),

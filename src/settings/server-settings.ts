@@ -163,7 +163,30 @@ export const SERVER_SETTINGS = {
   SPF_INCLUDE: setting(v.optional(hostName(true), 'spf.herald.localhost'), 'the host customers `include:` in their SPF record', {
     requiredInProduction: true,
   }),
-  BLOB_DIR: setting(text('.data/blobs'), 'filesystem blob store'),
+  BLOB_STORE: setting(
+    oneOf(['filesystem', 's3'], 'filesystem'),
+    'where blobs live (attachments, raw inbound mail, import files): `filesystem` (`BLOB_DIR`: one machine or a shared volume) or `s3` (an S3-compatible bucket every api, worker and smtp process reaches; docs/blob-storage.md)',
+  ),
+  BLOB_DIR: setting(
+    text('.data/blobs'),
+    "the filesystem blob store's directory (`BLOB_STORE=filesystem`); empty: no blob store (uploads and attachments answer 503, inbound mail 451)",
+  ),
+  S3_BUCKET: setting(text(''), 'the bucket of `BLOB_STORE=s3` (it must exist: every process checks it at start)'),
+  S3_ENDPOINT: setting(
+    optionalUrl(),
+    'the S3 API of an S3-compatible server (SeaweedFS, Ceph, R2, …), e.g. `http://seaweedfs:8333`; unset: AWS S3 in `S3_REGION`',
+  ),
+  S3_REGION: setting(text('us-east-1'), 'the region requests are signed for (any value most S3-compatible servers accept)'),
+  S3_ACCESS_KEY_ID: setting(
+    text(''),
+    'the access key of `BLOB_STORE=s3`, with `S3_SECRET_ACCESS_KEY`; both empty: the AWS default credential chain (`AWS_*` variables, instance or task role)',
+  ),
+  S3_SECRET_ACCESS_KEY: setting(text(''), 'its secret key'),
+  S3_FORCE_PATH_STYLE: setting(
+    flag(false),
+    'address the bucket in the path (`http://host/bucket/key`) instead of the host name; most S3-compatible servers need it',
+  ),
+  S3_KEY_PREFIX: setting(text(''), 'put before every key (e.g. `herald/`), so one bucket can hold several installations'),
   HERALD_ENCRYPTION_KEY: setting(
     encryptionKey(),
     '32 bytes, base64 (`openssl rand -base64 32`), generated once and kept: seals webhook secrets and DKIM keys, signs links; every process refuses to start when it does not match the database (docs/production.md, "Key rotation")',

@@ -12,7 +12,8 @@ import {
 } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
-import { createFsBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
+import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { readStats } from '../../src/modules/automations/automation-stats.repo.ts';
 import { countBroadcastEvents } from '../../src/modules/broadcasts/broadcast-send.repo.ts';
 import { recordEmailEvents } from '../../src/modules/metrics/email-events.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttachmentUpload } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { createFsBlobStore } from '../../src/blob/blob-store.ts';
+import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { MAX_ATTACHMENT_BYTES } from '../../src/modules/attachments/attachments.fns.ts';
 import { createAttachmentsService } from '../../src/modules/attachments/attachments.service.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';

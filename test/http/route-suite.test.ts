@@ -37,6 +37,7 @@ describe('every route: auth, scopes, tenancy, idempotency keys', async () => {
       config: loadConfig({}),
       temporal: undefined as never,
       logger: undefined as never,
+      blobs: null,
     }),
     createCursorCodec(undefined),
   );

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttachmentUpload, Contact, EmailRecipient, InboxMessage, Suppression, TransactionalEmail } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { createFsBlobStore } from '../../src/blob/blob-store.ts';
+import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { SEND_REQUEST_BYTES_MAX } from '../../src/modules/sends/sends.schemas.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { unique } from '../support/factories.ts';
@@ -355,7 +355,7 @@ describe('POST /api/v1/outbox/emails', () => {
       );
     });
     it('bounds bodies plus attachments at 25 MB (413 MESSAGE_TOO_LARGE), reachable with stored uploads', async () => {
-      const blobs = createFsBlobStore(h.stack.config.blobDir);
+      const blobs = createBlobStore(h.stack.config)!;
       const em = scopeToOrg(h.stack.orm.em, orgId);
       const upload = async (size: number) => {
         const row = em.create(AttachmentUpload, {

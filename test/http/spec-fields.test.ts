@@ -3,7 +3,7 @@ import { Template } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
-import { createBlobStore } from '../../src/blob/blob-store.ts';
+import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { insertAttachment, insertMessage } from '../support/inbox-rows.ts';
 

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFsBlobStore, readBlob } from '../../src/blob/blob-store.ts';
+import { readBlob } from '../../src/blob/blob-store.ts';
+import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi } from '../../src/main-api.ts';

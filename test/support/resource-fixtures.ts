@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { Broadcast, Contact, ContactImport } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
-import { createBlobStore } from '../../src/blob/blob-store.ts';
+import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import type { Config } from '../../src/config.ts';
 import { CreateTemplateBody } from '../../src/modules/templates/templates.schemas.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';

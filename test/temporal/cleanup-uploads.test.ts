@@ -6,7 +6,8 @@ import type { Client } from '@temporalio/client';
 import { AttachmentUpload, TransactionalEmail, type EmailStatus } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
-import { createBlobStore, type BlobStore } from '../../src/blob/blob-store.ts';
+import type { BlobStore } from '../../src/blob/blob-store.ts';
+import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { createLogger } from '../../src/logger.ts';
 import { attemptBlobKey, reservedBlobKey } from '../../src/modules/attachments/attachments.fns.ts';
 import { createAttachmentsServiceFromConfig } from '../../src/modules/attachments/attachments.service.ts';
@@ -178,7 +179,7 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
     const sixDays = await insertUpload({ ageMs: 6 * DAY });
     const pendingEightDays = await insertUpload({ ageMs: 8 * DAY, status: 'pending' });
     const referencedSixDaysAgo = await insertUpload({ ageMs: 30 * DAY, referencedAgoMs: 6 * DAY });
-    const { deleted } = await createAttachmentsServiceFromConfig(stack.orm, stack.config).deleteStaleUploads();
+    const { deleted } = await createAttachmentsServiceFromConfig(stack.orm, stack.config, blobs).deleteStaleUploads();
     expect(deleted).toBe(2);
     const left = await remaining();
     expect([eightDays, sixDays, pendingEightDays, referencedSixDaysAgo].map((u) => left.has(u.id))).toEqual([false, true, false, true]);
@@ -186,7 +187,7 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
   });
 
   it('deletes in batches of the size asked for', async () => {
-    const service = createAttachmentsServiceFromConfig(stack.orm, stack.config);
+    const service = createAttachmentsServiceFromConfig(stack.orm, stack.config, blobs);
     const stale = await Promise.all(Array.from({ length: 5 }, () => insertUpload({ ageMs: 2 * HOUR })));
     const counts = [];
     for (let i = 0; i < 4; i += 1) counts.push((await service.deleteStaleUploads({ retentionMs: HOUR, batchSize: 2 })).deleted);
@@ -196,7 +197,7 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
   });
 
   it('skips an upload whose row another transaction holds (a send referencing it), and takes it on the next run', async () => {
-    const service = createAttachmentsServiceFromConfig(stack.orm, stack.config);
+    const service = createAttachmentsServiceFromConfig(stack.orm, stack.config, blobs);
     const held = await insertUpload({ ageMs: 2 * HOUR });
     await stack.orm.em.fork().transactional(async (em) => {
       await em.execute('select id from attachment_uploads where id = ? for update', [held.id]);

@@ -5,7 +5,7 @@ import { createTransport, type SendMailOptions, type SentMessageInfo } from 'nod
 import { expect } from 'vitest';
 import { InboundMessage, InboxMessage } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { createFsBlobStore } from '../../src/blob/blob-store.ts';
+import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startSmtp } from '../../src/main-smtp.ts';

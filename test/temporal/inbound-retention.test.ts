@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboundMessage, InboxAttachment } from '../../db/entities/index.ts';
-import { createBlobStore, readBlob } from '../../src/blob/blob-store.ts';
+import { readBlob } from '../../src/blob/blob-store.ts';
+import { createBlobStore } from '../../src/blob/open-blob-store.ts';
 import { deleteExpiredRawMessages } from '../../src/modules/inbound/retention.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { inboundRawCleanupScheduleId } from '../../src/temporal/schedules.ts';

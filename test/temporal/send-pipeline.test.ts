@@ -6,7 +6,7 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Contact, EmailEvent, Event, Suppression } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
-import { createFsBlobStore } from '../../src/blob/blob-store.ts';
+import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
 import { startMailSink, type MailSink } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
 import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';

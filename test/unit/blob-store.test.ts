@@ -1,20 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  assertBlobKey,
-  BlobNotFoundError,
-  BlobSizeError,
-  createBlobStore,
-  createFsBlobStore,
-  readBlob,
-  type BlobStore,
-} from '../../src/blob/blob-store.ts';
+import { describe, expect, it } from 'vitest';
+import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
+import { createBlobStore } from '../../src/blob/open-blob-store.ts';
+import { blobStoreContract } from '../support/blob-store-contract.ts';
 
-/** Every file under a directory, relative paths, sorted (to prove a failed put leaves nothing). */
+/** Every file under a directory, relative paths, sorted: partial files included, so a failed put that left one shows. */
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   return entries
@@ -23,118 +15,30 @@ async function filesUnder(dir: string): Promise<string[]> {
     .sort();
 }
 
-/** A stream of `total` bytes in chunks of `chunk`, so limits are crossed mid-stream. */
-function chunked(bytes: Buffer, chunk = 1024): Readable {
-  return Readable.from(
-    (function* () {
-      for (let offset = 0; offset < bytes.length; offset += chunk) yield bytes.subarray(offset, offset + chunk);
-    })(),
-  );
-}
+blobStoreContract('filesystem blob store', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'herald-blobs-'));
+  return {
+    store: createFsBlobStore(dir),
+    leftovers: () => filesUnder(dir),
+    close: () => rm(dir, { recursive: true, force: true }),
+  };
+});
 
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-describe('filesystem blob store', () => {
-  let dir: string;
-  let store: BlobStore;
-
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'herald-blobs-'));
-    store = createFsBlobStore(dir);
-  });
-  afterEach(() => rm(dir, { recursive: true, force: true }));
-
-  it('stores a stream and a buffer atomically and reads them back byte for byte', async () => {
-    const bytes = randomBytes(200_000);
-    const stored = await store.put('uploads/org/a', chunked(bytes));
-    expect(stored).toEqual({ key: 'uploads/org/a', sizeBytes: bytes.length, sha256: sha256(bytes) });
-    expect((await readBlob(store, 'uploads/org/a')).equals(bytes)).toBe(true);
-
-    await store.put('uploads/org/b', Buffer.from('hello'));
-    expect((await readBlob(store, 'uploads/org/b')).toString()).toBe('hello');
-    expect(await store.size('uploads/org/a')).toBe(bytes.length);
-    expect(await store.exists('uploads/org/b')).toBe(true);
-    expect(await filesUnder(dir)).toEqual(['uploads/org/a', 'uploads/org/b']);
+describe('createBlobStore', () => {
+  it('is absent when the filesystem store has no BLOB_DIR', () => {
+    expect(createBlobStore({ blobStore: { kind: 'filesystem', dir: '' } })).toBeNull();
+    expect(createBlobStore({ blobStore: { kind: 'filesystem', dir: tmpdir() } })?.description).toBe(`directory ${tmpdir()}`);
   });
 
-  it('replaces a blob whole: a reader sees the old or the new bytes, never a mix', async () => {
-    await store.put('k', Buffer.from('old bytes'));
-    const reading = await store.get('k');
-    await store.put('k', Buffer.from('new'));
-    const chunks: Buffer[] = [];
-    for await (const chunk of reading) chunks.push(chunk as Buffer);
-    expect(Buffer.concat(chunks).toString()).toBe('old bytes');
-    expect((await readBlob(store, 'k')).toString()).toBe('new');
-  });
-
-  it('accepts exactly exactBytes and stores nothing when the body is one byte longer or shorter', async () => {
-    const bytes = randomBytes(10_000);
-    await expect(
-      store.put('exact/long', chunked(Buffer.concat([bytes, Buffer.from('x')])), { exactBytes: bytes.length }),
-    ).rejects.toMatchObject({
-      name: 'BlobSizeError',
-      reason: 'too_large',
+  it('refuses a blob directory that cannot be made at its check, naming it', async () => {
+    // Under a file: no directory can be made there, whoever runs the test (root included).
+    const dir = await mkdtemp(join(tmpdir(), 'herald-blobs-'));
+    await writeFile(join(dir, 'file'), 'x');
+    const store = createFsBlobStore(join(dir, 'file', 'blobs'));
+    await expect(store.check()).rejects.toMatchObject({
+      name: 'BlobStoreUnavailableError',
+      message: expect.stringContaining(join(dir, 'file', 'blobs')),
     });
-    const short = store.put('exact/short', chunked(bytes.subarray(1)), { exactBytes: bytes.length });
-    await expect(short).rejects.toBeInstanceOf(BlobSizeError);
-    await expect(short).rejects.toMatchObject({ reason: 'too_short', receivedBytes: bytes.length - 1 });
-    expect(await store.exists('exact/long')).toBe(false);
-    expect(await store.exists('exact/short')).toBe(false);
-    expect(await filesUnder(dir)).toEqual([]);
-
-    const stored = await store.put('exact/ok', chunked(bytes), { exactBytes: bytes.length });
-    expect(stored.sizeBytes).toBe(bytes.length);
-    expect(await filesUnder(dir)).toEqual(['exact/ok']);
-  });
-
-  it('stores up to maxBytes and nothing past it', async () => {
-    await store.put('max/at', Buffer.alloc(4096, 1), { maxBytes: 4096 });
-    await expect(store.put('max/over', chunked(Buffer.alloc(4097, 1)), { maxBytes: 4096 })).rejects.toMatchObject({ reason: 'too_large' });
-    await store.put('max/under', Buffer.alloc(10, 1), { maxBytes: 4096 });
-    expect(await filesUnder(dir)).toEqual(['max/at', 'max/under']);
-  });
-
-  it('leaves nothing when the source stream fails midway', async () => {
-    const failing = new Readable({
-      read() {
-        this.push(Buffer.alloc(512));
-        this.destroy(new Error('connection reset'));
-      },
-    });
-    await expect(store.put('broken', failing)).rejects.toThrow('connection reset');
-    expect(await filesUnder(dir)).toEqual([]);
-  });
-
-  it('answers a missing key: get rejects with BlobNotFoundError, size null, exists false, delete is fine', async () => {
-    const missing = store.get('nothing/here');
-    await expect(missing).rejects.toBeInstanceOf(BlobNotFoundError);
-    await expect(missing).rejects.toMatchObject({ key: 'nothing/here' });
-    expect(await store.size('nothing/here')).toBeNull();
-    expect(await store.exists('nothing/here')).toBe(false);
-    await expect(store.delete('nothing/here')).resolves.toBeUndefined();
-  });
-
-  it('deletes a blob', async () => {
-    await store.put('gone', Buffer.from('bye'));
-    await store.delete('gone');
-    expect(await store.exists('gone')).toBe(false);
-    await expect(store.get('gone')).rejects.toBeInstanceOf(BlobNotFoundError);
-  });
-
-  it('refuses keys that could leave the store or are not Herald-chosen paths', async () => {
-    for (const key of ['..', '../x', 'a/../../etc/passwd', 'a/./b', '/abs', 'a//b', 'a/', '', 'sp ace', 'a\\b', 'nul\u0000']) {
-      expect(() => assertBlobKey(key), JSON.stringify(key)).toThrow(/invalid blob key/);
-      await expect(store.put(key, Buffer.from('x')), JSON.stringify(key)).rejects.toThrow(/invalid blob key/);
-      await expect(store.get(key)).rejects.toThrow(/invalid blob key/);
-      await expect(store.delete(key)).rejects.toThrow(/invalid blob key/);
-    }
-    for (const key of ['a', 'uploads/0123/x.y-z_1', '..a', 'a..b']) expect(() => assertBlobKey(key)).not.toThrow();
-    expect(await filesUnder(dir)).toEqual([]);
-  });
-
-  it('is absent when BLOB_DIR is empty', () => {
-    expect(createBlobStore({ blobDir: '' })).toBeNull();
-    expect(createBlobStore({ blobDir: '   ' })).toBeNull();
-    expect(createBlobStore({ blobDir: dir })).not.toBeNull();
+    await rm(dir, { recursive: true, force: true });
   });
 });

@@ -180,6 +180,48 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...files, SMTP_SUBMISSIONS_PORT: 'tls' })).toThrowError(ConfigError);
   });
 
+  it('keeps blobs in BLOB_DIR by default and in an S3 bucket with BLOB_STORE=s3, refusing an incomplete bucket configuration', () => {
+    expect(loadConfig({ BLOB_DIR: '' }).blobStore).toEqual({ kind: 'filesystem', dir: '' });
+    const s3 = {
+      BLOB_STORE: 's3',
+      S3_BUCKET: 'mail-blobs',
+      S3_ENDPOINT: 'http://seaweedfs:8333/',
+      S3_ACCESS_KEY_ID: 'AKIA1',
+      S3_SECRET_ACCESS_KEY: 'secret',
+      S3_FORCE_PATH_STYLE: 'true',
+      S3_KEY_PREFIX: 'prod/herald',
+    };
+    expect(loadConfig(s3).blobStore).toEqual({
+      kind: 's3',
+      s3: {
+        bucket: 'mail-blobs',
+        region: 'us-east-1',
+        endpoint: 'http://seaweedfs:8333',
+        forcePathStyle: true,
+        keyPrefix: 'prod/herald/',
+        credentials: { accessKeyId: 'AKIA1', secretAccessKey: 'secret' },
+      },
+    });
+    // No key: the AWS SDK's default chain (an instance or task role); no endpoint: AWS S3.
+    expect(loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'mail-blobs', S3_REGION: 'eu-west-1' }).blobStore).toEqual({
+      kind: 's3',
+      s3: { bucket: 'mail-blobs', region: 'eu-west-1', forcePathStyle: false, keyPrefix: '' },
+    });
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    expect(problems({ BLOB_STORE: 's3' })).toEqual(['S3_BUCKET: required when BLOB_STORE=s3']);
+    expect(problems({ ...s3, S3_SECRET_ACCESS_KEY: '' })[0]).toMatch(/^S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: set both/);
+    expect(problems({ ...s3, S3_KEY_PREFIX: '../other' })[0]).toMatch(/^S3_KEY_PREFIX:/);
+    expect(problems({ ...s3, S3_BUCKET: 'Not_A_Bucket' })[0]).toMatch(/^S3_BUCKET:/);
+    expect(problems({ BLOB_STORE: 'gcs' })[0]).toMatch(/^BLOB_STORE:/);
+  });
+
   it('refuses to start in production on any development default, listing every missing setting at once', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'DATABASE_URL: required in production',
@@ -286,7 +328,7 @@ describe('loadConfig', () => {
       relayTls: { policy: 'opportunistic', source: 'loopback' },
       bounceDomain: 'bounces.herald.localhost',
       spfInclude: 'spf.herald.localhost',
-      blobDir: '.data/blobs',
+      blobStore: { kind: 'filesystem', dir: '.data/blobs' },
       webhooks: {
         retrySchedule: '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h',
         retryScheduleMs: [

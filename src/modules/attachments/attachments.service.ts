@@ -4,7 +4,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { AttachmentUpload } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
-import { BlobSizeError, createBlobStore, type BlobStore, type StoredBlob } from '../../blob/blob-store.ts';
+import { BlobSizeError, type BlobStore, type StoredBlob } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import {
@@ -33,7 +33,7 @@ export interface IncomingUpload {
 
 export interface AttachmentsServiceDeps {
   orm: MikroORM;
-  /** Null when BLOB_DIR is empty: uploads answer 503. */
+  /** Null when no blob store is configured (BLOB_DIR empty): uploads answer 503. */
   blobs: BlobStore | null;
   /** HERALD_ENCRYPTION_KEY; upload URLs are signed with a key derived from it (none → 503). */
   encryptionKey: Buffer | undefined;
@@ -222,11 +222,11 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
 
 export type AttachmentsService = ReturnType<typeof createAttachmentsService>;
 
-/** The service as every process builds it from its configuration (BLOB_DIR, HERALD_ENCRYPTION_KEY, PUBLIC_URL). */
-export function createAttachmentsServiceFromConfig(orm: MikroORM, config: Pick<Config, 'blobDir' | 'encryptionKey' | 'http'>) {
+/** The service as every process builds it from its configuration (HERALD_ENCRYPTION_KEY, PUBLIC_URL) and its blob store. */
+export function createAttachmentsServiceFromConfig(orm: MikroORM, config: Pick<Config, 'encryptionKey' | 'http'>, blobs: BlobStore | null) {
   return createAttachmentsService({
     orm,
-    blobs: createBlobStore(config),
+    blobs,
     encryptionKey: config.encryptionKey,
     publicUrl: config.http.publicUrl,
   });
