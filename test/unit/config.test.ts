@@ -316,6 +316,8 @@ describe('loadConfig', () => {
         namespace: 'default',
         taskQueue: 'herald-main',
         schedulePrefix: 'herald',
+        tls: null,
+        searchAttributes: 'register',
       },
       http: { port: 3000, host: '0.0.0.0', publicUrl: 'http://127.0.0.1:3000', processes: 1, trustedProxies: [] },
       metrics: { port: 9464, host: '127.0.0.1' },
