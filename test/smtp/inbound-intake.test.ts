@@ -151,8 +151,6 @@ describe('inbound SMTP intake when the blob store fails', () => {
   beforeAll(async () => {
     parent = await mkdtemp(join(tmpdir(), 'herald-intake-broken-'));
     blobDir = join(parent, 'blobs');
-    // A file where the blob directory should be: every write fails.
-    await writeFile(blobDir, 'not a directory');
     stack = await createTestStack({ BLOB_DIR: blobDir });
     const { org } = await createOrg(stack.orm);
     await createDomainsService({ orm: stack.orm, encryptionKey: stack.config.encryptionKey }).addDomain({
@@ -160,12 +158,16 @@ describe('inbound SMTP intake when the blob store fails', () => {
       domain: DOMAIN,
       verified: true,
     });
+    // The store passes its start-up check, then breaks: a file where the blob directory was, so
+    // every write fails (a disk gone read-only or unmounted under a running process).
     smtp = await startSmtp(stack.config, logger);
+    await rm(blobDir, { recursive: true, force: true });
+    await writeFile(blobDir, 'not a directory');
   }, 60_000);
 
   afterAll(async () => {
-    await smtp.close();
-    await stack.close();
+    await smtp?.close();
+    await stack?.close();
     await rm(parent, { recursive: true, force: true });
   });
 
