@@ -1,3 +1,4 @@
+import { isError } from './dashboard.router.ts';
 /**
  * The automation editor's forms (dashboard-automations.routes.ts): the starter definition, the
  * editor's own body parser and its fields in order, the definition a form sends (its JSON view
@@ -6,7 +7,6 @@
  */
 import type { Next } from 'koa';
 import { koaBody } from 'koa-body';
-import { AppError, type ErrorCode } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import type { BuilderChoices, Problem } from './dashboard-automation-editor.pages.ts';
 import { assembleDefinition } from './dashboard-automations.builder.ts';
@@ -27,7 +27,6 @@ export const STARTER_DEFINITION = {
 export const pretty = (value: unknown) => JSON.stringify(value, null, 2);
 /** A textarea's text as the form sent it (CRLF line breaks) compared as the page wrote it. */
 const normalized = (text: string) => text.replace(/\r\n?/g, '\n').trim();
-export const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
 
 /** The problems a refused definition came back with, paths as in the definition (`steps.2.from`). */
 export function problemsOf(error: unknown): Problem[] | null {

@@ -10,7 +10,6 @@ import {
   createBuilderChoices,
   createEditorForms,
   editorFields,
-  isError,
   pretty,
   problemsOf,
   sentDefinition,
@@ -21,7 +20,7 @@ import { archivePage, automationPage, automationsPage, BASE, newAutomationPage, 
 import { createAutomationPagesReader } from './dashboard-automations.repo.ts';
 import { automationRunsRoutes } from './dashboard-automation-runs.routes.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { isError, orNotFound, form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 const PAGE_SIZE = 50;
 const ID = /^[0-9a-f]{24}$/;
@@ -44,12 +43,7 @@ export function automationsArea(services: ApiServices, orm: MikroORM): Dashboard
     /** The workspace's automation `id` with its counters, or null when it has none. */
     async function automationOf(ctx: DashboardContext, id: string): Promise<AutomationWithStats | null> {
       if (!ID.test(id)) return null;
-      try {
-        return await automations.getAutomation(kit.signedInOf(ctx).orgId, id);
-      } catch (error) {
-        if (isError(error, 'not_found')) return null;
-        throw error;
-      }
+      return orNotFound(automations.getAutomation(kit.signedInOf(ctx).orgId, id));
     }
 
     /** The editor's model for `definition` as edited: the builder drawn from it, the JSON view its text. */

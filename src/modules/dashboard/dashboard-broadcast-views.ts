@@ -1,6 +1,5 @@
-import { koaBody } from 'koa-body';
+import { urlencodedForms, orNotFound } from './dashboard.router.ts';
 import type { ApiServices } from '../../api-composition.ts';
-import { AppError, type ErrorCode } from '../../errors.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import type { BroadcastView } from '../broadcasts/broadcasts.service.ts';
 import { composePage, launchPage, type ComposeFields, type ComposePageModel } from './dashboard-broadcast-compose.pages.ts';
@@ -8,29 +7,17 @@ import { broadcastPage } from './dashboard-broadcasts.pages.ts';
 import type { DashboardContext, DashboardKit } from './dashboard.router.ts';
 
 export const ID = /^[0-9a-fA-F]{24}$/;
-export const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
 
 /** What the broadcasts routes share: the form parser, the workspace's broadcast of a request, and the pages' renderers. */
 export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
   const { broadcasts, segments, templates } = services;
   // Bodies up to the API's limits (500,000 characters of HTML): more than the usual 64 kB forms.
-  const forms = koaBody({
-    urlencoded: true,
-    json: false,
-    text: false,
-    multipart: false,
-    formLimit: '4mb',
-  }) as unknown as DashboardKit['forms'];
+  const forms = urlencodedForms('4mb');
 
   async function viewOf(ctx: DashboardContext): Promise<BroadcastView | null> {
     const id = (ctx.params as { id?: string }).id ?? '';
     if (!ID.test(id)) return null;
-    try {
-      return await broadcasts.getBroadcast(kit.signedInOf(ctx).orgId, id);
-    } catch (error) {
-      if (isError(error, 'not_found')) return null;
-      throw error;
-    }
+    return orNotFound(broadcasts.getBroadcast(kit.signedInOf(ctx).orgId, id));
   }
 
   async function segmentsOf(orgId: string) {

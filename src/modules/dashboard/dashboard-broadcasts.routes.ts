@@ -4,10 +4,10 @@ import { AppError } from '../../errors.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import { CreateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
 import type { ComposeFields } from './dashboard-broadcast-compose.pages.ts';
-import { createBroadcastViews, ID, isError, type BroadcastViews } from './dashboard-broadcast-views.ts';
+import { createBroadcastViews, ID, type BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS, broadcastsPage } from './dashboard-broadcasts.pages.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { form, many, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, isError, many, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 const EMPTY: ComposeFields = {
   name: '',

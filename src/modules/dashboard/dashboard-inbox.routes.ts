@@ -1,10 +1,9 @@
 import type { InboxAttachment, InboxMessage } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
-import { AppError, type ErrorCode } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { contentDisposition } from '../inbox/inbox.fns.ts';
 import type { InboxCaller } from '../inbox/inbox.service.ts';
-import { type DashboardArea, type DashboardKit, form, one } from './dashboard.router.ts';
+import { isError, type DashboardArea, type DashboardKit, form, one } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
 import { inboxPage, threadPage } from './dashboard-inbox.pages.ts';
 
@@ -24,8 +23,6 @@ export function threadPositionOf(older: string | string[] | undefined): KeysetPo
   const sortValue = new Date(match[1]!);
   return Number.isNaN(sortValue.getTime()) ? undefined : { sortValue, id: match[2]!.toLowerCase(), sortText: match[1]! };
 }
-
-const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
 
 /**
  * The inbox pages of the dashboard (/dashboard/inbox): threads, a thread's messages (HTML bodies

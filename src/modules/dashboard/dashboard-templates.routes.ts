@@ -1,8 +1,6 @@
-import { koaBody } from 'koa-body';
 import * as v from 'valibot';
 import type { Template } from '../../../db/entities/index.ts';
 import type { ApiServices } from '../../api-composition.ts';
-import { AppError, type ErrorCode } from '../../errors.ts';
 import type { DashboardAuthService } from './dashboard-auth.service.ts';
 import { CreateTemplateBody, UpdateTemplateBody } from '../templates/templates.schemas.ts';
 import { fieldsOf, templateEditorPage, type TemplateEditorModel, type TemplateFields } from './dashboard-template-editor.pages.ts';
@@ -10,12 +8,20 @@ import { EDITOR_CSP, PREVIEW_HEADERS, previewDocument, renderPreview, sampleVari
 import { templatesPage } from './dashboard-templates.pages.ts';
 import { sendTemplateTest } from './dashboard-template-test.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import {
+  orNotFound,
+  urlencodedForms,
+  isError,
+  form,
+  one,
+  type DashboardArea,
+  type DashboardContext,
+  type DashboardKit,
+} from './dashboard.router.ts';
 
 const PAGE_SIZE = 100;
 const ID = /^[0-9a-fA-F]{24}$/;
 const BASE = '/dashboard/templates';
-const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
 
 /** The editor's fields from a posted form (trimmed as the API's schema trims the name). */
 function postedFields(ctx: DashboardContext): TemplateFields {
@@ -50,22 +56,11 @@ const partsOf = (fields: Pick<TemplateFields, 'subject' | 'preview_text' | 'html
 function createTemplateViews(services: ApiServices, kit: DashboardKit, deps: { auth: DashboardAuthService }) {
   const { templates } = services;
   // A template's HTML may be 500,000 characters (the API's limit): more than the dashboard's usual 64 kB forms.
-  const forms = koaBody({
-    urlencoded: true,
-    json: false,
-    text: false,
-    multipart: false,
-    formLimit: '4mb',
-  }) as unknown as DashboardKit['forms'];
+  const forms = urlencodedForms('4mb');
   async function templateOf(ctx: DashboardContext): Promise<Template | null> {
     const id = (ctx.params as { id?: string }).id ?? '';
     if (!ID.test(id)) return null;
-    try {
-      return await templates.getTemplate(kit.signedInOf(ctx).orgId, id.toLowerCase());
-    } catch (error) {
-      if (isError(error, 'not_found')) return null;
-      throw error;
-    }
+    return orNotFound(templates.getTemplate(kit.signedInOf(ctx).orgId, id.toLowerCase()));
   }
 
   async function renderEditor(ctx: DashboardContext, status: number, model: Partial<TemplateEditorModel> & { fields: TemplateFields }) {

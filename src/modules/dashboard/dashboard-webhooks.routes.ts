@@ -1,8 +1,8 @@
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus, type WebhookEndpoint } from '../../../db/entities/index.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
-import { AppError, type ErrorCode } from '../../errors.ts';
+import type { AppError } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
-import { type DashboardArea, type DashboardContext, type DashboardKit, form, one } from './dashboard.router.ts';
+import { orNotFound, isError, type DashboardArea, type DashboardContext, type DashboardKit, form, one } from './dashboard.router.ts';
 import { webhooksPage } from './dashboard-webhooks.pages.ts';
 import { endpointPage, ROTATION_CHOICES, type EndpointPageModel } from './dashboard-webhook-endpoint.pages.ts';
 import { deliveryPage } from './dashboard-webhook-delivery.pages.ts';
@@ -25,8 +25,6 @@ export function positionOf(older: string | string[] | undefined): KeysetPosition
   const sortValue = new Date(match[1]!);
   return Number.isNaN(sortValue.getTime()) ? undefined : { sortValue, id: match[2]! };
 }
-
-export const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
 
 /** What the dashboard says when a replay is refused (the service's 409 reasons). */
 function conflictText(error: AppError): string {
@@ -65,12 +63,7 @@ export function webhookPages(services: Pick<ApiServices, 'webhooks' | 'deliverie
     /** The workspace's endpoint `id`, or null when it has none. */
     async endpointOf(ctx: DashboardContext, id: string): Promise<WebhookEndpoint | null> {
       if (!ID.test(id)) return null;
-      try {
-        return await webhooks.getWebhook(kit.signedInOf(ctx).orgId, id);
-      } catch (error) {
-        if (isError(error, 'not_found')) return null;
-        throw error;
-      }
+      return orNotFound(webhooks.getWebhook(kit.signedInOf(ctx).orgId, id));
     },
   };
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
-import { AppError } from '../../errors.ts';
+import { AppError, type ErrorCode } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
 import type { KeyContext } from '../auth/key-context.ts';
 import { PUBLIC_SCOPES, SCOPE_CATALOG } from '../auth/scopes.ts';
@@ -107,6 +107,26 @@ export const pathId = (ctx: Context): string => {
   const { id } = ctx.params as { id?: unknown };
   return typeof id === 'string' ? id : '';
 };
+/** Whether `error` is the API's error of `code` (a service's refusal the page shows as a message or a 404). */
+export const isError = (error: unknown, code: ErrorCode): error is AppError => error instanceof AppError && error.code === code;
+
+/** What `load` finds, or null when the service answers not_found (another workspace's id included). */
+export async function orNotFound<T>(load: Promise<T>): Promise<T | null> {
+  try {
+    return await load;
+  } catch (error) {
+    if (isError(error, 'not_found')) return null;
+    throw error;
+  }
+}
+
+/** A urlencoded form parser with a body limit (`64kb` for most forms; an editor of the API's large fields more). */
+export const urlencodedForms = (formLimit: string) =>
+  koaBody({ urlencoded: true, json: false, text: false, multipart: false, formLimit }) as unknown as (
+    ctx: DashboardContext,
+    next: Next,
+  ) => Promise<void>;
+
 export const many = (value: string | string[] | undefined) => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
 
 function send(ctx: Context, status: number, page: string): void {
@@ -125,7 +145,7 @@ function send(ctx: Context, status: number, page: string): void {
 export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> {
   const router = new Router<HeraldState>({ prefix: PREFIX });
   const publicOrigin = new URL(deps.publicUrl).origin;
-  const forms = koaBody({ urlencoded: true, json: false, text: false, multipart: false, formLimit: '64kb' }) as unknown as Middleware;
+  const forms = urlencodedForms('64kb');
 
   function cookieOptions(ctx: Context, maxAge?: number) {
     return { httpOnly: true, sameSite: 'lax' as const, path: PREFIX, secure: ctx.secure, overwrite: true, ...(maxAge ? { maxAge } : {}) };
