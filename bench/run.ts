@@ -45,6 +45,7 @@ import { resolveRedis } from '../src/dev/redis.ts';
 import { resolveTemporalBinary } from '../src/dev/temporal-binary.ts';
 import { startTemporalDevServer, type TemporalDevServer } from '../src/dev/temporal-server.ts';
 import { BenchContext, newEncryptionKey, type HarnessOptions, type SharedServices } from './lib/context.ts';
+import { costLines, costModel } from './lib/cost-model.ts';
 import { summarizeProfiles } from './lib/profile.ts';
 import { summaryLine, writeResults, type BenchmarkResult } from './lib/report.ts';
 import { summarizeRuns } from './lib/stats.ts';
@@ -291,6 +292,7 @@ if (options.profileDir) {
   }
   log(`profiled figures are not written to the results (the profiler slows the api); profile summaries in ${args.out}`);
 } else if (Object.keys(results).length > 0) {
+  for (const line of costLines(costModel(results))) process.stdout.write(`${line}\n`);
   const written = writeResults(
     args.out,
     {

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { costTable, costModel } from './cost-model.ts';
 import { fmt, percent, spread } from './stats.ts';
 import type { Figures, Stat, Summary } from './types.ts';
 
@@ -72,6 +73,7 @@ export function renderMarkdown(results: ResultsFile): string {
       );
     }
   }
+  lines.push('', ...costTable(costModel(results.benchmarks)));
   lines.push('', '## Every figure: median (min–max) over the runs', '');
   for (const [name, result] of Object.entries(results.benchmarks)) {
     lines.push(`### ${name}`, '', result.description, '');

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The first `command` found on a PATH-style list of directories. */
@@ -36,4 +36,34 @@ export function explicitBinary(request: BinaryRequest, variable: string, works: 
 export function answers(binary: string, args: string[], pattern: RegExp): boolean {
   const probe = spawnSync(binary, args, { encoding: 'utf8', timeout: 20_000 });
   return probe.status === 0 && pattern.test(`${probe.stdout}${probe.stderr}`);
+}
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Waits while another live process builds the same tool into `cacheDir` (its staging folder is
+ * `<stem>.building-<pid>`), so test runs started side by side build it once instead of each
+ * compiling it on the same cores; returns when that build ended (the caller then looks for the
+ * cached binary again, and builds it itself when the other build failed).
+ */
+export function waitForOtherBuild(cacheDir: string, stem: string, log: (line: string) => void): void {
+  const builders = () =>
+    (existsSync(cacheDir) ? readdirSync(cacheDir) : [])
+      .map((entry) => (entry.startsWith(`${stem}.building-`) ? Number(entry.slice(stem.length + '.building-'.length)) : NaN))
+      .filter((pid) => Number.isInteger(pid) && pid !== process.pid && isAlive(pid));
+  let others = builders();
+  if (others.length === 0) return;
+  log(`waiting for process ${others.join(', ')}, which is building ${stem} already...`);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (others.length > 0) {
+    Atomics.wait(pause, 0, 0, 2_000);
+    others = builders();
+  }
 }

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { answers, explicitBinary, findGo, type BinaryRequest } from './go-tools.ts';
+import { answers, explicitBinary, findGo, waitForOtherBuild, type BinaryRequest } from './go-tools.ts';
 
 /** The SeaweedFS source the tests' S3 server is built from (Apache-2.0; the Go module proxy serves it). */
 export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
@@ -36,6 +36,8 @@ export function resolveSeaweedfsBinary(options: BinaryRequest): string {
   const explicit = explicitBinary(options, 'SEAWEEDFS_BIN', works);
   if (explicit) return explicit;
   const cached = cachedSeaweedfsPath(options.cacheDir);
+  if (existsSync(cached) && works(cached)) return cached;
+  waitForOtherBuild(options.cacheDir, `seaweedfs-${SEAWEEDFS_VERSION}`, options.log);
   if (existsSync(cached) && works(cached)) return cached;
   const go = findGo(options.path);
   if (!go) {

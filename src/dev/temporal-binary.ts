@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { answers, explicitBinary, findGo, onPath, type BinaryRequest } from './go-tools.ts';
+import { answers, explicitBinary, findGo, onPath, waitForOtherBuild, type BinaryRequest } from './go-tools.ts';
 
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 const MODULE = `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`;
@@ -23,6 +23,8 @@ export function resolveTemporalBinary(options: BinaryRequest): string {
   const fromPath = onPath('temporal', options.path);
   if (fromPath && works(fromPath)) return fromPath;
   const cached = cachedTemporalPath(options.cacheDir);
+  if (existsSync(cached) && works(cached)) return cached;
+  waitForOtherBuild(options.cacheDir, `temporal-${TEMPORAL_CLI_VERSION}`, options.log);
   if (existsSync(cached) && works(cached)) return cached;
 
   const go = findGo(options.path);

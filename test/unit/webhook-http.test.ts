@@ -117,6 +117,57 @@ describe('postWebhook (SSRF-safe HTTP of deliveries)', () => {
   });
 });
 
+describe('kept-alive connections', () => {
+  /** A receiver that records the client port of every request and can drop idle connections. */
+  async function portRecorder() {
+    const ports: number[] = [];
+    const server = createServer((req, res) => {
+      ports.push(req.socket.remotePort!);
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    return {
+      ports,
+      url,
+      server,
+      close: () => {
+        server.closeAllConnections();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  it('reuses one connection for consecutive attempts to the same checked address', async () => {
+    const receiver = await portRecorder();
+    try {
+      for (let i = 0; i < 3; i += 1) expect((await postWebhook(receiver.url, {}, '{}', allow)).statusCode).toBe(200);
+      expect(receiver.ports).toHaveLength(3);
+      expect(new Set(receiver.ports).size).toBe(1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('sends once more on a fresh connection when the receiver had closed the idle one', async () => {
+    const receiver = await portRecorder();
+    try {
+      expect((await postWebhook(receiver.url, {}, '{}', allow)).statusCode).toBe(200);
+      // The receiver drops the idle connection without telling the client first (as a restart or
+      // a short keep-alive timeout does); the next attempt finds it closed when it writes.
+      receiver.server.closeIdleConnections();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = await postWebhook(receiver.url, {}, '{}', allow);
+      expect(second).toMatchObject({ statusCode: 200, error: null });
+      expect(receiver.ports).toHaveLength(2);
+      expect(receiver.ports[1]).not.toBe(receiver.ports[0]);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
 describe('retry timing', () => {
   it('reads Retry-After on 429 and 503 only, in seconds or as an HTTP date', () => {
     const now = Date.parse('2026-11-21T10:00:00Z');

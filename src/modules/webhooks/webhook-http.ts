@@ -1,7 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import { forbiddenRangeOf } from '../../net/address-policy.ts';
 
 /**
@@ -14,7 +15,11 @@ import { forbiddenRangeOf } from '../../net/address-policy.ts';
  * - redirects are never followed (a 3xx is a failed attempt that names the Location);
  * - one deadline (15 s by default) covers DNS, connect, TLS, request and response; at most
  *   64 KiB of the response body is read, of which 1 KiB is kept;
- * - a fresh connection per attempt (no pooling, so nothing outlives the checked address).
+ * - connections are kept alive per (scheme, host, port, checked address): a pooled socket was
+ *   opened to an address that passed the check, so reusing it cannot reach anything else; an idle
+ *   socket closes after KEEP_ALIVE_IDLE_MS, and a request that finds its reused socket already
+ *   closed by the receiver is sent once more on a fresh one;
+ * - a host name's checked answer is reused for DNS_CACHE_MS (the check runs on every use).
  */
 
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 15_000;
@@ -41,7 +46,34 @@ export interface PostResult {
   address: string | null;
 }
 
-const defaultResolve = (host: string) => dnsLookup(host, { all: true, verbatim: true });
+const lookupAll = (host: string) => dnsLookup(host, { all: true, verbatim: true });
+/** How long a host name's addresses are reused before the next lookup. */
+export const DNS_CACHE_MS = 30_000;
+/** How long an idle kept-alive connection stays open (below the usual 5 s server keep-alive). */
+export const KEEP_ALIVE_IDLE_MS = 4_000;
+
+const resolved = new LRUCache<string, { address: string; family: number }[]>({ max: 10_000, ttl: DNS_CACHE_MS });
+/** node:dns lookups, each host's answer kept for DNS_CACHE_MS (failures are not kept). */
+async function defaultResolve(host: string): Promise<{ address: string; family: number }[]> {
+  const cached = resolved.get(host);
+  if (cached !== undefined) return cached;
+  const addresses = await lookupAll(host);
+  if (addresses.length > 0) resolved.set(host, addresses);
+  return addresses;
+}
+
+/** Kept-alive agents, one per scheme, host, port and checked address (so a pooled socket only ever reaches that address). */
+const agents = new LRUCache<string, HttpAgent>({ max: 2_000, dispose: (agent) => agent.destroy() });
+function agentFor(target: URL, address: { address: string; family: number }): HttpAgent {
+  const key = `${target.protocol}//${target.host}|${address.address}`;
+  let agent = agents.get(key);
+  if (agent === undefined) {
+    const options = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, lookup: pinnedLookup(address.address, address.family) };
+    agent = target.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+    agents.set(key, agent);
+  }
+  return agent;
+}
 
 /** A refused or failed attempt, with the text stored in the attempt's `error`. */
 class AttemptError extends Error {}
@@ -113,6 +145,46 @@ function excerptOf(chunks: Buffer[]): string | null {
   return [...text].slice(0, RESPONSE_EXCERPT_CHARS).join('').slice(0, RESPONSE_EXCERPT_CHARS);
 }
 
+/** A reused kept-alive socket that the receiver had closed before any answer. */
+class ReusedSocketClosed extends Error {}
+
+type Exchange = { statusCode: number; headers: IncomingHttpHeaders; chunks: Buffer[] };
+
+/** One request and its response (at most MAX_RESPONSE_READ_BYTES of the body read). */
+function exchangeOnce(send: typeof httpRequest, options: RequestOptions, payload: Buffer, signal: AbortSignal): Promise<Exchange> {
+  return new Promise<Exchange>((resolve, reject) => {
+    let answered = false;
+    const fail = (error: unknown) => reject(signal.aborted ? (signal.reason as Error) : (error as Error));
+    const req = send(options, (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      let read = 0;
+      const finish = () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, chunks });
+      res.on('data', (chunk: Buffer) => {
+        if (read >= MAX_RESPONSE_READ_BYTES) return;
+        chunks.push(chunk.subarray(0, MAX_RESPONSE_READ_BYTES - read));
+        read += chunk.length;
+        if (read >= MAX_RESPONSE_READ_BYTES) {
+          // Enough for the record: stop reading and drop the connection.
+          finish();
+          res.destroy();
+        }
+      });
+      res.on('end', finish);
+      res.on('error', fail);
+      res.on('close', () => {
+        if (!res.complete && read < MAX_RESPONSE_READ_BYTES)
+          fail(new AttemptError('the receiver closed the connection before the response was complete'));
+      });
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      const closedIdle = req.reusedSocket && !answered && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+      fail(closedIdle && !signal.aborted ? new ReusedSocketClosed(error.message) : error);
+    });
+    req.end(payload);
+  });
+}
+
 /**
  * POSTs `body` to `url` under the rules above. Never throws for the receiver's or the
  * network's behaviour: every outcome is a PostResult (a 3xx has `error` set too).
@@ -161,35 +233,14 @@ export async function postWebhook(url: string, headers: Record<string, string>, 
       path: `${target.pathname}${target.search}`,
       headers: { ...headers, 'Content-Length': String(payload.length) },
       lookup: pinnedLookup(address.address, address.family),
-      agent: false,
+      agent: agentFor(target, address),
       signal: controller.signal,
     };
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const exchange = new Promise<{ statusCode: number; headers: IncomingHttpHeaders; chunks: Buffer[] }>((resolve, reject) => {
-      const fail = (error: unknown) => reject(controller.signal.aborted ? (controller.signal.reason as Error) : (error as Error));
-      const req = send(requestOptions, (res) => {
-        const chunks: Buffer[] = [];
-        let read = 0;
-        const finish = () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, chunks });
-        res.on('data', (chunk: Buffer) => {
-          if (read >= MAX_RESPONSE_READ_BYTES) return;
-          chunks.push(chunk.subarray(0, MAX_RESPONSE_READ_BYTES - read));
-          read += chunk.length;
-          if (read >= MAX_RESPONSE_READ_BYTES) {
-            // Enough for the record: stop reading and drop the connection.
-            finish();
-            res.destroy();
-          }
-        });
-        res.on('end', finish);
-        res.on('error', fail);
-        res.on('close', () => {
-          if (!res.complete && read < MAX_RESPONSE_READ_BYTES)
-            fail(new AttemptError('the receiver closed the connection before the response was complete'));
-        });
-      });
-      req.on('error', fail);
-      req.end(payload);
+    const exchange = exchangeOnce(send, requestOptions, payload, controller.signal).catch((error: unknown) => {
+      // The receiver closed a kept-alive socket just as it was reused: nothing was read, send once more on a new one.
+      if (error instanceof ReusedSocketClosed) return exchangeOnce(send, { ...requestOptions, agent: false }, payload, controller.signal);
+      throw error;
     });
     const response = await Promise.race([exchange, deadline]);
     clearTimeout(timer);
