@@ -8,7 +8,7 @@
 import { parseDeliveryStatus, type ParsedRecipient } from './report-dsn.ts';
 import { bounceTypeOf, enhancedStatus, normaliseAddress, replyCode, resolveStatus } from './report-fields.ts';
 import { statusFromWording } from './report-status-text.ts';
-import { vendorRecipients, vendorShapeOf } from './report-vendors.ts';
+import { vendorReport } from './report-vendors.ts';
 
 export type TextFormat = 'postfix' | 'exim' | 'qmail' | 'exchange' | 'sendmail' | 'other';
 
@@ -173,12 +173,12 @@ function reportingMtaOf(text: string): string | null {
 export function classifyTextReport(input: TextReportInput): TextReport | null {
   const haystack = `${input.subject}\n${input.text}`;
   const format = formatOf(haystack);
-  const shape = vendorShapeOf(`${input.headerBlock}\n${haystack}`);
+  const vendor = vendorReport(`${input.headerBlock}\n${haystack}`, input.text);
   const nullSender = input.mailFrom.trim() === '' || input.mailFrom.trim() === '<>';
   const daemonSender =
     isDaemonAddress(input.fromAddress) || /mail delivery (system|subsystem)|mailer[- ]daemon|postmaster/i.test(input.fromName ?? '');
   const generic = GENERIC_SIGNATURE.test(haystack);
-  if (!format && !shape && !input.failedRecipientsHeader && !(generic && (daemonSender || nullSender))) return null;
+  if (!format && !vendor && !input.failedRecipientsHeader && !(generic && (daemonSender || nullSender))) return null;
 
   const section = reportSection(input.text);
   const delayed = DELAY.test(`${input.subject}\n${section}`) && !FINAL.test(`${input.subject}\n${section}`);
@@ -187,8 +187,8 @@ export function classifyTextReport(input: TextReportInput): TextReport | null {
   if (/^(Final|Original)-Recipient\s*:/im.test(section)) {
     recipients = parseDeliveryStatus(section).recipients.filter((r) => !input.exclude.has(r.email));
   }
-  if (recipients.length === 0 && shape) {
-    const found = vendorRecipients(shape, input.text).filter((r) => !input.exclude.has(r.email));
+  if (recipients.length === 0 && vendor) {
+    const found = vendor.filter((r) => !input.exclude.has(r.email));
     recipients = found.map((r) => textRecipient(r.email, r.diagnostic, action, found.length === 1 ? section : null));
   }
   if (recipients.length === 0) {

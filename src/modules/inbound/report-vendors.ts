@@ -29,7 +29,7 @@ export const VENDOR_SHAPES: VendorShape[] = [
   },
   {
     name: 'trend-micro-interscan',
-    signatures: [/InterScan/i],
+    signatures: [/InterScan/i, /Sent <<< RCPT TO:|Unable to deliver message to </],
     report: new RegExp(
       String.raw`Sent <<< RCPT TO:\s*<(?<rcpt>${ADDR})>\s*\n\s*Received >>> (?<diag>.+)|Unable to deliver message to <(?<rcpt2>${ADDR})>(?<diag2>.*)`,
       'g',
@@ -68,13 +68,22 @@ export interface VendorRecipient {
   diagnostic: string | null;
 }
 
-/** The shape a report has, or null. `haystack` holds the header block, subject and text. */
-export function vendorShapeOf(haystack: string): VendorShape | null {
-  return VENDOR_SHAPES.find((shape) => shape.signatures.every((s) => s.test(haystack))) ?? null;
+/**
+ * The failed recipients of a vendor-shaped report, or null when no shape fits: the signatures
+ * must match (`haystack` holds the header block, subject and text) and the report pattern must
+ * find at least one recipient, so a message that merely mentions a vendor is not a report.
+ */
+export function vendorReport(haystack: string, text: string): VendorRecipient[] | null {
+  for (const shape of VENDOR_SHAPES) {
+    if (!shape.signatures.every((s) => s.test(haystack))) continue;
+    const found = vendorRecipients(shape, text);
+    if (found.length > 0) return found;
+  }
+  return null;
 }
 
 /** The failed recipients a shape finds in a report's text, in order, without repeats. */
-export function vendorRecipients(shape: VendorShape, text: string): VendorRecipient[] {
+function vendorRecipients(shape: VendorShape, text: string): VendorRecipient[] {
   const found: VendorRecipient[] = [];
   const end = shape.end?.exec(text);
   for (const m of (end ? text.slice(0, end.index) : text).matchAll(shape.report)) {
