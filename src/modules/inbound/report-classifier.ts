@@ -4,9 +4,11 @@
  * it (email id, recipients, hard/soft, original Message-ID). Pure: no database, no network.
  * See docs/bounces.md for what is recognised and how hard/soft is decided.
  */
-import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
-import { leadingHeaders, messageIdFromHeaders, parseDeliveryStatus, parseFeedbackReport } from './report-dsn.ts';
+import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import { parseDeliveryStatus, parseFeedbackReport } from './report-dsn.ts';
 import { type BounceType, addressFromField, normaliseAddress } from './report-fields.ts';
+import { attachmentText, originalHeaderBlocks, originalMessageId, originalRecipients, rawBody } from './report-original.ts';
+import { parseSesNotification } from './report-ses.ts';
 import { classifyTextReport } from './report-text.ts';
 
 export type { BounceType } from './report-fields.ts';
@@ -116,26 +118,6 @@ function reportType(mail: ParsedMail): string | null {
   return params['report-type']?.toLowerCase().trim() ?? '';
 }
 
-function attachmentText(a: Attachment): string {
-  return a.content.toString('utf8');
-}
-
-const ORIGINAL_TYPES = new Set(['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers', 'text/rfc822-header']);
-
-/** The Message-ID of the bounced or reported message: attached original, else quoted text. */
-function originalMessageId(mail: ParsedMail, raw: Buffer): string | null {
-  for (const headers of originalHeaderBlocks(mail, raw)) {
-    const id = messageIdFromHeaders(headers);
-    if (id) return id;
-  }
-  const own = mail.messageId?.replace(/^<|>$/g, '') ?? null;
-  for (const source of [mail.text ?? '', rawBody(raw)]) {
-    const re = /^[ \t>]*message-id[ \t]*:[ \t]*(?:\r?\n[ \t]+)?<([^\s<>]+@[^\s<>]+)>/gim;
-    for (const m of source.matchAll(re)) if (m[1] !== own) return m[1]!;
-  }
-  return null;
-}
-
 function exclusions(mail: ParsedMail, input: ClassifyInput): Set<string> {
   const set = new Set<string>([...addresses(mail.from), ...addresses(mail.to), ...addresses(mail.replyTo)]);
   for (const r of input.rcptTo) set.add(normaliseAddress(r));
@@ -193,9 +175,12 @@ async function classify(input: ClassifyInput): Promise<InboundReport> {
     };
   }
   if (type === 'disposition-notification') return { kind: 'auto_reply', reason: 'disposition-notification (read receipt)' };
+  const ses = sesReport(mail, emailId);
+  if (ses) return ses;
 
-  if (type === 'delivery-status' || type === 'global-delivery-status') {
-    const part = mail.attachments.find((a) => /^message\/(global-)?delivery-status$/i.test(a.contentType));
+  // A DSN wrapped in multipart/mixed (Domino relays, gateways) is read like a top-level one.
+  const part = mail.attachments.find((a) => /^message\/(global-)?delivery-status$/i.test(a.contentType));
+  if (type === 'delivery-status' || type === 'global-delivery-status' || part) {
     const parsed = parseDeliveryStatus(part ? attachmentText(part) : rawBody(raw));
     const failed = parsed.recipients.some((r) => r.action === 'failed');
     const delayed = parsed.recipients.some((r) => r.action === 'delayed');
@@ -228,35 +213,15 @@ async function classify(input: ClassifyInput): Promise<InboundReport> {
   return { kind: 'message' };
 }
 
-/**
- * Header blocks of the attached original message: from attachments mailparser kept, else
- * from the raw body after a message/rfc822 or text/rfc822-headers part header (mailparser
- * expands inline message/rfc822 parts instead of keeping them).
- */
-function originalHeaderBlocks(mail: ParsedMail, raw: Buffer): string[] {
-  const blocks = mail.attachments
-    .filter((a) => ORIGINAL_TYPES.has(a.contentType.toLowerCase()))
-    .map((a) => leadingHeaders(attachmentText(a)));
-  const body = rawBody(raw);
-  const re = /^content-type:[ \t]*(?:message\/(?:rfc822|global)|text\/rfc822-headers?)[^\n]*\n(?:[ \t].*\n|[A-Za-z-]+:.*\n)*\r?\n/gim;
-  for (const m of body.matchAll(re)) blocks.push(leadingHeaders(body.slice(m.index + m[0].length)));
-  return blocks;
-}
-
-function originalRecipients(mail: ParsedMail, raw: Buffer): string[] {
-  for (const headers of originalHeaderBlocks(mail, raw)) {
-    const to = /^to[ \t]*:[ \t]*((?:.*)(?:\r?\n[ \t].*)*)/im.exec(headers);
-    const found = to ? [...to[1]!.matchAll(/[^\s<>"',;:]+@[^\s<>"',;:]+\.[A-Za-z]{2,}/g)].map((m) => normaliseAddress(m[0])) : [];
-    if (found.length > 0) return [...new Set(found)];
-  }
-  return [];
-}
-
-/** The body of a raw message as text (for MIME that mailparser could not take apart). */
-function rawBody(raw: Buffer): string {
-  const text = raw.toString('utf8');
-  const start = text.search(/\r?\n\r?\n/);
-  return start < 0 ? '' : text.slice(start);
+/** An Amazon SES notification delivered by SNS as email, or null. Delivery notices are messages. */
+function sesReport(mail: ParsedMail, emailId: string | null): InboundReport | null {
+  const fromAws = addresses(mail.from).some((a) => a.endsWith('.amazonaws.com') || a.endsWith('@amazonaws.com'));
+  if (!fromAws && !mail.headers.has('x-amz-sns-message-id')) return null;
+  const ses = parseSesNotification(mail.text ?? '');
+  if (!ses) return null;
+  if (ses.kind === 'delivery') return { kind: 'message' };
+  if (ses.kind === 'complaint') return { ...ses, emailId };
+  return { ...ses, format: 'other', emailId };
 }
 
 function textReport(mail: ParsedMail, input: ClassifyInput): ReturnType<typeof classifyTextReport> {
@@ -270,6 +235,7 @@ function textReport(mail: ParsedMail, input: ClassifyInput): ReturnType<typeof c
     fromName: from?.value[0]?.name ?? null,
     mailFrom: input.mailFrom,
     failedRecipientsHeader: headerText(mail, 'x-failed-recipients'),
+    headerBlock: input.raw.toString('latin1').split(/\n\n/)[0] ?? '',
     exclude: exclusions(mail, input),
   });
 }

@@ -47,7 +47,12 @@ export function parseDeliveryStatus(text: string): ParsedDeliveryStatus {
       addressFromField(fieldValue(block, 'x-actual-recipient'));
     if (!email) continue;
     const diagnostic = cleanDiagnostic(fieldValue(block, 'diagnostic-code'));
-    const status = resolveStatus(fieldValue(block, 'status'), diagnostic);
+    const declared = parseAction(fieldValue(block, 'action'), null);
+    const status = resolveStatus(
+      fieldValue(block, 'status'),
+      diagnostic,
+      declared === null ? 'failed' : declared === 'delayed' ? 'delayed' : declared === 'failed' ? 'failed' : null,
+    );
     const action = parseAction(fieldValue(block, 'action'), status);
     const existing = recipients.find((r) => r.email === email);
     if (existing) {

@@ -3,6 +3,7 @@
  * blocks (RFC 3464 delivery-status, RFC 5965 feedback-report, RFC 6533 global variants),
  * enhanced status codes and the hard/soft decision. No I/O.
  */
+import { nestedRemoteStatus, remoteStatus, statusFromWording } from './report-status-text.ts';
 
 export type BounceType = 'hard' | 'soft';
 export type ReportAction = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded';
@@ -91,17 +92,23 @@ export function replyCode(text: string | null): string | null {
 }
 
 /**
- * The status of a recipient: the enhanced code of the Status field, else the one in the
- * diagnostic, else `<class>.0.0` from an SMTP reply code in the diagnostic.
+ * The status of a recipient: the enhanced code of the Status field, unless the diagnostic
+ * quotes the remote server's more specific answer of the same class (when the field only says
+ * `X.0.0`, or the remote reply is nested in `<...>` after the relay's own words); without a
+ * Status field, the code the diagnostic's wording implies (report-status-text.ts).
  */
-export function resolveStatus(statusField: string | null, diagnostic: string | null): string | null {
+export function resolveStatus(
+  statusField: string | null,
+  diagnostic: string | null,
+  action: 'failed' | 'delayed' | null = 'failed',
+): string | null {
   const own = enhancedStatus(statusField);
-  const fromDiagnostic = enhancedStatus(diagnostic);
+  const fromDiagnostic = remoteStatus(diagnostic);
+  const nested = nestedRemoteStatus(diagnostic);
+  if (own && nested && nested[0] === own[0]) return nested;
   if (own && own.endsWith('.0.0') && fromDiagnostic && fromDiagnostic[0] === own[0]) return fromDiagnostic;
   if (own) return own;
-  if (fromDiagnostic) return fromDiagnostic;
-  const reply = replyCode(diagnostic);
-  return reply ? `${reply[0]}.0.0` : null;
+  return fromDiagnostic ?? statusFromWording(diagnostic, action);
 }
 
 /**

@@ -7,6 +7,8 @@
  */
 import { parseDeliveryStatus, type ParsedRecipient } from './report-dsn.ts';
 import { bounceTypeOf, enhancedStatus, normaliseAddress, replyCode, resolveStatus } from './report-fields.ts';
+import { statusFromWording } from './report-status-text.ts';
+import { vendorReport } from './report-vendors.ts';
 
 export type TextFormat = 'postfix' | 'exim' | 'qmail' | 'exchange' | 'sendmail' | 'other';
 
@@ -17,6 +19,8 @@ export interface TextReportInput {
   fromName: string | null;
   mailFrom: string;
   failedRecipientsHeader: string | null;
+  /** The report's own header block, for shapes recognised by a header (fml's X-MLServer). */
+  headerBlock: string;
   /** Addresses that are never the failed recipient (the report's own From/To, the envelope). */
   exclude: Set<string>;
 }
@@ -96,7 +100,7 @@ interface Candidate {
   lines: string[];
 }
 
-function collectCandidates(section: string, exclude: Set<string>): Candidate[] {
+function collectCandidates(section: string, exclude: Set<string>, allowDaemon = false): Candidate[] {
   const lines = section.split(/\r\n|\r|\n/);
   const found: Candidate[] = [];
   let open: Candidate | null = null;
@@ -106,7 +110,7 @@ function collectCandidates(section: string, exclude: Set<string>): Candidate[] {
       const m = pattern.exec(line);
       if (!m) continue;
       const email = normaliseAddress(m[1]!);
-      if (exclude.has(email) || isDaemonAddress(email)) continue;
+      if (exclude.has(email) || (!allowDaemon && isDaemonAddress(email))) continue;
       matched = true;
       let candidate = found.find((c) => c.email === email);
       if (!candidate) {
@@ -129,13 +133,13 @@ function collectCandidates(section: string, exclude: Set<string>): Candidate[] {
 }
 
 /** Fallback: every <address> in the report section, with its line as the diagnostic. */
-function angleCandidates(section: string, exclude: Set<string>): Candidate[] {
+function angleCandidates(section: string, exclude: Set<string>, allowDaemon = false): Candidate[] {
   const found: Candidate[] = [];
   for (const line of section.split(/\r\n|\r|\n/)) {
     if (/message-id|in-reply-to|references|^\W*(from|to|cc|date|sender)\s*:/i.test(line)) continue;
     for (const m of line.matchAll(new RegExp(String.raw`<(${ADDR})>`, 'g'))) {
       const email = normaliseAddress(m[1]!);
-      if (exclude.has(email) || isDaemonAddress(email) || found.some((c) => c.email === email)) continue;
+      if (exclude.has(email) || (!allowDaemon && isDaemonAddress(email)) || found.some((c) => c.email === email)) continue;
       found.push({ email, lines: [line.trim()] });
     }
   }
@@ -169,38 +173,68 @@ function reportingMtaOf(text: string): string | null {
 export function classifyTextReport(input: TextReportInput): TextReport | null {
   const haystack = `${input.subject}\n${input.text}`;
   const format = formatOf(haystack);
+  const vendor = vendorReport(`${input.headerBlock}\n${haystack}`, input.text);
   const nullSender = input.mailFrom.trim() === '' || input.mailFrom.trim() === '<>';
   const daemonSender =
     isDaemonAddress(input.fromAddress) || /mail delivery (system|subsystem)|mailer[- ]daemon|postmaster/i.test(input.fromName ?? '');
   const generic = GENERIC_SIGNATURE.test(haystack);
-  if (!format && !input.failedRecipientsHeader && !(generic && (daemonSender || nullSender))) return null;
+  if (!format && !vendor && !input.failedRecipientsHeader && !(generic && (daemonSender || nullSender))) return null;
 
   const section = reportSection(input.text);
+  const delayed = DELAY.test(`${input.subject}\n${section}`) && !FINAL.test(`${input.subject}\n${section}`);
+  const action = delayed ? 'delayed' : 'failed';
   let recipients: ParsedRecipient[] = [];
   if (/^(Final|Original)-Recipient\s*:/im.test(section)) {
     recipients = parseDeliveryStatus(section).recipients.filter((r) => !input.exclude.has(r.email));
   }
-  const delayed = DELAY.test(`${input.subject}\n${section}`) && !FINAL.test(`${input.subject}\n${section}`);
-  const action = delayed ? 'delayed' : 'failed';
+  if (recipients.length === 0 && vendor) {
+    const found = vendor.filter((r) => !input.exclude.has(r.email));
+    recipients = found.map((r) => textRecipient(r.email, r.diagnostic, action, found.length === 1 ? section : null));
+  }
   if (recipients.length === 0) {
-    const candidates = collectCandidates(section, input.exclude);
-    if (candidates.length === 0) candidates.push(...angleCandidates(section, input.exclude));
-    const fromHeader = (input.failedRecipientsHeader ?? '')
-      .split(/[,\s]+/)
-      .map((a) => normaliseAddress(a))
-      .filter((a) => a.includes('@') && !input.exclude.has(a));
-    for (const email of fromHeader) if (!candidates.some((c) => c.email === email)) candidates.push({ email, lines: [] });
+    const candidates = textCandidates(section, input);
     const single = candidates.length === 1 ? sectionDiagnostic(section) : null;
     recipients = candidates.map((c) => {
       let diagnostic = c.lines.join(' ').replace(/\s+/g, ' ').trim().slice(0, 1000) || null;
       if (single && single !== diagnostic && !enhancedStatus(diagnostic) && !replyCode(diagnostic))
         diagnostic = diagnostic ? `${diagnostic} ${single}` : single;
-      const status = resolveStatus(null, diagnostic);
       const hint = diagnostic ?? (format === 'qmail' && /permanent error/i.test(section) ? 'permanent error' : null);
-      return { email: c.email, action, status, diagnostic, bounceType: bounceTypeOf(action, status, hint ?? sectionHint(section)) };
+      return textRecipient(c.email, diagnostic, action, candidates.length === 1 ? section : null, hint ?? sectionHint(section));
     });
   }
   return { kind: delayed ? 'delay' : 'bounce', format: format ?? 'other', reportingMta: reportingMtaOf(input.text), recipients };
+}
+
+/**
+ * Recipients named in a report section: address lines first, else any `<address>`, else the
+ * X-Failed-Recipients header; mail-system addresses only when nothing else is named.
+ */
+function textCandidates(section: string, input: TextReportInput): Candidate[] {
+  const candidates = collectCandidates(section, input.exclude);
+  if (candidates.length === 0) candidates.push(...angleCandidates(section, input.exclude));
+  const fromHeader = (input.failedRecipientsHeader ?? '')
+    .split(/[,\s]+/)
+    .map((a) => normaliseAddress(a))
+    .filter((a) => a.includes('@') && !input.exclude.has(a));
+  for (const email of fromHeader) if (!candidates.some((c) => c.email === email)) candidates.push({ email, lines: [] });
+  if (candidates.length > 0) return candidates;
+  const daemons = collectCandidates(section, input.exclude, true);
+  return daemons.length > 0 ? daemons : angleCandidates(section, input.exclude, true);
+}
+
+/**
+ * One recipient of a text report. Without a code in its own diagnostic, the status comes from
+ * the wording of the whole report when it names this recipient alone (`reportText`).
+ */
+function textRecipient(
+  email: string,
+  diagnostic: string | null,
+  action: 'failed' | 'delayed',
+  reportText: string | null,
+  hint: string | null = diagnostic,
+): ParsedRecipient {
+  const status = resolveStatus(null, diagnostic, action) ?? statusFromWording(reportText, action, true);
+  return { email, action, status, diagnostic, bounceType: bounceTypeOf(action, status, hint) };
 }
 
 /** Report-wide wording used for hard/soft when a recipient has no diagnostic of its own. */
