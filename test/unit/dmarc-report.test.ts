@@ -57,7 +57,9 @@ describe('DMARC aggregate report parsing', () => {
       ['FastMail Pty Ltd', '102675056', '104.195.80.20', 'softfail'],
     ]);
     const zip = unpackReport(fixture('infonacot-zip.xml.zip')).map(parseAggregateReport);
-    expect(zip.map((r) => [r.orgName, r.reportId, r.policy.domain, r.records.length])).toEqual([['XYZ Corporation', '2940', 'example.com', 1]]);
+    expect(zip.map((r) => [r.orgName, r.reportId, r.policy.domain, r.records.length])).toEqual([
+      ['XYZ Corporation', '2940', 'example.com', 1],
+    ]);
   });
 
   it('reads every record of a report with several', () => {
@@ -76,7 +78,13 @@ describe('DMARC aggregate report parsing', () => {
 <spf><domain>bounces.example.com</domain><result>pass</result></spf></auth_results></record>`),
     );
     const [record] = report.records;
-    expect(record).toMatchObject({ sourceIp: '2001:db8::1', count: 42, dkimAligned: true, spfAligned: false, headerFrom: 'mail.example.com' });
+    expect(record).toMatchObject({
+      sourceIp: '2001:db8::1',
+      count: 42,
+      dkimAligned: true,
+      spfAligned: false,
+      headerFrom: 'mail.example.com',
+    });
     expect(record!.dkim).toEqual([{ domain: 'mail.example.com', selector: 'herald', result: 'pass' }]);
     expect(dmarcPassed(record!)).toBe(true);
     expect(dmarcPassed({ dkimAligned: false, spfAligned: false })).toBe(false);

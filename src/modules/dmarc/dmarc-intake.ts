@@ -100,7 +100,8 @@ export function createDmarcIntake(deps: { orm: MikroORM; logger?: Logger | undef
         const concerning = reports.filter((report) => reportConcerns(domain.domain, report.policy.domain));
         if (concerning.length === 0) continue;
         await scopeToOrg(orm.em.fork(), domain.orgId).transactional(async (em) => {
-          for (const report of concerning) await storeReport(em, { orgId: domain.orgId, domainId: domain.id, inboundId: message.id, report });
+          for (const report of concerning)
+            await storeReport(em, { orgId: domain.orgId, domainId: domain.id, inboundId: message.id, report });
         });
         if (owners.get(domain.orgId)?.size === 0) consumed.add(domain.orgId);
       }

@@ -92,7 +92,11 @@ function passed(value: unknown): boolean {
 function authResults(list: unknown, selectorField: 'selector' | 'scope'): DmarcAuthResult[] {
   return (Array.isArray(list) ? list : []).map((entry) => {
     const node = nodeOf(entry);
-    return { domain: textOf(node.domain) ?? '', selector: textOf(node[selectorField]), result: textOf(node.result)?.toLowerCase() ?? 'none' };
+    return {
+      domain: textOf(node.domain) ?? '',
+      selector: textOf(node[selectorField]),
+      result: textOf(node.result)?.toLowerCase() ?? 'none',
+    };
   });
 }
 

@@ -238,7 +238,11 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       const routed = await routeRecipients(em, inbound.rcptTo, config.bounceDomain, verp);
       if (routed.length === 0) return { status: 'unroutable' };
       // DMARC reports to a report address are stored as reports, not inbox messages.
-      const reported = await dmarc.ingest({ id: inbound.id, rcptTo: inbound.rcptTo, readRaw: () => readBlob(blobStore(), inbound.blobKey) });
+      const reported = await dmarc.ingest({
+        id: inbound.id,
+        rcptTo: inbound.rcptTo,
+        readRaw: () => readBlob(blobStore(), inbound.blobKey),
+      });
       const routes = routed.filter((route) => route.emailId !== null || !reported.has(route.orgId));
       if (routes.length === 0) return { status: 'recorded', orgIds: [...reported], messageIds: [], attachmentsPending: false };
       const [parsed, auth] = await Promise.all([
