@@ -84,7 +84,7 @@ function unzipBounded(bytes: Uint8Array, limit: number): Buffer[] {
   } catch (error) {
     failure ??= new DmarcReportError('bad_archive', `not a readable zip file (${(error as Error).message})`);
   }
-  if (failure) throw failure as DmarcReportError;
+  if (failure) throw failure;
   if (files.length === 0) throw new DmarcReportError('bad_archive', 'the zip file holds no report');
   return files;
 }
