@@ -10,6 +10,7 @@ import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
 import { expectError, apiClient } from '../support/http.ts';
 import { idem } from '../support/api.ts';
+import { decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
 import { startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/dmarc/${name}`, import.meta.url));
@@ -153,12 +154,48 @@ describe('DMARC aggregate reports (real SMTP → worker → API)', () => {
     const bad = await request('PATCH', `/api/v1/domains/${domainId}/dmarc`, { body: { report_local_part: 'a,b' }, headers: idem() });
     expectError(bad, 400, 'invalid_request');
 
-    const xml = fixture('outlook.xml').toString('utf8').replace('cfeafefe4129445e8c81018bd9177197', 'changed-address-report');
+    // The Outlook.com sample as a report of yesterday, so it falls in the default 30-day window.
+    const now = Math.floor(Date.now() / 1000);
+    const xml = fixture('outlook.xml')
+      .toString('utf8')
+      .replace('cfeafefe4129445e8c81018bd9177197', 'changed-address-report')
+      .replace('<begin>1711756800</begin>', `<begin>${now - 86_400}</begin>`)
+      .replace('<end>1711843200</end>', `<end>${now}</end>`);
     await deliver(reportMail('reports@example.com', 'changed.xml', Buffer.from(xml), 'text/xml'));
     const listed = await request('GET', `/api/v1/domains/${domainId}/dmarc/reports?limit=1`);
     expect((listed.body.data as { report_id: string }[])[0]?.report_id).toBe('changed-address-report');
 
     const reset = await request('PATCH', `/api/v1/domains/${domainId}/dmarc`, { body: { report_local_part: 'dmarc' }, headers: idem() });
     expect(reset.body.data).toMatchObject({ report_address: 'dmarc@example.com', is_default_address: true });
+    const recent = await request('GET', `/api/v1/domains/${domainId}/dmarc/sources`);
+    expect((recent.body.data as { source_ip: string }[]).map((s) => s.source_ip)).toEqual(['100.24.188.149']);
+  });
+
+  it('shows who sends as the domain on its dashboard page, and what to publish before the first report', async () => {
+    const fresh = await createDomainsService({ orm: h.stack.orm, encryptionKey: h.stack.config.encryptionKey }).addDomain({
+      orgId: h.orgId,
+      domain: 'fresh.example',
+      verified: true,
+    });
+    const { client } = await signedInPerson(h.stack.orm, api.url, h.orgId, { email: 'dmarc-reader@example.com' });
+    const domainPage = await client.get(`/dashboard/domains/${domainId}`);
+    expect(domainPage.text).toContain(`href="/dashboard/domains/${domainId}/dmarc"`);
+
+    const page = await client.get(`/dashboard/domains/${domainId}/dmarc`);
+    expect(page.status, page.text.slice(0, 500)).toBe(200);
+    expect(page.text).toContain('Who sends as example.com');
+    expect(page.text).toMatch(/<code>100\.24\.188\.149<\/code><\/td><td><span class="state attention">fails<\/span>/);
+    expect(page.text).toContain('XYZ Corporation');
+
+    const empty = await client.get(`/dashboard/domains/${fresh.id}/dmarc`);
+    expect(empty.text).toContain('No reports yet');
+    expect(decodeEntities(empty.text)).toContain('rua=mailto:dmarc@fresh.example');
+
+    const other = await createDomainsService({ orm: h.stack.orm, encryptionKey: h.stack.config.encryptionKey }).addDomain({
+      orgId: h.otherOrgId,
+      domain: 'elsewhere.example',
+      verified: true,
+    });
+    expect((await client.get(`/dashboard/domains/${other.id}/dmarc`)).status).toBe(404);
   });
 });
