@@ -86,6 +86,12 @@ import {
   AutomationStatShardSchema,
   ContactEvent,
   ContactEventSchema,
+  DmarcAddress,
+  DmarcAddressSchema,
+  DmarcRecord,
+  DmarcRecordSchema,
+  DmarcReport,
+  DmarcReportSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -135,6 +141,9 @@ export const TENANT_ENTITIES = [
   TrackingHit,
   DashboardSession,
   DashboardInvite,
+  DmarcReport,
+  DmarcRecord,
+  DmarcAddress,
 ];
 
 const ENTITY_SCHEMAS = [
@@ -182,6 +191,9 @@ const ENTITY_SCHEMAS = [
   TrackingHitSchema,
   DashboardSessionSchema,
   DashboardInviteSchema,
+  DmarcReportSchema,
+  DmarcRecordSchema,
+  DmarcAddressSchema,
 ];
 
 /**

@@ -7,6 +7,7 @@ import { suppressionsArea } from './modules/dashboard/dashboard-suppressions.rou
 import { segmentsArea } from './modules/dashboard/dashboard-segments.routes.ts';
 import { automationsArea } from './modules/dashboard/dashboard-automations.routes.ts';
 import { domainsArea } from './modules/dashboard/dashboard-domains.routes.ts';
+import { dmarcArea } from './modules/dashboard/dashboard-dmarc.routes.ts';
 import { emailsArea } from './modules/dashboard/dashboard-emails.routes.ts';
 import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
 import { metricsArea } from './modules/dashboard/dashboard-metrics.routes.ts';
@@ -85,6 +86,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       workflowsUi: config.temporal.uiUrl ? { url: config.temporal.uiUrl, namespace: config.temporal.namespace } : undefined,
       areas: [
         domainsArea(services),
+        dmarcArea(services),
         emailsArea(services),
         contactImportsArea(services),
         contactsArea(services),

@@ -42,6 +42,9 @@ describe('migrations', () => {
       'credit_shards',
       'dashboard_invites',
       'dashboard_sessions',
+      'dmarc_addresses',
+      'dmarc_records',
+      'dmarc_reports',
       'domain_daily_sends',
       'domains',
       'email_event_counts',
@@ -73,7 +76,7 @@ describe('migrations', () => {
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
     // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
     // (automation, contact); automation_stat_shards by (automation, shard); automation_date_occurrences by (automation, contact, day);
-    // encryption_key_checks by its name.
+    // encryption_key_checks by its name; dmarc_addresses by its domain.
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
       'automation_date_occurrences',
@@ -81,6 +84,7 @@ describe('migrations', () => {
       'automation_stat_shards',
       'contact_import_errors',
       'credit_shards',
+      'dmarc_addresses',
       'domain_daily_sends',
       'email_event_counts',
       'encryption_key_checks',

@@ -109,7 +109,16 @@ async function staticSegment(orm: MikroORM, orgId: string): Promise<string> {
     .segment.id;
 }
 
+const domain = (validBody?: Record<string, unknown>): ResourceFixture => ({
+  create: async (orm, orgId) => (await addSendingDomain(orm, orgId)).id,
+  ...(validBody ? { validBody } : {}),
+});
+
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
+  getDomainDmarc: domain(),
+  updateDomainDmarc: domain({ report_local_part: 'reports' }),
+  listDmarcReports: domain(),
+  listDmarcSources: domain(),
   getAutomation: automation(),
   updateAutomation: automation({ name: 'Renamed by the route suite' }),
   deleteAutomation: automation(),

@@ -143,6 +143,7 @@ export function domainPage(model: DomainPageModel): string {
   <tbody>!${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}</tbody></table>
 </section>
 !${sendersSection(model)}
+<p><a href="/dashboard/domains/${domain.id}/dmarc">DMARC reports: who sends as ${domain.domain}</a></p>
 <section aria-labelledby="delete-title" class="card">
   <h2 id="delete-title">Delete this domain</h2>
   !${

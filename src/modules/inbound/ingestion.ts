@@ -19,6 +19,7 @@ import { parseMessageStream, scanSubject, type ParsedMessage } from './mime.ts';
 import { appliesReport, CLASSIFY_MAX_BYTES, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
 import { routeRecipients, type InboundRoute } from './routing.ts';
 import { createVerpSigner } from '../outbound/verp.ts';
+import { createDmarcIntake } from '../dmarc/dmarc-intake.ts';
 
 export interface InboundIngestionDeps {
   orm: MikroORM;
@@ -80,6 +81,7 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
   const { orm, config, reports } = deps;
   const resolver = createAuthResolver(config);
   const verp = config.encryptionKey ? createVerpSigner(config.encryptionKey) : null;
+  const dmarc = createDmarcIntake({ orm, logger: deps.logger });
   const mta = config.smtp.host === '0.0.0.0' || config.smtp.host === '' ? hostname() : config.smtp.host;
   const blobStore = (): BlobStore => {
     if (!deps.blobs) throw new Error('no blob store configured (BLOB_DIR is empty)');
@@ -233,8 +235,16 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       if (inbound.status !== 'received') return { status: 'settled' };
       await countIngestAttempt(em, inboundId);
       const report = await classify(inbound);
-      const routes = await routeRecipients(em, inbound.rcptTo, config.bounceDomain, verp);
-      if (routes.length === 0) return { status: 'unroutable' };
+      const routed = await routeRecipients(em, inbound.rcptTo, config.bounceDomain, verp);
+      if (routed.length === 0) return { status: 'unroutable' };
+      // DMARC reports to a report address are stored as reports, not inbox messages.
+      const reported = await dmarc.ingest({
+        id: inbound.id,
+        rcptTo: inbound.rcptTo,
+        readRaw: () => readBlob(blobStore(), inbound.blobKey),
+      });
+      const routes = routed.filter((route) => route.emailId !== null || !reported.has(route.orgId));
+      if (routes.length === 0) return { status: 'recorded', orgIds: [...reported], messageIds: [], attachmentsPending: false };
       const [parsed, auth] = await Promise.all([
         parse(inbound),
         blobStore()
