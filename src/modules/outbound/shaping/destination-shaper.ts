@@ -26,8 +26,7 @@ export interface DestinationShapingSettings {
 
 /** A transaction may start (release it with how it went), or the destination has no room now. */
 export type ShapingDecision =
-  | { kind: 'granted'; release(outcome: ShapingOutcome): void }
-  | { kind: 'wait'; retryInMs: number; backingOff: boolean };
+  { kind: 'granted'; release(outcome: ShapingOutcome): void } | { kind: 'wait'; retryInMs: number; backingOff: boolean };
 
 export interface DestinationShaper {
   acquire(destination: string): Promise<ShapingDecision>;
@@ -61,7 +60,13 @@ export function createLocalShaper(settings: DestinationShapingSettings, now: () 
   const stateOf = (destination: string): LocalState => {
     let state = states.get(destination);
     if (!state) {
-      state = { limit: initialLimit(settings.connections), backoff: { level: 0, pausedUntil: 0 }, inFlight: 0, tokens: burstOf(settings), ts: now() };
+      state = {
+        limit: initialLimit(settings.connections),
+        backoff: { level: 0, pausedUntil: 0 },
+        inFlight: 0,
+        tokens: burstOf(settings),
+        ts: now(),
+      };
       states.set(destination, state);
     }
     return state;
@@ -70,7 +75,8 @@ export function createLocalShaper(settings: DestinationShapingSettings, now: () 
     acquire(destination) {
       const state = stateOf(destination);
       const at = now();
-      if (state.backoff.pausedUntil > at) return Promise.resolve({ kind: 'wait', retryInMs: state.backoff.pausedUntil - at, backingOff: true });
+      if (state.backoff.pausedUntil > at)
+        return Promise.resolve({ kind: 'wait', retryInMs: state.backoff.pausedUntil - at, backingOff: true });
       if (state.inFlight >= state.limit.limit) return Promise.resolve({ kind: 'wait', retryInMs: SLOT_RETRY_MS, backingOff: false });
       if (perMs > 0) {
         state.tokens = Math.min(burstOf(settings), state.tokens + (at - state.ts) * perMs);
@@ -112,7 +118,11 @@ type ReleaseCommand = (...args: (string | number)[]) => Promise<[number, number,
  * src/redis/client.ts) switches this process to its local limits for a while, logged once per
  * outage, and a release that cannot reach Redis leaves the slot to its lease.
  */
-export function createDestinationShaper(options: { redis: Redis; settings: DestinationShapingSettings; logger: Logger }): DestinationShaper {
+export function createDestinationShaper(options: {
+  redis: Redis;
+  settings: DestinationShapingSettings;
+  logger: Logger;
+}): DestinationShaper {
   const { redis, settings, logger } = options;
   const local = createLocalShaper(settings);
   redis.defineCommand('heraldShapeAcquire', { numberOfKeys: 2, lua: ACQUIRE_SCRIPT });
@@ -139,7 +149,8 @@ export function createDestinationShaper(options: { redis: Redis; settings: Desti
 
   return {
     async acquire(destination) {
-      if (Date.now() < localUntil) return local.acquire(destination);
+      // Not connected yet (start-up) or reconnecting: this worker's own limits (the client logs the outage).
+      if (redis.status !== 'ready' || Date.now() < localUntil) return local.acquire(destination);
       const { state, inFlight } = redisKeys.destinationShaping(destination);
       const token = randomBytes(8).toString('hex');
       let answer: [number, number, number];
