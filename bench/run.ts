@@ -66,6 +66,7 @@ export const BENCHMARKS = [
   'dashboard',
   'automations',
   'retention',
+  'destination-shaping',
 ] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
