@@ -130,6 +130,12 @@ export function createDestinationShaper(options: {
   const commands = redis as unknown as { heraldShapeAcquire: AcquireCommand; heraldShapeRelease: ReleaseCommand };
   const perMs = settings.ratePerMinute / 60_000;
   let localUntil = 0;
+  /** Pauses this process has seen, by destination: a paused destination's messages are deferred without asking Redis again. */
+  const pauses = new Map<string, number>();
+  const pauseSeen = (destination: string, retryInMs: number) => {
+    if (pauses.size > 10_000) pauses.clear();
+    pauses.set(destination, Date.now() + retryInMs);
+  };
 
   function degrade(error: unknown): void {
     if (Date.now() >= localUntil) {
@@ -144,13 +150,17 @@ export function createDestinationShaper(options: {
     const { state, inFlight } = redisKeys.destinationShaping(destination);
     commands
       .heraldShapeRelease(state, inFlight, token, outcome, settings.connections, settings.backoff.baseMs, settings.backoff.maxMs)
-      .catch(degrade);
+      .then(([, , pausedMs]) => {
+        if (pausedMs > 0) pauseSeen(destination, pausedMs);
+      }, degrade);
   }
 
   return {
     async acquire(destination) {
       // Not connected yet (start-up) or reconnecting: this worker's own limits (the client logs the outage).
       if (redis.status !== 'ready' || Date.now() < localUntil) return local.acquire(destination);
+      const pausedUntil = pauses.get(destination) ?? 0;
+      if (pausedUntil > Date.now()) return { kind: 'wait', retryInMs: pausedUntil - Date.now(), backingOff: true };
       const { state, inFlight } = redisKeys.destinationShaping(destination);
       const token = randomBytes(8).toString('hex');
       let answer: [number, number, number];
@@ -161,7 +171,10 @@ export function createDestinationShaper(options: {
         return local.acquire(destination);
       }
       const [granted, retryInMs, backingOff] = answer;
-      if (granted !== 1) return { kind: 'wait', retryInMs: Number(retryInMs), backingOff: backingOff === 1 };
+      if (granted !== 1) {
+        if (backingOff === 1) pauseSeen(destination, Number(retryInMs));
+        return { kind: 'wait', retryInMs: Number(retryInMs), backingOff: backingOff === 1 };
+      }
       let released = false;
       return {
         kind: 'granted',
