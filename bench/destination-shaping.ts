@@ -21,7 +21,7 @@ import { createLogger } from '../src/logger.ts';
 import { createDirectRelay } from '../src/modules/outbound/direct-relay.ts';
 import { createDestinationShaper } from '../src/modules/outbound/shaping/destination-shaper.ts';
 import { createRedis } from '../src/redis/client.ts';
-import { startDnsServer } from '../test/support/dns-server.ts';
+import { startDnsServer, type ZoneRecords } from '../test/support/dns-server.ts';
 import type { BenchContext } from './lib/context.ts';
 import { fmt, med } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
@@ -71,16 +71,15 @@ export const benchmark: Benchmark = {
     context.defer(async () => {
       await Promise.all([...sinks, refusing].map((sink) => sink.close()));
     });
-    const dns = await startDnsServer({
-      ...Object.fromEntries(
-        ACCEPTING.flatMap((domain, i) => [
-          [domain, { MX: [{ exchange: `mx.${domain}`, priority: 10 }] }],
-          [`mx.${domain}`, { A: [`127.0.0.${31 + i}`] }],
-        ]),
-      ),
+    const zone: Record<string, ZoneRecords> = {
       'refusing.test': { MX: [{ exchange: 'mx.refusing.test', priority: 10 }] },
       'mx.refusing.test': { A: ['127.0.0.34'] },
+    };
+    ACCEPTING.forEach((domain, i) => {
+      zone[domain] = { MX: [{ exchange: `mx.${domain}`, priority: 10 }] };
+      zone[`mx.${domain}`] = { A: [`127.0.0.${31 + i}`] };
     });
+    const dns = await startDnsServer(zone);
     context.defer(() => dns.close());
     const resolver = createDnsResolver(
       { dns: { servers: [dns.address], timeoutMs: 1_000 } },
