@@ -28,7 +28,7 @@ export async function inDestinationSlot(
         result = await run();
         return result;
       } finally {
-        decision.release(result ? shapingOutcomeOf({ kind: 'recipients', recipients: result.results, response: null }) : 'ignored');
+        decision.release(result ? shapingOutcomeOf({ kind: 'recipients', recipients: result.results }) : 'ignored');
       }
     }
     const waited = Date.now() - started;
