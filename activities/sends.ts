@@ -36,7 +36,13 @@ export interface SendActivityDeps {
 export function createSendActivities(deps: SendActivityDeps) {
   const relay =
     deps.relay ??
-    createRelay({ url: deps.config.relayUrl, poolSize: deps.config.sends.relayPoolSize, tls: deps.config.relayTls, logger: deps.logger });
+    createRelay({
+      url: deps.config.relayUrl,
+      poolSize: deps.config.sends.relayPoolSize,
+      maxConnections: deps.config.sends.relayMaxConnections,
+      tls: deps.config.relayTls,
+      logger: deps.logger,
+    });
   const delivery = createEmailDelivery({
     orm: deps.orm,
     blobs: deps.blobs,

@@ -67,6 +67,7 @@ export const BENCHMARKS = [
   'dashboard',
   'automations',
   'retention',
+  'destination-shaping',
 ] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));

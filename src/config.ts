@@ -116,6 +116,10 @@ function buildConfig(env: Env) {
     SMTP_DIRECT_PORT,
     SMTP_DIRECT_POOL_SIZE,
     SMTP_DIRECT_RATE_PER_MINUTE,
+    SMTP_DESTINATION_CONNECTIONS,
+    SMTP_DESTINATION_RATE_PER_MINUTE,
+    SMTP_DESTINATION_BACKOFF,
+    SMTP_DESTINATION_BACKOFF_MAX,
     SMTP_DIRECT_TLS,
     SMTP_MTA_STS,
     SMTP_MTA_STS_PORT,
@@ -143,6 +147,7 @@ function buildConfig(env: Env) {
     SMTP_RELAY_FINAL_HOP,
     INBOUND_DRAIN_CONCURRENCY,
     SMTP_RELAY_POOL_SIZE,
+    SMTP_RELAY_MAX_CONNECTIONS,
     SEND_HANDOFF_WAIT_MS,
     DNS_SERVERS,
     CONTACT_DNS_CHECK,
@@ -283,6 +288,15 @@ function buildConfig(env: Env) {
             port: SMTP_DIRECT_PORT,
             poolSize: SMTP_DIRECT_POOL_SIZE,
             ratePerMinute: SMTP_DIRECT_RATE_PER_MINUTE,
+            /** Per-destination (MX rollup) limits shared through Redis: src/modules/outbound/shaping/. */
+            shaping: {
+              connections: SMTP_DESTINATION_CONNECTIONS,
+              ratePerMinute: SMTP_DESTINATION_RATE_PER_MINUTE,
+              backoff: {
+                baseMs: parseDuration(SMTP_DESTINATION_BACKOFF) as number,
+                maxMs: Math.max(parseDuration(SMTP_DESTINATION_BACKOFF) as number, parseDuration(SMTP_DESTINATION_BACKOFF_MAX) as number),
+              },
+            },
             tls: directTls,
             mtaSts: SMTP_MTA_STS === 'enforce' ? { port: SMTP_MTA_STS_PORT } : null,
             ...(SMTP_DIRECT_CA_FILE ? { caFile: SMTP_DIRECT_CA_FILE } : {}),
@@ -325,6 +339,8 @@ function buildConfig(env: Env) {
       /** The relay is the final hop (the dev sink): accepted means delivered. Direct delivery hands each message to the recipient's own MX. */
       relayIsFinalHop: SMTP_DELIVERY === 'direct' || SMTP_RELAY_FINAL_HOP,
       relayPoolSize: SMTP_RELAY_POOL_SIZE,
+      /** The relay pool grows from relayPoolSize up to this while the relay accepts (never below relayPoolSize). */
+      relayMaxConnections: Math.max(SMTP_RELAY_POOL_SIZE, SMTP_RELAY_MAX_CONNECTIONS),
       /** How long POST /outbox/emails waits for the hand-off to the relay before answering 202. */
       handoffWaitMs: SEND_HANDOFF_WAIT_MS,
     },

@@ -19,6 +19,8 @@ import { createThreadedRelay } from './modules/outbound/relay-thread.ts';
 import { createWorkerSandboxRelay } from './modules/sandbox/sandbox-relay.ts';
 import { createOffloadPool, type OffloadPool } from './offload/offload-pool.ts';
 import { createDirectRelay } from './modules/outbound/direct-relay.ts';
+import { createDestinationShaper } from './modules/outbound/shaping/destination-shaper.ts';
+import { createRedis } from './redis/client.ts';
 import { createMtaSts } from './modules/outbound/mta-sts.ts';
 import { readTrustedAuthorities } from './modules/outbound/relay-tls.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
@@ -114,12 +116,13 @@ const COMPOSER_HEAP = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 
  */
 function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool): Relay {
   if (config.delivery.mode === 'direct') {
-    const { heloName, port, poolSize, ratePerMinute, tls, mtaSts, caFile, allowPrivateTargets } = config.delivery;
+    const { heloName, port, poolSize, ratePerMinute, shaping, tls, mtaSts, caFile, allowPrivateTargets } = config.delivery;
     logger.info('outbound delivery: direct to MX', {
       heloName,
       port,
       poolSize,
       ratePerMinute,
+      destination: shaping,
       tls: tls.policy,
       mtaSts: mtaSts ? 'enforce' : 'off',
       allowPrivateTargets,
@@ -138,13 +141,19 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
       ...(ca ? { ca } : {}),
       mtaSts: mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port, allowPrivateTargets }) : null,
       allowPrivateTargets,
+      shaper: createDestinationShaper({ redis: createRedis(config, logger), settings: shaping, logger }),
       logger,
     });
     return composedElsewhere(direct, (message, envelope) => offload.composeMessage(message, envelope), logger);
   }
   logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls), thread: true });
   return createThreadedRelay({
-    settings: { url: config.relayUrl, poolSize: config.sends.relayPoolSize, tls: config.relayTls },
+    settings: {
+      url: config.relayUrl,
+      poolSize: config.sends.relayPoolSize,
+      maxConnections: config.sends.relayMaxConnections,
+      tls: config.relayTls,
+    },
     resourceLimits: COMPOSER_HEAP,
     logger,
   });

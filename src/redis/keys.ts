@@ -5,4 +5,6 @@ export const redisKeys = {
   dashboardFormSent: (sessionId: string, nonce: string) => `dash:sent:${sessionId}:${nonce}`,
   /** Failed SMTP submission AUTH in the current window: per client address, or per (hashed) user name. */
   smtpAuthFailures: (kind: 'ip' | 'user', id: string) => `smtp-auth:${kind}:${id}`,
+  /** Per-destination shaping of outbound mail: the destination's state (limit, back-off, rate) and its transactions in flight (one hash slot, for a cluster). */
+  destinationShaping: (destination: string) => ({ state: `shape:dest:{${destination}}`, inFlight: `shape:inflight:{${destination}}` }),
 };

@@ -141,6 +141,19 @@ export const SERVER_SETTINGS = {
     wholeNumber('0', 0, 100_000),
     'messages per minute to one destination MX host at most, per worker (`0`: no limit)',
   ),
+  SMTP_DESTINATION_CONNECTIONS: setting(
+    wholeNumber('10', 1, 1000),
+    'direct delivery: SMTP transactions in flight to one destination at most, shared by every worker through Redis; a destination is its MX rollup (one budget for all domains whose MX hosts belong to one provider: gmail.com and googlemail.com are one Google); halved on 421/4xx, grown back as it accepts (docs/deliverability.md, "Per-destination shaping")',
+  ),
+  SMTP_DESTINATION_RATE_PER_MINUTE: setting(
+    wholeNumber('0', 0, 1_000_000),
+    'direct delivery: messages per minute to one destination (MX rollup) at most, across every worker (`0`: no limit)',
+  ),
+  SMTP_DESTINATION_BACKOFF: setting(
+    checkedBy(parseDuration, '30s'),
+    'direct delivery: the pause of a destination after a 421/4xx or no answer, doubling with each further refusal; its messages are deferred meanwhile, other destinations keep flowing',
+  ),
+  SMTP_DESTINATION_BACKOFF_MAX: setting(checkedBy(parseDuration, '10m'), 'the longest such pause'),
   SMTP_DIRECT_TLS: setting(
     oneOf(SMTP_TLS_POLICIES, 'opportunistic'),
     'STARTTLS with remote MX hosts: `opportunistic` (use it when offered), `verify` (refuse a host without a valid certificate for its name), `none`',
@@ -216,7 +229,14 @@ export const SERVER_SETTINGS = {
     concurrency('4'),
     "raw inbound messages the inbound actor's drain ingests at once (1–64; parsing is CPU-bound)",
   ),
-  SMTP_RELAY_POOL_SIZE: setting(wholeNumber('5', 1, 100), 'pooled SMTP connections to the relay per worker (1–100)'),
+  SMTP_RELAY_POOL_SIZE: setting(
+    wholeNumber('5', 1, 100),
+    'pooled SMTP connections to the relay per worker at first (1–100); the pool grows from there up to `SMTP_RELAY_MAX_CONNECTIONS`',
+  ),
+  SMTP_RELAY_MAX_CONNECTIONS: setting(
+    wholeNumber('20', 1, 100),
+    'connections to the relay per worker at most: the pool grows while the relay accepts and halves on 421/4xx or no answer (a value at or below `SMTP_RELAY_POOL_SIZE`: a fixed pool of that size)',
+  ),
   SEND_HANDOFF_WAIT_MS: setting(
     wholeNumber('0', 0, 30_000),
     'opt-in: how long `POST /outbox/emails` waits for the first attempt so an outright rejection by the relay answers 502 (`0`: 202 as soon as the email is committed; at most 30000)',

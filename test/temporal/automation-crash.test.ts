@@ -30,7 +30,11 @@ describe('automation runs when the worker process is killed mid-way', () => {
 
   beforeAll(async () => {
     relay = await startCountingRelay({ delayMs: 5 });
-    stack = await createTestStack({ SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`, SMTP_RELAY_POOL_SIZE: String(POOL) });
+    stack = await createTestStack({
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
+      SMTP_RELAY_POOL_SIZE: String(POOL),
+      SMTP_RELAY_MAX_CONNECTIONS: String(POOL),
+    });
     temporal = await connectTemporalClient(stack.config);
   });
 

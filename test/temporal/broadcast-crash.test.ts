@@ -30,7 +30,11 @@ describe('a broadcast when the worker process is killed mid-send', () => {
 
   beforeAll(async () => {
     relay = await startCountingRelay({ delayMs: 15 });
-    stack = await createTestStack({ SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`, SMTP_RELAY_POOL_SIZE: String(POOL) });
+    stack = await createTestStack({
+      SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
+      SMTP_RELAY_POOL_SIZE: String(POOL),
+      SMTP_RELAY_MAX_CONNECTIONS: String(POOL),
+    });
     api = await startApi(stack.config, createLogger('silent'));
   });
 

@@ -85,6 +85,7 @@ describe('two api, two worker and two smtp processes; one of each killed mid-fli
     stack = await createTestStack({
       SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
       SMTP_RELAY_POOL_SIZE: String(POOL),
+      SMTP_RELAY_MAX_CONNECTIONS: String(POOL),
       WEBHOOK_RETRY_SCHEDULE: '0s,1s,1s,1s,1s',
       BLOB_DIR: blobDir,
     });

@@ -41,6 +41,7 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
     stack = await createTestStack({
       SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
       SMTP_RELAY_POOL_SIZE: String(POOL),
+      SMTP_RELAY_MAX_CONNECTIONS: String(POOL),
       WEBHOOK_RETRY_SCHEDULE: '0s,1s,1s,1s,1s',
     });
     api = await startApi(stack.config, createLogger('silent'));

@@ -8,6 +8,9 @@ import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
 import { buildTransportTls, createTlsFailureLog, type TlsFailureLog } from './relay-tls.ts';
 import { mxMatches, type MtaSts } from './mta-sts.ts';
 import { sendOnTransport, type Relay, type RelayRecipientResult, type RelayResult } from './relay.ts';
+import type { DestinationShaper } from './shaping/destination-shaper.ts';
+import { inDestinationSlot } from './shaping/destination-slot.ts';
+import { rollupKeyOf } from './shaping/destination-rollup.ts';
 
 export interface DirectDeliveryOptions {
   dns: Pick<DnsResolver, 'mx' | 'a' | 'aaaa'>;
@@ -29,6 +32,8 @@ export interface DirectDeliveryOptions {
   ca?: string[];
   /** SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: MX addresses in the address policy's forbidden ranges are tried too (tests, private networks). */
   allowPrivateTargets: boolean;
+  /** Per-destination limits shared by the workers (shaping/destination-shaper.ts); null or absent: none. */
+  shaper?: DestinationShaper | null;
 }
 
 /** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
@@ -210,6 +215,24 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
         }
       }
     }
+    const shaper = options.shaper;
+    const send = () => sendToHosts(message, from, domain, recipients, hosts, enforced);
+    if (!shaper) return send();
+    return inDestinationSlot(shaper, rollupKeyOf(hosts.map((host) => host.name)), send, (response) => ({
+      results: forAll(recipients, false, null, response),
+      response,
+    }));
+  }
+
+  /** The transaction with the first of `hosts` that answers. */
+  async function sendToHosts(
+    message: Mail.Options,
+    from: string,
+    domain: string,
+    recipients: string[],
+    hosts: { name: string; address: string }[],
+    enforced: boolean,
+  ): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
     let last: RelayResult | null = null;
     for (const host of hosts) {
       const pool = poolFor(host, enforced || options.tls.policy === 'verify');
@@ -257,6 +280,7 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
     close() {
       for (const pool of pools.values()) pool.transport.close();
       pools.clear();
+      options.shaper?.close();
     },
   };
 }

@@ -151,7 +151,7 @@ export function createDomainDrainer(deps: DomainDrainDeps): Drainer<SendDomainIn
       let broadcastCursor: QueueCursor | null = null;
       return {
         ownerId: domainId,
-        concurrency: config.sends.relayPoolSize * IN_FLIGHT_PER_CONNECTION,
+        concurrency: config.sends.relayMaxConnections * IN_FLIGHT_PER_CONNECTION,
         lease: (seconds) => queue.leaseDomain(orgId, domainId, seconds),
         release: () => queue.releaseDomain(orgId, domainId),
         ownerGone: () => Promise.resolve(ownerGoneSummary('domain deleted')),

@@ -12,6 +12,8 @@ const THREAD_URL = new URL('./relay-thread.worker.ts', import.meta.url);
 export interface RelayThreadSettings {
   url: string;
   poolSize: number;
+  /** SMTP_RELAY_MAX_CONNECTIONS: how far the pool may grow while the relay accepts (absent: a fixed pool). */
+  maxConnections?: number;
   tls: RelayTlsSettings;
 }
 

@@ -25,7 +25,13 @@ const logger: Logger = {
   error: forward('error'),
   child: () => logger,
 };
-const relay = createRelay({ url: settings.url, poolSize: settings.poolSize, tls: settings.tls, logger });
+const relay = createRelay({
+  url: settings.url,
+  poolSize: settings.poolSize,
+  ...(settings.maxConnections ? { maxConnections: settings.maxConnections } : {}),
+  tls: settings.tls,
+  logger,
+});
 
 async function send(task: RelayThreadTask): Promise<RelayResult> {
   if (task.kind === 'raw')

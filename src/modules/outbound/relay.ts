@@ -5,6 +5,8 @@ import type { Logger } from '../../logger.ts';
 import type { RelayTlsSettings } from '../../smtp/tls-policy.ts';
 import { composableElsewhere, type Envelope } from './message-composer.ts';
 import { buildTransportTls, createTlsFailureLog, describeTlsFailure, type TlsFailureLog, type TransportError } from './relay-tls.ts';
+import { createAdaptiveGate } from './shaping/adaptive-limit.ts';
+import { withAdaptiveConnections } from './shaping/adaptive-relay.ts';
 
 /** One recipient's answer from the relay. */
 export interface RelayRecipientResult {
@@ -137,8 +139,16 @@ export function composedElsewhere(
  * an unreachable relay (temporary) whose response says why, and the log gets one warning per
  * reason while it lasts.
  */
-export function createRelay(options: { url: string; poolSize: number; tls: RelayTlsSettings; logger: Logger }): Relay {
+export function createRelay(options: {
+  url: string;
+  poolSize: number;
+  /** SMTP_RELAY_MAX_CONNECTIONS: the pool grows from `poolSize` up to this while the relay accepts (shaping/adaptive-limit.ts). */
+  maxConnections?: number;
+  tls: RelayTlsSettings;
+  logger: Logger;
+}): Relay {
   const url = new URL(options.url);
+  const maxConnections = Math.max(options.poolSize, options.maxConnections ?? options.poolSize);
   const { tls } = options;
   const port = Number(url.port || (url.protocol === 'smtps:' ? 465 : 25));
   const tlsFailures = createTlsFailureLog(options.logger, { address: `${url.hostname}:${port}`, settings: tls });
@@ -148,7 +158,7 @@ export function createRelay(options: { url: string; poolSize: number; tls: Relay
     port,
     ...buildTransportTls(tls, url.protocol === 'smtps:'),
     ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
-    maxConnections: options.poolSize,
+    maxConnections,
     maxMessages: 1000,
     connectionTimeout: 15_000,
     greetingTimeout: 15_000,
@@ -157,10 +167,12 @@ export function createRelay(options: { url: string; poolSize: number; tls: Relay
     disableUrlAccess: true,
   } satisfies SMTPPool.Options);
 
-  return {
+  const relay: Relay = {
     send: (message, envelope) => sendOnTransport(transport, message, envelope, { tls, tlsFailures }),
     close() {
       transport.close();
     },
   };
+  if (maxConnections === options.poolSize) return relay;
+  return withAdaptiveConnections(relay, createAdaptiveGate({ initial: options.poolSize, max: maxConnections }));
 }

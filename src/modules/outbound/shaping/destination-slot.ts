@@ -1,0 +1,43 @@
+import type { RelayRecipientResult } from '../relay.ts';
+import { shapingOutcomeOf } from './adaptive-relay.ts';
+import type { DestinationShaper } from './destination-shaper.ts';
+
+/** How long a message waits for a free slot of its destination before it is deferred (the drain's slot goes to other destinations). */
+export const SLOT_WAIT_MS = 1_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs one domain's transaction inside its destination's budget: waits briefly for a slot, and
+ * gives back a deferral (a temporary answer for every recipient, retried on the email's retry
+ * schedule) when the destination is backing off or stays full, so a slow or refusing
+ * destination never holds the drain's slots that other destinations' messages need.
+ */
+export async function inDestinationSlot(
+  shaper: DestinationShaper,
+  destination: string,
+  run: () => Promise<{ results: RelayRecipientResult[]; response: string | null }>,
+  deferAll: (response: string) => { results: RelayRecipientResult[]; response: string | null },
+): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
+  const started = Date.now();
+  for (;;) {
+    const decision = await shaper.acquire(destination);
+    if (decision.kind === 'granted') {
+      let result: { results: RelayRecipientResult[]; response: string | null } | null = null;
+      try {
+        result = await run();
+        return result;
+      } finally {
+        decision.release(result ? shapingOutcomeOf({ kind: 'recipients', recipients: result.results }) : 'ignored');
+      }
+    }
+    const waited = Date.now() - started;
+    if (decision.backingOff || waited + decision.retryInMs > SLOT_WAIT_MS) {
+      const why = decision.backingOff
+        ? `backing off after temporary refusals, for ${Math.ceil(decision.retryInMs / 1000)} s more`
+        : 'at its connection or rate limit';
+      return deferAll(`4.4.5 deferred by Herald: destination ${destination} is ${why}`);
+    }
+    await sleep(Math.max(10, Math.min(decision.retryInMs, 100)));
+  }
+}
