@@ -86,6 +86,10 @@ import {
   AutomationStatShardSchema,
   ContactEvent,
   ContactEventSchema,
+  MessageStream,
+  MessageStreamSchema,
+  StreamDailySend,
+  StreamDailySendSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -126,6 +130,8 @@ export const TENANT_ENTITIES = [
   EmailRecipient,
   Suppression,
   SuppressionChange,
+  MessageStream,
+  StreamDailySend,
   AttachmentUpload,
   InboxThread,
   InboxMessage,
@@ -169,6 +175,8 @@ const ENTITY_SCHEMAS = [
   EmailRecipientSchema,
   SuppressionSchema,
   SuppressionChangeSchema,
+  MessageStreamSchema,
+  StreamDailySendSchema,
   DomainDailySendSchema,
   AttachmentUploadSchema,
   InboundMessageSchema,
