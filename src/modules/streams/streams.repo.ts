@@ -3,7 +3,9 @@
  * outside the tenant filter, so every statement names the workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { MessageStream } from '../../../db/entities/index.ts';
 import { AppError } from '../../errors.ts';
+import { isBuiltInStream } from './streams.fns.ts';
 
 const secondsUntilNextUtcDay = (now: Date) => {
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
@@ -47,4 +49,18 @@ export async function countStreamsToday(em: EntityManager, orgId: string, day: s
     { org: orgId, day },
   );
   return new Map(rows.map((row) => [row.stream, Number(row.count)]));
+}
+
+/** 422 UNKNOWN_STREAM at `path` unless the workspace has a stream named `name` (built-in or its own); `em` is scoped to it. */
+export async function assertStreamExists(em: EntityManager, name: string, path: string): Promise<void> {
+  if (isBuiltInStream(name) || (await em.count(MessageStream, { name })) > 0) return;
+  throw unknownStream(name, path, 'query');
+}
+
+/** The refusal of a stream name the workspace does not have. */
+export function unknownStream(name: string, path: string, location: 'body' | 'query' = 'body'): AppError {
+  return new AppError('unprocessable_entity', `This workspace has no message stream named ${name}.`, {
+    reason: 'UNKNOWN_STREAM',
+    fields: [{ path, location, type: 'unknown_stream', message: 'is not a stream of this workspace' }],
+  });
 }
