@@ -3,6 +3,7 @@ import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { expectError } from '../support/http.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 import { suppressAddress } from '../../src/modules/sends/suppression.repo.ts';
+import { recordEmailEvents } from '../../src/modules/metrics/email-events.ts';
 
 type Stream = { name: string; kind: string; built_in: boolean; daily_cap: number | null; sent_today: number };
 type Entry = { email: string; reason: string; stream: string | null };
@@ -98,7 +99,7 @@ describe('message streams', () => {
       const over = await send('c@example.com', { stream: 'capped' });
       expectError(over, 429, 'rate_limited');
       expect(reasonOf(over)).toBe('STREAM_BUDGET_REACHED');
-      expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
       // Other streams are not held back by it.
       expect((await send('c@example.com')).status).toBe(202);
       const listed = (await h.request('GET', '/api/v1/streams')).body.data as Stream[];
@@ -139,7 +140,10 @@ describe('message streams', () => {
       expect(everywhere.body.data).toMatchObject({ stream: null });
       expect(reasonOf(await send('scoped@example.com'))).toBe('RECIPIENT_SUPPRESSED');
 
-      const unknown = await h.request('POST', '/api/v1/suppressions', { headers: idem(), body: { email: 'x@example.com', stream: 'nope' } });
+      const unknown = await h.request('POST', '/api/v1/suppressions', {
+        headers: idem(),
+        body: { email: 'x@example.com', stream: 'nope' },
+      });
       expectError(unknown, 422, 'unprocessable_entity');
       expect(reasonOf(unknown)).toBe('UNKNOWN_STREAM');
 
@@ -162,5 +166,42 @@ describe('message streams', () => {
       expect(chosen.body.data).toMatchObject({ streams: ['transactional'] });
       expectError(await h.request('POST', '/api/v1/webhooks', { headers: idem(), body: { ...body, streams: [] } }), 400, 'invalid_request');
     });
+  });
+});
+
+describe('GET /api/v1/metrics?stream=', () => {
+  let h: ApiHarness;
+  beforeAll(async () => {
+    h = await startApiHarness({ SEND_HANDOFF_WAIT_MS: '0' });
+  });
+  afterAll(async () => h?.close());
+
+  it("counts only the events of that stream's emails", async () => {
+    const orgId = h.workspace.org.id;
+    const { domain } = await addSendingDomain(h.stack.orm, orgId);
+    await setCredits(h.stack.orm, orgId, 100);
+    const sendIn = async (stream: string) => {
+      const sent = await h.request('POST', '/api/v1/outbox/emails', {
+        headers: idem(),
+        body: { from: `shop@${domain}`, to: `${stream}@example.com`, subject: 'Hi', text: 'x', stream },
+      });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+      return (sent.body.data as { _id: string })._id;
+    };
+    const ids = { transactional: await sendIn('transactional'), broadcast: await sendIn('broadcast') };
+    const em = h.stack.orm.em.fork();
+    await em.transactional((tx) =>
+      recordEmailEvents(tx, [
+        { orgId, type: 'sent', recipient: 'transactional@example.com', domain, emailId: ids.transactional },
+        { orgId, type: 'sent', recipient: 'broadcast@example.com', domain, emailId: ids.broadcast },
+        { orgId, type: 'delivered', recipient: 'broadcast@example.com', domain, emailId: ids.broadcast },
+      ]),
+    );
+    const sentOf = async (query: string) =>
+      ((await h.request('GET', `/api/v1/metrics${query}`)).body.data as { summary: { sent: number; delivered: number } }).summary;
+    expect(await sentOf('')).toMatchObject({ sent: 2, delivered: 1 });
+    expect(await sentOf('?stream=broadcast')).toMatchObject({ sent: 1, delivered: 1 });
+    expect(await sentOf('?stream=transactional')).toMatchObject({ sent: 1, delivered: 0 });
+    expectError(await h.request('GET', '/api/v1/metrics?stream=Bad%20Name'), 400, 'invalid_request');
   });
 });
