@@ -63,6 +63,7 @@ export const BENCHMARKS = [
   'large-bodies',
   'broadcast',
   'broadcast-one-process',
+  'streams',
   'dashboard',
   'automations',
   'retention',
