@@ -184,14 +184,13 @@ export function createDomainQueue(orm: MikroORM) {
             order by next_attempt_at, id
             limit :limit for update skip locked
          ),
-         t as (
-           select id, due_at from p
-           union all
-           (select id, next_attempt_at as due_at from transactional_emails
-             where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and stream_kind <> 'transactional' and next_attempt_at <= now()
-             order by next_attempt_at, id
-             limit greatest(0, :limit - (select count(*) from p)) for update skip locked)
-         ),${ROOM_CTE},
+         q as (
+           select id, next_attempt_at as due_at from transactional_emails
+            where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and stream_kind <> 'transactional' and next_attempt_at <= now()
+            order by next_attempt_at, id
+            limit greatest(0, :limit - (select count(*) from p)) for update skip locked
+         ),
+         t as (select id, due_at from p union all select id, due_at from q),${ROOM_CTE},
          b as (
            select id, next_attempt_at as due_at from transactional_emails
             where domain_id = :domain and org_id = :org and ${BROADCAST} and next_attempt_at <= now()
