@@ -114,7 +114,9 @@ async function staticSegment(orm: MikroORM, orgId: string): Promise<string> {
 function stream(): ResourceFixture {
   return {
     async create(orm, orgId) {
-      const name = unique('stream').toLowerCase().replace(/[^a-z0-9_-]/g, '-');
+      const name = unique('stream')
+        .toLowerCase()
+        .replace(/[^a-z0-9_-]/g, '-');
       await createStreamsService({ orm }).createStream(orgId, { name, kind: 'broadcast' });
       return name;
     },
@@ -177,7 +179,12 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
 /** A body that passes validation for routes without an id (for the write-route checks). */
 export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createContact: () => ({ email: `${unique('suite')}@example.com` }),
-  createStream: () => ({ name: unique('stream').toLowerCase().replace(/[^a-z0-9_-]/g, '-'), kind: 'transactional' }),
+  createStream: () => ({
+    name: unique('stream')
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]/g, '-'),
+    kind: 'transactional',
+  }),
   createSegment: () => ({ name: unique('segment'), tags: ['suite'] }),
   createTemplate: () => ({ name: unique('template') }),
   createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),

@@ -20,7 +20,8 @@ export function createStreamsRoutes(deps: { streams: StreamsService }) {
       method: 'GET',
       path: '/streams',
       summary: 'List message streams',
-      description: 'The built-in `transactional` and `broadcast` streams, then the custom ones by name, each with its budget and what it used today. Not paginated.',
+      description:
+        'The built-in `transactional` and `broadcast` streams, then the custom ones by name, each with its budget and what it used today. Not paginated.',
       tag: TAG,
       scope: 'streams:read',
       extension: true,
@@ -53,14 +54,18 @@ export function createStreamsRoutes(deps: { streams: StreamsService }) {
       params: StreamParams,
       errors: ['invalid_request', 'not_found'],
       response: { status: 200, description: 'The stream', schema: StreamResponse },
-      handle: async ({ caller, params }) => ({ status: 200, data: serializeStream(await deps.streams.getStream(caller.orgId, params.name)) }),
+      handle: async ({ caller, params }) => ({
+        status: 200,
+        data: serializeStream(await deps.streams.getStream(caller.orgId, params.name)),
+      }),
     }),
     defineRoute({
       operationId: 'updateStream',
       method: 'PATCH',
       path: '/streams/:name',
       summary: "Change a stream's description or daily budget",
-      description: 'Built-in streams too. `daily_cap` null removes the budget; past it, sends in the stream are refused with 429 rate_limited (details.reason STREAM_BUDGET_REACHED) until the next UTC day.',
+      description:
+        'Built-in streams too. `daily_cap` null removes the budget; past it, sends in the stream are refused with 429 rate_limited (details.reason STREAM_BUDGET_REACHED) until the next UTC day.',
       tag: TAG,
       scope: 'streams:write',
       extension: true,
@@ -78,7 +83,8 @@ export function createStreamsRoutes(deps: { streams: StreamsService }) {
       method: 'DELETE',
       path: '/streams/:name',
       summary: 'Delete a custom message stream',
-      description: 'Later sends naming it are refused (422); emails already accepted keep its name. 409 conflict (details.reason STREAM_BUILT_IN) for a built-in stream.',
+      description:
+        'Later sends naming it are refused (422); emails already accepted keep its name. 409 conflict (details.reason STREAM_BUILT_IN) for a built-in stream.',
       tag: TAG,
       scope: 'streams:write',
       extension: true,

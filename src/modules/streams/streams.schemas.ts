@@ -8,7 +8,9 @@ export const StreamName = v.pipe(
   v.regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lower-case letters, digits, _ or -, starting with a letter or digit'),
 );
 
-const DailyCap = v.nullable(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(100_000_000)));
+const DailyCap = v.nullable(
+  v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(100_000_000)),
+);
 const Description = v.pipe(v.string(), v.maxLength(500, 'must be at most 500 characters'));
 
 export const CreateStreamBody = v.strictObject({

@@ -24,7 +24,7 @@ const REASONS_NOTE =
   '`reason`: `bounce` (a hard bounce), `complaint` (a spam report), `unsubscribe`, `manual` (added through the API). ' +
   '`stream`: the message stream the entry keeps mail from, null for every stream (bounces and complaints hold for every stream; ' +
   'an unsubscribe only for the stream of the message it came from). ' +
-  'POST /outbox/emails and SMTP submission refuse an address listed for the send\'s stream with 403 RECIPIENT_SUPPRESSED.';
+  "POST /outbox/emails and SMTP submission refuse an address listed for the send's stream with 403 RECIPIENT_SUPPRESSED.";
 
 export function createSuppressionsRoutes(deps: { suppressions: SuppressionsService; cursors: CursorCodec }) {
   return [

@@ -34,7 +34,9 @@ const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v
 const Events = v.pipe(v.array(EventName), v.minLength(1, 'must list at least one event type'), v.maxLength(WEBHOOK_LIMITS.events));
 const Description = v.pipe(v.string(), v.maxLength(WEBHOOK_LIMITS.description));
 /** The message streams whose email events the endpoint receives (Herald extension); null or absent: every stream. */
-const Streams = v.nullable(v.pipe(v.array(StreamName), v.minLength(1, 'must list at least one stream (null: every stream)'), v.maxLength(100)));
+const Streams = v.nullable(
+  v.pipe(v.array(StreamName), v.minLength(1, 'must list at least one stream (null: every stream)'), v.maxLength(100)),
+);
 
 export const CreateWebhookBody = v.strictObject({
   name: Name,
