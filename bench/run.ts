@@ -64,6 +64,7 @@ export const BENCHMARKS = [
   'large-bodies',
   'broadcast',
   'broadcast-one-process',
+  'streams',
   'dashboard',
   'automations',
   'retention',

@@ -92,6 +92,10 @@ import {
   DmarcRecordSchema,
   DmarcReport,
   DmarcReportSchema,
+  MessageStream,
+  MessageStreamSchema,
+  StreamDailySend,
+  StreamDailySendSchema,
 } from './entities/index.ts';
 
 export const TENANT_FILTER = 'tenant';
@@ -132,6 +136,8 @@ export const TENANT_ENTITIES = [
   EmailRecipient,
   Suppression,
   SuppressionChange,
+  MessageStream,
+  StreamDailySend,
   AttachmentUpload,
   InboxThread,
   InboxMessage,
@@ -178,6 +184,8 @@ const ENTITY_SCHEMAS = [
   EmailRecipientSchema,
   SuppressionSchema,
   SuppressionChangeSchema,
+  MessageStreamSchema,
+  StreamDailySendSchema,
   DomainDailySendSchema,
   AttachmentUploadSchema,
   InboundMessageSchema,

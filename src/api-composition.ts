@@ -23,6 +23,8 @@ import { createApiKeysRoutes } from './modules/auth/api-keys.routes.ts';
 import { createWorkspaceKeysService } from './modules/auth/workspace-keys.service.ts';
 import { createSuppressionsRoutes } from './modules/suppressions/suppressions.routes.ts';
 import { createSuppressionsService } from './modules/suppressions/suppressions.service.ts';
+import { createStreamsRoutes } from './modules/streams/streams.routes.ts';
+import { createStreamsService } from './modules/streams/streams.service.ts';
 import { createDomainsRoutes } from './modules/domains/domains.routes.ts';
 import { createDomainsService } from './modules/domains/domains.service.ts';
 import { createDmarcRoutes } from './modules/dmarc/dmarc.routes.ts';
@@ -99,6 +101,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     contactTimeline: createContactTimelineService({ orm: deps.orm, contacts }),
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),
     suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
+    streams: createStreamsService({ orm: deps.orm }),
     segments: createSegmentsService({ orm: deps.orm }),
     membership: createMembershipService({ orm: deps.orm, wakeAutomations }),
     contactEvents: createContactEventsService({ orm: deps.orm, wakeAutomations }),
@@ -140,6 +143,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
     ...createContactEventsRoutes({ events: services.contactEvents }),
     ...createApiKeysRoutes({ keys: services.workspaceKeys, cursors, sealedSecret }),
     ...createSuppressionsRoutes({ suppressions: services.suppressions, cursors }),
+    ...createStreamsRoutes({ streams: services.streams }),
     ...createSegmentsRoutes({ segments: services.segments, membership: services.membership, cursors }),
     ...createAutomationsRoutes({ automations: services.automations, history: services.automationHistory, cursors }),
     ...createTemplatesRoutes({ templates: services.templates, cursors }),

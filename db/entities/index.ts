@@ -21,3 +21,4 @@ export * from './tracking-hit.ts';
 export * from './dashboard.ts';
 export * from './encryption-key-check.ts';
 export * from './dmarc.ts';
+export * from './message-stream.ts';

@@ -66,6 +66,10 @@ export const TransactionalEmailSchema = defineEntity({
     /** Set on an automation's message: the run and the step that sent it (one email per run and step). */
     automationRunId: p.string().length(24).nullable(),
     automationStepId: p.string().length(64).nullable(),
+    /** The message stream it belongs to (Herald extension): `transactional`, `broadcast` or a custom stream's name. */
+    stream: p.string().length(64).default('transactional'),
+    /** Its stream's kind when accepted: transactional mail is claimed ahead of broadcast mail of the same domain. */
+    streamKind: p.string().length(16).default('transactional'),
     /** The sender's labels (tags on the send), for finding emails in GET /outbox/emails. */
     tags: p.array().default([]),
     messageId: p.string().length(400).unique(),
@@ -129,6 +133,12 @@ export const TransactionalEmailSchema = defineEntity({
       properties: ['domainId', 'nextAttemptAt', 'id'],
       where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null },
     },
+    // Transactional-kind mail alone, claimed before automation and custom broadcast-stream mail.
+    {
+      name: 'transactional_emails_priority_due_index',
+      properties: ['domainId', 'nextAttemptAt', 'id'],
+      where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null, streamKind: 'transactional' },
+    },
     {
       name: 'transactional_emails_broadcast_due_index',
       properties: ['domainId', 'nextAttemptAt', 'id'],
@@ -185,9 +195,11 @@ export const SuppressionSchema = defineEntity({
     /** The email whose bounce or complaint caused it. */
     emailId: p.string().length(24).nullable(),
     detail: p.string().length(1024).nullable(),
+    /** The stream it keeps mail from ('' : every stream; Herald extension, the API shows null). */
+    stream: p.string().length(64).default(''),
     createdAt: createdAtColumn(),
   },
-  uniques: [{ properties: ['orgId', 'email'] }],
+  uniques: [{ properties: ['orgId', 'email', 'stream'] }],
 });
 
 export class Suppression extends SuppressionSchema.class {}
@@ -213,6 +225,8 @@ export const SuppressionChangeSchema = defineEntity({
     apiKeyId: p.string().length(24).nullable(),
     emailId: p.string().length(24).nullable(),
     detail: p.string().length(1024).nullable(),
+    /** The stream the entry was scoped to ('' : every stream). */
+    stream: p.string().length(64).default(''),
     createdAt: createdAtColumn(),
   },
   indexes: [{ properties: ['orgId', 'createdAt', 'id'] }],

@@ -20,6 +20,8 @@ export const WebhookEndpointSchema = defineEntity({
     url: p.string().length(2048),
     description: p.string().length(500).default(''),
     events: p.array().default([]),
+    /** The message streams whose email events it receives (Herald extension); null: every stream. */
+    streams: p.array().nullable(),
     enabled: p.boolean().default(true),
     secretEncrypted: p.text(),
     /** The secret a rotation replaced (sealed), still signed with until `previousSecretExpiresAt`. */

@@ -19,11 +19,14 @@ const addressesOf = (field: AddressObject | AddressObject[] | undefined): { addr
     .flatMap((entry) => (entry.address ? [{ address: entry.address, name: entry.name }] : []));
 
 /** Headers a submitted message keeps: any the API accepts (not reserved by Herald), single-line, in the API's bound. */
+/** The header a submitted message names its message stream with; Herald reads it and strips it before delivery. */
+export const STREAM_HEADER = 'x-herald-stream';
+
 function keptHeaders(parsed: ParsedMail): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const line of parsed.headerLines) {
     const name = line.line.slice(0, line.line.indexOf(':')).trim();
-    if (!name || isReservedHeader(name) || name.toLowerCase().startsWith('content-')) continue;
+    if (!name || isReservedHeader(name) || name.toLowerCase().startsWith('content-') || name.toLowerCase() === STREAM_HEADER) continue;
     const value = line.line
       .slice(line.line.indexOf(':') + 1)
       .replace(/\r?\n[ \t]+/g, ' ')
@@ -36,8 +39,8 @@ function keptHeaders(parsed: ParsedMail): Record<string, string> {
 /**
  * The send request for a submitted message: From (or the envelope sender) as `from`; the
  * envelope recipients as to, cc (those in the To and Cc headers) and bcc (the others); subject,
- * bodies, Reply-To, the headers the API allows (In-Reply-To and References thread it) and the
- * attachments (inline, by content id when the HTML embeds them). Throws 550 for a message that
+ * bodies, Reply-To, the headers the API allows (In-Reply-To and References thread it), the
+ * message stream X-Herald-Stream names (the header itself is not kept) and the attachments (inline, by content id when the HTML embeds them). Throws 550 for a message that
  * cannot become one: no recipient in To, no Subject.
  */
 export function sendRequestOf(parsed: ParsedMail, envelope: { mailFrom: string | null; rcptTo: string[] }): Record<string, unknown> {
@@ -56,6 +59,7 @@ export function sendRequestOf(parsed: ParsedMail, envelope: { mailFrom: string |
     ...(attachment.contentId && attachment.related ? { content_id: attachment.contentId.replace(/^<|>$/g, '') } : {}),
   }));
   const headers = keptHeaders(parsed);
+  const stream = parsed.headers.get(STREAM_HEADER);
   return {
     from: from ? (from.name ? `"${from.name.replace(/(["\\])/g, '\\$1')}" <${from.address}>` : from.address) : (envelope.mailFrom ?? ''),
     to,
@@ -67,6 +71,7 @@ export function sendRequestOf(parsed: ParsedMail, envelope: { mailFrom: string |
     ...(replyTo ? { reply_to: replyTo.address } : {}),
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
+    ...(typeof stream === 'string' && stream.trim() ? { stream: stream.trim().toLowerCase() } : {}),
   };
 }
 

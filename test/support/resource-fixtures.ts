@@ -1,3 +1,4 @@
+import { createStreamsService } from '../../src/modules/streams/streams.service.ts';
 import * as v from 'valibot';
 import { Broadcast, Contact, ContactImport } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
@@ -113,6 +114,18 @@ const domain = (validBody?: Record<string, unknown>): ResourceFixture => ({
   create: async (orm, orgId) => (await addSendingDomain(orm, orgId)).id,
   ...(validBody ? { validBody } : {}),
 });
+/** A custom message stream of the workspace; its name is the path's id. */
+function stream(): ResourceFixture {
+  return {
+    async create(orm, orgId) {
+      const name = unique('stream')
+        .toLowerCase()
+        .replace(/[^a-z0-9_-]/g, '-');
+      await createStreamsService({ orm }).createStream(orgId, { name, kind: 'broadcast' });
+      return name;
+    },
+  };
+}
 
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getDomainDmarc: domain(),
@@ -166,11 +179,20 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
       return email;
     },
   },
+  getStream: stream(),
+  updateStream: { ...stream(), validBody: { daily_cap: 10 } },
+  deleteStream: stream(),
 };
 
 /** A body that passes validation for routes without an id (for the write-route checks). */
 export const VALID_BODIES: Record<string, () => Record<string, unknown>> = {
   createContact: () => ({ email: `${unique('suite')}@example.com` }),
+  createStream: () => ({
+    name: unique('stream')
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]/g, '-'),
+    kind: 'transactional',
+  }),
   createSegment: () => ({ name: unique('segment'), tags: ['suite'] }),
   createTemplate: () => ({ name: unique('template') }),
   createWebhook: () => ({ name: unique('webhook'), url: 'https://receiver.example.com/hook', events: ['contact.created'] }),

@@ -29,7 +29,7 @@ const SPEC_SCOPES = [
 
 describe('scope catalog', () => {
   it("holds every scope of the spec as public, in order, then Herald's own", () => {
-    expect(PUBLIC_SCOPES).toEqual([...SPEC_SCOPES, 'events:write', 'domains:write']);
+    expect(PUBLIC_SCOPES).toEqual([...SPEC_SCOPES, 'events:write', 'domains:write', 'streams:read', 'streams:write']);
   });
 
   it('holds the three gated assistant scopes', () => {

@@ -1,6 +1,7 @@
 /**
  * The scope catalog: every scope of the spec's Scopes table (launch `public`), then Herald's own
- * public scopes (`events:write`, for POST /events; `domains:write`, for a domain's DMARC report address), and the gated assistant scopes (launch
+ * public scopes (`events:write`, for POST /events; `domains:write`, for a domain's settings; `streams:read`/`streams:write`, for
+ * /streams), and the gated assistant scopes (launch
  * `gated`, never grantable to public_api keys).
  */
 export interface ScopeEntry {
@@ -44,7 +45,9 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('templates:write', 'public', 'Create, update, delete templates'),
   entry('metrics:read', 'public', 'Read metrics summaries'),
   entry('events:write', 'public', "Record contacts' custom events, which start and resume automations (Herald extension)"),
-  entry('domains:write', 'public', "Change a domain's settings, such as its DMARC report address (Herald extension)"),
+  entry("domains:write", "public", "Change a domain's settings: DMARC report address, warm-up, tracking host (Herald extension)"),
+  entry('streams:read', 'public', 'Read message streams and their budgets (Herald extension)'),
+  entry('streams:write', 'public', 'Create, update and delete message streams (Herald extension)'),
   entry('assistant.chat:write', 'gated', 'Assistant chat (admin-approved organisations, portal only)'),
   entry('assistant.tools:read', 'gated', 'Assistant tools (admin-approved organisations, portal only)'),
   entry('assistant.sessions:read', 'gated', 'Assistant sessions (admin-approved organisations, portal only)'),

@@ -53,7 +53,7 @@ export async function claimDueRuns(em: EntityManager, orgId: string, automationI
   const rows = await em.execute<ClaimedRow[]>(
     `select r.id, r.automation_id, r.definition_id, r.step_id, r.context, r.created_at,
             c.id as contact_id, c.email, c.first_name, c.last_name, c.company, c.status as contact_status, c.tags, c.custom_fields,
-            exists (select 1 from suppressions x where x.org_id = r.org_id and x.email = c.email) as suppressed
+            exists (select 1 from suppressions x where x.org_id = r.org_id and x.email = c.email and x.stream in ('', 'broadcast')) as suppressed
        from automation_runs r
        left join contacts c on c.id = r.contact_id and c.org_id = r.org_id
       where r.automation_id = :automation and r.org_id = :org and r.status = 'active' and r.due_at <= now()
@@ -232,10 +232,10 @@ export async function writeEmails(
      written as (
        insert into transactional_emails (id, org_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text, headers,
                                          template_id, template_version, message_id, status, next_attempt_at, quota_day, quota_shard,
-                                         contact_id, automation_run_id, automation_step_id, credits_charged, overage_charged, size_bytes, created_at, updated_at)
+                                         contact_id, automation_run_id, automation_step_id, credits_charged, overage_charged, size_bytes, stream, stream_kind, created_at, updated_at)
        select p."emailId", :org, p."domainId", p.domain, p."from", p."fromName", p."replyTo", p.subject, p.html, p.text, p.headers,
               p."templateId", p."templateVersion", p."emailId" || '.0@' || p.domain, 'queued', now(), :day, 0,
-              p."contactId", p."runId", p."stepId", case when p.overage then 0 else 1 end, case when p.overage then 1 else 0 end, octet_length(p.html) + coalesce(octet_length(p.text), 0), now(), now()
+              p."contactId", p."runId", p."stepId", case when p.overage then 0 else 1 end, case when p.overage then 1 else 0 end, octet_length(p.html) + coalesce(octet_length(p.text), 0), 'broadcast', 'broadcast', now(), now()
          from page p
        on conflict (automation_run_id, automation_step_id) where automation_run_id is not null do nothing
        returning id, domain_id, automation_run_id, automation_step_id

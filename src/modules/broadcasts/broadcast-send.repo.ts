@@ -34,7 +34,7 @@ const AUDIENCE_MEMBER = `c.org_id = :org and c.created_at <= :sendingAt::timesta
                             or (s.type = 'static' and exists (select 1 from segment_members m
                                                                where m.segment_id = s.id and m.contact_id = c.id and m.org_id = :org
                                                                  and m.created_at <= :sendingAt::timestamptz))))
-        and not exists (select 1 from suppressions x where x.org_id = :org and x.email = c.email)`;
+        and not exists (select 1 from suppressions x where x.org_id = :org and x.email = c.email and x.stream in ('', 'broadcast'))`;
 
 /**
  * How many contacts a broadcast to `segmentIds` would reach if it were sent at `at` (the
@@ -117,9 +117,9 @@ export async function writeAudiencePage(
      ),
      written as (
        insert into transactional_emails (id, org_id, domain_id, domain, from_email, from_name, reply_to, subject, message_id, status,
-                                         next_attempt_at, quota_day, quota_shard, broadcast_id, contact_id, sandbox, created_at, updated_at)
+                                         next_attempt_at, quota_day, quota_shard, broadcast_id, contact_id, sandbox, stream, stream_kind, created_at, updated_at)
        select p.id, :org, :domainId, :domain, :fromEmail, :fromName, :replyTo, :subject, p.id || '.0@' || :domain, 'queued',
-              now(), '', 0, :broadcast, p.contact_id, live.sandbox, now(), now()
+              now(), '', 0, :broadcast, p.contact_id, live.sandbox, 'broadcast', 'broadcast', now(), now()
          from page p, live
        on conflict (broadcast_id, contact_id) where broadcast_id is not null do nothing
        returning id

@@ -16,7 +16,7 @@ export type UnsubscribeResult =
  * Unsubscribes through a broadcast message's signed link (one-click POST from the mailbox
  * provider, RFC 8058, or the page's button): the contact moves to unsubscribed
  * (contact.updated and contact.unsubscribed to webhooks), its address goes on the suppression
- * list (reason unsubscribe, naming the message), and the broadcast counts one `unsubscribed`
+ * list for the message's stream (reason unsubscribe, naming the message), and the broadcast counts one `unsubscribed`
  * event the first time. Repeating it changes nothing. `preview` only reads (the page a GET shows:
  * link scanners fetch every link, so a GET never unsubscribes).
  */
@@ -51,6 +51,8 @@ export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Con
         if (contact.status === 'active') await moveContact(tx, email.orgId, contact.email, 'unsubscribed', 'contact.unsubscribed');
         const added = await suppressAddress(tx, email.orgId, contact.email, 'unsubscribe', {
           emailId: email.id,
+          // The message's stream only: an unsubscribe from broadcast mail never blocks transactional mail.
+          stream: email.stream,
           detail: email.broadcastId ? `broadcast ${email.broadcastId}` : `automation run ${email.automationRunId}`,
         });
         if (added) {

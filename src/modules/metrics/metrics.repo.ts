@@ -65,15 +65,39 @@ const toCounts = (row: CountRow): EventCounts => ({
 /** The window as rollup days: the first day (inclusive) and the day after the last (exclusive), `YYYY-MM-DD`. */
 const dayRange = (window: PeriodWindow): [string, string] => [window.from.toISOString().slice(0, 10), window.to.toISOString().slice(0, 10)];
 
-/** The workspace's rollup rows of the window's days (the primary key's order: org_id, day, …). */
-function windowCounts(em: EntityManager, orgId: string, window: PeriodWindow) {
+const rollup = (db: ReturnType<typeof workspaceDb>) => db.selectFrom('email_event_counts');
+
+/**
+ * The workspace's rollup rows of the window's days (the primary key's order: org_id, day, …).
+ * With `stream`, the same rows computed from the events of that stream's emails instead (the
+ * rollup has no stream: a stream filter reads email_events, slower over long periods).
+ */
+function windowCounts(em: EntityManager, orgId: string, window: PeriodWindow, stream?: string) {
   const [from, to] = dayRange(window);
-  return workspaceDb(em, orgId).selectFrom('email_event_counts').where('day', '>=', from).where('day', '<', to);
+  const db = workspaceDb(em, orgId);
+  if (!stream) return rollup(db).where('day', '>=', from).where('day', '<', to);
+  const ofStream = db
+    .selectFrom('email_events as ev')
+    .innerJoin('transactional_emails as t', 't.id', 'ev.email_id')
+    .where('t.stream', '=', stream)
+    .where('ev.occurred_at', '>=', `${from}T00:00:00Z`)
+    .where('ev.occurred_at', '<', `${to}T00:00:00Z`)
+    .select([
+      'ev.org_id',
+      sql<string>`(ev.occurred_at at time zone 'UTC')::date`.as('day'),
+      sql<string>`coalesce(ev.broadcast_id, '')`.as('broadcast_id'),
+      'ev.domain',
+      'ev.type',
+      sql<number>`count(*)`.as('count'),
+    ])
+    .groupBy(['ev.org_id', sql`(ev.occurred_at at time zone 'UTC')::date`, sql`coalesce(ev.broadcast_id, '')`, 'ev.domain', 'ev.type']);
+  // The derived rows have the rollup's columns, so the readers below treat them as the rollup.
+  return db.selectFrom(ofStream.as('email_event_counts')) as unknown as ReturnType<typeof rollup>;
 }
 
 /** Events of the window per UTC day, by type; days without events are absent. */
-export async function countEventsByDay(em: EntityManager, orgId: string, window: PeriodWindow): Promise<DayCounts[]> {
-  const rows = await windowCounts(em, orgId, window)
+export async function countEventsByDay(em: EntityManager, orgId: string, window: PeriodWindow, stream?: string): Promise<DayCounts[]> {
+  const rows = await windowCounts(em, orgId, window, stream)
     // Grouped by the date column (an input column wins over the output name in GROUP BY).
     .select((eb) => [sql<string>`to_char(${eb.ref('day')}, 'YYYY-MM-DD')`.as('day'), ...countColumns(eb)])
     .groupBy('day')
@@ -90,8 +114,9 @@ export async function topBroadcasts(
   orgId: string,
   window: PeriodWindow,
   limit: number,
+  stream?: string,
 ): Promise<{ campaigns: number; top: BroadcastCounts[] }> {
-  const rows = await windowCounts(em, orgId, window)
+  const rows = await windowCounts(em, orgId, window, stream)
     .where('broadcast_id', '<>', '')
     .select((eb) => ['broadcast_id', ...countColumns(eb), eb.fn.countAll<string>().over().as('campaigns')])
     .groupBy('broadcast_id')
@@ -107,8 +132,13 @@ export async function topBroadcasts(
 }
 
 /** Events of the window per sending domain, by type. */
-export async function countEventsByDomain(em: EntityManager, orgId: string, window: PeriodWindow): Promise<DomainCounts[]> {
-  const rows = await windowCounts(em, orgId, window)
+export async function countEventsByDomain(
+  em: EntityManager,
+  orgId: string,
+  window: PeriodWindow,
+  stream?: string,
+): Promise<DomainCounts[]> {
+  const rows = await windowCounts(em, orgId, window, stream)
     .select((eb) => ['domain', ...countColumns(eb)])
     .groupBy('domain')
     .execute();

@@ -17,14 +17,15 @@ export function createMetricsRoutes(deps: { metrics: MetricsService }) {
       description:
         'Rates: delivery = delivered/sent, open = opened/delivered, click = clicked/delivered, ctor = clicked/opened, ' +
         'bounce = bounced/sent, complaint = complained/delivered, unsubscribe = unsubscribed/delivered. ' +
-        'campaigns = broadcasts with events in the period; topCampaigns = the 5 with the most sent.',
+        'campaigns = broadcasts with events in the period; topCampaigns = the 5 with the most sent. ' +
+        "Herald extension: `stream` counts only the events of that message stream's emails (contacts are not per stream).",
       tag: 'Metrics',
       scope: 'metrics:read',
       query: MetricsQuery,
       response: { status: 200, description: 'The metrics summary', schema: MetricsResponse },
       errors: ['invalid_request'],
       async handle({ caller, query }) {
-        return { status: 200, data: await deps.metrics.getMetrics(caller.orgId, query.period) };
+        return { status: 200, data: await deps.metrics.getMetrics(caller.orgId, query.period, query.stream) };
       },
     }),
   ];

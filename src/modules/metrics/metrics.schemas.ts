@@ -1,8 +1,11 @@
 import * as v from 'valibot';
 import { METRICS_PERIODS } from './metrics.fns.ts';
+import { StreamName } from '../streams/streams.schemas.ts';
 
 export const MetricsQuery = v.object({
   period: v.optional(v.picklist(METRICS_PERIODS, `must be one of ${METRICS_PERIODS.join(', ')}`), '7d'),
+  /** Only the events of this message stream's emails (Herald extension); contact counts are not per stream. */
+  stream: v.optional(StreamName),
 });
 
 const Count = v.pipe(v.number(), v.integer(), v.minValue(0));

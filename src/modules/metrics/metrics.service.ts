@@ -21,13 +21,13 @@ export const TOP_CAMPAIGNS = 5;
  */
 export function createMetricsService({ orm, clock = () => new Date() }: { orm: MikroORM; clock?: () => Date }) {
   /** The period's aggregates and their summary, with the per-day counts they came from. */
-  async function read(orgId: string, period: MetricsPeriod) {
+  async function read(orgId: string, period: MetricsPeriod, stream?: string) {
     const window = periodWindow(period, clock());
     const em = () => scopeToOrg(orm.em, orgId);
     const [days, broadcasts, domains, contacts, workspaceDomains] = await Promise.all([
-      countEventsByDay(em(), orgId, window),
-      topBroadcasts(em(), orgId, window, TOP_CAMPAIGNS),
-      countEventsByDomain(em(), orgId, window),
+      countEventsByDay(em(), orgId, window, stream),
+      topBroadcasts(em(), orgId, window, TOP_CAMPAIGNS, stream),
+      countEventsByDomain(em(), orgId, window, stream),
       countContacts(em(), orgId),
       workspaceDomainNames(em()),
     ]);
@@ -51,8 +51,8 @@ export function createMetricsService({ orm, clock = () => new Date() }: { orm: M
 
   return {
     /** GET /metrics: summary, rates, zero-filled daily volume, top campaigns, contacts, domains. */
-    async getMetrics(orgId: string, period: MetricsPeriod): Promise<MetricsSummary> {
-      return (await read(orgId, period)).summary;
+    async getMetrics(orgId: string, period: MetricsPeriod, stream?: string): Promise<MetricsSummary> {
+      return (await read(orgId, period, stream)).summary;
     },
 
     /**

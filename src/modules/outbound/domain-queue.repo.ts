@@ -3,8 +3,9 @@
  * `next_attempt_at` (acceptance, `scheduled_at`, a deferral's retry time, or the lapse of an
  * attempt's lease), claimed by the domain actor's drain with `FOR UPDATE SKIP LOCKED`; and the
  * domain's drain lease. A broadcast's messages are rows of the same queue (`broadcast_id` set)
- * on an index of their own: a claim takes due transactional emails first and fills the rest
- * of its room with broadcast messages, as far as the domain's warm-up cap for the day allows
+ * on an index of their own: a claim takes due emails of transactional-kind streams first (an
+ * index of their own too), then automation and broadcast-stream emails, and fills the rest of
+ * its room with broadcast messages, as far as the domain's warm-up cap for the day allows
  * (a broadcast message counts against the cap when first claimed) and not while the domain is
  * paused (DNS attention, reputation recovery). Raw SQL is outside the tenant filter, so every
  * statement names the workspace itself.
@@ -19,6 +20,8 @@ import { utcDay } from '../sends/sends.fns.ts';
 const OPEN = `status in ('scheduled', 'queued', 'sending')`;
 /** The two halves of the queue, each on its own partial index (transactional_emails_due_index, _broadcast_due_index). */
 const TRANSACTIONAL = `${OPEN} and broadcast_id is null`;
+/** Of those, mail of a transactional-kind stream (its own index), claimed before automation and broadcast-stream mail. */
+const PRIORITY = `${TRANSACTIONAL} and stream_kind = 'transactional'`;
 const BROADCAST = `${OPEN} and broadcast_id is not null`;
 
 /** How often a paused domain's broadcast messages are looked at again. */
@@ -152,8 +155,9 @@ export function createDomainQueue(orm: MikroORM) {
     },
 
     /**
-     * Claims up to `limit` due emails (transactional ones first, then broadcast messages within
-     * the domain's room; oldest due first within each) and starts an attempt on each (status
+     * Claims up to `limit` due emails (mail of transactional-kind streams first, then automation
+     * and broadcast-stream mail sent one by one, then broadcast messages within the domain's
+     * room; oldest due first within each) and starts an attempt on each (status
      * sending, the attempt counted), returning what the attempt needs, recipients included (and
      * for a broadcast message its content and contact), in one statement. A broadcast message's
      * first claim counts it against the day's warm-up counter (shard 0) and records the day, so
@@ -174,12 +178,19 @@ export function createDomainQueue(orm: MikroORM) {
     ): Promise<ClaimedEmail[]> {
       const rows = await db().execute<ClaimedRow[]>(
         `with no_fsync as (select set_config('synchronous_commit', 'off', true) as setting),
-         t as (
+         p as (
            select id, next_attempt_at as due_at from transactional_emails
-            where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and next_attempt_at <= now()
+            where domain_id = :domain and org_id = :org and ${PRIORITY} and next_attempt_at <= now()
             order by next_attempt_at, id
             limit :limit for update skip locked
-         ),${ROOM_CTE},
+         ),
+         q as (
+           select id, next_attempt_at as due_at from transactional_emails
+            where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and stream_kind <> 'transactional' and next_attempt_at <= now()
+            order by next_attempt_at, id
+            limit greatest(0, :limit - (select count(*) from p)) for update skip locked
+         ),
+         t as (select id, due_at from p union all select id, due_at from q),${ROOM_CTE},
          b as (
            select id, next_attempt_at as due_at from transactional_emails
             where domain_id = :domain and org_id = :org and ${BROADCAST} and next_attempt_at <= now()
@@ -218,13 +229,13 @@ export function createDomainQueue(orm: MikroORM) {
                            'previewText', bc.preview_text, 'postalAddress', o.postal_address, 'tracking', bc.tracking,
                            'contact', (select json_build_object('id', c.id, 'email', c.email, 'firstName', c.first_name, 'lastName', c.last_name,
                                                                 'company', c.company, 'customFields', c.custom_fields, 'status', c.status,
-                                                                'suppressed', exists (select 1 from suppressions x where x.org_id = c.org_id and x.email = c.email))
+                                                                'suppressed', exists (select 1 from suppressions x where x.org_id = c.org_id and x.email = c.email and x.stream in ('', e.stream)))
                                          from contacts c where c.id = e.contact_id and c.org_id = e.org_id))
                     from broadcasts bc join organizations o on o.id = bc.org_id
                    where bc.id = e.broadcast_id and bc.org_id = e.org_id) end as broadcast,
                 (select count(*) from counted)::int as counted
            from claimed e, no_fsync
-          order by e.broadcast_id nulls first, e.due_at, e.id`,
+          order by e.broadcast_id nulls first, e.stream_kind desc, e.due_at, e.id`,
         {
           lease: leaseSeconds,
           domain: domainId,

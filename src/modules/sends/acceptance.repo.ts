@@ -26,6 +26,9 @@ export interface NewEmail {
   templateId: string | null;
   templateVersion: number | null;
   tags: string[];
+  /** Its message stream and that stream's kind. */
+  stream: string;
+  streamKind: string;
   messageId: string;
   status: EmailStatus;
   scheduledAt: Date | null;
@@ -67,11 +70,11 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     a_email as (
       insert into transactional_emails (id, org_id, api_key_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text,
                                         headers, attachments, template_id, template_version, tags, message_id, status, scheduled_at, next_attempt_at, size_bytes,
-                                        credits_charged, overage_charged, quota_day, quota_shard, sandbox, created_at, updated_at)
+                                        credits_charged, overage_charged, quota_day, quota_shard, sandbox, stream, stream_kind, created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
              :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eTags::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
              coalesce((select from_balance from q_charge), 0), :qCount - coalesce((select from_balance from q_charge), 0),
-             :eDay, :qShard, :eSandbox::boolean, :eAt::timestamptz, :eAt::timestamptz
+             :eDay, :qShard, :eSandbox::boolean, :eStream, :eStreamKind, :eAt::timestamptz, :eAt::timestamptz
       returning id
     ),
     a_recipients as (
@@ -114,6 +117,8 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
       eTemplate: email.templateId,
       eTemplateVersion: email.templateVersion,
       eTags: email.tags,
+      eStream: email.stream,
+      eStreamKind: email.streamKind,
       eMessageId: email.messageId,
       eStatus: email.status,
       eScheduled: email.scheduledAt,

@@ -6,7 +6,7 @@ import type { ListEmailsFilters } from './sends.schemas.ts';
 /**
  * The email log (GET /outbox/emails): a workspace's transactional emails (not broadcast messages), newest first on
  * (created_at, id), each with its recipients, filtered by status, recipient, sender address or
- * domain, tag, template and creation time. `em` is scoped to the workspace.
+ * domain, tag, stream, template and creation time. `em` is scoped to the workspace.
  */
 export async function findEmailPage(
   em: EntityManager,
@@ -18,6 +18,7 @@ export async function findEmailPage(
   if (filters.status) where.push({ status: filters.status });
   if (filters.from) where.push(filters.from.includes('@') ? { fromEmail: filters.from } : { domain: filters.from });
   if (filters.tag) where.push({ tags: { $contains: [filters.tag] } });
+  if (filters.stream) where.push({ stream: filters.stream });
   if (filters.template_id) where.push({ templateId: filters.template_id });
   if (filters.created_after) where.push({ createdAt: { $gte: new Date(filters.created_after) } });
   if (filters.created_before) where.push({ createdAt: { $lt: new Date(filters.created_before) } });

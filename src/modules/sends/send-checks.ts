@@ -2,6 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../errors.ts';
 import type { IdempotencyClaim } from '../idempotency/idempotency.types.ts';
 import type { EnvelopeRecipient } from './sends.fns.ts';
+import { streamKindOf, type ResolvedStream } from '../streams/streams.fns.ts';
+import { unknownStream } from '../streams/streams.repo.ts';
 import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
 
 /** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
@@ -20,8 +22,9 @@ export function domainRefusal(domain: Pick<SendingDomain, 'status' | 'reputation
 }
 
 /**
- * The sending domain of an acceptance, checked (exists, verified, not paused) with the
- * recipients' suppression, in the transaction's first statement, which also takes the
+ * The sending domain of an acceptance, checked (exists, verified, not paused), and its stream
+ * (422 UNKNOWN_STREAM when the workspace has none by that name), with the recipients'
+ * suppression for that stream, in the transaction's first statement, which also takes the
  * thread lock `threadLock` and, with `claim`, the request's Idempotency-Key (a key another
  * request holds throws `claim.taken()`).
  */
@@ -30,16 +33,22 @@ export async function checkSendingDomain(
   orgId: string,
   host: string,
   recipients: readonly EnvelopeRecipient[],
+  streamName: string,
   threadLock: string,
   claim?: IdempotencyClaim,
-): Promise<SendingDomain> {
+): Promise<{ domain: SendingDomain; stream: ResolvedStream }> {
   const addresses = recipients.map((r) => r.email);
   const {
     domain,
     suppressed: found,
+    stream: streamRow,
     claimed,
-  } = await findDomainAndSuppressed(tx, orgId, host, addresses, { threadLock, ...(claim ? { claim: claim.cte() } : {}) });
+  } = await findDomainAndSuppressed(tx, orgId, host, addresses, streamName, { threadLock, ...(claim ? { claim: claim.cte() } : {}) });
   if (claim && !claimed) throw claim.taken();
+  const kind = streamKindOf(streamName, streamRow.storedKind);
+  if (!kind) {
+    throw unknownStream(streamName, 'stream');
+  }
   if (!domain)
     throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
   const refusal = domainRefusal(domain, host);
@@ -50,7 +59,8 @@ export async function checkSendingDomain(
     throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
       reason: 'RECIPIENT_SUPPRESSED',
       recipients: suppressed,
+      stream: streamName,
     });
   }
-  return domain;
+  return { domain, stream: { name: streamName, kind, dailyCap: streamRow.dailyCap } };
 }

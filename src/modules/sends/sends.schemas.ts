@@ -4,6 +4,7 @@ import type { FieldProblem } from '../../validation.ts';
 import { EMAIL_EVENT_TYPES, EMAIL_STATUSES, RECIPIENT_KINDS, RECIPIENT_STATUSES } from '../../../db/entities/index.ts';
 import { IdSchema, PageQuery } from '../../http/schemas.ts';
 import { DateTime } from '../inbox/inbox.schemas.ts';
+import { StreamName } from '../streams/streams.schemas.ts';
 
 /** Bounds of a transactional send (spec: Transactional email send request, Limits). */
 export const SEND_LIMITS = {
@@ -132,6 +133,8 @@ export const SendEmailBody = v.pipe(
       ),
     ),
     scheduled_at: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200))),
+    /** The message stream it belongs to (Herald extension): `transactional` when absent, `broadcast`, or a custom stream. */
+    stream: v.optional(StreamName),
     /** Labels to find the email by (GET /outbox/emails?tag=), Herald extension. */
     tags: v.optional(
       v.pipe(
@@ -240,6 +243,8 @@ export const TransactionalEmailResponse = v.object({
   template_id: v.nullable(v.string()),
   template_version: v.nullable(v.number()),
   tags: v.array(v.string()),
+  /** The message stream it belongs to (Herald extension). */
+  stream: v.string(),
   /** GET /outbox/emails/{id} only: what happened to each recipient, oldest first. */
   events: v.optional(v.array(v.object({ type: v.picklist(EMAIL_EVENT_TYPES), recipient: v.string(), occurred_at: Timestamp }))),
   attachments: v.array(AttachmentSummary),
@@ -267,6 +272,7 @@ export const ListEmailsQuery = v.object({
     ),
   ),
   tag: v.optional(v.pipe(v.string(), v.regex(TAG, 'is not a tag'))),
+  stream: v.optional(StreamName),
   template_id: v.optional(IdSchema),
   created_after: v.optional(v.pipe(DateTime, v.description('Emails created at or after this time.'))),
   created_before: v.optional(v.pipe(DateTime, v.description('Emails created before this time.'))),

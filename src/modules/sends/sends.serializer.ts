@@ -12,6 +12,7 @@ export type EmailRecord = Pick<
   | 'templateId'
   | 'templateVersion'
   | 'tags'
+  | 'stream'
   | 'fromName'
   | 'fromEmail'
   | 'subject'
@@ -57,6 +58,7 @@ export function serializeEmail(email: EmailRecord, recipients: readonly Recipien
     template_id: email.templateId ?? null,
     template_version: email.templateVersion ?? null,
     tags: email.tags,
+    stream: email.stream,
     attachments: email.attachments.map((a) => ({
       filename: a.filename,
       content_type: a.content_type,

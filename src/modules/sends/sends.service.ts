@@ -14,6 +14,8 @@ import { outboundMessage } from '../inbox/outbound.ts';
 import { threadLockKey } from '../inbox/threading.ts';
 import { createTemplatesService, type TemplatesService } from '../templates/templates.service.ts';
 import { writeAcceptance } from './acceptance.repo.ts';
+import { BUILT_IN_STREAMS } from '../../../db/entities/index.ts';
+import { reserveStreamBudget } from '../streams/streams.repo.ts';
 import { resolveSendContent } from './send-content.ts';
 import { findEmailEvents, findEmailPage, type EmailEventView } from './email-log.repo.ts';
 import type { KeysetPosition } from '../../../db/keyset.ts';
@@ -235,14 +237,19 @@ export function createSendsService(deps: SendsServiceDeps) {
       const accept = (creditMode: CreditMode) =>
         em.transactional(async (tx) => {
           // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
-          const domain = await checkSendingDomain(
+          const { domain, stream } = await checkSendingDomain(
             tx,
             orgId,
             from.domain,
             recipients,
+            input.stream ?? BUILT_IN_STREAMS.transactional,
             threadLockKey(orgId, message.thread),
             options.answer?.claim,
           );
+          if (stream.dailyCap !== null) {
+            const day = utcDay(schedule.at ?? at);
+            await reserveStreamBudget(tx, { orgId, stream: stream.name, day, count: recipients.length, cap: stream.dailyCap, now: at });
+          }
           blobKeys.push(...(await writeInlineBlobs(orgId, emailId, prepared)));
           const uploadIds = prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
           if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
@@ -262,6 +269,8 @@ export function createSendsService(deps: SendsServiceDeps) {
             templateId: content.template?.id ?? null,
             templateVersion: content.template?.version ?? null,
             tags: [...new Set(input.tags ?? [])],
+            stream: stream.name,
+            streamKind: stream.kind,
             headers,
             attachments: prepared.map((a) => a.record),
             messageId: messageIdFor(emailId, domain.domain),

@@ -1,7 +1,8 @@
 /**
  * Acceptance's read of the sending domain and the suppression check: an address may not be sent
- * to when it is on the workspace's suppression list or belongs to a contact that bounced,
- * complained or was suppressed; and adding an address to that list. Raw SQL is outside the
+ * to when it is on the workspace's suppression list for every stream or for the send's stream,
+ * or belongs to a contact that bounced, complained or was suppressed; and adding an address to
+ * that list. Raw SQL is outside the
  * tenant filter, so every clause names the workspace.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -20,6 +21,12 @@ export interface SendingDomain {
   dailyCap: number | null;
 }
 
+/** The send's stream as acceptance reads it: the custom stream's kind (null: none by that name) and the stream's daily budget. */
+export interface StreamRow {
+  storedKind: string | null;
+  dailyCap: number | null;
+}
+
 /**
  * Acceptance's read: the workspace's sending domain by name (null when it has none by that
  * name) and which of `addresses` may not be sent to, in one round trip. With `threadLock` (a
@@ -33,8 +40,9 @@ export async function findDomainAndSuppressed(
   orgId: string,
   domainName: string,
   addresses: readonly string[],
+  stream: string,
   options: { threadLock?: string; claim?: SqlFragment } = {},
-): Promise<{ domain: SendingDomain | null; suppressed: Set<string>; claimed: boolean }> {
+): Promise<{ domain: SendingDomain | null; suppressed: Set<string>; stream: StreamRow; claimed: boolean }> {
   const rows = await executePrepared<{
     id: string;
     domain: string;
@@ -42,21 +50,26 @@ export async function findDomainAndSuppressed(
     reputation_state: string;
     daily_cap: number | null;
     suppressed: string[] | null;
+    stream_kind: string | null;
+    stream_cap: number | null;
     claimed?: string | null;
   }>(em, {
     sql: `${options.claim ? `with ${options.claim.sql}\n     ` : ''}select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
-            array(select email from suppressions where org_id = :org and email = any(:addresses::text[])
+            array(select email from suppressions where org_id = :org and email = any(:addresses::text[]) and stream in ('', :stream)
                   union
-                  select email from contacts where org_id = :org and email = any(:addresses::text[]) and status in ('bounced', 'complained', 'suppressed')) as suppressed
+                  select email from contacts where org_id = :org and email = any(:addresses::text[]) and status in ('bounced', 'complained', 'suppressed')) as suppressed,
+            s.kind as stream_kind, s.daily_cap as stream_cap
             ${options.threadLock ? `, ${THREAD_LOCK_SQL}` : ''}
             ${options.claim ? ', (select id from idem_claim) as claimed' : ''}
        from (select 1) one
-       left join domains d on d.org_id = :org and d.domain = :domain`,
+       left join domains d on d.org_id = :org and d.domain = :domain
+       left join message_streams s on s.org_id = :org and s.name = :stream`,
     params: {
       ...options.claim?.params,
       org: orgId,
       addresses: [...addresses],
       domain: domainName,
+      stream,
       ...(options.threadLock ? { threadLock: options.threadLock } : {}),
     },
   });
@@ -64,12 +77,18 @@ export async function findDomainAndSuppressed(
   const domain = row?.id
     ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap }
     : null;
-  return { domain, suppressed: new Set(row?.suppressed ?? []), claimed: Boolean(row?.claimed) };
+  return {
+    domain,
+    suppressed: new Set(row?.suppressed ?? []),
+    stream: { storedKind: row?.stream_kind ?? null, dailyCap: row?.stream_cap ?? null },
+    claimed: Boolean(row?.claimed),
+  };
 }
 
 /**
- * Adds `email` to the workspace's suppression list (first reason wins) and, when it was not on
- * it yet, writes the change to the audit trail in the same statement; `apiKeyId` is the caller
+ * Adds `email` to the workspace's suppression list for `source.stream` (absent: every stream;
+ * first reason wins per scope) and, when it was not on it yet, writes the change to the audit
+ * trail in the same statement; `apiKeyId` is the caller
  * when one asked for it (null: Herald, for a bounce or a complaint). Whether it was added.
  */
 export async function suppressAddress(
@@ -77,16 +96,16 @@ export async function suppressAddress(
   orgId: string,
   email: string,
   reason: SuppressionReason,
-  source: { emailId?: string | null; detail?: string | null; apiKeyId?: string | null } = {},
+  source: { emailId?: string | null; detail?: string | null; apiKeyId?: string | null; stream?: string | null } = {},
 ): Promise<boolean> {
   const rows = await em.execute<{ id: string }[]>(
     `with added as (
-       insert into suppressions (id, org_id, email, reason, email_id, detail, created_at)
-       values (:id, :org, :email, :reason, :emailId, :detail, now()) on conflict (org_id, email) do nothing
-       returning org_id, email, reason, email_id, detail, created_at
+       insert into suppressions (id, org_id, email, reason, email_id, detail, stream, created_at)
+       values (:id, :org, :email, :reason, :emailId, :detail, :stream, now()) on conflict (org_id, email, stream) do nothing
+       returning org_id, email, reason, email_id, detail, stream, created_at
      )
-     insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, created_at)
-     select :changeId, org_id, email, 'added', reason, :apiKeyId, email_id, detail, created_at from added
+     insert into suppression_changes (id, org_id, email, action, reason, api_key_id, email_id, detail, stream, created_at)
+     select :changeId, org_id, email, 'added', reason, :apiKeyId, email_id, detail, stream, created_at from added
      returning id`,
     {
       id: newId(),
@@ -97,6 +116,7 @@ export async function suppressAddress(
       emailId: source.emailId ?? null,
       detail: source.detail?.slice(0, 1024) ?? null,
       apiKeyId: source.apiKeyId ?? null,
+      stream: source.stream ?? '',
     },
   );
   return rows.length > 0;

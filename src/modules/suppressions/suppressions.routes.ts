@@ -12,6 +12,7 @@ import {
   AddSuppressionBody,
   ListSuppressionsQuery,
   RemovedSuppressionResponse,
+  RemoveSuppressionQuery,
   SuppressionChangeResponse,
   SuppressionParams,
   SuppressionResponse,
@@ -21,7 +22,9 @@ import type { SuppressionsService } from './suppressions.service.ts';
 
 const REASONS_NOTE =
   '`reason`: `bounce` (a hard bounce), `complaint` (a spam report), `unsubscribe`, `manual` (added through the API). ' +
-  'POST /outbox/emails and SMTP submission refuse a listed address with 403 RECIPIENT_SUPPRESSED.';
+  '`stream`: the message stream the entry keeps mail from, null for every stream (bounces and complaints hold for every stream; ' +
+  'an unsubscribe only for the stream of the message it came from). ' +
+  "POST /outbox/emails and SMTP submission refuse an address listed for the send's stream with 403 RECIPIENT_SUPPRESSED.";
 
 export function createSuppressionsRoutes(deps: { suppressions: SuppressionsService; cursors: CursorCodec }) {
   return [
@@ -30,7 +33,7 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       method: 'GET',
       path: '/suppressions',
       summary: 'List the suppression list, newest first',
-      description: `${REASONS_NOTE} Filters: \`reason\`, \`email\` (exact).`,
+      description: `${REASONS_NOTE} Filters: \`reason\`, \`email\` (exact), \`stream\` (a stream name, or \`all\` for the entries of every stream).`,
       tag: 'Suppressions',
       scope: 'contacts:read',
       extension: true,
@@ -50,12 +53,12 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       method: 'POST',
       path: '/suppressions',
       summary: 'Add an address to the suppression list',
-      description: `Reason \`manual\`. 409 conflict (details.reason ALREADY_SUPPRESSED, suppression_reason) when it is already listed. ${REASONS_NOTE}`,
+      description: `Reason \`manual\`; with \`stream\`, for that stream only (422 UNKNOWN_STREAM for a stream the workspace does not have). 409 conflict (details.reason ALREADY_SUPPRESSED, suppression_reason) when it is already listed. ${REASONS_NOTE}`,
       tag: 'Suppressions',
       scope: 'contacts:write',
       extension: true,
       body: AddSuppressionBody,
-      errors: ['invalid_request', 'conflict', 'idempotency_conflict'],
+      errors: ['invalid_request', 'conflict', 'unprocessable_entity', 'idempotency_conflict'],
       response: { status: 201, description: 'The suppression list entry', schema: SuppressionResponse },
       handle: async ({ caller, body }) => ({
         status: 201,
@@ -68,15 +71,16 @@ export function createSuppressionsRoutes(deps: { suppressions: SuppressionsServi
       path: '/suppressions/:email',
       summary: 'Lift a suppression',
       description:
-        "Removes the address from the list (404 when it is not on it) and records who did in the audit trail. The workspace's contact with this address, when bounced, complained or suppressed, is moved back to active, so the address can be sent to again.",
+        "Removes the address from the list, every entry of it or with `stream` (`all` or a stream name) the entry of that scope (404 when there is none), and records who did in the audit trail. When the entry for every stream goes, the workspace's contact with this address, when bounced, complained or suppressed, is moved back to active, so the address can be sent to again.",
       tag: 'Suppressions',
       scope: 'contacts:write',
       extension: true,
       params: SuppressionParams,
+      query: RemoveSuppressionQuery,
       errors: ['not_found', 'idempotency_conflict'],
       response: { status: 200, description: 'The address was lifted', schema: RemovedSuppressionResponse },
-      handle: async ({ caller, params }) => {
-        const { contactReactivated } = await deps.suppressions.removeSuppression(caller.orgId, caller.keyId, params.email);
+      handle: async ({ caller, params, query }) => {
+        const { contactReactivated } = await deps.suppressions.removeSuppression(caller.orgId, caller.keyId, params.email, query.stream);
         return { status: 200, data: { email: params.email, deleted: true, contact_reactivated: contactReactivated } };
       },
     }),

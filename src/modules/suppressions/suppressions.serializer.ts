@@ -6,12 +6,16 @@ export const apiReason = (reason: SuppressionReason): SuppressionApiReason => (r
 /** The API's reason as stored. */
 export const storedReason = (reason: SuppressionApiReason): SuppressionReason => (reason === 'bounce' ? 'hard_bounce' : reason);
 
-export function serializeSuppression(entry: Pick<Suppression, 'email' | 'reason' | 'emailId' | 'detail' | 'createdAt'>) {
+/** A stored scope as the API shows it: '' (every stream) is null. */
+export const apiStream = (stream: string): string | null => stream || null;
+
+export function serializeSuppression(entry: Pick<Suppression, 'email' | 'reason' | 'emailId' | 'detail' | 'stream' | 'createdAt'>) {
   return {
     email: entry.email,
     reason: apiReason(entry.reason),
     email_id: entry.emailId ?? null,
     detail: entry.detail ?? null,
+    stream: apiStream(entry.stream),
     created_at: entry.createdAt.toISOString(),
   };
 }
@@ -25,6 +29,7 @@ export function serializeSuppressionChange(change: SuppressionChange) {
     api_key_id: change.apiKeyId ?? null,
     email_id: change.emailId ?? null,
     detail: change.detail ?? null,
+    stream: apiStream(change.stream),
     created_at: change.createdAt.toISOString(),
   };
 }

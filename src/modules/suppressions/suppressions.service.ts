@@ -7,7 +7,11 @@ import type { ContactsService } from '../contacts/contacts.service.ts';
 import { suppressAddress } from '../sends/suppression.repo.ts';
 import { apiReason, storedReason } from './suppressions.serializer.ts';
 import type { AddSuppressionInput, SuppressionApiReason } from './suppressions.schemas.ts';
-import { deleteSuppression } from './suppressions.repo.ts';
+import { deleteSuppression, suppressionScopes } from './suppressions.repo.ts';
+import { assertStreamExists } from '../streams/streams.repo.ts';
+
+/** A scope as the API names it (`all` or a stream) as stored ('' : every stream). */
+const storedStream = (stream: string | null | undefined): string => (!stream || stream === 'all' ? '' : stream);
 
 /** Contact statuses that also keep sends away from an address (the send's suppression check reads them). */
 const BLOCKING_STATUSES = ['bounced', 'complained', 'suppressed'] as const;
@@ -26,20 +30,27 @@ export function createSuppressionsService(deps: { orm: MikroORM; contacts: Pick<
     async listSuppressions(
       orgId: string,
       request: { limit: number; after?: KeysetPosition | undefined },
-      filters: { reason?: SuppressionApiReason | undefined; email?: string | undefined },
+      filters: { reason?: SuppressionApiReason | undefined; email?: string | undefined; stream?: string | undefined },
     ) {
       const where: FilterQuery<Suppression> = {
         ...(filters.reason ? { reason: storedReason(filters.reason) } : {}),
         ...(filters.email ? { email: filters.email } : {}),
+        ...(filters.stream ? { stream: storedStream(filters.stream) } : {}),
       };
       return findKeysetPage(scopeToOrg(orm.em, orgId), Suppression, where, page(request));
     },
 
-    /** Adds an address by hand (reason `manual`); 409 when it is already on the list, with the reason it is there. */
+    /**
+     * Adds an address by hand (reason `manual`), for every stream or for `input.stream` alone
+     * (422 UNKNOWN_STREAM when the workspace has no such stream); 409 when it is already listed
+     * for that scope, with the reason it is there.
+     */
     async addSuppression(orgId: string, apiKeyId: string | null, input: AddSuppressionInput): Promise<Suppression> {
       const em = scopeToOrg(orm.em, orgId);
-      const added = await suppressAddress(em, orgId, input.email, 'manual', { detail: input.detail ?? null, apiKeyId });
-      const entry = await em.findOneOrFail(Suppression, { email: input.email }, { refresh: true });
+      const stream = storedStream(input.stream);
+      if (stream) await assertStreamExists(em, stream, 'stream');
+      const added = await suppressAddress(em, orgId, input.email, 'manual', { detail: input.detail ?? null, apiKeyId, stream });
+      const entry = await em.findOneOrFail(Suppression, { email: input.email, stream }, { refresh: true });
       if (!added) {
         throw new AppError('conflict', `${input.email} is already on the suppression list (${apiReason(entry.reason)}).`, {
           reason: 'ALREADY_SUPPRESSED',
@@ -50,15 +61,24 @@ export function createSuppressionsService(deps: { orm: MikroORM; contacts: Pick<
     },
 
     /**
-     * Lifts a suppression: the entry goes, the trail records who lifted it, and the workspace's
-     * contact with the address, when a bounce, complaint or suppression status still blocks it,
-     * is moved back to active (its contact.updated event follows), so the address can be sent
-     * to again. 404 when the address is not on the list.
+     * Lifts a suppression: the entries of the address (only the one of scope `stream` when
+     * given: `all` or a stream name) go, the trail records who lifted each, and when the entry
+     * for every stream went, the workspace's contact with the address, when a bounce, complaint
+     * or suppression status still blocks it, is moved back to active (its contact.updated event
+     * follows), so the address can be sent to again. 404 when no such entry is listed.
      */
-    async removeSuppression(orgId: string, apiKeyId: string | null, email: string): Promise<{ contactReactivated: boolean }> {
+    async removeSuppression(
+      orgId: string,
+      apiKeyId: string | null,
+      email: string,
+      stream?: string,
+    ): Promise<{ contactReactivated: boolean }> {
       const em = scopeToOrg(orm.em, orgId);
-      if (!(await deleteSuppression(em, orgId, email, apiKeyId)))
-        throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
+      const scopes = stream === undefined ? await suppressionScopes(em, orgId, email) : [storedStream(stream)];
+      const removed: string[] = [];
+      for (const scope of scopes) if (await deleteSuppression(em, orgId, email, scope, apiKeyId)) removed.push(scope);
+      if (removed.length === 0) throw new AppError('not_found', `${email} is not on this workspace's suppression list.`);
+      if (!removed.includes('')) return { contactReactivated: false };
       const contact = await em.findOne(Contact, { email, status: { $in: [...BLOCKING_STATUSES] } });
       if (!contact) return { contactReactivated: false };
       await deps.contacts.updateContact(orgId, contact.id, { status: 'active' });

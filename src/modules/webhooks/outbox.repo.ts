@@ -36,13 +36,19 @@ export async function claimUnfannedEvents(em: EntityManager, limit: number): Pro
   return rows.map((row) => row.id);
 }
 
-/** Each event with each endpoint of its workspace enabled and created by then, in event order. */
+/**
+ * Each event with each endpoint of its workspace enabled and created by then, in event order;
+ * an endpoint limited to some message streams (`streams`) is paired with an email's event only
+ * when the email is in one of them.
+ */
 export async function findCandidates(em: EntityManager, eventIds: readonly string[]): Promise<Candidate[]> {
   return em.execute<Candidate[]>(
     `select e.id as event_id, e.org_id, e.type, w.id as webhook_id, w.events, e.data->>'endpoint_id' as addressed_to
        from events e
        join webhook_endpoints w on w.org_id = e.org_id and w.enabled and w.created_at <= e.created_at
       where e.id in (?)
+        and (w.streams is null or e.data->>'email_id' is null
+             or exists (select 1 from transactional_emails t where t.id = e.data->>'email_id' and t.org_id = e.org_id and t.stream = any(w.streams)))
       order by e.created_at, e.id, w.id`,
     [[...eventIds]],
   );

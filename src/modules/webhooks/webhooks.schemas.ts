@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { StreamName } from '../streams/streams.schemas.ts';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../../db/entities/index.ts';
 import { IdSchema, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { ALL_EVENTS, EVENT_TYPES } from '../events/events.schemas.ts';
@@ -32,6 +33,10 @@ const EventName = v.picklist(
 const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(WEBHOOK_LIMITS.name));
 const Events = v.pipe(v.array(EventName), v.minLength(1, 'must list at least one event type'), v.maxLength(WEBHOOK_LIMITS.events));
 const Description = v.pipe(v.string(), v.maxLength(WEBHOOK_LIMITS.description));
+/** The message streams whose email events the endpoint receives (Herald extension); null or absent: every stream. */
+const Streams = v.nullable(
+  v.pipe(v.array(StreamName), v.minLength(1, 'must list at least one stream (null: every stream)'), v.maxLength(100)),
+);
 
 export const CreateWebhookBody = v.strictObject({
   name: Name,
@@ -39,11 +44,12 @@ export const CreateWebhookBody = v.strictObject({
   events: Events,
   description: v.optional(Description, ''),
   enabled: v.optional(v.boolean(), true),
+  streams: v.optional(Streams, null),
 });
 
 export type CreateWebhookInput = v.InferOutput<typeof CreateWebhookBody>;
 
-export const UPDATABLE_WEBHOOK_FIELDS = ['name', 'url', 'events', 'description', 'enabled'] as const;
+export const UPDATABLE_WEBHOOK_FIELDS = ['name', 'url', 'events', 'description', 'enabled', 'streams'] as const;
 
 /** PATCH: any of the creation fields, same rules; at least one of them. */
 export const UpdateWebhookBody = v.pipe(
@@ -53,6 +59,7 @@ export const UpdateWebhookBody = v.pipe(
     events: v.optional(Events),
     description: v.optional(Description),
     enabled: v.optional(v.boolean()),
+    streams: v.optional(Streams),
   }),
   v.check(
     (body) => Object.values(body).some((value) => value !== undefined),
@@ -77,6 +84,8 @@ export const WebhookResponse = v.object({
   url: v.string(),
   description: v.string(),
   events: v.array(v.string()),
+  /** The message streams whose email events it receives; null: every stream (Herald extension). */
+  streams: v.nullable(v.array(v.string())),
   enabled: v.boolean(),
   disabled_reason: v.nullable(v.string()),
   created_at: Timestamp,

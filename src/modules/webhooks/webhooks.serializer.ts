@@ -8,6 +8,7 @@ export function serializeWebhook(endpoint: WebhookEndpoint) {
     url: endpoint.url,
     description: endpoint.description,
     events: endpoint.events,
+    streams: endpoint.streams ?? null,
     enabled: endpoint.enabled,
     disabled_reason: endpoint.disabledReason ?? null,
     created_at: endpoint.createdAt.toISOString(),

@@ -142,6 +142,7 @@ export function createWebhooksService(deps: { orm: MikroORM; encryptionKey: Buff
         url: input.url,
         description: input.description,
         events: normalizeEvents(input.events),
+        streams: input.streams ? [...new Set(input.streams)] : null,
         enabled: input.enabled,
         secretEncrypted: encryptSecret(key, secret),
         keyMode,
@@ -179,6 +180,7 @@ export function createWebhooksService(deps: { orm: MikroORM; encryptionKey: Buff
           ...(input.url !== undefined ? { url: input.url } : {}),
           ...(input.events !== undefined ? { events: normalizeEvents(input.events) } : {}),
           ...(input.description !== undefined ? { description: input.description } : {}),
+          ...(input.streams !== undefined ? { streams: input.streams ? [...new Set(input.streams)] : null } : {}),
           ...enabledChange(endpoint.enabled, input.enabled),
         });
         await em.flush();
