@@ -18,6 +18,8 @@ export interface SendingDomain {
   status: string;
   reputationState: string;
   dailyCap: number | null;
+  /** The scope of the workspace's reputation pause ('broadcast' or 'all'), null while it may send. */
+  workspacePause?: string | null;
 }
 
 /**
@@ -41,10 +43,12 @@ export async function findDomainAndSuppressed(
     status: string;
     reputation_state: string;
     daily_cap: number | null;
+    workspace_pause: string | null;
     suppressed: string[] | null;
     claimed?: string | null;
   }>(em, {
     sql: `${options.claim ? `with ${options.claim.sql}\n     ` : ''}select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
+            (select o.reputation_pause->>'scope' from organizations o where o.id = :org and o.reputation_paused_at is not null) as workspace_pause,
             array(select email from suppressions where org_id = :org and email = any(:addresses::text[])
                   union
                   select email from contacts where org_id = :org and email = any(:addresses::text[]) and status in ('bounced', 'complained', 'suppressed')) as suppressed
@@ -62,7 +66,7 @@ export async function findDomainAndSuppressed(
   });
   const row = rows[0];
   const domain = row?.id
-    ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap }
+    ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap, workspacePause: row.workspace_pause }
     : null;
   return { domain, suppressed: new Set(row?.suppressed ?? []), claimed: Boolean(row?.claimed) };
 }
