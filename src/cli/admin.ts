@@ -61,7 +61,8 @@ function rateOption(values: Values, name: string): number | undefined {
   const value = values[name];
   if (value === undefined) return undefined;
   const rate = Number(value);
-  if (typeof value !== 'string' || !Number.isFinite(rate) || rate < 0 || rate > 1) throw new UsageError(`--${name} must be a rate between 0 and 1`);
+  if (typeof value !== 'string' || !Number.isFinite(rate) || rate < 0 || rate > 1)
+    throw new UsageError(`--${name} must be a rate between 0 and 1`);
   return rate;
 }
 
@@ -274,7 +275,8 @@ function commands(svc: () => Services): Record<string, Command> {
       async run(values) {
         const dailyCap = integer(values, 'daily-cap');
         const warmup = values.warmup as string | undefined;
-        if (warmup !== undefined && !['new', 'existing', 'off'].includes(warmup)) throw new UsageError('--warmup must be new, existing or off');
+        if (warmup !== undefined && !['new', 'existing', 'off'].includes(warmup))
+          throw new UsageError('--warmup must be new, existing or off');
         const domain = await svc().domains.addDomain({
           orgId: required(values, 'org'),
           domain: required(values, 'domain'),
@@ -305,7 +307,8 @@ function commands(svc: () => Services): Record<string, Command> {
       },
     },
     'reputation policy': {
-      usage: 'reputation policy --org ID [--pause broadcast|all] [--window-hours N] [--min-volume N] [--max-bounce-rate R] [--max-complaint-rate R] [--reset]',
+      usage:
+        'reputation policy --org ID [--pause broadcast|all] [--window-hours N] [--min-volume N] [--max-bounce-rate R] [--max-complaint-rate R] [--reset]',
       options: {
         ...json,
         org: { type: 'string' },

@@ -49,7 +49,13 @@ const stranded = async () => (await createDomainQueue(stack.orm).findStranded(5_
 /** The rollup the warm-up reads: `sent`, `bounced`, `complained` of the domain on `day`. */
 async function rollup(orgId: string, domain: string, day: string, counts: Record<string, number>) {
   for (const [type, count] of Object.entries(counts)) {
-    await sql(`insert into email_event_counts (org_id, day, broadcast_id, domain, type, count) values (?, ?, '', ?, ?, ?)`, [orgId, day, domain, type, count]);
+    await sql(`insert into email_event_counts (org_id, day, broadcast_id, domain, type, count) values (?, ?, '', ?, ?, ?)`, [
+      orgId,
+      day,
+      domain,
+      type,
+      count,
+    ]);
   }
 }
 
@@ -72,13 +78,19 @@ describe('automatic warm-up', () => {
   it('advances a step after a healthy day, holds on high bounces, steps back at twice the limit', async () => {
     const { org } = await createOrg(stack.orm);
     const [good, bouncy, awful] = await Promise.all(
-      ['good', 'bouncy', 'awful'].map((name) => addSendingDomain(stack.orm, org.id, { warmup: 'new', domain: `${name}-${newId()}.example.com` })),
+      ['good', 'bouncy', 'awful'].map((name) =>
+        addSendingDomain(stack.orm, org.id, { warmup: 'new', domain: `${name}-${newId()}.example.com` }),
+      ),
     );
     const now = new Date();
     const yesterday = utcDay(new Date(now.getTime() - DAY_MS));
     // Day 3 of the plan (400 a day), judged on yesterday.
     for (const domain of [good!, bouncy!, awful!]) {
-      await sql(`update domains set warmup_step = 2, warmup_cap = 400, warmup_evaluated_on = ? where id = ? and org_id = ?`, [yesterday, domain.id, org.id]);
+      await sql(`update domains set warmup_step = 2, warmup_cap = 400, warmup_evaluated_on = ? where id = ? and org_id = ?`, [
+        yesterday,
+        domain.id,
+        org.id,
+      ]);
     }
     await rollup(org.id, good!.domain, yesterday, { sent: 400, bounced: 8, complained: 0 });
     await rollup(org.id, bouncy!.domain, yesterday, { sent: 400, bounced: 20, complained: 0 });
@@ -89,9 +101,21 @@ describe('automatic warm-up', () => {
     // Once per day: a second pass decides nothing more for them.
     await warmup.evaluateDue(now);
     const after = async (id: string) => scopeToOrg(stack.orm.em.fork(), org.id).findOneOrFail(Domain, { id });
-    expect(await after(good!.id)).toMatchObject({ warmupStep: 3, warmupCap: 700, warmupLast: expect.objectContaining({ decision: 'advance' }) });
-    expect(await after(bouncy!.id)).toMatchObject({ warmupStep: 2, warmupCap: 400, warmupLast: expect.objectContaining({ decision: 'hold' }) });
-    expect(await after(awful!.id)).toMatchObject({ warmupStep: 1, warmupCap: 250, warmupLast: expect.objectContaining({ decision: 'step_back' }) });
+    expect(await after(good!.id)).toMatchObject({
+      warmupStep: 3,
+      warmupCap: 700,
+      warmupLast: expect.objectContaining({ decision: 'advance' }),
+    });
+    expect(await after(bouncy!.id)).toMatchObject({
+      warmupStep: 2,
+      warmupCap: 400,
+      warmupLast: expect.objectContaining({ decision: 'hold' }),
+    });
+    expect(await after(awful!.id)).toMatchObject({
+      warmupStep: 1,
+      warmupCap: 250,
+      warmupLast: expect.objectContaining({ decision: 'step_back' }),
+    });
     const view = (await warmup.describe(org.id, [await after(bouncy!.id)])).get(bouncy!.id)!;
     expect(view.last_evaluation).toMatchObject({ decision: 'hold', bounce_rate: 0.05, sent: 400 });
     expect(String(view.last_evaluation!.reason)).toMatch(/bounces 5 % \(limit 4 %\)/);
@@ -101,8 +125,15 @@ describe('automatic warm-up', () => {
     const { org } = await createOrg(stack.orm);
     const domain = await addSendingDomain(stack.orm, org.id, { warmup: 'new' });
     const warmup = createWarmupService({ orm: stack.orm });
-    expect(await warmup.updateDomainWarmup(org.id, domain.id, { plan: { new_domain: [20, 40] } })).toMatchObject({ cap_today: 20, days: 2 });
-    expect(await warmup.updateDomainWarmup(org.id, domain.id, { mode: 'off' })).toMatchObject({ mode: 'off', cap_today: null, effective_cap: null });
+    expect(await warmup.updateDomainWarmup(org.id, domain.id, { plan: { new_domain: [20, 40] } })).toMatchObject({
+      cap_today: 20,
+      days: 2,
+    });
+    expect(await warmup.updateDomainWarmup(org.id, domain.id, { mode: 'off' })).toMatchObject({
+      mode: 'off',
+      cap_today: null,
+      effective_cap: null,
+    });
   });
 });
 
@@ -114,7 +145,15 @@ describe('workspace reputation policy', () => {
     expect(await stranded()).toContain(domain.id);
     const now = new Date();
     const events = (type: string, count: number) =>
-      Array.from({ length: count }, (_, i) => [newId(), org.id, type, `r${i}@example.net`, domain.domain, new Date(now.getTime() - 60_000), now]);
+      Array.from({ length: count }, (_, i) => [
+        newId(),
+        org.id,
+        type,
+        `r${i}@example.net`,
+        domain.domain,
+        new Date(now.getTime() - 60_000),
+        now,
+      ]);
     const rows = [...events('sent', 300), ...events('bounced', 30)];
     await sql(
       `insert into email_events (id, org_id, type, recipient, domain, occurred_at, created_at) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
@@ -139,9 +178,10 @@ describe('workspace reputation policy', () => {
     const cli = join(REPO_ROOT, 'src/cli/herald.mjs');
     const resumed = await run(process.execPath, [cli, 'admin', 'reputation', 'resume', '--org', org.id, '--json'], { env, cwd: REPO_ROOT });
     expect(JSON.parse(resumed.stdout)).toMatchObject({ org_id: org.id, resumed_by: 'operator', scope: 'broadcast' });
-    const again = await run(process.execPath, [cli, 'admin', 'reputation', 'resume', '--org', org.id, '--json'], { env, cwd: REPO_ROOT }).catch(
-      (error: { code: number; stdout: string }) => error,
-    );
+    const again = await run(process.execPath, [cli, 'admin', 'reputation', 'resume', '--org', org.id, '--json'], {
+      env,
+      cwd: REPO_ROOT,
+    }).catch((error: { code: number; stdout: string }) => error);
     expect('code' in again && again.code).not.toBe(0);
 
     expect((await reputation.status(org.id)).paused_at).toBeNull();

@@ -28,8 +28,15 @@ describe('warm-up plan arithmetic', () => {
   it('holds at or over a threshold, and steps back at twice it', () => {
     expect(decideStep(plan, 'new', 3, { sent: 700, bounced: 28, complained: 0 })).toMatchObject({ decision: 'hold', step: 3, cap: 700 });
     expect(decideStep(plan, 'new', 3, { sent: 10000, bounced: 0, complained: 8 })).toMatchObject({ decision: 'hold', step: 3 });
-    expect(decideStep(plan, 'new', 3, { sent: 700, bounced: 56, complained: 0 })).toMatchObject({ decision: 'step_back', step: 2, cap: 400 });
-    expect(decideStep({ ...plan, step_back: false }, 'new', 3, { sent: 700, bounced: 56, complained: 0 })).toMatchObject({ decision: 'hold', step: 3 });
+    expect(decideStep(plan, 'new', 3, { sent: 700, bounced: 56, complained: 0 })).toMatchObject({
+      decision: 'step_back',
+      step: 2,
+      cap: 400,
+    });
+    expect(decideStep({ ...plan, step_back: false }, 'new', 3, { sent: 700, bounced: 56, complained: 0 })).toMatchObject({
+      decision: 'hold',
+      step: 3,
+    });
     // Day 1 cannot go further back: it holds.
     expect(decideStep(plan, 'new', 0, { sent: 100, bounced: 50, complained: 0 })).toMatchObject({ decision: 'hold', step: 0, cap: 150 });
   });

@@ -27,9 +27,7 @@ export function warmupSection(view: WarmupView, domainId: string, csrfToken: str
     view.day === null
       ? ''
       : html`<p>Day <strong>${String(view.day)}</strong> of ${String(view.days)}: up to <strong id="warmup-cap">${count(view.cap_today)}</strong> broadcast messages today (${count(view.used_today)} counted so far, transactional mail included). If today's rates stay under the limits, tomorrow allows ${count(view.next_cap)}; judged at ${view.next_evaluation_at ?? ''}.</p>`;
-  const lastText = last
-    ? html`<p class="hint">Last step (${text(last.day)}): ${text(last.reason)}</p>`
-    : '';
+  const lastText = last ? html`<p class="hint">Last step (${text(last.day)}): ${text(last.reason)}</p>` : '';
   const schedule = view.mode === 'existing' ? view.plan.existing_domain : view.plan.new_domain;
   return html`<section aria-labelledby="warmup-title" class="card" id="warmup">
   <h2 id="warmup-title">Warm-up</h2>

@@ -7,7 +7,10 @@ import { form, one, type DashboardKit } from './dashboard.router.ts';
 
 /** The daily caps typed in the warm-up form, or an error message. */
 function parseSchedule(text: string): number[] | string {
-  const caps = text.split(/[\s,]+/).filter(Boolean).map(Number);
+  const caps = text
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map(Number);
   if (caps.length === 0 || caps.length > 90 || caps.some((cap) => !Number.isInteger(cap) || cap < 1)) {
     return 'The schedule is a list of 1 to 90 whole numbers of messages per day, each at least 1.';
   }
@@ -19,7 +22,11 @@ export function domainWarmupRoutes(
   router: Router<HeraldState>,
   kit: DashboardKit,
   warmup: WarmupService,
-  renderDomain: (ctx: Parameters<DashboardKit['signedInOf']>[0], status: number, extra: { error?: string; notice?: string }) => Promise<void>,
+  renderDomain: (
+    ctx: Parameters<DashboardKit['signedInOf']>[0],
+    status: number,
+    extra: { error?: string; notice?: string },
+  ) => Promise<void>,
 ): void {
   router.post('/domains/:id/warmup', kit.forms, kit.requireSession, async (ctx) => {
     const signedIn = kit.signedInOf(ctx);
@@ -27,7 +34,8 @@ export function domainWarmupRoutes(
     if (!isId(id)) return kit.notFound(ctx, 'domain');
     const body = form(ctx);
     const mode = one(body.mode);
-    if (mode !== 'new' && mode !== 'existing' && mode !== 'off') return renderDomain(ctx, 400, { error: 'Pick a schedule: new, existing or off.' });
+    if (mode !== 'new' && mode !== 'existing' && mode !== 'off')
+      return renderDomain(ctx, 400, { error: 'Pick a schedule: new, existing or off.' });
     const schedule = parseSchedule(one(body.schedule));
     if (typeof schedule === 'string') return renderDomain(ctx, 400, { error: schedule });
     try {

@@ -34,7 +34,10 @@ export function createDomainsRoutes(deps: { domains: DomainsService; warmup: War
         );
         return {
           status: 200,
-          data: rows.map(({ domain, senders }) => ({ ...serializeDomainOption(domain, senders, deps.settings), warmup: warmups.get(domain.id) })),
+          data: rows.map(({ domain, senders }) => ({
+            ...serializeDomainOption(domain, senders, deps.settings),
+            warmup: warmups.get(domain.id),
+          })),
         };
       },
     }),

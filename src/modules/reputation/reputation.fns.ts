@@ -51,7 +51,9 @@ export function judgeWindow(policy: ReputationPolicy, counts: WindowCounts): Pau
   const bounceRate = counts.bounced / counts.sent;
   const complaintRate = counts.complained / counts.sent;
   const over = [
-    bounceRate >= policy.max_bounce_rate ? `bounce rate ${percent(bounceRate)} reached the limit of ${percent(policy.max_bounce_rate)}` : null,
+    bounceRate >= policy.max_bounce_rate
+      ? `bounce rate ${percent(bounceRate)} reached the limit of ${percent(policy.max_bounce_rate)}`
+      : null,
     complaintRate >= policy.max_complaint_rate
       ? `complaint rate ${percent(complaintRate)} reached the limit of ${percent(policy.max_complaint_rate)}`
       : null,

@@ -66,7 +66,14 @@ export async function findDomainAndSuppressed(
   });
   const row = rows[0];
   const domain = row?.id
-    ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap, workspacePause: row.workspace_pause }
+    ? {
+        id: row.id,
+        domain: row.domain,
+        status: row.status,
+        reputationState: row.reputation_state,
+        dailyCap: row.daily_cap,
+        workspacePause: row.workspace_pause,
+      }
     : null;
   return { domain, suppressed: new Set(row?.suppressed ?? []), claimed: Boolean(row?.claimed) };
 }

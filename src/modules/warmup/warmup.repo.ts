@@ -39,7 +39,12 @@ export async function findDueWarmups(em: EntityManager, today: string, limit: nu
 }
 
 /** Records a decision for `today`, unless another pass recorded one already (false then). */
-export async function recordStep(em: EntityManager, due: Pick<DueWarmup, 'id' | 'org_id'>, outcome: StepOutcome, today: string): Promise<boolean> {
+export async function recordStep(
+  em: EntityManager,
+  due: Pick<DueWarmup, 'id' | 'org_id'>,
+  outcome: StepOutcome,
+  today: string,
+): Promise<boolean> {
   const rows = await em.execute<{ id: string }[]>(
     `update domains set warmup_step = :step, warmup_cap = :cap, warmup_evaluated_on = :today::date,
             warmup_mode = case when :done then 'done' else warmup_mode end,
@@ -82,7 +87,15 @@ export async function writeDomainWarmup(
             warmup_last = case when :restartOn::date is null then warmup_last else null end, updated_at = now()
       where id = :id and org_id = :org
       returning id`,
-    { mode: fields.mode, step: fields.step, cap: fields.cap, plan: fields.plan === null ? null : JSON.stringify(fields.plan), restartOn: fields.restartOn, id: domainId, org: orgId },
+    {
+      mode: fields.mode,
+      step: fields.step,
+      cap: fields.cap,
+      plan: fields.plan === null ? null : JSON.stringify(fields.plan),
+      restartOn: fields.restartOn,
+      id: domainId,
+      org: orgId,
+    },
   );
   return rows.length > 0;
 }

@@ -19,7 +19,7 @@ export function createWarmupRoutes(deps: { warmup: WarmupService; reputation: Re
       path: '/domains/:id/warmup',
       summary: "Start, stop or re-plan a sending domain's automatic warm-up",
       description:
-        '`mode` `new` or `existing` starts that schedule of the plan from day 1 (`off` stops it); `plan` sets the fields of this domain\'s own plan (null: the workspace\'s again). Answers what the warm-up allows today.',
+        "`mode` `new` or `existing` starts that schedule of the plan from day 1 (`off` stops it); `plan` sets the fields of this domain's own plan (null: the workspace's again). Answers what the warm-up allows today.",
       tag: 'Domains',
       scope: 'domains:write',
       extension: true,
@@ -39,7 +39,7 @@ export function createWarmupRoutes(deps: { warmup: WarmupService; reputation: Re
       tag: 'Domains',
       scope: 'domains:read',
       extension: true,
-      response: { status: 200, description: 'The plan in force and the workspace\'s overrides', schema: WarmupPlanResponse },
+      response: { status: 200, description: "The plan in force and the workspace's overrides", schema: WarmupPlanResponse },
       async handle({ caller }) {
         return { status: 200, data: await deps.warmup.getWorkspacePlan(caller.orgId) };
       },
@@ -49,12 +49,13 @@ export function createWarmupRoutes(deps: { warmup: WarmupService; reputation: Re
       method: 'PATCH',
       path: '/warmup-plan',
       summary: "Set the workspace's warm-up plan",
-      description: 'The fields given replace the default plan\'s for every domain of the workspace without a plan of its own (null: the default again); a domain takes them at its next step.',
+      description:
+        "The fields given replace the default plan's for every domain of the workspace without a plan of its own (null: the default again); a domain takes them at its next step.",
       tag: 'Domains',
       scope: 'domains:write',
       extension: true,
       body: v.strictObject({ plan: v.nullable(WarmupPlanInput) }),
-      response: { status: 200, description: 'The plan in force and the workspace\'s overrides', schema: WarmupPlanResponse },
+      response: { status: 200, description: "The plan in force and the workspace's overrides", schema: WarmupPlanResponse },
       errors: ['invalid_request'],
       async handle({ caller, body }) {
         return { status: 200, data: await deps.warmup.setWorkspacePlan(caller.orgId, body.plan) };
@@ -65,7 +66,8 @@ export function createWarmupRoutes(deps: { warmup: WarmupService; reputation: Re
       method: 'GET',
       path: '/reputation',
       summary: "The workspace's reputation policy and pause",
-      description: 'Past its thresholds the policy pauses broadcast sending (or all sending); `pause.reason` explains why until an operator resumes it.',
+      description:
+        'Past its thresholds the policy pauses broadcast sending (or all sending); `pause.reason` explains why until an operator resumes it.',
       tag: 'Domains',
       scope: 'domains:read',
       extension: true,

@@ -52,7 +52,9 @@ export function createWarmupService(deps: { orm: MikroORM }) {
       const em = orm.em.fork();
       const day = utcDay(now);
       const views = await Promise.all(
-        domains.map(async (domain) => [domain.id, serializeWarmup(domain, plan, await countUsedToday(em, orgId, domain.id, day), now)] as const),
+        domains.map(
+          async (domain) => [domain.id, serializeWarmup(domain, plan, await countUsedToday(em, orgId, domain.id, day), now)] as const,
+        ),
       );
       return new Map(views);
     },
