@@ -29,6 +29,9 @@ import { createDomainsRoutes } from './modules/domains/domains.routes.ts';
 import { createDomainsService } from './modules/domains/domains.service.ts';
 import { createDmarcRoutes } from './modules/dmarc/dmarc.routes.ts';
 import { createDmarcService } from './modules/dmarc/dmarc.service.ts';
+import { createReputationService } from './modules/reputation/reputation.service.ts';
+import { createWarmupRoutes } from './modules/warmup/warmup.routes.ts';
+import { createWarmupService } from './modules/warmup/warmup.service.ts';
 import { createInboxRoutes } from './modules/inbox/inbox.routes.ts';
 import { createInboxService } from './modules/inbox/inbox.service.ts';
 import { createInboxStateService } from './modules/inbox/inbox-state.service.ts';
@@ -95,6 +98,8 @@ export function createApiServices(deps: ApiServiceDeps) {
     domainChecks: createDomainChecks({ orm: deps.orm, temporal: deps.temporal, config: deps.config }),
     domainRemoval: createDomainRemoval({ orm: deps.orm }),
     dmarc: createDmarcService({ orm: deps.orm }),
+    warmup: createWarmupService({ orm: deps.orm }),
+    reputation: createReputationService({ orm: deps.orm }),
     orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
@@ -135,8 +140,9 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
   const sealedSecret = sealedSecretResponse(services.config.encryptionKeys);
   return [
     ...createMeRoutes(),
-    ...createDomainsRoutes({ domains: services.domains, settings: services.config }),
+    ...createDomainsRoutes({ domains: services.domains, warmup: services.warmup, settings: services.config }),
     ...createDmarcRoutes({ dmarc: services.dmarc, cursors }),
+    ...createWarmupRoutes({ warmup: services.warmup, reputation: services.reputation }),
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),

@@ -27,6 +27,7 @@ import { describeRelayTls } from './smtp/tls-policy.ts';
 import { applyInboundReport } from './modules/outbound/report-recorder.ts';
 import { createSendReconciler } from './modules/outbound/send-reconciler.ts';
 import { createTrackingCounter } from './modules/broadcasts/tracking-counter.ts';
+import { createReputationLoop } from './modules/reputation/reputation-loop.ts';
 import { createRetentionLoop } from './modules/retention/retention.ts';
 import { createAutomationWaker } from './modules/automations/automation-wake.ts';
 import { classifyInbound } from './modules/inbound/report-classifier.ts';
@@ -258,6 +259,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
       createDateTriggerScan({ orm, wakeAutomations }),
       // Judges broadcast open and click hits (bursts flagged, first open and click counted, their automation triggers fired).
       createTrackingCounter({ orm, wakeAutomations }),
+      // Steps warming domains through their plan each UTC day and pauses workspaces past their reputation policy.
+      createReputationLoop({ orm }),
       // Deletes settled records past their retention period (RETENTION_*_DAYS), in short batches.
       createRetentionLoop({ orm, blobs, policy: config.retention, logger }),
     ],

@@ -5,6 +5,9 @@ export const DOMAIN_STATUSES = ['pending', 'verified', 'attention'] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
 export const DOMAIN_REPUTATION_STATES = ['healthy', 'recovery'] as const;
 export type DomainReputationState = (typeof DOMAIN_REPUTATION_STATES)[number];
+/** Automatic warm-up: off, following the plan's schedule for a new or an existing domain, or done (full volume). */
+export const DOMAIN_WARMUP_MODES = ['off', 'new', 'existing', 'done'] as const;
+export type DomainWarmupMode = (typeof DOMAIN_WARMUP_MODES)[number];
 export const DOMAIN_SOURCES = ['operator', 'dev'] as const;
 
 /**
@@ -30,6 +33,15 @@ export const DomainSchema = defineEntity({
     /** Warm-up cap: messages per UTC day; null means no cap. */
     dailyCap: p.integer().nullable(),
     reputationState: p.enum(DOMAIN_REPUTATION_STATES).default('healthy'),
+    /** Automatic warm-up (src/modules/warmup): which schedule, the step of today, and the cap that step allows (null: none). */
+    warmupMode: p.enum(DOMAIN_WARMUP_MODES).default('off'),
+    warmupStep: p.integer().default(0),
+    warmupCap: p.integer().nullable(),
+    /** This domain's own plan (overrides the workspace's and the default), as WarmupPlanInput. */
+    warmupPlan: p.json<Record<string, unknown>>().nullable(),
+    /** The UTC day the step was last evaluated (once per day), and what that evaluation found. */
+    warmupEvaluatedOn: p.date().nullable(),
+    warmupLast: p.json<Record<string, unknown>>().nullable(),
     verifiedAt: p.datetime().nullable(),
     /** What the last DNS check found, per record (spf, dkim, dmarc, return_path). */
     dnsCheck: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),

@@ -16,6 +16,12 @@ export const OrganizationSchema = defineEntity({
     rateLimitBurst: p.integer().nullable(),
     /** The sender's postal address, printed in every broadcast's footer (CAN-SPAM, and what inbox providers expect). */
     postalAddress: p.string().length(500).nullable(),
+    /** The workspace's warm-up plan and reputation policy (null: the defaults), see src/modules/warmup. */
+    warmupPlan: p.json<Record<string, unknown>>().nullable(),
+    reputationPolicy: p.json<Record<string, unknown>>().nullable(),
+    /** Set while the reputation policy holds the workspace's sending paused; why, in reputationPause. */
+    reputationPausedAt: p.datetime().nullable(),
+    reputationPause: p.json<Record<string, unknown>>().nullable(),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

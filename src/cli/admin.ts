@@ -10,6 +10,7 @@ import { createDomainsService } from '../modules/domains/domains.service.ts';
 import { createDomainVerificationRunner } from '../modules/domains/domain-verification.starter.ts';
 import { createEncryptionAdmin } from '../modules/encryption/encryption.admin.ts';
 import { createOrgsService } from '../modules/orgs/orgs.service.ts';
+import { createReputationService } from '../modules/reputation/reputation.service.ts';
 import { createTemplatesAdmin } from '../modules/templates/templates.admin.ts';
 import {
   describeApiKey,
@@ -54,6 +55,29 @@ function integer(values: Values, name: string): number | undefined {
     throw new UsageError(`--${name} must be a non-negative integer`);
   }
   return Number(value);
+}
+
+function rateOption(values: Values, name: string): number | undefined {
+  const value = values[name];
+  if (value === undefined) return undefined;
+  const rate = Number(value);
+  if (typeof value !== 'string' || !Number.isFinite(rate) || rate < 0 || rate > 1)
+    throw new UsageError(`--${name} must be a rate between 0 and 1`);
+  return rate;
+}
+
+/** The reputation policy fields given on the command line. */
+function policyOptions(values: Values): Record<string, unknown> {
+  const pause = values.pause as string | undefined;
+  if (pause !== undefined && pause !== 'broadcast' && pause !== 'all') throw new UsageError('--pause must be broadcast or all');
+  const fields = {
+    pause,
+    window_hours: integer(values, 'window-hours'),
+    min_volume: integer(values, 'min-volume'),
+    max_bounce_rate: rateOption(values, 'max-bounce-rate'),
+    max_complaint_rate: rateOption(values, 'max-complaint-rate'),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
 function onOff(values: Values, name: string): boolean | undefined {
@@ -102,6 +126,7 @@ function services(deps: AdminDeps) {
     domainVerification: createDomainVerificationRunner(deps),
     automations: createAutomationsAdmin(deps),
     templates: createTemplatesAdmin(deps),
+    reputation: createReputationService(deps),
     dashboard: createDashboardAuthService(deps),
     publicUrl: deps.config.http.publicUrl,
     encryption: createEncryptionAdmin({ em: deps.orm.em.fork(), keys: deps.config.encryptionKeys }),
@@ -237,7 +262,7 @@ function commands(svc: () => Services): Record<string, Command> {
       },
     },
     'domain add': {
-      usage: 'domain add --org ID --domain D [--verified] [--default] [--daily-cap N]',
+      usage: 'domain add --org ID --domain D [--verified] [--default] [--daily-cap N] [--warmup new|existing|off]',
       options: {
         ...json,
         org: { type: 'string' },
@@ -245,17 +270,60 @@ function commands(svc: () => Services): Record<string, Command> {
         verified: { type: 'boolean' },
         default: { type: 'boolean' },
         'daily-cap': { type: 'string' },
+        warmup: { type: 'string' },
       },
       async run(values) {
         const dailyCap = integer(values, 'daily-cap');
+        const warmup = values.warmup as string | undefined;
+        if (warmup !== undefined && !['new', 'existing', 'off'].includes(warmup))
+          throw new UsageError('--warmup must be new, existing or off');
         const domain = await svc().domains.addDomain({
           orgId: required(values, 'org'),
           domain: required(values, 'domain'),
           verified: values.verified === true,
           ...(values.default === true ? { isDefault: true } : {}),
           ...(dailyCap !== undefined ? { dailyCap } : {}),
+          ...(warmup !== undefined ? { warmup: warmup as 'new' | 'existing' | 'off' } : {}),
         });
         return { json: describeDomain(domain), text: `added domain ${domain.id} (${domain.domain}, ${domain.status})` };
+      },
+    },
+    'reputation show': {
+      usage: "reputation show --org ID   (the workspace's reputation policy and pause)",
+      options: { ...json, org: { type: 'string' } },
+      async run(values) {
+        const status = await svc().reputation.status(required(values, 'org'));
+        const reason = (status.pause?.reason as string | undefined) ?? '';
+        return { json: status, text: status.paused_at ? `paused since ${status.paused_at}: ${reason}` : 'sending' };
+      },
+    },
+    'reputation resume': {
+      usage: "reputation resume --org ID   (lift the workspace's reputation pause; its window starts again)",
+      options: { ...json, org: { type: 'string' } },
+      async run(values) {
+        const org = required(values, 'org');
+        const record = await svc().reputation.resume(org, 'operator');
+        return { json: { org_id: org, ...record }, text: `resumed sending of workspace ${org}` };
+      },
+    },
+    'reputation policy': {
+      usage:
+        'reputation policy --org ID [--pause broadcast|all] [--window-hours N] [--min-volume N] [--max-bounce-rate R] [--max-complaint-rate R] [--reset]',
+      options: {
+        ...json,
+        org: { type: 'string' },
+        pause: { type: 'string' },
+        'window-hours': { type: 'string' },
+        'min-volume': { type: 'string' },
+        'max-bounce-rate': { type: 'string' },
+        'max-complaint-rate': { type: 'string' },
+        reset: { type: 'boolean' },
+      },
+      async run(values) {
+        const org = required(values, 'org');
+        const current = values.reset === true ? {} : (await svc().reputation.status(org)).policy;
+        const policy = await svc().reputation.setPolicy(org, { ...current, ...policyOptions(values) });
+        return { json: policy, text: `reputation policy of ${org}: ${JSON.stringify(policy)}` };
       },
     },
     'domain list': {

@@ -145,7 +145,8 @@ describe("responses carry exactly the spec's field names and casing", () => {
     const domain = await domains.addDomain({ orgId: h.workspace.org.id, domain: 'fields.example.com', verified: true });
     await domains.addSender({ domainId: domain.id, email: 'hi@fields.example.com', name: 'Fields' });
     const [option] = (await ok('GET', '/api/v1/domains')) as { sender_options: unknown[] }[];
-    expect(keys(option)).toEqual(sorted(SPEC.domainOption));
+    // `warmup` is Herald's extension (automatic warm-up, docs/deliverability.md).
+    expect(keys(option)).toEqual(sorted([...SPEC.domainOption, 'warmup']));
     expect(keys(option!.sender_options[0])).toEqual(sorted(SPEC.senderOption));
 
     const segment = (await ok('POST', '/api/v1/segments', { name: 'Audience' })) as { _id: string };

@@ -18,6 +18,8 @@ export async function addSendingDomain(
     dailyCap?: number;
     status?: 'pending' | 'verified' | 'attention';
     reputation?: 'healthy' | 'recovery';
+    /** Automatic warm-up: off unless a test is about it (a new domain would cap broadcasts at 150 on day 1). */
+    warmup?: 'new' | 'existing' | 'off';
   } = {},
 ): Promise<Domain> {
   const name = overrides.domain ?? `${unique('send').toLowerCase()}.example.com`;
@@ -26,6 +28,7 @@ export async function addSendingDomain(
     orgId,
     domain: name,
     verified: overrides.verified ?? true,
+    warmup: overrides.warmup ?? 'off',
     ...(overrides.dailyCap !== undefined ? { dailyCap: overrides.dailyCap } : {}),
   });
   const em = orm.em.fork();

@@ -57,6 +57,8 @@ describe('event catalog', () => {
         'automation.run.completed',
         'automation.run.failed',
         'automation.webhook',
+        'workspace.reputation_paused',
+        'workspace.reputation_resumed',
         'webhook.test',
       ].sort(),
     );

@@ -45,7 +45,7 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('templates:write', 'public', 'Create, update, delete templates'),
   entry('metrics:read', 'public', 'Read metrics summaries'),
   entry('events:write', 'public', "Record contacts' custom events, which start and resume automations (Herald extension)"),
-  entry("domains:write", "public", "Change a domain's settings: DMARC report address, warm-up, tracking host (Herald extension)"),
+  entry('domains:write', 'public', "Change a domain's settings (DMARC report address, warm-up, tracking host) and the warm-up plan (Herald extension)"),
   entry('streams:read', 'public', 'Read message streams and their budgets (Herald extension)'),
   entry('streams:write', 'public', 'Create, update and delete message streams (Herald extension)'),
   entry('assistant.chat:write', 'gated', 'Assistant chat (admin-approved organisations, portal only)'),

@@ -139,7 +139,7 @@ export async function chargeCredits(em: EntityManager, orgId: string, count: num
 }
 
 /**
- * What the warm-up cap of the workspace's sending domain `domain` leaves of UTC day `day` (null
+ * What the warm-up cap (the fixed one or the automatic step's, the lower) of the workspace's sending domain `domain` leaves of UTC day `day` (null
  * when it has no cap, or is not the workspace's: the render then fails the step), with the
  * domain row locked until the batch commits, so two automations' batches on one domain do not
  * both spend the same room. Sends accepted through the API or broadcast claims meanwhile are
@@ -147,8 +147,8 @@ export async function chargeCredits(em: EntityManager, orgId: string, count: num
  */
 export async function lockDomainRoom(em: EntityManager, orgId: string, domain: string, day: string): Promise<{ left: number | null }> {
   const [row] = await em.execute<{ cap: number | null; used: number }[]>(
-    `with d as (select id, daily_cap from domains where org_id = :org and domain = :domain for update)
-     select d.daily_cap as cap,
+    `with d as (select id, least(daily_cap, warmup_cap) as cap from domains where org_id = :org and domain = :domain for update)
+     select d.cap,
             coalesce((select sum(c.count) from domain_daily_sends c where c.domain_id = d.id and c.org_id = :org and c.day = :day), 0)::int as used
        from d`,
     { org: orgId, domain, day },

@@ -4,6 +4,9 @@ import type { DeliverabilityRecord, DnsRecordKey } from '../domains/deliverabili
 import type { DomainUse } from '../domains/domain-removal.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
+import type { ReputationStatus } from '../reputation/reputation.service.ts';
+import type { WarmupView } from '../warmup/warmup.serializer.ts';
+import { reputationBanner, warmupSection } from './dashboard-warmup.pages.ts';
 
 /** How often the page of a pending domain reloads itself, in seconds. */
 export const PENDING_RELOAD_SECONDS = 30;
@@ -35,6 +38,7 @@ export interface DomainsPageModel {
   error?: string;
   /** The add form's value to show again after an error. */
   name?: string;
+  reputation?: ReputationStatus;
 }
 
 function domainRow({ domain, senders }: DomainsPageModel['domains'][number]): string {
@@ -52,7 +56,7 @@ export function domainsPage(model: DomainsPageModel): string {
   const { signedIn } = model;
   return layout(
     'Domains',
-    html`!${message(model.error)}!${message(model.notice, 'notice')}
+    html`!${reputationBanner(model.reputation)}!${message(model.error)}!${message(model.notice, 'notice')}
 <section aria-labelledby="domains-title">
   <h2 id="domains-title">Sending domains of ${signedIn.orgName}</h2>
   !${
@@ -88,6 +92,8 @@ export interface DomainPageModel {
   error?: string;
   /** The add-sender form's values to show again after an error. */
   sender?: { email: string; name: string };
+  warmup?: WarmupView | undefined;
+  reputation?: ReputationStatus;
 }
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
@@ -126,7 +132,7 @@ export function domainPage(model: DomainPageModel): string {
         : html`<p class="hint"><a href="/dashboard/domains/${domain.id}">Reload the status</a> (and keep reloading every ${String(PENDING_RELOAD_SECONDS)} seconds)</p>`;
   return layout(
     domain.domain,
-    html`!${message(model.error)}!${message(model.notice, 'notice')}
+    html`!${reputationBanner(model.reputation)}!${message(model.error)}!${message(model.notice, 'notice')}
 <p><a href="/dashboard/domains">← All domains</a></p>
 <section aria-labelledby="status-title" class="card">
   <h2 id="status-title">Verification</h2>
@@ -142,6 +148,7 @@ export function domainPage(model: DomainPageModel): string {
   <table class="keys cards records"><thead><tr><th scope="col">Record</th><th scope="col">Type</th><th scope="col">Host</th><th scope="col">Value</th><th scope="col">Last check</th></tr></thead>
   <tbody>!${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}</tbody></table>
 </section>
+!${model.warmup ? warmupSection(model.warmup, domain.id, signedIn.csrfToken) : ''}
 !${sendersSection(model)}
 <p><a href="/dashboard/domains/${domain.id}/dmarc">DMARC reports: who sends as ${domain.domain}</a></p>
 <section aria-labelledby="delete-title" class="card">

@@ -14,6 +14,7 @@ import {
 } from './dashboard-domains.pages.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
+import { domainWarmupRoutes } from './dashboard-warmup.routes.ts';
 
 /**
  * The domains pages of the dashboard (/dashboard/domains): the workspace's domains, adding one
@@ -27,7 +28,8 @@ export function domainsArea(services: ApiServices): DashboardArea {
   return (router, kit: DashboardKit) => {
     async function renderList(ctx: DashboardContext, status: number, extra: Partial<DomainsPageModel> = {}): Promise<void> {
       const signedIn = kit.signedInOf(ctx);
-      kit.send(ctx, status, domainsPage({ signedIn, domains: await domains.listWorkspaceDomains(signedIn.orgId), ...extra }));
+      const reputation = await services.reputation.status(signedIn.orgId);
+      kit.send(ctx, status, domainsPage({ signedIn, domains: await domains.listWorkspaceDomains(signedIn.orgId), reputation, ...extra }));
     }
 
     /** The domain page of :id (the workspace's own domains only: another workspace's id is not found). */
@@ -48,6 +50,8 @@ export function domainsArea(services: ApiServices): DashboardArea {
           senders: found.senders,
           records: deliverabilityRecords(found.domain, config),
           reloading,
+          warmup: (await services.warmup.describe(signedIn.orgId, [found.domain])).get(found.domain.id),
+          reputation: await services.reputation.status(signedIn.orgId),
           ...(ctx.query.added === '1'
             ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` }
             : {}),
@@ -78,6 +82,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
       const notices: Record<string, string> = {
         sender: 'The sender was added.',
         removed: 'The sender was removed.',
+        warmup: 'The warm-up was saved.',
       };
       const notice = notices[one(ctx.query.done)];
       await renderDomain(ctx, 200, notice ? { notice } : {});
@@ -86,6 +91,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
     domainCheckRoutes(router, kit, domainChecks);
     domainSenderRoutes(router, kit, domains, renderDomain);
     domainDeleteRoutes(router, kit, services.domainRemoval);
+    domainWarmupRoutes(router, kit, services.warmup, renderDomain);
   };
 }
 

@@ -3,6 +3,7 @@ import { Domain, Organization, SenderIdentity, type DOMAIN_SOURCES } from '../..
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import { encryptSecret } from '../../crypto/secret-box.ts';
 import { AppError } from '../../errors.ts';
+import { startingWarmup } from '../warmup/warmup.fns.ts';
 import { generateDkimKeyPair, normalizeDomainName } from './dkim.fns.ts';
 
 export interface AddDomainInput {
@@ -12,6 +13,8 @@ export interface AddDomainInput {
   isDefault?: boolean;
   dailyCap?: number;
   source?: (typeof DOMAIN_SOURCES)[number];
+  /** Automatic warm-up: the schedule of a new domain (the default, except for the dev stack's domain), of one with a sending history, or none. */
+  warmup?: 'new' | 'existing' | 'off';
 }
 
 export interface AddSenderInput {
@@ -104,7 +107,7 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
       const sealed = encryptSecret(deps.encryptionKey, dkim.privateKeyPem);
       return orm.em.fork().transactional(async (em) => {
         // The workspace's domains are counted again under a lock on the workspace, so two adds at once cannot pass the limit together.
-        await em.findOne(Organization, { id: input.orgId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        const org = await em.findOne(Organization, { id: input.orgId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         const existing = await admissible(em);
         const isDefault = input.isDefault ?? existing === 0;
         if (isDefault) {
@@ -125,6 +128,7 @@ export function createDomainsService(deps: { orm: MikroORM; encryptionKey: Buffe
           dkimPublicKey: dkim.publicKeyPem,
           dkimPrivateKeyEncrypted: sealed,
           dailyCap: input.dailyCap ?? null,
+          ...startingWarmup(input.warmup ?? (input.source === 'dev' ? 'off' : 'new'), org?.warmupPlan ?? null, new Date()),
         });
       });
     },

@@ -39,6 +39,8 @@ export const EVENT_TYPES = [
   'automation.run.completed',
   'automation.run.failed',
   'automation.webhook',
+  'workspace.reputation_paused',
+  'workspace.reputation_resumed',
   'webhook.test',
 ] as const;
 
@@ -47,7 +49,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** Subscribing to `*` means every event type, including types added later (an addressed type goes only where it is addressed). */
 export const ALL_EVENTS = '*';
 
-export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email', 'automation', 'webhook'] as const;
+export const EVENT_CATEGORIES = ['contact', 'compliance', 'broadcast', 'domain', 'email', 'automation', 'workspace', 'webhook'] as const;
 export type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
 export interface EventDefinition {
@@ -67,6 +69,21 @@ const ContactStatusData = v.object({
 const DomainData = v.object({
   domain: DomainOptionResponse,
   previous_status: v.string(),
+});
+
+/** A reputation pause or resume: what paused (scope), why, and the rates measured over the window. */
+const ReputationData = v.object({
+  scope: v.picklist(['broadcast', 'all']),
+  reason: v.string(),
+  bounce_rate: v.number(),
+  complaint_rate: v.number(),
+  sent: v.number(),
+  window_hours: v.number(),
+  max_bounce_rate: v.number(),
+  max_complaint_rate: v.number(),
+  paused_at: Timestamp,
+  resumed_at: v.optional(Timestamp),
+  resumed_by: v.optional(v.string()),
 });
 
 /** What every email.* delivery event carries: which email, which recipient, when. */
@@ -224,6 +241,17 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
       contact: v.nullable(ContactResponse),
       payload: v.record(v.string(), v.unknown()),
     }),
+  },
+  'workspace.reputation_paused': {
+    category: 'workspace',
+    description:
+      "The workspace's bounce or complaint rate over the reputation policy's window passed its threshold: broadcast sending (or, per the policy, all sending) is paused until an operator resumes it. `reason` says why in words.",
+    data: ReputationData,
+  },
+  'workspace.reputation_resumed': {
+    category: 'workspace',
+    description: "An operator resumed the workspace's sending after a reputation pause; the policy's window starts again from now.",
+    data: ReputationData,
   },
   'webhook.test': {
     category: 'webhook',

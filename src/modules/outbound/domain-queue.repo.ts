@@ -7,7 +7,7 @@
  * index of their own too), then automation and broadcast-stream emails, and fills the rest of
  * its room with broadcast messages, as far as the domain's warm-up cap for the day allows
  * (a broadcast message counts against the cap when first claimed) and not while the domain is
- * paused (DNS attention, reputation recovery). Raw SQL is outside the tenant filter, so every
+ * paused (DNS attention, reputation recovery, the workspace's reputation policy). Raw SQL is outside the tenant filter, so every
  * statement names the workspace itself.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -27,8 +27,17 @@ const BROADCAST = `${OPEN} and broadcast_id is not null`;
 /** How often a paused domain's broadcast messages are looked at again. */
 const PAUSED_RECHECK_SECONDS = 60;
 
-/** Whether domain `d` is paused for broadcast messages (DNS attention, reputation recovery). */
-const PAUSED = `(d.status = 'attention' or d.reputation_state = 'recovery')`;
+/**
+ * Whether domain `d` is paused for broadcast messages: DNS attention, reputation recovery, or
+ * its workspace's reputation policy (src/modules/reputation) holding its sending paused.
+ */
+const PAUSED = `(d.status = 'attention' or d.reputation_state = 'recovery'
+  or exists (select 1 from organizations o where o.id = d.org_id and o.reputation_paused_at is not null))`;
+/**
+ * The cap of domain `d` for broadcast messages: the lower of the operator's fixed cap and the
+ * cap of its automatic warm-up step (src/modules/warmup); null when it has neither.
+ */
+const CAP = `least(d.daily_cap, d.warmup_cap)`;
 /** How many broadcast messages domain `d` has handed off on UTC day `:day`, against its warm-up cap. */
 const SENT_TODAY = `coalesce((select sum(c.count) from domain_daily_sends c where c.domain_id = d.id /* workspace: the domain's */ and c.day = :day), 0)`;
 
@@ -40,8 +49,8 @@ const SENT_TODAY = `coalesce((select sum(c.count) from domain_daily_sends c wher
 const ROOM_CTE = `
     room as (
       select case when ${PAUSED} then 0
-                  when d.daily_cap is null then :limit::int
-                  else greatest(0, d.daily_cap - ${SENT_TODAY})::int end as n,
+                  when ${CAP} is null then :limit::int
+                  else greatest(0, ${CAP} - ${SENT_TODAY})::int end as n,
              ${PAUSED} as paused
         from domains d where d.id = :domain and d.org_id = :org
     )`;
@@ -311,7 +320,7 @@ export function createDomainQueue(orm: MikroORM) {
                  select domain_id, org_id from transactional_emails
                   where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => :margin)
                     and domain_id in (select d.id from domains d
-                                       where not ${PAUSED} and (d.daily_cap is null or d.daily_cap > ${SENT_TODAY}))) s
+                                       where not ${PAUSED} and (${CAP} is null or ${CAP} > ${SENT_TODAY}))) s
            join domains d on d.id = s.domain_id and d.org_id = s.org_id
           where d.drain_lease_until is null or d.drain_lease_until < now()
           order by s.domain_id

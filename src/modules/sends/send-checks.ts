@@ -9,14 +9,20 @@ import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.
 /** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
 export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
 
-/** Why a domain may not send now (not verified, DNS attention, reputation recovery), or null. */
-export function domainRefusal(domain: Pick<SendingDomain, 'status' | 'reputationState'>, host: string): AppError | null {
+/** Why a domain may not send now (not verified, DNS attention, reputation recovery, the workspace's reputation pause of everything), or null. */
+export function domainRefusal(domain: Pick<SendingDomain, 'status' | 'reputationState' | 'workspacePause'>, host: string): AppError | null {
   const refuse = (reason: string, message: string) => new AppError('forbidden', message, { reason, domain: host });
   if (domain.status === 'pending') return refuse('DOMAIN_NOT_READY', `${host} has not passed DNS verification yet.`);
   if (domain.status === 'attention')
     return refuse('DOMAIN_ATTENTION', `${host} lost a required DNS record; sending from it is paused until fixed.`);
   if (domain.reputationState === 'recovery') {
     return refuse('DOMAIN_REPUTATION_RECOVERY', `${host} is in reputation recovery; sending from it is paused.`);
+  }
+  if (domain.workspacePause === 'all') {
+    return refuse(
+      'WORKSPACE_REPUTATION_PAUSED',
+      "This workspace's sending is paused by its reputation policy (bounce or complaint rate past its threshold) until an operator resumes it.",
+    );
   }
   return null;
 }

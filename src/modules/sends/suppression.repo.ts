@@ -19,6 +19,8 @@ export interface SendingDomain {
   status: string;
   reputationState: string;
   dailyCap: number | null;
+  /** The scope of the workspace's reputation pause ('broadcast' or 'all'), null while it may send. */
+  workspacePause?: string | null;
 }
 
 /** The send's stream as acceptance reads it: the custom stream's kind (null: none by that name) and the stream's daily budget. */
@@ -49,12 +51,14 @@ export async function findDomainAndSuppressed(
     status: string;
     reputation_state: string;
     daily_cap: number | null;
+    workspace_pause: string | null;
     suppressed: string[] | null;
     stream_kind: string | null;
     stream_cap: number | null;
     claimed?: string | null;
   }>(em, {
     sql: `${options.claim ? `with ${options.claim.sql}\n     ` : ''}select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
+            (select o.reputation_pause->>'scope' from organizations o where o.id = :org and o.reputation_paused_at is not null) as workspace_pause,
             array(select email from suppressions where org_id = :org and email = any(:addresses::text[]) and stream in ('', :stream)
                   union
                   select email from contacts where org_id = :org and email = any(:addresses::text[]) and status in ('bounced', 'complained', 'suppressed')) as suppressed,
@@ -75,7 +79,14 @@ export async function findDomainAndSuppressed(
   });
   const row = rows[0];
   const domain = row?.id
-    ? { id: row.id, domain: row.domain, status: row.status, reputationState: row.reputation_state, dailyCap: row.daily_cap }
+    ? {
+        id: row.id,
+        domain: row.domain,
+        status: row.status,
+        reputationState: row.reputation_state,
+        dailyCap: row.daily_cap,
+        workspacePause: row.workspace_pause,
+      }
     : null;
   return {
     domain,
