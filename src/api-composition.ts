@@ -25,6 +25,8 @@ import { createSuppressionsRoutes } from './modules/suppressions/suppressions.ro
 import { createSuppressionsService } from './modules/suppressions/suppressions.service.ts';
 import { createDomainsRoutes } from './modules/domains/domains.routes.ts';
 import { createDomainsService } from './modules/domains/domains.service.ts';
+import { createTrackingDomainsRoutes } from './modules/tracking/tracking-domains.routes.ts';
+import { createTrackingDomains } from './modules/tracking/tracking-domains.service.ts';
 import { createInboxRoutes } from './modules/inbox/inbox.routes.ts';
 import { createInboxService } from './modules/inbox/inbox.service.ts';
 import { createInboxStateService } from './modules/inbox/inbox-state.service.ts';
@@ -90,6 +92,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
     domainChecks: createDomainChecks({ orm: deps.orm, temporal: deps.temporal, config: deps.config }),
     domainRemoval: createDomainRemoval({ orm: deps.orm }),
+    trackingDomains: createTrackingDomains({ orm: deps.orm, dns, publicUrl: deps.config.http.publicUrl }),
     orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
@@ -130,6 +133,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
   return [
     ...createMeRoutes(),
     ...createDomainsRoutes({ domains: services.domains, settings: services.config }),
+    ...createTrackingDomainsRoutes({ tracking: services.trackingDomains }),
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),

@@ -66,6 +66,9 @@ export const TransactionalEmailSchema = defineEntity({
     /** Set on an automation's message: the run and the step that sent it (one email per run and step). */
     automationRunId: p.string().length(24).nullable(),
     automationStepId: p.string().length(64).nullable(),
+    /** The open pixel and tracked links of its HTML, decided at acceptance (src/modules/tracking/tracking.fns.ts). */
+    trackOpens: p.boolean().default(false),
+    trackClicks: p.boolean().default(false),
     /** The sender's labels (tags on the send), for finding emails in GET /outbox/emails. */
     tags: p.array().default([]),
     messageId: p.string().length(400).unique(),

@@ -1,6 +1,6 @@
 /**
  * The scope catalog: every scope of the spec's Scopes table (launch `public`), then Herald's own
- * public scopes (`events:write`, for POST /events), and the gated assistant scopes (launch
+ * public scopes (`events:write`, for POST /events; `domains:write`, for tracking hosts), and the gated assistant scopes (launch
  * `gated`, never grantable to public_api keys).
  */
 export interface ScopeEntry {
@@ -43,6 +43,7 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('templates:read', 'public', 'Read templates'),
   entry('templates:write', 'public', 'Create, update, delete templates'),
   entry('metrics:read', 'public', 'Read metrics summaries'),
+  entry('domains:write', 'public', "Set and check domains' custom tracking hosts (Herald extension)"),
   entry('events:write', 'public', "Record contacts' custom events, which start and resume automations (Herald extension)"),
   entry('assistant.chat:write', 'gated', 'Assistant chat (admin-approved organisations, portal only)'),
   entry('assistant.tools:read', 'gated', 'Assistant tools (admin-approved organisations, portal only)'),

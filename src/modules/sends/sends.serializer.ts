@@ -12,6 +12,8 @@ export type EmailRecord = Pick<
   | 'templateId'
   | 'templateVersion'
   | 'tags'
+  | 'trackOpens'
+  | 'trackClicks'
   | 'fromName'
   | 'fromEmail'
   | 'subject'
@@ -57,6 +59,7 @@ export function serializeEmail(email: EmailRecord, recipients: readonly Recipien
     template_id: email.templateId ?? null,
     template_version: email.templateVersion ?? null,
     tags: email.tags,
+    tracking: { opens: email.trackOpens, clicks: email.trackClicks },
     attachments: email.attachments.map((a) => ({
       filename: a.filename,
       content_type: a.content_type,

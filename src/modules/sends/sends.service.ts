@@ -42,6 +42,7 @@ import {
 import { SEND_LIMITS, type ListEmailsFilters, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
 import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
+import { decideTracking, TRANSACTIONAL_TRACKING, trackingColumns } from '../tracking/tracking.fns.ts';
 
 const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
 
@@ -262,6 +263,7 @@ export function createSendsService(deps: SendsServiceDeps) {
             templateId: content.template?.id ?? null,
             templateVersion: content.template?.version ?? null,
             tags: [...new Set(input.tags ?? [])],
+            tracking: decideTracking(input.tracking, TRANSACTIONAL_TRACKING),
             headers,
             attachments: prepared.map((a) => a.record),
             messageId: messageIdFor(emailId, domain.domain),
@@ -277,6 +279,7 @@ export function createSendsService(deps: SendsServiceDeps) {
           const accepted: AcceptedEmail = {
             email: {
               ...email,
+              ...trackingColumns(email.tracking),
               creditsCharged: recipients.length,
               overageCharged: 0,
               lastError: null,
