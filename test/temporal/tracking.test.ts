@@ -1,6 +1,6 @@
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AutomationRun, Domain, TransactionalEmail } from '../../db/entities/index.ts';
+import { AutomationRun, TransactionalEmail, type Domain } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';

@@ -3,6 +3,7 @@ import type { Domain, DomainStatus, SenderIdentity } from '../../../db/entities/
 import type { DeliverabilityRecord, DnsRecordKey } from '../domains/deliverability.fns.ts';
 import type { DomainUse } from '../domains/domain-removal.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
+import { trackingSection } from './dashboard-domain-tracking.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 
 /** How often the page of a pending domain reloads itself, in seconds. */
@@ -88,6 +89,8 @@ export interface DomainPageModel {
   error?: string;
   /** The add-sender form's values to show again after an error. */
   sender?: { email: string; name: string };
+  /** Where a tracking host's CNAME points (the tracking block, dashboard-domain-tracking.ts). */
+  trackingCnameTarget?: string;
 }
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
@@ -143,6 +146,7 @@ export function domainPage(model: DomainPageModel): string {
   <tbody>!${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}</tbody></table>
 </section>
 !${sendersSection(model)}
+!${model.trackingCnameTarget ? trackingSection(domain, signedIn.csrfToken, model.trackingCnameTarget) : ''}
 <section aria-labelledby="delete-title" class="card">
   <h2 id="delete-title">Delete this domain</h2>
   !${

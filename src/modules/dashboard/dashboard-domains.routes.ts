@@ -12,6 +12,7 @@ import {
   type DomainPageModel,
   type DomainsPageModel,
 } from './dashboard-domains.pages.ts';
+import { domainTrackingRoutes } from './dashboard-domain-tracking.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
 
@@ -48,6 +49,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
           senders: found.senders,
           records: deliverabilityRecords(found.domain, config),
           reloading,
+          trackingCnameTarget: services.trackingDomains.cnameTarget,
           ...(ctx.query.added === '1'
             ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` }
             : {}),
@@ -78,6 +80,8 @@ export function domainsArea(services: ApiServices): DashboardArea {
       const notices: Record<string, string> = {
         sender: 'The sender was added.',
         removed: 'The sender was removed.',
+        tracking: 'The tracking host was saved and checked.',
+        'tracking-invalid': 'The tracking host must be a subdomain of this domain, such as track.<domain>.',
       };
       const notice = notices[one(ctx.query.done)];
       await renderDomain(ctx, 200, notice ? { notice } : {});
@@ -86,6 +90,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
     domainCheckRoutes(router, kit, domainChecks);
     domainSenderRoutes(router, kit, domains, renderDomain);
     domainDeleteRoutes(router, kit, services.domainRemoval);
+    domainTrackingRoutes(router, kit, services.trackingDomains);
   };
 }
 
