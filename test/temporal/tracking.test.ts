@@ -54,7 +54,7 @@ describe('open and click tracking (send → relay → hit on the tracking host �
   const htmlTo = async (address: string) => {
     const message = await until(
       'the message to reach the sink',
-      async () => sink.messages().find((m) => m.rcptTo.includes(address)),
+      () => Promise.resolve(sink.messages().find((m) => m.rcptTo.includes(address))),
       Boolean,
     );
     return (await simpleParser(message!.raw)).html || '';
