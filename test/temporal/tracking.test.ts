@@ -9,7 +9,9 @@ import { installTemporalLogging, startWorker, type RunningWorker } from '../../s
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { addActiveAutomation, addContacts, addPublishedTemplate, enrolAndWake, senderOn, statsOf } from '../support/automations.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
+import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { unique } from '../support/factories.ts';
+import { apiClient } from '../support/http.ts';
 import { sendRaw } from '../support/raw-request.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
@@ -88,7 +90,9 @@ describe('open and click tracking (send → relay → hit on the tracking host �
     dns.set(trackingHost, { CNAME: 'herald.test' });
     const set = await h.request('PATCH', `/api/v1/domains/${domain.id}/tracking`, { headers: idem(), body: { host: trackingHost } });
     expect(set.body.data, JSON.stringify(set.body)).toMatchObject({ status: 'verified' });
-    const hook = await h.request('POST', '/api/v1/webhooks', {
+    // A test key of the workspace may register the receiver's http URL (events reach every endpoint of the workspace).
+    const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId, scopes: ['all'], mode: 'test' });
+    const hook = await apiClient(h.api.url, key)('POST', '/api/v1/webhooks', {
       headers: idem(),
       body: { name: 'engagement', url: receiver.url('/hook'), events: ['email.opened', 'email.clicked'] },
     });
