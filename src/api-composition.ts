@@ -32,6 +32,8 @@ import { createDmarcService } from './modules/dmarc/dmarc.service.ts';
 import { createReputationService } from './modules/reputation/reputation.service.ts';
 import { createWarmupRoutes } from './modules/warmup/warmup.routes.ts';
 import { createWarmupService } from './modules/warmup/warmup.service.ts';
+import { createTrackingDomainsRoutes } from './modules/tracking/tracking-domains.routes.ts';
+import { createTrackingDomains } from './modules/tracking/tracking-domains.service.ts';
 import { createInboxRoutes } from './modules/inbox/inbox.routes.ts';
 import { createInboxService } from './modules/inbox/inbox.service.ts';
 import { createInboxStateService } from './modules/inbox/inbox-state.service.ts';
@@ -100,6 +102,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     dmarc: createDmarcService({ orm: deps.orm }),
     warmup: createWarmupService({ orm: deps.orm }),
     reputation: createReputationService({ orm: deps.orm }),
+    trackingDomains: createTrackingDomains({ orm: deps.orm, dns, publicUrl: deps.config.http.publicUrl }),
     orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
@@ -143,6 +146,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
     ...createDomainsRoutes({ domains: services.domains, warmup: services.warmup, settings: services.config }),
     ...createDmarcRoutes({ dmarc: services.dmarc, cursors }),
     ...createWarmupRoutes({ warmup: services.warmup, reputation: services.reputation }),
+    ...createTrackingDomainsRoutes({ tracking: services.trackingDomains }),
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),

@@ -75,6 +75,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     recipientLinks: createRecipientLinksRouter({
       unsubscribe: createUnsubscribeService({ orm, config }),
       tracking: createTrackingService({ orm, config }),
+      trackingHosts: services.trackingDomains,
     }),
     dashboard: createDashboardRouter({
       auth: dashboardAuth,

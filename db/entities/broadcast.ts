@@ -46,8 +46,10 @@ export const BroadcastSchema = defineEntity({
     failureReason: p.string().length(1024).nullable(),
     /** Launched with a test key: its messages go to the sandbox relay (src/modules/sandbox/). */
     sandbox: p.boolean().default(false),
-    /** Open pixel and tracked links in its messages (on unless the launch said `tracking: false`). */
-    tracking: p.boolean().default(true),
+    /** The open pixel in its messages (on unless the launch turned it off; copied to each message). */
+    trackOpens: p.boolean().default(true),
+    /** Tracked links in its messages (on unless the launch turned them off; copied to each message). */
+    trackClicks: p.boolean().default(true),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

@@ -46,6 +46,13 @@ export const DomainSchema = defineEntity({
     /** What the last DNS check found, per record (spf, dkim, dmarc, return_path). */
     dnsCheck: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),
     lastCheckedAt: p.datetime().nullable(),
+    /** The custom host of its open pixels and tracked links (a CNAME to Herald's tracking host), null for none. */
+    trackingHost: p.string().length(253).nullable(),
+    /** When the host's CNAME was last found right; null while it is not (links then use PUBLIC_URL). */
+    trackingVerifiedAt: p.datetime().nullable(),
+    trackingCheckedAt: p.datetime().nullable(),
+    /** What the last check found at the host (its CNAME target), for the page that shows it. */
+    trackingFound: p.string().length(253).nullable(),
     /**
      * Until when the domain's send actor (`send-domain:<id>`) is draining: while it is in the
      * future the actor sees new emails by itself, so the API does not signal it.
@@ -57,6 +64,7 @@ export const DomainSchema = defineEntity({
   uniques: [
     { name: 'domains_org_id_domain_unique', properties: ['orgId', 'domain'] },
     { name: 'domains_domain_proven_unique', properties: ['domain'], where: { status: { $ne: 'pending' } } },
+    { name: 'domains_tracking_host_verified_unique', properties: ['trackingHost'], where: { trackingVerifiedAt: { $ne: null } } },
   ],
 });
 

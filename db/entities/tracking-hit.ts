@@ -13,7 +13,7 @@ export type TrackingHitKind = (typeof TRACKING_HIT_KINDS)[number];
 export const TRACKING_HIT_STATES = ['pending', 'counted', 'repeat', 'flagged'] as const;
 export type TrackingHitState = (typeof TRACKING_HIT_STATES)[number];
 
-/** One fetch of a broadcast message's open pixel or of one of its tracked links. */
+/** One fetch of a tracked email's open pixel or of one of its tracked links. */
 export const TrackingHitSchema = defineEntity({
   name: 'TrackingHit',
   tableName: 'tracking_hits',
@@ -21,7 +21,8 @@ export const TrackingHitSchema = defineEntity({
     id: idColumn(),
     orgId: orgIdColumn({ indexed: false }),
     emailId: p.string().length(24),
-    broadcastId: p.string().length(24),
+    /** Null for an email of no broadcast (transactional, automation). */
+    broadcastId: p.string().length(24).nullable(),
     kind: p.enum(TRACKING_HIT_KINDS),
     /** The link's target (clicks). */
     url: p.string().length(2048).nullable(),

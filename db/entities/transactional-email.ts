@@ -70,6 +70,9 @@ export const TransactionalEmailSchema = defineEntity({
     stream: p.string().length(64).default('transactional'),
     /** Its stream's kind when accepted: transactional mail is claimed ahead of broadcast mail of the same domain. */
     streamKind: p.string().length(16).default('transactional'),
+    /** The open pixel and tracked links of its HTML, decided at acceptance (src/modules/tracking/tracking.fns.ts). */
+    trackOpens: p.boolean().default(false),
+    trackClicks: p.boolean().default(false),
     /** The sender's labels (tags on the send), for finding emails in GET /outbox/emails. */
     tags: p.array().default([]),
     messageId: p.string().length(400).unique(),

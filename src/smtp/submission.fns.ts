@@ -18,6 +18,22 @@ const addressesOf = (field: AddressObject | AddressObject[] | undefined): { addr
     .flatMap((object) => object.value)
     .flatMap((entry) => (entry.address ? [{ address: entry.address, name: entry.name }] : []));
 
+/** The header a submitted message asks for tracking with: `X-Herald-Track: opens, clicks` (either or both; `none` or absent for neither). */
+export const TRACK_HEADER = 'x-herald-track';
+
+/** The `tracking` of the send request from TRACK_HEADER, or undefined when the message does not carry it. */
+export function trackingOf(parsed: Pick<ParsedMail, 'headers'>): { opens: boolean; clicks: boolean } | undefined {
+  const value = parsed.headers.get(TRACK_HEADER);
+  if (typeof value !== 'string') return undefined;
+  const words = new Set(
+    value
+      .toLowerCase()
+      .split(/[\s,]+/)
+      .filter(Boolean),
+  );
+  return { opens: words.has('opens'), clicks: words.has('clicks') };
+}
+
 /** Headers a submitted message keeps: any the API accepts (not reserved by Herald), single-line, in the API's bound. */
 /** The header a submitted message names its message stream with; Herald reads it and strips it before delivery. */
 export const STREAM_HEADER = 'x-herald-stream';
@@ -26,7 +42,14 @@ function keptHeaders(parsed: ParsedMail): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const line of parsed.headerLines) {
     const name = line.line.slice(0, line.line.indexOf(':')).trim();
-    if (!name || isReservedHeader(name) || name.toLowerCase().startsWith('content-') || name.toLowerCase() === STREAM_HEADER) continue;
+    if (
+      !name ||
+      isReservedHeader(name) ||
+      name.toLowerCase().startsWith('content-') ||
+      name.toLowerCase() === STREAM_HEADER ||
+      name.toLowerCase() === TRACK_HEADER
+    )
+      continue;
     const value = line.line
       .slice(line.line.indexOf(':') + 1)
       .replace(/\r?\n[ \t]+/g, ' ')
@@ -40,7 +63,7 @@ function keptHeaders(parsed: ParsedMail): Record<string, string> {
  * The send request for a submitted message: From (or the envelope sender) as `from`; the
  * envelope recipients as to, cc (those in the To and Cc headers) and bcc (the others); subject,
  * bodies, Reply-To, the headers the API allows (In-Reply-To and References thread it), the
- * message stream X-Herald-Stream names (the header itself is not kept) and the attachments (inline, by content id when the HTML embeds them). Throws 550 for a message that
+ * message stream X-Herald-Stream names and tracking as X-Herald-Track asks (neither header is kept), and the attachments (inline, by content id when the HTML embeds them). Throws 550 for a message that
  * cannot become one: no recipient in To, no Subject.
  */
 export function sendRequestOf(parsed: ParsedMail, envelope: { mailFrom: string | null; rcptTo: string[] }): Record<string, unknown> {
@@ -60,6 +83,7 @@ export function sendRequestOf(parsed: ParsedMail, envelope: { mailFrom: string |
   }));
   const headers = keptHeaders(parsed);
   const stream = parsed.headers.get(STREAM_HEADER);
+  const tracking = trackingOf(parsed);
   return {
     from: from ? (from.name ? `"${from.name.replace(/(["\\])/g, '\\$1')}" <${from.address}>` : from.address) : (envelope.mailFrom ?? ''),
     to,
@@ -72,6 +96,7 @@ export function sendRequestOf(parsed: ParsedMail, envelope: { mailFrom: string |
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
     ...(attachments.length > 0 ? { attachments } : {}),
     ...(typeof stream === 'string' && stream.trim() ? { stream: stream.trim().toLowerCase() } : {}),
+    ...(tracking ? { tracking } : {}),
   };
 }
 

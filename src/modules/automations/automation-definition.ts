@@ -6,6 +6,7 @@
  * docs/automations.md describes the format for users.
  */
 import * as v from 'valibot';
+import { TrackingSettingSchema } from '../tracking/tracking.schemas.ts';
 
 /** The longest wait a step may ask for. */
 export const MAX_WAIT_SECONDS = 180 * 24 * 3600;
@@ -162,6 +163,8 @@ const Step = v.variant('type', [
     from: Email,
     from_name: v.optional(v.pipe(v.string(), v.maxLength(200))),
     reply_to: v.optional(Email),
+    /** Open pixel and tracked links, both on unless turned off (Herald's broadcast default). */
+    tracking: v.optional(TrackingSettingSchema),
     next: Next,
   }),
   v.strictObject({ id: StepId, type: v.literal('wait'), duration: Duration, next: Next }),

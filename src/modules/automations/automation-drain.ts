@@ -172,6 +172,7 @@ async function renderEmails(
         text: rendered.text ?? null,
         templateId: template!.id,
         templateVersion: template!.version,
+        tracking: email.tracking,
         headers: unsubscribeUrl ? { 'List-Unsubscribe': `<${unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {},
       });
     } catch (error) {

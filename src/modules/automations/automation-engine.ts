@@ -16,6 +16,7 @@
  */
 import type { AutomationDefinition, AutomationStep, Condition } from './automation-definition.ts';
 import { durationSeconds, isTimeZone, WEEKDAYS } from './automation-definition.ts';
+import { BULK_TRACKING, decideTracking, type TrackingChoice } from '../tracking/tracking.fns.ts';
 
 /** Steps one advance runs at most before it yields (the run stays due and continues in the next claim). */
 export const MAX_STEPS_PER_ADVANCE = 50;
@@ -88,6 +89,7 @@ export interface EmailToSend {
   to: string;
   contactId: string;
   variables: Record<string, unknown>;
+  tracking: TrackingChoice;
 }
 
 export interface Advance {
@@ -337,6 +339,7 @@ export async function advanceRun(
           to: contact.email,
           contactId: contact.id,
           variables: contactVariables(contact, out.context),
+          tracking: decideTracking(step.tracking, BULK_TRACKING),
         });
         out.context.emails = { ...out.context.emails, [step.id]: emailId };
         record(step, 'sent', { email_id: emailId, template_id: step.template_id });

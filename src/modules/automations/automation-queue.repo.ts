@@ -12,6 +12,7 @@ import { utcDay } from '../sends/sends.fns.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import type { QueueState } from '../../queue/drainer.ts';
 import type { ClaimedRun, RunContext } from './automation-engine.ts';
+import type { TrackingChoice } from '../tracking/tracking.fns.ts';
 
 interface ClaimedRow {
   id: string;
@@ -201,6 +202,7 @@ export interface RenderedEmail {
   text: string | null;
   templateId: string;
   templateVersion: number;
+  tracking: TrackingChoice;
   /** List-Unsubscribe (RFC 8058 one-click) when the server can sign links. */
   headers: Record<string, string>;
   /** Whether its credit is overage (the balance was used up), so a refund lowers overage instead. */
@@ -221,21 +223,23 @@ export async function writeEmails(
   emails: readonly RenderedEmail[],
 ): Promise<{ ids: Map<string, string>; idleDomains: string[] }> {
   if (emails.length === 0) return { ids: new Map(), idleDomains: [] };
-  const rows = emails.map((e) => ({ ...e, rid: newId() }));
+  const rows = emails.map(({ tracking, ...e }) => ({ ...e, rid: newId(), trackOpens: tracking.opens, trackClicks: tracking.clicks }));
   const written = await em.execute<{ id: string; automation_run_id: string; automation_step_id: string }[]>(
     `with page as (
        select * from jsonb_to_recordset(:rows::jsonb) as r(
          "runId" text, "stepId" text, "emailId" text, rid text, "domainId" text, domain text, "from" text, "fromName" text,
          "replyTo" text, "to" text, "contactId" text, subject text, html text, text text, "templateId" text, "templateVersion" int,
-         headers jsonb, overage boolean)
+         headers jsonb, overage boolean, "trackOpens" boolean, "trackClicks" boolean)
      ),
      written as (
        insert into transactional_emails (id, org_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text, headers,
                                          template_id, template_version, message_id, status, next_attempt_at, quota_day, quota_shard,
-                                         contact_id, automation_run_id, automation_step_id, credits_charged, overage_charged, size_bytes, stream, stream_kind, created_at, updated_at)
+                                         contact_id, automation_run_id, automation_step_id, credits_charged, overage_charged, size_bytes, stream, stream_kind,
+                                         track_opens, track_clicks, created_at, updated_at)
        select p."emailId", :org, p."domainId", p.domain, p."from", p."fromName", p."replyTo", p.subject, p.html, p.text, p.headers,
               p."templateId", p."templateVersion", p."emailId" || '.0@' || p.domain, 'queued', now(), :day, 0,
-              p."contactId", p."runId", p."stepId", case when p.overage then 0 else 1 end, case when p.overage then 1 else 0 end, octet_length(p.html) + coalesce(octet_length(p.text), 0), 'broadcast', 'broadcast', now(), now()
+              p."contactId", p."runId", p."stepId", case when p.overage then 0 else 1 end, case when p.overage then 1 else 0 end, octet_length(p.html) + coalesce(octet_length(p.text), 0),
+              'broadcast', 'broadcast', p."trackOpens", p."trackClicks", now(), now()
          from page p
        on conflict (automation_run_id, automation_step_id) where automation_run_id is not null do nothing
        returning id, domain_id, automation_run_id, automation_step_id

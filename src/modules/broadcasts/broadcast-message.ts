@@ -1,5 +1,7 @@
 import Mustache from 'mustache';
 import { escapeHtml } from '../../html-escape.ts';
+import { withOpenPixel, withTrackedLinks } from '../tracking/tracked-html.ts';
+import type { TrackingChoice } from '../tracking/tracking.fns.ts';
 
 /**
  * One broadcast message as the domain's drain builds it at the contact's turn: the broadcast's
@@ -18,8 +20,8 @@ export interface BroadcastContent {
   plainText: string;
   previewText: string;
   postalAddress: string | null;
-  /** Open pixel and tracked links. */
-  tracking: boolean;
+  /** Open pixel and tracked links (the message's own switches, copied from its broadcast). */
+  tracking: TrackingChoice;
   /** Null when the contact was deleted since launch. */
   contact: {
     id: string;
@@ -106,31 +108,6 @@ function withHtmlFooter(html: string, postalAddress: string | null, unsubscribeU
   return end === -1 ? `${html}${footer}` : `${html.slice(0, end)}${footer}${html.slice(end)}`;
 }
 
-/** An anchor's http(s) href, literal or as Mustache's escaping writes it (`/` as `&#x2F;`). */
-const TRACKABLE_HREF = /(<a\b[^>]*?\shref\s*=\s*)(["'])(https?:(?:\/\/|&#x2F;&#x2F;)[^"']+)\2/gi;
-
-const ENTITIES: Record<string, string> = { amp: '&', quot: '"', '#39': "'", lt: '<', gt: '>', '#x2F': '/', '#x60': '`', '#x3D': '=' };
-
-/** Entities a URL in an attribute may carry, decoded to the URL itself. */
-function decodeAttribute(value: string): string {
-  return value.replace(/&(amp|quot|#39|lt|gt|#x2F|#x60|#x3D);/g, (_, name: string) => ENTITIES[name] ?? '');
-}
-
-/** Every http(s) link of the HTML through its signed click URL (`skip`: links left as they are). */
-function withTrackedLinks(html: string, click: (target: string) => string, skip: (target: string) => boolean): string {
-  return html.replace(TRACKABLE_HREF, (whole, start: string, quote: string, href: string) => {
-    const target = decodeAttribute(href);
-    return skip(target) ? whole : `${start}${quote}${escapeHtml(click(target))}${quote}`;
-  });
-}
-
-/** The open pixel, before `</body>` when there is one. */
-function withOpenPixel(html: string, src: string): string {
-  const pixel = `<img src="${escapeHtml(src)}" width="1" height="1" alt="" style="display:block;border:0;width:1px;height:1px">`;
-  const end = html.search(/<\/body>/i);
-  return end === -1 ? `${html}${pixel}` : `${html.slice(0, end)}${pixel}${html.slice(end)}`;
-}
-
 function withTextFooter(text: string, postalAddress: string | null, unsubscribeUrl: string): string {
   return `${text}\n\n--\n${postalAddress ? `${postalAddress}\n` : ''}Unsubscribe: ${unsubscribeUrl}\n`;
 }
@@ -153,10 +130,10 @@ export function renderBroadcastMessage(
     .replace(/[\r\n]+/g, ' ')
     .trim();
   let html = content.html ? withPreview(Mustache.render(content.html, variables), content.previewText) : null;
-  if (html !== null && content.tracking && links.click)
+  if (html !== null && content.tracking.clicks && links.click)
     html = withTrackedLinks(html, links.click, (target) => target === links.unsubscribe);
   if (html !== null) html = withHtmlFooter(html, content.postalAddress, links.unsubscribe);
-  if (html !== null && content.tracking && links.open) html = withOpenPixel(html, links.open);
+  if (html !== null && content.tracking.opens && links.open) html = withOpenPixel(html, links.open);
   const text = content.plainText
     ? withTextFooter(Mustache.render(content.plainText, variables, {}, PLAIN), content.postalAddress, links.unsubscribe)
     : null;

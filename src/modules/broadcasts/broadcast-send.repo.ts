@@ -110,16 +110,17 @@ export async function writeAudiencePage(
   const rows = members.map((member) => ({ id: newId(), rid: newId(), contact_id: member.id, email: member.email }));
   const [result] = await em.execute<{ written: number }[]>(
     `with live as (
-       select id, sandbox from broadcasts where id = :broadcast and org_id = :org and status = 'sending' for update
+       select id, sandbox, track_opens, track_clicks from broadcasts where id = :broadcast and org_id = :org and status = 'sending' for update
      ),
      page as (
        select r.* from jsonb_to_recordset(:rows::jsonb) as r(id text, rid text, contact_id text, email text), live
      ),
      written as (
        insert into transactional_emails (id, org_id, domain_id, domain, from_email, from_name, reply_to, subject, message_id, status,
-                                         next_attempt_at, quota_day, quota_shard, broadcast_id, contact_id, sandbox, stream, stream_kind, created_at, updated_at)
+                                         next_attempt_at, quota_day, quota_shard, broadcast_id, contact_id, sandbox, stream, stream_kind,
+                                         track_opens, track_clicks, created_at, updated_at)
        select p.id, :org, :domainId, :domain, :fromEmail, :fromName, :replyTo, :subject, p.id || '.0@' || :domain, 'queued',
-              now(), '', 0, :broadcast, p.contact_id, live.sandbox, 'broadcast', 'broadcast', now(), now()
+              now(), '', 0, :broadcast, p.contact_id, live.sandbox, 'broadcast', 'broadcast', live.track_opens, live.track_clicks, now(), now()
          from page p, live
        on conflict (broadcast_id, contact_id) where broadcast_id is not null do nothing
        returning id

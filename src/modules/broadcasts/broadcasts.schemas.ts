@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { TrackingSettingSchema } from '../tracking/tracking.schemas.ts';
 import { Timestamp } from '../../http/schemas.ts';
 import { DATE_TIME_PATTERN, isDateTime } from './broadcasts.fns.ts';
 import { EventCounts } from '../metrics/metrics.schemas.ts';
@@ -52,11 +53,12 @@ export const BroadcastMetricsResponse = v.object({ recipients: v.pipe(v.number()
 
 /**
  * POST /outbox/broadcasts/{id}/send: send now, at the draft's scheduled_at, or at the time given
- * here (null: now); `tracking: false` leaves out the open pixel and tracked links.
+ * here (null: now); `tracking` switches the open pixel and tracked links (both on by default;
+ * `false` for neither, or `{ "opens": false }` for one).
  */
 export const LaunchBroadcastBody = v.strictObject({
   scheduled_at: v.optional(v.nullable(DateTime)),
-  tracking: v.optional(v.boolean(), true),
+  tracking: v.optional(TrackingSettingSchema),
 });
 
 export type LaunchBroadcastInput = v.InferOutput<typeof LaunchBroadcastBody>;

@@ -19,6 +19,7 @@ import { normalizeEmail } from '../contacts/contacts.fns.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { domainRefusal } from '../sends/send-checks.ts';
 import { templateProblem } from './broadcast-message.ts';
+import { BULK_TRACKING, decideTracking, trackingColumns } from '../tracking/tracking.fns.ts';
 import { countAudience, countBroadcastEvents } from './broadcast-send.repo.ts';
 import { CANCELLABLE_STATUSES, distinct, domainOf, LAUNCHABLE_STATUSES, scheduleProblem, ZERO_METRICS } from './broadcasts.fns.ts';
 import type { CreateBroadcastInput, LaunchBroadcastInput } from './broadcasts.schemas.ts';
@@ -176,7 +177,7 @@ export function createBroadcastsService({
           scheduledAt: at,
           status: at ? 'scheduled' : 'sending',
           sendingAt: at ? null : now,
-          tracking: input.tracking,
+          ...trackingColumns(decideTracking(input.tracking, BULK_TRACKING)),
           sandbox: isSandboxCaller(caller),
         });
         await em.flush();

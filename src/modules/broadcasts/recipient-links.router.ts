@@ -2,6 +2,8 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { escapeHtml } from '../../html-escape.ts';
 import type { HeraldState } from '../../http/state.ts';
+import type { TrackingDomains } from '../tracking/tracking-domains.service.ts';
+import { trackingHostGate } from '../tracking/tracking-host.middleware.ts';
 import type { TrackingService } from './tracking.service.ts';
 import type { UnsubscribeResult, UnsubscribeService } from './unsubscribe.service.ts';
 
@@ -63,12 +65,18 @@ function render(ctx: Context, result: UnsubscribeResult): void {
 }
 
 /**
- * The public links of broadcast messages: unsubscribe (above), the open pixel `GET /t/o/<token>.gif`
+ * The public links of messages: unsubscribe (above), the open pixel `GET /t/o/<token>.gif`
  * (always the GIF, uncached; a valid token records an open) and tracked links `GET /t/c/<token>?u=`
  * (302 to exactly the target the token signed, with the click recorded; anything else a 404 page).
  */
-export function createRecipientLinksRouter(deps: { unsubscribe: UnsubscribeService; tracking: TrackingService }): Router<HeraldState> {
+export function createRecipientLinksRouter(deps: {
+  unsubscribe: UnsubscribeService;
+  tracking: TrackingService;
+  /** Which Host headers serve tracking paths (tracking-host.middleware.ts); without it, any. */
+  trackingHosts?: Pick<TrackingDomains, 'isTrackingHost'>;
+}): Router<HeraldState> {
   const router = new Router<HeraldState>();
+  if (deps.trackingHosts) router.use(trackingHostGate(deps.trackingHosts));
   router.get('/unsubscribe/:token', async (ctx) => render(ctx, await deps.unsubscribe.preview(ctx.params.token ?? '')));
   router.post('/unsubscribe/:token', async (ctx) => render(ctx, await deps.unsubscribe.unsubscribe(ctx.params.token ?? '')));
   router.get('/t/o/:file', async (ctx) => {

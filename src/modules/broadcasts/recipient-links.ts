@@ -2,7 +2,8 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import { isId } from '../../../db/ids.ts';
 
 /**
- * The signed links in a broadcast message, all on Herald's public URL, each kind keyed with its
+ * The signed links in a message, on Herald's public URL (tracking ones on the sending domain's
+ * verified tracking host when it has one; the MAC does not cover the host), each kind keyed with its
  * own key derived from HERALD_ENCRYPTION_KEY (HKDF, one label per kind), so every api replica
  * verifies what any worker signed and a signature never works for another kind or for uploads:
  * - unsubscribe `/unsubscribe/<message id>.<expiry, base 36>.<mac>`, working for 60 days;
@@ -60,8 +61,9 @@ export function createRecipientLinks(encryptionKey: Buffer, publicUrl: string) {
       return { ok: true, claim: { emailId, expires } };
     },
 
-    openUrl(emailId: string): string {
-      return `${publicUrl}/t/o/${emailId}.${mac('open', emailId).toString('base64url')}.gif`;
+    /** The open pixel's URL, on `base` (a verified tracking host, trackingBase) or PUBLIC_URL. */
+    openUrl(emailId: string, base: string = publicUrl): string {
+      return `${base}/t/o/${emailId}.${mac('open', emailId).toString('base64url')}.gif`;
     },
 
     /** The message id of an open pixel's token (`<id>.<mac>`, without `.gif`), or null. */
@@ -70,8 +72,9 @@ export function createRecipientLinks(encryptionKey: Buffer, publicUrl: string) {
       return match && verify(match[2]!, mac('open', match[1]!)) ? match[1]! : null;
     },
 
-    clickUrl(emailId: string, target: string): string {
-      return `${publicUrl}/t/c/${emailId}.${mac('click', emailId, target).toString('base64url')}?u=${encodeURIComponent(target)}`;
+    /** A tracked link's URL, on `base` (a verified tracking host, trackingBase) or PUBLIC_URL. */
+    clickUrl(emailId: string, target: string, base: string = publicUrl): string {
+      return `${base}/t/c/${emailId}.${mac('click', emailId, target).toString('base64url')}?u=${encodeURIComponent(target)}`;
     },
 
     /** The message id when `token` signs exactly `target` for it, or null. */

@@ -1,10 +1,13 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { isSubscribed, recordEvent } from '../events/events.fns.ts';
+import { findSubscribedEventTypes } from '../events/webhook-subscriptions.repo.ts';
+import { emailEventData } from '../outbound/outcomes.ts';
 import type { TrackingHitState } from '../../../db/entities/index.ts';
 import type { LoopSpec } from '../../queue/background-loop.ts';
 import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { fireEmailEngagement, type EmailEngagement } from '../automations/automation-triggers.ts';
 import type { AutomationWaker } from '../automations/automation-wake.ts';
-import { claimPendingHits, engagementOf, hitsOfMessages, setHitStates, type HitRow } from './tracking.repo.ts';
+import { claimPendingHits, engagementOf, hitsOfMessages, setHitStates, type EngagedEmail, type HitRow } from './tracking.repo.ts';
 
 /** A hit is judged once it is this old, so a burst it belongs to has arrived whole. */
 export const TRACKING_SETTLE_MS = 1_000;
@@ -28,10 +31,41 @@ export function inBurst(
   return new Set(near.map((other) => other.url)).size >= 2;
 }
 
+interface EngagementEvent {
+  hit: HitRow;
+  message: EngagedEmail;
+  type: 'opened' | 'clicked';
+}
+
+/** `email.opened` / `email.clicked` for the endpoints subscribed to them (a click carries its link). */
+async function recordEngagementEvents(tx: EntityManager, events: readonly EngagementEvent[]): Promise<void> {
+  const subscribed = await findSubscribedEventTypes(
+    tx,
+    events.map((event) => event.hit.org_id),
+  );
+  for (const { hit, message, type } of events) {
+    const eventType = type === 'opened' ? 'email.opened' : 'email.clicked';
+    if (!isSubscribed(subscribed, hit.org_id, eventType)) continue;
+    const data = emailEventData(
+      {
+        id: message.email_id,
+        messageId: message.message_id,
+        fromEmail: message.from_email,
+        subject: message.subject,
+        broadcastId: message.broadcast_id,
+      },
+      message.recipient,
+      new Date(hit.at_ms),
+    );
+    recordEvent(tx, hit.org_id, eventType, type === 'clicked' ? { ...data, url: hit.url } : data);
+  }
+}
+
 /**
  * Judges pending open and click hits: a hit in a burst is flagged; otherwise the recipient's
  * first open and first click each become one `opened` / `clicked` email event (feeding the
- * broadcast's metrics and GET /metrics), later ones are repeats. A counted click also counts an
+ * broadcast's metrics, GET /metrics and the email's events) and one `email.opened` /
+ * `email.clicked` webhook event, later ones are repeats. A counted click also counts an
  * open when none was counted (images are often blocked; the click proves the message was
  * opened). A first open or click also fires the email's automation triggers (runs waiting for
  * it resume, `email.opened` / `email.clicked` automations start; automation-triggers.ts). A
@@ -56,6 +90,7 @@ export function createTrackingCounter(deps: {
         const states = new Map<string, TrackingHitState>();
         const events: EmailEventInput[] = [];
         const engagements: EmailEngagement[] = [];
+        const webhookEvents: EngagementEvent[] = [];
         for (const hit of pending) {
           const message = engagement.get(hit.email_id);
           const around = neighbours.filter((other) => other.email_id === hit.email_id);
@@ -65,6 +100,7 @@ export function createTrackingCounter(deps: {
           }
           const event = (type: 'opened' | 'clicked') => {
             engagements.push({ orgId: hit.org_id, emailId: hit.email_id, type });
+            webhookEvents.push({ hit, message, type });
             events.push({
               orgId: hit.org_id,
               type,
@@ -90,6 +126,7 @@ export function createTrackingCounter(deps: {
         await setHitStates(tx, states);
         if (events.length === 0) return { judged: pending.length, touched: [] };
         await recordEmailEvents(tx, events);
+        await recordEngagementEvents(tx, webhookEvents);
         return { judged: pending.length, touched: await fireEmailEngagement(tx, engagements) };
       });
       deps.wakeAutomations?.(touched);

@@ -7,7 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
 import type { TrackingHitKind, TrackingHitState } from '../../../db/entities/index.ts';
 
-/** Records a pending hit of broadcast message `emailId`; false when no such broadcast message exists. */
+/** Records a pending hit of email `emailId`; false when no such email has that kind of tracking on. */
 export async function insertHit(
   em: EntityManager,
   hit: { emailId: string; kind: TrackingHitKind; url: string | null; userAgent: string | null },
@@ -16,7 +16,8 @@ export async function insertHit(
     `/* all workspaces: a tracking link names its message, whose row gives the workspace */
      insert into tracking_hits (id, org_id, email_id, broadcast_id, kind, url, user_agent, state, at)
      select :id, e.org_id, e.id, e.broadcast_id, :kind, :url, :userAgent, 'pending', now()
-       from transactional_emails e where e.id = :emailId and e.broadcast_id is not null
+       from transactional_emails e
+      where e.id = :emailId and (case when :kind = 'open' then e.track_opens else e.track_clicks end)
      returning id`,
     { id: newId(), emailId: hit.emailId, kind: hit.kind, url: hit.url, userAgent: hit.userAgent },
   );
@@ -27,7 +28,7 @@ export interface HitRow {
   id: string;
   org_id: string;
   email_id: string;
-  broadcast_id: string;
+  broadcast_id: string | null;
   kind: TrackingHitKind;
   url: string | null;
   at_ms: number;
@@ -58,15 +59,33 @@ export async function hitsOfMessages(em: EntityManager, messages: readonly { org
   );
 }
 
-/** The recipient, domain and already-counted engagement of these messages. */
-export async function engagementOf(em: EntityManager, messages: readonly { org_id: string; email_id: string }[]) {
-  return em.execute<{ email_id: string; recipient: string; domain: string; opened: boolean; clicked: boolean }[]>(
-    `select e.id as email_id, r.email as recipient, e.domain,
+export interface EngagedEmail {
+  email_id: string;
+  recipient: string;
+  domain: string;
+  message_id: string;
+  broadcast_id: string | null;
+  from_email: string;
+  from_name: string | null;
+  subject: string;
+  opened: boolean;
+  clicked: boolean;
+}
+
+/**
+ * The recipient (the first To address of an email with several: a message's pixel and links are
+ * shared by all its recipients), domain, event fields and already-counted engagement of these
+ * messages.
+ */
+export async function engagementOf(em: EntityManager, messages: readonly { org_id: string; email_id: string }[]): Promise<EngagedEmail[]> {
+  return em.execute<EngagedEmail[]>(
+    `select distinct on (e.id) e.id as email_id, r.email as recipient, e.domain, e.message_id, e.broadcast_id, e.from_email, e.from_name, e.subject,
             exists (select 1 from email_events x where x.org_id = e.org_id and x.email_id = e.id and x.type = 'opened') as opened,
             exists (select 1 from email_events x where x.org_id = e.org_id and x.email_id = e.id and x.type = 'clicked') as clicked
        from jsonb_to_recordset(:messages::jsonb) as m(org_id text, email_id text)
        join transactional_emails e on e.id = m.email_id and e.org_id = m.org_id
-       join email_recipients r on r.email_id = e.id and r.org_id = e.org_id`,
+       join email_recipients r on r.email_id = e.id and r.org_id = e.org_id
+      order by e.id, (r.kind = 'to') desc, r.id`,
     { messages: JSON.stringify(messages) },
   );
 }

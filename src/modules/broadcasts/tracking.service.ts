@@ -17,7 +17,7 @@ function isRedirectTarget(target: string): boolean {
 }
 
 /**
- * The open pixel and tracked links of broadcast messages: a hit whose signature holds is
+ * The open pixel and tracked links of messages with tracking on: a hit whose signature holds is
  * recorded as pending (tracking-counter.ts judges it a second later: counted, repeat, or flagged
  * as a burst). A click redirects only to the exact target its link signed, so a tracked link
  * cannot be turned into a redirect anywhere else.

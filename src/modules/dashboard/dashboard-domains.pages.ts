@@ -3,6 +3,7 @@ import type { Domain, DomainStatus, SenderIdentity } from '../../../db/entities/
 import type { DeliverabilityRecord, DnsRecordKey } from '../domains/deliverability.fns.ts';
 import type { DomainUse } from '../domains/domain-removal.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
+import { trackingSection } from './dashboard-domain-tracking.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 import type { ReputationStatus } from '../reputation/reputation.service.ts';
 import type { WarmupView } from '../warmup/warmup.serializer.ts';
@@ -94,6 +95,8 @@ export interface DomainPageModel {
   sender?: { email: string; name: string };
   warmup?: WarmupView | undefined;
   reputation?: ReputationStatus;
+  /** Where a tracking host's CNAME points (the tracking block, dashboard-domain-tracking.ts). */
+  trackingCnameTarget?: string;
 }
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
@@ -151,6 +154,7 @@ export function domainPage(model: DomainPageModel): string {
 !${model.warmup ? warmupSection(model.warmup, domain.id, signedIn.csrfToken) : ''}
 !${sendersSection(model)}
 <p><a href="/dashboard/domains/${domain.id}/dmarc">DMARC reports: who sends as ${domain.domain}</a></p>
+!${model.trackingCnameTarget ? trackingSection(domain, signedIn.csrfToken, model.trackingCnameTarget) : ''}
 <section aria-labelledby="delete-title" class="card">
   <h2 id="delete-title">Delete this domain</h2>
   !${

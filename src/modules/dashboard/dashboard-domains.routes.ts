@@ -12,6 +12,7 @@ import {
   type DomainPageModel,
   type DomainsPageModel,
 } from './dashboard-domains.pages.ts';
+import { domainTrackingRoutes } from './dashboard-domain-tracking.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
 import { domainWarmupRoutes } from './dashboard-warmup.routes.ts';
@@ -52,6 +53,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
           reloading,
           warmup: (await services.warmup.describe(signedIn.orgId, [found.domain])).get(found.domain.id),
           reputation: await services.reputation.status(signedIn.orgId),
+          trackingCnameTarget: services.trackingDomains.cnameTarget,
           ...(ctx.query.added === '1'
             ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` }
             : {}),
@@ -83,6 +85,8 @@ export function domainsArea(services: ApiServices): DashboardArea {
         sender: 'The sender was added.',
         removed: 'The sender was removed.',
         warmup: 'The warm-up was saved.',
+        tracking: 'The tracking host was saved and checked.',
+        'tracking-invalid': 'The tracking host must be a subdomain of this domain, such as track.<domain>.',
       };
       const notice = notices[one(ctx.query.done)];
       await renderDomain(ctx, 200, notice ? { notice } : {});
@@ -92,6 +96,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
     domainSenderRoutes(router, kit, domains, renderDomain);
     domainDeleteRoutes(router, kit, services.domainRemoval);
     domainWarmupRoutes(router, kit, services.warmup, renderDomain);
+    domainTrackingRoutes(router, kit, services.trackingDomains);
   };
 }
 

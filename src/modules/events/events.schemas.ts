@@ -35,6 +35,8 @@ export const EVENT_TYPES = [
   'email.bounced',
   'email.complained',
   'email.failed',
+  'email.opened',
+  'email.clicked',
   'email.received',
   'automation.run.completed',
   'automation.run.failed',
@@ -200,6 +202,16 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     category: 'email',
     description: 'Herald could not hand the message over for one recipient (e.g. suppressed, rejected before sending).',
     data: emailData({ reason: v.string() }),
+  },
+  'email.opened': {
+    category: 'email',
+    description: 'The recipient first opened a message with open tracking (its pixel loaded, or a tracked link was clicked first).',
+    data: emailData({}),
+  },
+  'email.clicked': {
+    category: 'email',
+    description: 'The recipient first clicked a tracked link of a message with click tracking (scanner bursts are not counted).',
+    data: emailData({ url: v.nullable(v.string()) }),
   },
   'email.received': {
     category: 'email',

@@ -6,7 +6,9 @@ import { sendStepDuration } from '../../metrics/metrics.ts';
 import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
 import { SEND_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { renderBroadcastMessage, skipReason } from '../broadcasts/broadcast-message.ts';
-import { createRecipientLinks } from '../broadcasts/recipient-links.ts';
+import { createRecipientLinks, type RecipientLinks } from '../broadcasts/recipient-links.ts';
+import { applyTracking, type TrackingLinks } from '../tracking/tracked-html.ts';
+import { trackingBase } from '../tracking/tracking.fns.ts';
 import type { EmailDelivery } from './delivery.ts';
 import { createDomainQueue, type ClaimedEmail, type DomainQueue, type QueueCursor } from './domain-queue.repo.ts';
 
@@ -48,14 +50,29 @@ export function nextRetryDelay(config: Pick<Config, 'sends'>, attempt: number, f
   return delay !== null && now - firstAttemptMs + delay <= config.sends.retryWindowMs ? delay : null;
 }
 
-/** A broadcast message at its turn: skipped (null) when its contact may no longer be mailed or the broadcast was cancelled, otherwise rendered for the contact as it is now. */
-type BroadcastRender = (email: ClaimedEmail) => Promise<ClaimedEmail | null>;
+/**
+ * A message at its turn: a broadcast message is skipped (null) when its contact may no longer be
+ * mailed or the broadcast was cancelled, otherwise rendered for the contact as it is now; any
+ * other email gets its open pixel and tracked links as its own switches say. Tracking URLs are
+ * on the domain's verified tracking host, else on PUBLIC_URL.
+ */
+type MessageRender = (email: ClaimedEmail) => Promise<ClaimedEmail | null>;
 
-function createBroadcastRender(delivery: EmailDelivery, config: DomainDrainDeps['config']): BroadcastRender {
+function createMessageRender(delivery: EmailDelivery, config: DomainDrainDeps['config']): MessageRender {
   const recipientLinks = config.encryptionKey ? createRecipientLinks(config.encryptionKey, config.http.publicUrl) : null;
+  const isUnsubscribeLink = (target: string) => target.startsWith(`${config.http.publicUrl}/unsubscribe/`);
+  const trackingOf = (email: ClaimedEmail, links: RecipientLinks): TrackingLinks => {
+    const base = trackingBase(config.http.publicUrl, email.trackingHost);
+    return { open: links.openUrl(email.id, base), click: (target) => links.clickUrl(email.id, target, base), skip: isUnsubscribeLink };
+  };
   return async (email) => {
     const content = email.broadcast;
-    if (!content) return email;
+    if (!content) {
+      const html = email.html;
+      // Without the key nothing can be signed: the message goes untracked rather than not at all.
+      if (!html || !recipientLinks || !(email.tracking.opens || email.tracking.clicks)) return email;
+      return { ...email, html: applyTracking(html, email.tracking, trackingOf(email, recipientLinks)) };
+    }
     const reason = skipReason(content);
     if (reason) {
       await delivery.skip({ orgId: email.orgId, emailId: email.id }, reason);
@@ -63,10 +80,11 @@ function createBroadcastRender(delivery: EmailDelivery, config: DomainDrainDeps[
     }
     // Launch refuses without the key; a key removed since then stops the broadcast's messages here.
     if (!recipientLinks) throw new Error('HERALD_ENCRYPTION_KEY is not set: unsubscribe links cannot be signed');
+    const tracking = trackingOf(email, recipientLinks);
     const rendered = renderBroadcastMessage(content, {
       unsubscribe: recipientLinks.url(email.id),
-      open: recipientLinks.openUrl(email.id),
-      click: (target) => recipientLinks.clickUrl(email.id, target),
+      open: tracking.open,
+      click: tracking.click,
       listId: `<${content.broadcastId}.${email.domain}>`,
       feedbackId: `${content.broadcastId}:${email.orgId}:herald`,
     });
@@ -82,7 +100,7 @@ function createBroadcastRender(delivery: EmailDelivery, config: DomainDrainDeps[
 
 interface AttemptDeps extends Pick<DomainDrainDeps, 'config' | 'delivery' | 'logger'> {
   queue: DomainQueue;
-  render: BroadcastRender;
+  render: MessageRender;
 }
 
 /** One delivery attempt at a claimed email, its outcome counted in the drain's run. */
@@ -141,7 +159,7 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
 export function createDomainDrainer(deps: DomainDrainDeps): Drainer<SendDomainInput> {
   const { orm, config, delivery, wakes } = deps;
   const queue = createDomainQueue(orm);
-  const attempt = createEmailAttempt({ ...deps, queue, render: createBroadcastRender(delivery, config) });
+  const attempt = createEmailAttempt({ ...deps, queue, render: createMessageRender(delivery, config) });
   return createDrainer<SendDomainInput, ClaimedEmail>({
     pipeline: 'sends',
     wakes,

@@ -13,6 +13,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { EmailAttachmentRecord } from '../../../db/entities/index.ts';
 import type { BroadcastContent } from '../broadcasts/broadcast-message.ts';
+import type { TrackingChoice } from '../tracking/tracking.fns.ts';
 import type { ClaimedSend, SendRecipient } from './delivery.ts';
 import { BY_EMAIL_ID } from './sent-record.repo.ts';
 import { utcDay } from '../sends/sends.fns.ts';
@@ -74,6 +75,9 @@ export interface ClaimedEmail extends ClaimedSend {
   dueMs: number;
   /** A broadcast's message: what it is rendered from (the broadcast, the contact as it is now). */
   broadcast: BroadcastContent | null;
+  /** Its open pixel and tracked links, and the domain's verified tracking host (null: PUBLIC_URL). */
+  tracking: TrackingChoice;
+  trackingHost: string | null;
   /** Its place on the queue's order, for the next claim's cursor. */
   cursor: QueueCursor;
 }
@@ -100,8 +104,11 @@ interface ClaimedRow {
   recipients: SendRecipient[];
   broadcast_id: string | null;
   sandbox: boolean;
-  broadcast: BroadcastContent | null;
+  broadcast: Omit<BroadcastContent, 'tracking'> | null;
   due_at_text: string;
+  track_opens: boolean;
+  track_clicks: boolean;
+  tracking_host: string | null;
 }
 
 /**
@@ -141,7 +148,9 @@ function toClaimed(row: ClaimedRow): ClaimedEmail {
     dueMs: row.due_ms,
     broadcastId: row.broadcast_id,
     sandbox: row.sandbox,
-    broadcast: row.broadcast,
+    broadcast: row.broadcast && { ...row.broadcast, tracking: { opens: row.track_opens, clicks: row.track_clicks } },
+    tracking: { opens: row.track_opens, clicks: row.track_clicks },
+    trackingHost: row.tracking_host,
     cursor: { dueAt: row.due_at_text, id: row.id },
   };
 }
@@ -225,7 +234,8 @@ export function createDomainQueue(orm: MikroORM) {
            returning count
          )
          select e.id, e.org_id, e.domain_id, e.domain, e.from_email, e.from_name, e.reply_to, e.subject, e.html, e.text,
-                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id, e.sandbox,
+                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id, e.sandbox, e.track_opens, e.track_clicks,
+                (select d.tracking_host from domains d where d.id = e.domain_id and d.org_id = e.org_id and d.tracking_verified_at is not null) as tracking_host,
                 (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
                 (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
                 (extract(epoch from e.first_attempt_at) * 1000)::float8 as first_attempt_ms,
@@ -235,7 +245,7 @@ export function createDomainQueue(orm: MikroORM) {
                 case when e.broadcast_id is null then null else (
                   select json_build_object(
                            'broadcastId', bc.id, 'status', bc.status, 'subject', bc.subject, 'html', bc.html, 'plainText', bc.plain_text,
-                           'previewText', bc.preview_text, 'postalAddress', o.postal_address, 'tracking', bc.tracking,
+                           'previewText', bc.preview_text, 'postalAddress', o.postal_address,
                            'contact', (select json_build_object('id', c.id, 'email', c.email, 'firstName', c.first_name, 'lastName', c.last_name,
                                                                 'company', c.company, 'customFields', c.custom_fields, 'status', c.status,
                                                                 'suppressed', exists (select 1 from suppressions x where x.org_id = c.org_id and x.email = c.email and x.stream in ('', e.stream)))

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailAttachmentRecord, EmailStatus, RecipientKind } from '../../../db/entities/index.ts';
 import { executePrepared } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
+import type { TrackingChoice } from '../tracking/tracking.fns.ts';
 import { threadPlacementCtes } from '../inbox/thread-placement.repo.ts';
 import type { NewOutboundMessage } from '../inbox/outbound.ts';
 import { chargeOf, quotaCtes, type CreditCharge, type QuotaRequest, type ReservationRow } from './quota.repo.ts';
@@ -29,6 +30,8 @@ export interface NewEmail {
   /** Its message stream and that stream's kind. */
   stream: string;
   streamKind: string;
+  /** Its open pixel and tracked links (decideTracking). */
+  tracking: TrackingChoice;
   messageId: string;
   status: EmailStatus;
   scheduledAt: Date | null;
@@ -70,11 +73,12 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
     a_email as (
       insert into transactional_emails (id, org_id, api_key_id, domain_id, domain, from_email, from_name, reply_to, subject, html, text,
                                         headers, attachments, template_id, template_version, tags, message_id, status, scheduled_at, next_attempt_at, size_bytes,
-                                        credits_charged, overage_charged, quota_day, quota_shard, sandbox, stream, stream_kind, created_at, updated_at)
+                                        credits_charged, overage_charged, quota_day, quota_shard, sandbox, stream, stream_kind, track_opens, track_clicks,
+                                        created_at, updated_at)
       select :eId, :eOrg, :eKey, :eDomainId, :eDomain, :eFromEmail, :eFromName, :eReplyTo, :eSubject, :eHtml, :eText,
              :eHeaders::jsonb, :eAttachments::jsonb, :eTemplate, :eTemplateVersion::int, :eTags::text[], :eMessageId, :eStatus, :eScheduled::timestamptz, :eNext::timestamptz, :eSize,
              coalesce((select from_balance from q_charge), 0), :qCount - coalesce((select from_balance from q_charge), 0),
-             :eDay, :qShard, :eSandbox::boolean, :eStream, :eStreamKind, :eAt::timestamptz, :eAt::timestamptz
+             :eDay, :qShard, :eSandbox::boolean, :eStream, :eStreamKind, :eTrackOpens::boolean, :eTrackClicks::boolean, :eAt::timestamptz, :eAt::timestamptz
       returning id
     ),
     a_recipients as (
@@ -104,6 +108,8 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
       eOrg: email.orgId,
       eKey: email.apiKeyId,
       eSandbox: email.sandbox,
+      eTrackOpens: email.tracking.opens,
+      eTrackClicks: email.tracking.clicks,
       eDomainId: email.domainId,
       eDomain: email.domain,
       eFromEmail: email.fromEmail,

@@ -5,6 +5,7 @@ import { EMAIL_EVENT_TYPES, EMAIL_STATUSES, RECIPIENT_KINDS, RECIPIENT_STATUSES 
 import { IdSchema, PageQuery } from '../../http/schemas.ts';
 import { DateTime } from '../inbox/inbox.schemas.ts';
 import { StreamName } from '../streams/streams.schemas.ts';
+import { TrackingChoiceResponse, TrackingSettingSchema } from '../tracking/tracking.schemas.ts';
 
 /** Bounds of a transactional send (spec: Transactional email send request, Limits). */
 export const SEND_LIMITS = {
@@ -142,6 +143,8 @@ export const SendEmailBody = v.pipe(
         v.maxLength(SEND_LIMITS.tagsMax, `must hold at most ${SEND_LIMITS.tagsMax} tags`),
       ),
     ),
+    /** Open pixel and click tracking, off unless asked for (Herald extension). */
+    tracking: v.optional(TrackingSettingSchema),
     /** A published template of the workspace (or shared with it): its subject and html, rendered with `variables` (Herald extension). */
     template_id: v.optional(v.pipe(v.string(), v.regex(/^[0-9a-f]{24}$/, 'must be a template id (24 hexadecimal characters)'))),
     variables: v.optional(
@@ -245,6 +248,8 @@ export const TransactionalEmailResponse = v.object({
   tags: v.array(v.string()),
   /** The message stream it belongs to (Herald extension). */
   stream: v.string(),
+  /** Whether its open pixel and tracked links were added (Herald extension). */
+  tracking: TrackingChoiceResponse,
   /** GET /outbox/emails/{id} only: what happened to each recipient, oldest first. */
   events: v.optional(v.array(v.object({ type: v.picklist(EMAIL_EVENT_TYPES), recipient: v.string(), occurred_at: Timestamp }))),
   attachments: v.array(AttachmentSummary),

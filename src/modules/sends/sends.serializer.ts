@@ -13,6 +13,8 @@ export type EmailRecord = Pick<
   | 'templateVersion'
   | 'tags'
   | 'stream'
+  | 'trackOpens'
+  | 'trackClicks'
   | 'fromName'
   | 'fromEmail'
   | 'subject'
@@ -59,6 +61,7 @@ export function serializeEmail(email: EmailRecord, recipients: readonly Recipien
     template_version: email.templateVersion ?? null,
     tags: email.tags,
     stream: email.stream,
+    tracking: { opens: email.trackOpens, clicks: email.trackClicks },
     attachments: email.attachments.map((a) => ({
       filename: a.filename,
       content_type: a.content_type,

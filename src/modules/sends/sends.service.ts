@@ -44,6 +44,7 @@ import {
 import { SEND_LIMITS, type ListEmailsFilters, type SendEmailInput } from './sends.schemas.ts';
 import type { OffloadPool } from '../../offload/offload-pool.ts';
 import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
+import { decideTracking, TRANSACTIONAL_TRACKING, trackingColumns } from '../tracking/tracking.fns.ts';
 
 const decodeInline = (text: string) => Promise.resolve(decodeBase64(text));
 
@@ -271,6 +272,7 @@ export function createSendsService(deps: SendsServiceDeps) {
             tags: [...new Set(input.tags ?? [])],
             stream: stream.name,
             streamKind: stream.kind,
+            tracking: decideTracking(input.tracking, TRANSACTIONAL_TRACKING),
             headers,
             attachments: prepared.map((a) => a.record),
             messageId: messageIdFor(emailId, domain.domain),
@@ -286,6 +288,7 @@ export function createSendsService(deps: SendsServiceDeps) {
           const accepted: AcceptedEmail = {
             email: {
               ...email,
+              ...trackingColumns(email.tracking),
               creditsCharged: recipients.length,
               overageCharged: 0,
               lastError: null,
