@@ -170,7 +170,7 @@ describe('workspace reputation policy', () => {
     expect(paused[0]!.data).toMatchObject({ scope: 'broadcast', reason: expect.stringMatching(/bounce rate 10 %/) });
     // Broadcast messages wait; a transactional send is still accepted.
     expect(await stranded()).not.toContain(domain.id);
-    const checked = await findDomainAndSuppressed(stack.orm.em.fork(), org.id, domain.domain, []);
+    const checked = await findDomainAndSuppressed(stack.orm.em.fork(), org.id, domain.domain, [], 'transactional');
     expect(checked.domain?.workspacePause).toBe('broadcast');
     expect(domainRefusal(checked.domain!, domain.domain)).toBeNull();
 
@@ -196,7 +196,7 @@ describe('workspace reputation policy', () => {
     const { org } = await createOrg(stack.orm);
     const domain = await addSendingDomain(stack.orm, org.id);
     await sql(`update organizations set reputation_paused_at = now(), reputation_pause = '{"scope":"all"}'::jsonb where id = ?`, [org.id]);
-    const checked = await findDomainAndSuppressed(stack.orm.em.fork(), org.id, domain.domain, []);
+    const checked = await findDomainAndSuppressed(stack.orm.em.fork(), org.id, domain.domain, [], 'transactional');
     expect(domainRefusal(checked.domain!, domain.domain)?.details).toMatchObject({ reason: 'WORKSPACE_REPUTATION_PAUSED' });
   });
 });
