@@ -30,6 +30,8 @@ export const DomainSchema = defineEntity({
     /** Warm-up cap: messages per UTC day; null means no cap. */
     dailyCap: p.integer().nullable(),
     reputationState: p.enum(DOMAIN_REPUTATION_STATES).default('healthy'),
+    /** The egress IP pool its mail leaves from (a name in EGRESS_POOLS); null: the default pool or route. */
+    ipPool: p.string().length(63).nullable(),
     verifiedAt: p.datetime().nullable(),
     /** What the last DNS check found, per record (spf, dkim, dmarc, return_path). */
     dnsCheck: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),

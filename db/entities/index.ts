@@ -20,3 +20,4 @@ export * from './contact-import.ts';
 export * from './tracking-hit.ts';
 export * from './dashboard.ts';
 export * from './encryption-key-check.ts';
+export * from './egress-address-day.ts';

@@ -44,6 +44,7 @@ describe('migrations', () => {
       'dashboard_sessions',
       'domain_daily_sends',
       'domains',
+      'egress_address_days',
       'email_event_counts',
       'email_events',
       'email_recipients',

@@ -29,6 +29,8 @@ export interface DirectDeliveryOptions {
   ca?: string[];
   /** SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: MX addresses in the address policy's forbidden ranges are tried too (tests, private networks). */
   allowPrivateTargets: boolean;
+  /** The source address every connection binds to (an egress pool's); the OS chooses when absent. */
+  localAddress?: string;
 }
 
 /** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
@@ -153,6 +155,7 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
       host: host.address,
       port: options.port,
       name: options.heloName,
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
       ...tls.transport,
       maxConnections: options.poolSize,
       maxMessages: 100,

@@ -13,6 +13,8 @@ export interface RelayThreadSettings {
   url: string;
   poolSize: number;
   tls: RelayTlsSettings;
+  /** The source address of the thread's connections (an egress pool's); the OS chooses when absent. */
+  localAddress?: string;
 }
 
 /** A message for the thread: one it composes and signs itself, or bytes composed here. */

@@ -25,7 +25,7 @@ const logger: Logger = {
   error: forward('error'),
   child: () => logger,
 };
-const relay = createRelay({ url: settings.url, poolSize: settings.poolSize, tls: settings.tls, logger });
+const relay = createRelay({ url: settings.url, poolSize: settings.poolSize, tls: settings.tls, logger, localAddress: settings.localAddress });
 
 async function send(task: RelayThreadTask): Promise<RelayResult> {
   if (task.kind === 'raw')

@@ -137,7 +137,14 @@ export function composedElsewhere(
  * an unreachable relay (temporary) whose response says why, and the log gets one warning per
  * reason while it lasts.
  */
-export function createRelay(options: { url: string; poolSize: number; tls: RelayTlsSettings; logger: Logger }): Relay {
+export function createRelay(options: {
+  url: string;
+  poolSize: number;
+  tls: RelayTlsSettings;
+  logger: Logger;
+  /** The source address every connection binds to (an egress pool's); the OS chooses when absent. */
+  localAddress?: string | undefined;
+}): Relay {
   const url = new URL(options.url);
   const { tls } = options;
   const port = Number(url.port || (url.protocol === 'smtps:' ? 465 : 25));
@@ -148,6 +155,7 @@ export function createRelay(options: { url: string; poolSize: number; tls: Relay
     port,
     ...buildTransportTls(tls, url.protocol === 'smtps:'),
     ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
+    ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     maxConnections: options.poolSize,
     maxMessages: 1000,
     connectionTimeout: 15_000,
