@@ -24,6 +24,8 @@ import { createWorkspaceKeysService } from './modules/auth/workspace-keys.servic
 import { createSuppressionsRoutes } from './modules/suppressions/suppressions.routes.ts';
 import { createSuppressionsService } from './modules/suppressions/suppressions.service.ts';
 import { createDomainsRoutes } from './modules/domains/domains.routes.ts';
+import { createDomainPoolRoutes } from './modules/egress/domain-pool.route.ts';
+import { createDomainPoolService } from './modules/egress/domain-pool.service.ts';
 import { createDomainsService } from './modules/domains/domains.service.ts';
 import { createInboxRoutes } from './modules/inbox/inbox.routes.ts';
 import { createInboxService } from './modules/inbox/inbox.service.ts';
@@ -90,6 +92,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     domains: createDomainsService({ orm: deps.orm, encryptionKey: deps.config.encryptionKey }),
     domainChecks: createDomainChecks({ orm: deps.orm, temporal: deps.temporal, config: deps.config }),
     domainRemoval: createDomainRemoval({ orm: deps.orm }),
+    domainPools: createDomainPoolService({ orm: deps.orm, egress: deps.config.egress }),
     orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
@@ -130,6 +133,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
   return [
     ...createMeRoutes(),
     ...createDomainsRoutes({ domains: services.domains, settings: services.config }),
+    ...createDomainPoolRoutes({ pools: services.domainPools }),
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),

@@ -29,7 +29,7 @@ const SPEC_SCOPES = [
 
 describe('scope catalog', () => {
   it("holds every scope of the spec as public, in order, then Herald's own", () => {
-    expect(PUBLIC_SCOPES).toEqual([...SPEC_SCOPES, 'events:write']);
+    expect(PUBLIC_SCOPES).toEqual([...SPEC_SCOPES, 'events:write', 'domains:write']);
   });
 
   it('holds the three gated assistant scopes', () => {

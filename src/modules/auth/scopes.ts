@@ -44,6 +44,7 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('templates:write', 'public', 'Create, update, delete templates'),
   entry('metrics:read', 'public', 'Read metrics summaries'),
   entry('events:write', 'public', "Record contacts' custom events, which start and resume automations (Herald extension)"),
+  entry('domains:write', 'public', "Pick a domain's egress IP pool (Herald extension)"),
   entry('assistant.chat:write', 'gated', 'Assistant chat (admin-approved organisations, portal only)'),
   entry('assistant.tools:read', 'gated', 'Assistant tools (admin-approved organisations, portal only)'),
   entry('assistant.sessions:read', 'gated', 'Assistant sessions (admin-approved organisations, portal only)'),

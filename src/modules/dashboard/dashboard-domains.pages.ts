@@ -4,6 +4,7 @@ import type { DeliverabilityRecord, DnsRecordKey } from '../domains/deliverabili
 import type { DomainUse } from '../domains/domain-removal.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
+import { domainPoolSection } from './dashboard-domain-pool.pages.ts';
 
 /** How often the page of a pending domain reloads itself, in seconds. */
 export const PENDING_RELOAD_SECONDS = 30;
@@ -88,6 +89,8 @@ export interface DomainPageModel {
   error?: string;
   /** The add-sender form's values to show again after an error. */
   sender?: { email: string; name: string };
+  /** The egress IP pools a domain may pick (EGRESS_POOLS); the picker is shown only when there are some. */
+  pools?: readonly string[];
 }
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
@@ -143,6 +146,7 @@ export function domainPage(model: DomainPageModel): string {
   <tbody>!${(Object.keys(RECORD_LABELS) as DnsRecordKey[]).map((key) => recordRow(key, model.records[key])).join('')}</tbody></table>
 </section>
 !${sendersSection(model)}
+!${model.pools && model.pools.length > 0 ? domainPoolSection({ signedIn, domain, pools: model.pools }) : ''}
 <section aria-labelledby="delete-title" class="card">
   <h2 id="delete-title">Delete this domain</h2>
   !${

@@ -14,6 +14,7 @@ import {
 } from './dashboard-domains.pages.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
+import { domainPoolRoutes } from './dashboard-domain-pool.routes.ts';
 
 /**
  * The domains pages of the dashboard (/dashboard/domains): the workspace's domains, adding one
@@ -47,6 +48,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
           domain: found.domain,
           senders: found.senders,
           records: deliverabilityRecords(found.domain, config),
+          pools: services.domainPools.poolNames(),
           reloading,
           ...(ctx.query.added === '1'
             ? { notice: `${found.domain.domain} was added. Publish the records below at your DNS provider, then check it.` }
@@ -78,6 +80,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
       const notices: Record<string, string> = {
         sender: 'The sender was added.',
         removed: 'The sender was removed.',
+        pool: 'The egress IP pool was saved.',
       };
       const notice = notices[one(ctx.query.done)];
       await renderDomain(ctx, 200, notice ? { notice } : {});
@@ -85,6 +88,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
 
     domainCheckRoutes(router, kit, domainChecks);
     domainSenderRoutes(router, kit, domains, renderDomain);
+    domainPoolRoutes(router, kit, services.domainPools, renderDomain);
     domainDeleteRoutes(router, kit, services.domainRemoval);
   };
 }
