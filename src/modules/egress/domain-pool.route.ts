@@ -27,6 +27,7 @@ export function createDomainPoolRoutes(deps: { pools: DomainPoolService }) {
         'with details.reason UNKNOWN_IP_POOL for a pool the server does not have.',
       tag: 'Domains',
       scope: 'domains:write',
+      extension: true,
       params: IdParams,
       body: DomainPoolBody,
       response: { status: 200, description: 'The domain and its pool', schema: DomainPoolResponse },
