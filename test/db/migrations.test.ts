@@ -74,7 +74,7 @@ describe('migrations', () => {
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
     // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
     // (automation, contact); automation_stat_shards by (automation, shard); automation_date_occurrences by (automation, contact, day);
-    // encryption_key_checks by its name.
+    // encryption_key_checks by its name; egress_address_days by (address, day).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
       'automation_date_occurrences',
@@ -83,6 +83,7 @@ describe('migrations', () => {
       'contact_import_errors',
       'credit_shards',
       'domain_daily_sends',
+      'egress_address_days',
       'email_event_counts',
       'encryption_key_checks',
       'segment_members',
