@@ -12,6 +12,7 @@ import { createDomainDrainer } from '../src/modules/outbound/domain-drain.ts';
 import { createSentRecorder } from '../src/modules/outbound/sent-recorder.ts';
 import { createRelay, type Relay } from '../src/modules/outbound/relay.ts';
 import { createWorkerSandboxRelay } from '../src/modules/sandbox/sandbox-relay.ts';
+import type { Egress } from '../src/modules/egress/egress.ts';
 
 export interface SendActivityDeps {
   orm: MikroORM;
@@ -26,6 +27,8 @@ export interface SendActivityDeps {
   relay?: Relay;
   /** Where test keys' mail goes (src/modules/sandbox/); built from the configuration when absent. */
   sandboxRelay?: Relay;
+  /** Egress IP pools (src/modules/egress/); none: every delivery takes the default route. */
+  egress?: Egress | null;
 }
 
 /**
@@ -57,6 +60,7 @@ export function createSendActivities(deps: SendActivityDeps) {
       }
     },
     recorder: createSentRecorder({ orm: deps.orm }),
+    egress: deps.egress ?? null,
   });
   const drainer = createDomainDrainer({ orm: deps.orm, config: deps.config, delivery, wakes: deps.queueWakes, logger: deps.logger });
   return {

@@ -26,6 +26,8 @@ import { createSuppressionsService } from './modules/suppressions/suppressions.s
 import { createStreamsRoutes } from './modules/streams/streams.routes.ts';
 import { createStreamsService } from './modules/streams/streams.service.ts';
 import { createDomainsRoutes } from './modules/domains/domains.routes.ts';
+import { createDomainPoolRoutes } from './modules/egress/domain-pool.routes.ts';
+import { createDomainPoolService } from './modules/egress/domain-pool.service.ts';
 import { createDomainsService } from './modules/domains/domains.service.ts';
 import { createDmarcRoutes } from './modules/dmarc/dmarc.routes.ts';
 import { createDmarcService } from './modules/dmarc/dmarc.service.ts';
@@ -103,6 +105,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     warmup: createWarmupService({ orm: deps.orm }),
     reputation: createReputationService({ orm: deps.orm }),
     trackingDomains: createTrackingDomains({ orm: deps.orm, dns, publicUrl: deps.config.http.publicUrl }),
+    domainPools: createDomainPoolService({ orm: deps.orm, egress: deps.config.egress }),
     orgs: createOrgsService({ orm: deps.orm }),
     contactImports: createContactImportsService({ orm: deps.orm, blobs, temporal: deps.temporal, config: deps.config }),
     contacts,
@@ -147,6 +150,7 @@ export function createRoutes(services: ApiServices, cursors: CursorCodec): AnyRo
     ...createDmarcRoutes({ dmarc: services.dmarc, cursors }),
     ...createWarmupRoutes({ warmup: services.warmup, reputation: services.reputation }),
     ...createTrackingDomainsRoutes({ tracking: services.trackingDomains }),
+    ...createDomainPoolRoutes({ pools: services.domainPools }),
     // Before the contacts' /contacts/:id, which would otherwise take `imports` for an id.
     ...createContactImportsRoutes({ imports: services.contactImports, cursors }),
     ...createContactsRoutes({ contacts: services.contacts, cursors }),

@@ -7,6 +7,7 @@ import { schemasOf } from './settings/setting.ts';
 import { parseDuration, parseRetrySchedule } from './settings/value-schemas.ts';
 import { resolveRelayTls, type RelayTlsSettings } from './smtp/tls-policy.ts';
 import { resolveTemporalTls } from './settings/temporal-tls.ts';
+import { egressSettings } from './settings/egress-pools.ts';
 
 export { parseDuration, parseRetrySchedule };
 
@@ -125,6 +126,9 @@ function buildConfig(env: Env) {
     SMTP_MTA_STS_PORT,
     SMTP_DIRECT_CA_FILE,
     SMTP_DIRECT_ALLOW_PRIVATE_TARGETS,
+    EGRESS_POOLS,
+    EGRESS_DEFAULT_POOL,
+    EGRESS_STREAM_POOLS,
     BOUNCE_DOMAIN,
     SPF_INCLUDE,
     BLOB_STORE,
@@ -202,6 +206,8 @@ function buildConfig(env: Env) {
     S3_KEY_PREFIX,
   });
   if (Array.isArray(blobStore)) throw new ConfigError(blobStore);
+  const egress = egressSettings({ EGRESS_POOLS, EGRESS_DEFAULT_POOL, EGRESS_STREAM_POOLS });
+  if (Array.isArray(egress)) throw new ConfigError(egress);
   const prefix = TEMPORAL_TASK_QUEUE_PREFIX;
   return {
     env: NODE_ENV,
@@ -303,6 +309,8 @@ function buildConfig(env: Env) {
             allowPrivateTargets: SMTP_DIRECT_ALLOW_PRIVATE_TARGETS,
           }
         : { mode: 'relay' as const },
+    /** Egress IP pools: the source addresses deliveries bind to (EGRESS_*; src/modules/egress/). */
+    egress,
     relayUrl: SMTP_RELAY_URL,
     /** SANDBOX_RELAY_URL and its TLS (the URL's default policy); null: the in-process simulator. */
     sandboxRelay: SANDBOX_RELAY_URL && sandboxTls ? { url: SANDBOX_RELAY_URL, tls: sandboxTls } : null,

@@ -21,6 +21,9 @@ import { createOffloadPool, type OffloadPool } from './offload/offload-pool.ts';
 import { createDirectRelay } from './modules/outbound/direct-relay.ts';
 import { createDestinationShaper } from './modules/outbound/shaping/destination-shaper.ts';
 import { createRedis } from './redis/client.ts';
+import { checkEgressAddresses } from './modules/egress/bindable.ts';
+import { createEgress } from './modules/egress/egress.ts';
+import { egressAddresses } from './settings/egress-pools.ts';
 import { createMtaSts } from './modules/outbound/mta-sts.ts';
 import { readTrustedAuthorities } from './modules/outbound/relay-tls.ts';
 import { describeRelayTls } from './smtp/tls-policy.ts';
@@ -114,8 +117,10 @@ const COMPOSER_HEAP = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 
  * How this worker's messages leave: the pooled relay (SMTP_RELAY_URL) on a thread of its own
  * that also composes and signs them, or direct delivery to each recipient domain's MX
  * (SMTP_DELIVERY=direct) from this thread, with messages composed and signed on the offload thread.
+ * Returns the factory: called without an address for the default route, with one for an egress
+ * pool's address (every connection of that relay leaves from it).
  */
-function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool): Relay {
+function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool): (localAddress?: string) => Relay {
   if (config.delivery.mode === 'direct') {
     const { heloName, port, poolSize, ratePerMinute, shaping, tls, mtaSts, caFile, allowPrivateTargets } = config.delivery;
     logger.info('outbound delivery: direct to MX', {
@@ -132,32 +137,41 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
     const dns = createDnsResolver(config, { cache: { ttlMs: 60_000, maxEntries: 10_000 } });
     // The public roots plus SMTP_DIRECT_CA_FILE's authorities; Node's own roots when unset.
     const ca = caFile ? readTrustedAuthorities(caFile, 'SMTP_DIRECT_CA_FILE') : undefined;
-    const direct = createDirectRelay({
-      dns,
-      heloName,
-      port,
-      poolSize,
-      ratePerMinute,
-      tls,
-      ...(ca ? { ca } : {}),
-      mtaSts: mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port, allowPrivateTargets }) : null,
-      allowPrivateTargets,
-      shaper: createDestinationShaper({ redis: createRedis(config, logger), settings: shaping, logger }),
-      logger,
-    });
-    return composedElsewhere(direct, (message, envelope) => offload.composeMessage(message, envelope), logger);
+    const policies = mtaSts ? createMtaSts({ dns, logger, ...(ca ? { ca } : {}), port: mtaSts.port, allowPrivateTargets }) : null;
+    // One shaper for every source address: a destination's limits hold whatever address the mail leaves from.
+    const shaper = createDestinationShaper({ redis: createRedis(config, logger), settings: shaping, logger });
+    return (localAddress) => {
+      const direct = createDirectRelay({
+        dns,
+        heloName,
+        port,
+        poolSize,
+        ratePerMinute,
+        tls,
+        ...(ca ? { ca } : {}),
+        mtaSts: policies,
+        allowPrivateTargets,
+        shaper,
+        logger,
+        ...(localAddress ? { localAddress } : {}),
+      });
+      return composedElsewhere(direct, (message, envelope) => offload.composeMessage(message, envelope), logger);
+    };
   }
   logger.info('outbound relay', { relay: maskRelayUrl(config.relayUrl), tls: describeRelayTls(config.relayTls), thread: true });
-  return createThreadedRelay({
-    settings: {
-      url: config.relayUrl,
-      poolSize: config.sends.relayPoolSize,
-      maxConnections: config.sends.relayMaxConnections,
-      tls: config.relayTls,
-    },
-    resourceLimits: COMPOSER_HEAP,
-    logger,
-  });
+  // One relay thread per source address: its pooled connections all leave from that address.
+  return (localAddress) =>
+    createThreadedRelay({
+      settings: {
+        url: config.relayUrl,
+        poolSize: config.sends.relayPoolSize,
+        maxConnections: config.sends.relayMaxConnections,
+        tls: config.relayTls,
+        ...(localAddress ? { localAddress } : {}),
+      },
+      resourceLimits: COMPOSER_HEAP,
+      logger,
+    });
 }
 
 /**
@@ -192,6 +206,8 @@ async function connectWorkerToTemporal(
  * exist before polling, then starts its background loops (one list, stopped in reverse order).
  */
 export async function startWorker(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningWorker> {
+  // An egress address this host does not have fails here, once, rather than in every delivery.
+  await checkEgressAddresses(egressAddresses(config.egress));
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   const { temporal, connection } = await connectWorkerToTemporal(config, logger).catch(async (error: unknown) => {
     if (!shared.orm) await orm.close();
@@ -199,8 +215,10 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
   });
   // Composes and DKIM-signs outgoing messages off the event loop (direct delivery; a relay has its own thread).
   const offload = createOffloadPool({ resourceLimits: COMPOSER_HEAP });
-  // One pooled SMTP transport to the relay per worker process.
-  const smtpRelay = outboundDelivery(config, logger, offload);
+  // One pooled SMTP transport to the relay per worker process (and one per egress source address).
+  const relayFrom = outboundDelivery(config, logger, offload);
+  const smtpRelay = relayFrom();
+  const egress = createEgress({ orm, settings: config.egress, relayFrom: (address) => relayFrom(address) });
   // One client on the workers' connection for the loops and activities that wake actors.
   const client = new Client({ connection, namespace: config.temporal.namespace });
   // The process's one LISTEN connection: drains' wake-ups and the webhook fan-out's.
@@ -217,6 +235,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     orm,
     relay: smtpRelay,
     sandboxRelay,
+    egress,
     dns: createDnsResolver(config),
     config,
     blobs,
@@ -272,6 +291,7 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     .then(async () => {
       reportQueuesFrom(null);
       smtpRelay.close();
+      egress.close();
       sandboxRelay.close();
       blobs?.close();
       await offload.close();

@@ -42,6 +42,8 @@ export const DomainSchema = defineEntity({
     /** The UTC day the step was last evaluated (once per day), and what that evaluation found. */
     warmupEvaluatedOn: p.date().nullable(),
     warmupLast: p.json<Record<string, unknown>>().nullable(),
+    /** The egress IP pool its mail leaves from (a name in EGRESS_POOLS); null: the default pool or route. */
+    ipPool: p.string().length(63).nullable(),
     verifiedAt: p.datetime().nullable(),
     /** What the last DNS check found, per record (spf, dkim, dmarc, return_path). */
     dnsCheck: p.json<Record<string, unknown>>().defaultRaw(`'{}'`),

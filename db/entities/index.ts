@@ -22,3 +22,4 @@ export * from './dashboard.ts';
 export * from './encryption-key-check.ts';
 export * from './dmarc.ts';
 export * from './message-stream.ts';
+export * from './egress-address-day.ts';

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { parseTrustedProxies } from '../http/trusted-proxies.ts';
 import { SMTP_TLS_POLICIES } from '../smtp/tls-policy.ts';
+import { parseEgressPools, parseStreamPools } from './egress-pools.ts';
 import { setting } from './setting.ts';
 import { SEARCH_ATTRIBUTE_MODES } from './temporal-tls.ts';
 import {
@@ -167,6 +168,15 @@ export const SERVER_SETTINGS = {
   SMTP_DIRECT_ALLOW_PRIVATE_TARGETS: setting(
     flag(false),
     'direct delivery may connect to MX hosts and MTA-STS policy hosts on loopback/private/link-local addresses (the webhook address policy; the dev stack and tests turn it on); off, a domain whose MX hosts have only such addresses is deferred, then fails',
+  ),
+  EGRESS_POOLS: setting(
+    checkedBy(parseEgressPools, ''),
+    'named pools of this host\'s source addresses for outbound SMTP, `name=addr,addr;name=addr` (docs/deliverability.md, "Egress IP pools"); the worker refuses to start when one cannot be bound; empty: no pools',
+  ),
+  EGRESS_DEFAULT_POOL: setting(text(''), "the pool of a domain that picked none (empty: the host's default source address)"),
+  EGRESS_STREAM_POOLS: setting(
+    checkedBy(parseStreamPools, ''),
+    'message stream → pool for domains that picked none, `stream=pool;stream=pool` (e.g. `broadcast=bulk`)',
   ),
   BOUNCE_DOMAIN: setting(
     text('bounces.herald.localhost'),

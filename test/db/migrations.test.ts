@@ -47,6 +47,7 @@ describe('migrations', () => {
       'dmarc_reports',
       'domain_daily_sends',
       'domains',
+      'egress_address_days',
       'email_event_counts',
       'email_events',
       'email_recipients',
@@ -76,7 +77,7 @@ describe('migrations', () => {
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
     // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
     // (automation, contact); automation_stat_shards by (automation, shard); automation_date_occurrences by (automation, contact, day);
-    // encryption_key_checks by its name; dmarc_addresses by its domain.
+    // encryption_key_checks by its name; dmarc_addresses by its domain; egress_address_days by (address, day).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
       'actor_leases',
       'automation_date_occurrences',
@@ -86,6 +87,7 @@ describe('migrations', () => {
       'credit_shards',
       'dmarc_addresses',
       'domain_daily_sends',
+      'egress_address_days',
       'email_event_counts',
       'encryption_key_checks',
       'segment_members',

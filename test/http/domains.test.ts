@@ -70,6 +70,7 @@ describe('GET /api/v1/domains', () => {
       verified: false,
       isDefault: true,
       domainSource: 'operator',
+      ip_pool: null,
       deliverability: {
         status: 'pending',
         last_checked_at: null,

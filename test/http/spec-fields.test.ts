@@ -87,6 +87,8 @@ const SPEC = {
 /** Herald's additions to the spec's Inbox message (marked as extensions in OpenAPI), in lists and on GET by id. */
 const INBOX_EXTENSIONS = ['cc', 'kind', 'auth_results', 'email_id', 'sent_at', 'read', 'read_at', 'starred', 'tags'];
 const INBOX_DETAIL_EXTENSIONS = [...INBOX_EXTENSIONS, 'html', 'in_reply_to', 'replies'];
+/** Herald's additions to the spec's Domain option: `ip_pool` (egress IP pools), `warmup` (automatic warm-up). */
+const DOMAIN_EXTENSIONS = ['ip_pool', 'warmup'];
 
 const keys = (value: unknown) => Object.keys(value as object).sort();
 const sorted = (list: string[]) => [...list].sort();
@@ -145,8 +147,7 @@ describe("responses carry exactly the spec's field names and casing", () => {
     const domain = await domains.addDomain({ orgId: h.workspace.org.id, domain: 'fields.example.com', verified: true });
     await domains.addSender({ domainId: domain.id, email: 'hi@fields.example.com', name: 'Fields' });
     const [option] = (await ok('GET', '/api/v1/domains')) as { sender_options: unknown[] }[];
-    // `warmup` is Herald's extension (automatic warm-up, docs/deliverability.md).
-    expect(keys(option)).toEqual(sorted([...SPEC.domainOption, 'warmup']));
+    expect(keys(option)).toEqual(sorted([...SPEC.domainOption, ...DOMAIN_EXTENSIONS]));
     expect(keys(option!.sender_options[0])).toEqual(sorted(SPEC.senderOption));
 
     const segment = (await ok('POST', '/api/v1/segments', { name: 'Audience' })) as { _id: string };

@@ -327,6 +327,7 @@ describe('loadConfig', () => {
       delivery: { mode: 'relay' },
       relayUrl: 'smtp://127.0.0.1:2526',
       sandboxRelay: null,
+      egress: { pools: {}, defaultPool: null, streamPools: {} },
       relayTls: { policy: 'opportunistic', source: 'loopback' },
       bounceDomain: 'bounces.herald.localhost',
       spfInclude: 'spf.herald.localhost',

@@ -49,7 +49,7 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry(
     'domains:write',
     'public',
-    "Change a domain's settings (DMARC report address, warm-up, tracking host) and the warm-up plan (Herald extension)",
+    "Change a domain's settings (egress IP pool, DMARC report address, warm-up, tracking host) and the warm-up plan (Herald extension)",
   ),
   entry('streams:read', 'public', 'Read message streams and their budgets (Herald extension)'),
   entry('streams:write', 'public', 'Create, update and delete message streams (Herald extension)'),

@@ -8,6 +8,7 @@ import { csrfField, layout, message, when } from './dashboard.pages.ts';
 import type { ReputationStatus } from '../reputation/reputation.service.ts';
 import type { WarmupView } from '../warmup/warmup.serializer.ts';
 import { reputationBanner, warmupSection } from './dashboard-warmup.pages.ts';
+import { domainPoolSection } from './dashboard-domain-pool.pages.ts';
 
 /** How often the page of a pending domain reloads itself, in seconds. */
 export const PENDING_RELOAD_SECONDS = 30;
@@ -97,6 +98,8 @@ export interface DomainPageModel {
   reputation?: ReputationStatus;
   /** Where a tracking host's CNAME points (the tracking block, dashboard-domain-tracking.ts). */
   trackingCnameTarget?: string;
+  /** The egress IP pools a domain may pick (EGRESS_POOLS); the picker is shown only when there are some. */
+  pools?: readonly string[];
 }
 
 /** A value with its copy button (assets/dashboard.js copies the element's text). */
@@ -155,6 +158,7 @@ export function domainPage(model: DomainPageModel): string {
 !${sendersSection(model)}
 <p><a href="/dashboard/domains/${domain.id}/dmarc">DMARC reports: who sends as ${domain.domain}</a></p>
 !${model.trackingCnameTarget ? trackingSection(domain, signedIn.csrfToken, model.trackingCnameTarget) : ''}
+!${model.pools && model.pools.length > 0 ? domainPoolSection({ signedIn, domain, pools: model.pools }) : ''}
 <section aria-labelledby="delete-title" class="card">
   <h2 id="delete-title">Delete this domain</h2>
   !${

@@ -16,6 +16,7 @@ import { domainTrackingRoutes } from './dashboard-domain-tracking.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
 import { domainWarmupRoutes } from './dashboard-warmup.routes.ts';
+import { domainPoolRoutes } from './dashboard-domain-pool.routes.ts';
 
 /**
  * The domains pages of the dashboard (/dashboard/domains): the workspace's domains, adding one
@@ -50,6 +51,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
           domain: found.domain,
           senders: found.senders,
           records: deliverabilityRecords(found.domain, config),
+          pools: services.domainPools.poolNames(),
           reloading,
           warmup: (await services.warmup.describe(signedIn.orgId, [found.domain])).get(found.domain.id),
           reputation: await services.reputation.status(signedIn.orgId),
@@ -87,6 +89,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
         warmup: 'The warm-up was saved.',
         tracking: 'The tracking host was saved and checked.',
         'tracking-invalid': 'The tracking host must be a subdomain of this domain, such as track.<domain>.',
+        pool: 'The egress IP pool was saved.',
       };
       const notice = notices[one(ctx.query.done)];
       await renderDomain(ctx, 200, notice ? { notice } : {});
@@ -94,6 +97,7 @@ export function domainsArea(services: ApiServices): DashboardArea {
 
     domainCheckRoutes(router, kit, domainChecks);
     domainSenderRoutes(router, kit, domains, renderDomain);
+    domainPoolRoutes(router, kit, services.domainPools, renderDomain);
     domainDeleteRoutes(router, kit, services.domainRemoval);
     domainWarmupRoutes(router, kit, services.warmup, renderDomain);
     domainTrackingRoutes(router, kit, services.trackingDomains);

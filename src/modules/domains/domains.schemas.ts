@@ -19,6 +19,8 @@ export const DomainOptionResponse = v.object({
   verified: v.boolean(),
   isDefault: v.boolean(),
   domainSource: v.string(),
+  /** Herald extension: the egress IP pool the domain's mail leaves from (null: the default). */
+  ip_pool: v.nullable(v.string()),
   deliverability: v.object({
     status: v.picklist(DOMAIN_STATUSES),
     last_checked_at: v.nullable(Timestamp),

@@ -13,6 +13,7 @@ export function serializeDomainOption(domain: Domain, senders: SenderIdentity[],
     verified,
     isDefault: domain.isDefault,
     domainSource: domain.source,
+    ip_pool: domain.ipPool ?? null,
     deliverability: {
       status: domain.status,
       last_checked_at: domain.lastCheckedAt ? domain.lastCheckedAt.toISOString() : null,

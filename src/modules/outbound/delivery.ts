@@ -22,6 +22,7 @@ import { BuildFailure, createMessageBuilder, type MessageSource } from './messag
 import type { SentRecorder } from './sent-recorder.ts';
 import { bounceHostOf } from '../sends/sends.fns.ts';
 import { createVerpSigner } from './verp.ts';
+import type { Egress } from '../egress/egress.ts';
 
 export interface DeliverInput {
   orgId: string;
@@ -35,6 +36,8 @@ export interface DeliverResult {
   /** `sending` while deferred recipients remain. */
   status: EmailStatus;
   handoff: HandoffResult;
+  /** Not attempted: its egress pool has no room today; due again then (no attempt, no event). */
+  heldUntil?: Date;
 }
 
 export interface EmailDeliveryDeps {
@@ -48,6 +51,8 @@ export interface EmailDeliveryDeps {
   heartbeat?: () => void;
   /** Records attempts the relay accepted whole in group commits (the domain drain's fast path). */
   recorder?: SentRecorder;
+  /** Egress IP pools (src/modules/egress/): the source address each non-sandbox delivery leaves from. */
+  egress?: Egress | null;
 }
 
 /** An email as an attempt sees it. */
@@ -230,6 +235,13 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     nextDelayMs: number | null,
   ): Promise<DeliverResult> {
     const pending = recipients.filter((r) => isPending(r.status));
+    const { egress } = deps;
+    const source =
+      egress?.enabled && !email.sandbox
+        ? await egress.choose(orgId, email.domain, pending.length, email.broadcastId ? 'broadcast' : 'transactional')
+        : ({ kind: 'default' } as const);
+    if (source.kind === 'held')
+      return { status: 'sending', handoff: { outcome: 'deferred', response: source.reason }, heldUntil: source.until };
     let message: Mail.Options;
     const built = sendStepDuration.startTimer({ step: 'build' });
     try {
@@ -246,7 +258,8 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     try {
       // A test key's email never reaches a real relay, whatever else is configured.
       const relay = email.sandbox ? deps.sandboxRelay : deps.relay;
-      result = await relay.send(message, { from: returnPath(email.id, email.domain), to: pending.map((r) => r.email) });
+      const envelope = { from: returnPath(email.id, email.domain), to: pending.map((r) => r.email) };
+      result = source.kind === 'address' && egress ? await egress.send(source, message, envelope) : await relay.send(message, envelope);
     } finally {
       relayed();
       if (beat) clearInterval(beat);

@@ -34,6 +34,8 @@ export interface DirectDeliveryOptions {
   allowPrivateTargets: boolean;
   /** Per-destination limits shared by the workers (shaping/destination-shaper.ts); null or absent: none. */
   shaper?: DestinationShaper | null;
+  /** The source address every connection binds to (an egress pool's); the OS chooses when absent. */
+  localAddress?: string;
 }
 
 /** Where a domain's mail goes: addresses to try in order, or why there is nowhere (permanent or not). */
@@ -158,6 +160,7 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
       host: host.address,
       port: options.port,
       name: options.heloName,
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
       ...tls.transport,
       maxConnections: options.poolSize,
       maxMessages: 100,

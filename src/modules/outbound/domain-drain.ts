@@ -128,7 +128,15 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
         run.count('skipped');
         return;
       }
-      let { status } = await delivery.deliverClaimed(message, nextDelayMs);
+      const delivered = await delivery.deliverClaimed(message, nextDelayMs);
+      if (delivered.heldUntil) {
+        // Its egress pool has no room today: it waits for the next day, whatever the retry window says.
+        await queue.reschedule(email.orgId, email.id, delivered.heldUntil);
+        run.count('deferred', email.dueMs);
+        tally.lastOutcome = 'held';
+        return;
+      }
+      let { status } = delivered;
       if (status === 'sending' && nextDelayMs === null) status = (await delivery.expire({ orgId: email.orgId, emailId: email.id })).status;
       // A settled email left the queue in its own record (next_attempt_at null); one still sending is due again at its retry.
       if (status === 'sending')

@@ -15,6 +15,8 @@ export interface RelayThreadSettings {
   /** SMTP_RELAY_MAX_CONNECTIONS: how far the pool may grow while the relay accepts (absent: a fixed pool). */
   maxConnections?: number;
   tls: RelayTlsSettings;
+  /** The source address of the thread's connections (an egress pool's); the OS chooses when absent. */
+  localAddress?: string;
 }
 
 /** A message for the thread: one it composes and signs itself, or bytes composed here. */

@@ -31,6 +31,7 @@ const relay = createRelay({
   ...(settings.maxConnections ? { maxConnections: settings.maxConnections } : {}),
   tls: settings.tls,
   logger,
+  localAddress: settings.localAddress,
 });
 
 async function send(task: RelayThreadTask): Promise<RelayResult> {

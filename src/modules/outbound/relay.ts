@@ -146,6 +146,8 @@ export function createRelay(options: {
   maxConnections?: number;
   tls: RelayTlsSettings;
   logger: Logger;
+  /** The source address every connection binds to (an egress pool's); the OS chooses when absent. */
+  localAddress?: string | undefined;
 }): Relay {
   const url = new URL(options.url);
   const maxConnections = Math.max(options.poolSize, options.maxConnections ?? options.poolSize);
@@ -158,6 +160,7 @@ export function createRelay(options: {
     port,
     ...buildTransportTls(tls, url.protocol === 'smtps:'),
     ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
+    ...(options.localAddress ? { localAddress: options.localAddress } : {}),
     maxConnections,
     maxMessages: 1000,
     connectionTimeout: 15_000,
