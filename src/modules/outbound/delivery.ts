@@ -56,7 +56,7 @@ export interface EmailDeliveryDeps {
 }
 
 /** An email as an attempt sees it. */
-type AttemptedEmail = MessageSource & { domain: string; broadcastId?: string | null; sandbox: boolean };
+type AttemptedEmail = MessageSource & { domain: string; broadcastId?: string | null; sandbox: boolean; stream?: string };
 
 /** A recipient of an email as an attempt sees it. */
 export interface SendRecipient {
@@ -74,6 +74,8 @@ export interface ClaimedSend extends MessageSource {
   broadcastId: string | null;
   /** Accepted with a test key: goes to the sandbox relay, the final hop. */
   sandbox: boolean;
+  /** Its message stream (an egress pool may be chosen per stream). */
+  stream?: string;
   /** This attempt's number. */
   handoffAttempts: number;
   recipients: SendRecipient[];
@@ -238,7 +240,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const { egress } = deps;
     const source =
       egress?.enabled && !email.sandbox
-        ? await egress.choose(orgId, email.domain, pending.length, email.broadcastId ? 'broadcast' : 'transactional')
+        ? await egress.choose(orgId, email.domain, pending.length, email.stream ?? (email.broadcastId ? 'broadcast' : 'transactional'))
         : ({ kind: 'default' } as const);
     if (source.kind === 'held')
       return { status: 'sending', handoff: { outcome: 'deferred', response: source.reason }, heldUntil: source.until };

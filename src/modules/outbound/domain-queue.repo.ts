@@ -104,6 +104,7 @@ interface ClaimedRow {
   recipients: SendRecipient[];
   broadcast_id: string | null;
   sandbox: boolean;
+  stream: string;
   broadcast: Omit<BroadcastContent, 'tracking'> | null;
   due_at_text: string;
   track_opens: boolean;
@@ -148,6 +149,7 @@ function toClaimed(row: ClaimedRow): ClaimedEmail {
     dueMs: row.due_ms,
     broadcastId: row.broadcast_id,
     sandbox: row.sandbox,
+    stream: row.stream,
     broadcast: row.broadcast && { ...row.broadcast, tracking: { opens: row.track_opens, clicks: row.track_clicks } },
     tracking: { opens: row.track_opens, clicks: row.track_clicks },
     trackingHost: row.tracking_host,
@@ -234,7 +236,7 @@ export function createDomainQueue(orm: MikroORM) {
            returning count
          )
          select e.id, e.org_id, e.domain_id, e.domain, e.from_email, e.from_name, e.reply_to, e.subject, e.html, e.text,
-                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id, e.sandbox, e.track_opens, e.track_clicks,
+                e.headers, e.attachments, e.message_id, e.handoff_attempts, e.broadcast_id, e.sandbox, e.stream, e.track_opens, e.track_clicks,
                 (select d.tracking_host from domains d where d.id = e.domain_id and d.org_id = e.org_id and d.tracking_verified_at is not null) as tracking_host,
                 (extract(epoch from e.scheduled_at) * 1000)::float8 as scheduled_ms,
                 (extract(epoch from e.created_at) * 1000)::float8 as created_ms,
