@@ -70,7 +70,7 @@ describe('poolFor', () => {
 describe('the address warm-up plan', () => {
   it("follows Resend's new-domain days (150 on day 1, 2,000 on day 7), then rises to no cap", () => {
     expect([1, 2, 3, 4, 5, 6, 7].map((day) => addressDailyCap(day))).toEqual([150, 250, 400, 700, 1_000, 1_500, 2_000]);
-    expect(addressDailyCap(ADDRESS_WARMUP_PLAN.length)).toBe(10_000);
+    expect(addressDailyCap(ADDRESS_WARMUP_PLAN.length)).toBe(50_000);
     expect(addressDailyCap(ADDRESS_WARMUP_PLAN.length + 1)).toBeNull();
   });
 

@@ -1,11 +1,13 @@
+import { DEFAULT_WARMUP_PLAN } from '../warmup/warmup.fns.ts';
+
 /**
- * The warm-up plan of one egress source address (not of a domain: the domain warm-up plan is
- * separate; the two can share a shape later). Messages per UTC day by warm-up day, day 1 being
- * the first day the address carried mail. Days 1–7 are Resend's published plan for a new
- * domain (150 → 2,000); days 8–11 continue with the upper steps of its plan for an established
- * one (2,500 → 10,000); from day 12 the address is warm and uncapped.
+ * The warm-up plan of one egress source address: messages per UTC day by warm-up day, day 1
+ * being the first day the address carried mail. It is the default plan of a new domain
+ * (src/modules/warmup/warmup.fns.ts: Resend's first week, 150 → 2,000, then up to 50,000) taken
+ * one day at a time: an address has no bounce history of its own to hold a step on, so it
+ * advances by the calendar; past the last day it is warm and uncapped.
  */
-export const ADDRESS_WARMUP_PLAN: readonly number[] = [150, 250, 400, 700, 1_000, 1_500, 2_000, 2_500, 5_000, 7_500, 10_000];
+export const ADDRESS_WARMUP_PLAN: readonly number[] = DEFAULT_WARMUP_PLAN.new_domain;
 
 /** The daily cap of an address on warm-up day `day` (1-based); null once the plan is over (full volume). */
 export function addressDailyCap(day: number, plan: readonly number[] = ADDRESS_WARMUP_PLAN): number | null {
