@@ -221,6 +221,9 @@ export function createOrmConfig(options: OrmOptions) {
     entities: ENTITY_SCHEMAS,
     extensions: [Migrator],
     pool: { min: 0, max: options.poolMax ?? 10, idleTimeoutMillis: 30_000 },
+    // A connection that cannot be made (or a pool slot not freed) within 5 s fails the statement,
+    // which is answered as "database unavailable", instead of holding the request forever.
+    driverOptions: { connectionTimeoutMillis: 5_000 },
     debug: options.debug ?? false,
     forceUtcTimezone: true,
     filters: {
