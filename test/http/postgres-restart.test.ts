@@ -1,4 +1,5 @@
 import { createTransport } from 'nodemailer';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransactionalEmail } from '../../db/entities/index.ts';
 import { migrateUp } from '../../db/migrate.ts';
@@ -40,6 +41,7 @@ describe('PostgreSQL restarted under load', () => {
   let stack: TestStack;
   let orm: MikroORM;
   let api: RunningApi;
+  let apiOrm: MikroORM;
   let smtp: RunningSmtp;
   let key: string;
   let domain: string;
@@ -64,7 +66,8 @@ describe('PostgreSQL restarted under load', () => {
     key = workspace.key;
     domain = (await addSendingDomain(orm, workspace.org.id, { domain: 'blink.example.com' })).domain;
     await setCredits(orm, workspace.org.id, 1_000_000);
-    api = await startApi(config, logger.child({ process: 'api' }));
+    apiOrm = await createOrm({ databaseUrl, poolMax: 5 });
+    api = await startApi(config, logger.child({ process: 'api' }), { orm: apiOrm });
     smtp = await startSmtp(config, logger.child({ process: 'smtp' }), { blobs: null });
     const request = apiClient(api.url, key);
     const record = (kind: Outcome['kind'], response: ApiResponse) => {
@@ -89,6 +92,7 @@ describe('PostgreSQL restarted under load', () => {
     await load?.catch(() => {});
     await smtp?.close();
     await api?.close();
+    await apiOrm?.close();
     await orm?.close();
     await stack?.close();
     await pg?.destroy();
@@ -143,6 +147,13 @@ describe('PostgreSQL restarted under load', () => {
       expect((o.body.error?.details as { reason?: string } | undefined)?.reason).toBe('DATABASE_UNAVAILABLE');
       expect(o.retryAfter, JSON.stringify(o.body)).toMatch(/^[1-9]\d*$/);
     }
+  });
+
+  it('has every connection of the api back in its pool (none left checked out by a failed request)', async () => {
+    const pool = (await apiOrm.driver.getConnection().getNativeClient()) as pg.Pool;
+    console.log('POOL', pool.totalCount, pool.idleCount, pool.waitingCount);
+    expect(pool.waitingCount).toBe(0);
+    expect(pool.idleCount).toBe(pool.totalCount);
   });
 
   it('lost nothing it accepted', async () => {
