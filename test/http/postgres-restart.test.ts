@@ -151,7 +151,6 @@ describe('PostgreSQL restarted under load', () => {
 
   it('has every connection of the api back in its pool (none left checked out by a failed request)', async () => {
     const pool = (await apiOrm.driver.getConnection().getNativeClient()) as pg.Pool;
-    console.log('POOL', pool.totalCount, pool.idleCount, pool.waitingCount);
     expect(pool.waitingCount).toBe(0);
     expect(pool.idleCount).toBe(pool.totalCount);
   });
