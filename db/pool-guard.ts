@@ -18,7 +18,7 @@ export function guardPool(pool: Pool): void {
   pool.on('connect', (client) => {
     client.once('end', () => {
       if (!checkedOut.has(client)) return;
-      const release = client.release;
+      const release = client.release.bind(client);
       client.release = () => {};
       release(new Error('the connection ended while checked out'));
     });

@@ -121,7 +121,7 @@ describe('PostgreSQL restarted under load', () => {
       await pg.stop(mode);
       await waitFor(
         '503s to sends and reads',
-        async () => (servedSince(stopped, 503, 'send') >= 5 && servedSince(stopped, 503, 'read') >= 5) || undefined,
+        () => Promise.resolve((servedSince(stopped, 503, 'send') >= 5 && servedSince(stopped, 503, 'read') >= 5) || undefined),
         30_000,
       );
       expect(await smtpReplyCode(smtp.port)).toBe(451);
@@ -150,7 +150,7 @@ describe('PostgreSQL restarted under load', () => {
   });
 
   it('has every connection of the api back in its pool (none left checked out by a failed request)', async () => {
-    const pool = (await apiOrm.driver.getConnection().getNativeClient()) as pg.Pool;
+    const pool: pg.Pool = await apiOrm.driver.getConnection().getNativeClient();
     expect(pool.waitingCount).toBe(0);
     expect(pool.idleCount).toBe(pool.totalCount);
   });

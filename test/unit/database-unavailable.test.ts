@@ -130,12 +130,11 @@ describe('createDatabaseOutage', () => {
     let up = true;
     const outage = createDatabaseOutage({ logger, probe: () => Promise.resolve({ ok: up }), probeIntervalMs: 1_000 });
     let attempts = 0;
-    outage.whenBack(async () => {
+    outage.whenBack(() => {
       attempts += 1;
-      if (attempts === 1) {
-        up = false;
-        throw serverError('57P01', 'terminating connection due to administrator command');
-      }
+      if (attempts > 1) return Promise.resolve();
+      up = false;
+      return Promise.reject(serverError('57P01', 'terminating connection due to administrator command'));
     });
     await vi.advanceTimersByTimeAsync(0);
     expect(attempts).toBe(1);
