@@ -132,6 +132,13 @@ describe('PostgreSQL restarted under load', () => {
       await pg.start();
       await waitFor('acceptance to resume', () => Promise.resolve(servedSince(restarted, 202, 'send') >= 10 || undefined), 60_000);
       await waitFor('reads to resume', () => Promise.resolve(servedSince(restarted, 200, 'read') >= 10 || undefined), 60_000);
+      // The api's probe (once a second) logs the outage's end; requests may succeed just before it runs.
+      const backLines = () => lines.filter((l) => l.includes('"process":"api"') && l.includes('PostgreSQL back after')).length;
+      await waitFor(
+        'the outage to be logged as over',
+        () => Promise.resolve(backLines() >= (mode === 'fast' ? 1 : 2) || undefined),
+        30_000,
+      );
     }, 180_000);
   }
 
