@@ -3,6 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import type { InferKyselyDB } from '@mikro-orm/sql';
 import type { ColumnType } from 'kysely';
+import { guardPool } from './pool-guard.ts';
 import {
   ApiKey,
   ApiKeySchema,
@@ -243,6 +244,10 @@ export function createOrmConfig(options: OrmOptions) {
     entities: ENTITY_SCHEMAS,
     extensions: [Migrator],
     pool: { min: 0, max: options.poolMax ?? 10, idleTimeoutMillis: 30_000 },
+    // A connection that cannot be made (or a pool slot not freed) within 5 s fails the statement,
+    // which is answered as "database unavailable", instead of holding the request forever.
+    // Connections cut by the server while checked out go back to the pool (db/pool-guard.ts).
+    driverOptions: { connectionTimeoutMillis: 5_000, onPoolCreated: guardPool },
     debug: options.debug ?? false,
     forceUtcTimezone: true,
     filters: {

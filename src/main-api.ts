@@ -19,6 +19,7 @@ import { settingsArea } from './modules/dashboard/dashboard-settings.routes.ts';
 import type { Server } from 'node:http';
 import type { Redis } from 'ioredis';
 import { createOrm, type MikroORM } from '../db/orm.ts';
+import { createDatabaseOutage } from './db/outage.ts';
 import type { Config } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createCursorCodec } from './http/cursor.ts';
@@ -52,6 +53,7 @@ export interface RunningApi {
 export async function startApi(config: Config, logger: Logger, shared: { orm?: MikroORM } = {}): Promise<RunningApi> {
   const orm = shared.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   await orm.connect();
+  const outage = createDatabaseOutage({ logger, probe: () => orm.checkConnection() });
   // Opens on first use: the API serves while Temporal is starting or briefly away.
   const temporal = lazyTemporalClient(config);
   const redis = createRedis(config, logger);
@@ -71,6 +73,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
     idempotency,
     routes,
     offload,
+    outage,
     uploads: createUploadsRouter({ attachments: services.attachments, contactImports: services.contactImports }),
     recipientLinks: createRecipientLinksRouter({
       unsubscribe: createUnsubscribeService({ orm, config }),
@@ -84,6 +87,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       publicUrl: config.http.publicUrl,
       formSentOnce: async (sessionId, nonce) =>
         (await redis.set(redisKeys.dashboardFormSent(sessionId, nonce), '1', 'EX', 86_400, 'NX')) === 'OK',
+      outage,
       workflowsUi: config.temporal.uiUrl ? { url: config.temporal.uiUrl, namespace: config.temporal.namespace } : undefined,
       areas: [
         domainsArea(services),
@@ -124,6 +128,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
         server.closeIdleConnections();
       });
       redis.disconnect();
+      outage.close();
       await offload.close();
       await temporal.close();
       blobs?.close();

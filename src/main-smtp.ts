@@ -1,4 +1,5 @@
 import { createOrm, type MikroORM } from '../db/orm.ts';
+import { createDatabaseOutage, type DatabaseOutage } from './db/outage.ts';
 import type { BlobStore } from './blob/blob-store.ts';
 import { openBlobStore } from './blob/open-blob-store.ts';
 import type { Config } from './config.ts';
@@ -29,7 +30,13 @@ async function startSubmission(
   config: Config,
   listen: NonNullable<Config['submission']>,
   logger: Logger,
-  shared: { orm: MikroORM; blobs: BlobStore | null; temporal: Client; limits?: Partial<SubmissionLimits> | undefined },
+  shared: {
+    orm: MikroORM;
+    blobs: BlobStore | null;
+    temporal: Client;
+    outage: DatabaseOutage;
+    limits?: Partial<SubmissionLimits> | undefined;
+  },
 ): Promise<{ port: number; implicitTlsPort: number | null; close(): Promise<void> }> {
   const redis = createRedis(config, logger);
   const deps = {
@@ -41,6 +48,7 @@ async function startSubmission(
     bucket: createTokenBucket(redis),
     // One guard for both ports: the connection cap counts a client's connections to either.
     guard: createSubmissionGuard(redis, logger, shared.limits),
+    outage: shared.outage,
   };
   const servers = [
     createSubmissionServer(deps),
@@ -70,11 +78,13 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
   const orm = options.orm ?? (await createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }));
   const temporal = lazyTemporalClient(config);
   const blobs = options.blobs === undefined ? await openBlobStore(config, logger, 'smtp') : options.blobs;
+  const outage = createDatabaseOutage({ logger, probe: () => orm.checkConnection() });
   const inbound = createInboundServer({
     config,
     orm,
     logger,
     blobs,
+    outage,
     temporal: temporal.client,
     ...(options.limits ? { limits: options.limits } : {}),
   });
@@ -82,7 +92,13 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
   const port = await listenSmtp(inbound.server, config.smtp.port, config.smtp.host);
   logger.info('smtp listening', { port, host: config.smtp.host });
   const submission = config.submission
-    ? await startSubmission(config, config.submission, logger, { orm, blobs, temporal: temporal.client, limits: options.submissionLimits })
+    ? await startSubmission(config, config.submission, logger, {
+        orm,
+        blobs,
+        temporal: temporal.client,
+        outage,
+        limits: options.submissionLimits,
+      })
     : null;
   return {
     port,
@@ -91,6 +107,7 @@ export async function startSmtp(config: Config, logger: Logger, options: SmtpOpt
     async close() {
       await Promise.all([new Promise<void>((resolve) => inbound.server.close(() => resolve())), submission?.close()]);
       await inbound.settle();
+      outage.close();
       await temporal.close();
       if (options.blobs === undefined) blobs?.close();
       if (!options.orm) await orm.close();

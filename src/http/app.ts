@@ -14,6 +14,7 @@ import { accessLog } from './middleware/access-log.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { errorHandler } from './middleware/error-handler.ts';
+import type { DatabaseOutage } from '../db/outage.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { realClient } from './middleware/real-client.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -40,6 +41,8 @@ export interface AppDeps {
   recipientLinks?: Router<HeraldState>;
   /** The web dashboard for people (/dashboard): its own sessions, HTML pages. */
   dashboard?: Router<HeraldState>;
+  /** PostgreSQL outages, logged once each (src/db/outage.ts); without it each 503 is logged. */
+  outage?: DatabaseOutage;
 }
 
 /**
@@ -61,7 +64,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
   app.use(requestId());
   app.use(requestMetrics());
   app.use(accessLog(deps.logger));
-  app.use(errorHandler(publicUrl, deps.logger));
+  app.use(errorHandler(publicUrl, deps.logger, deps.outage));
   app.use(deps.uploads.routes());
   if (deps.recipientLinks) app.use(deps.recipientLinks.routes());
   if (deps.dashboard) app.use(deps.dashboard.routes());
@@ -102,6 +105,7 @@ export function createApp(deps: AppDeps): Koa<HeraldState> {
     publicUrl,
     logger: deps.logger,
     ...(deps.offload ? { offload: deps.offload } : {}),
+    ...(deps.outage ? { outage: deps.outage } : {}),
   });
   app.use(api.routes());
   app.use(api.allowedMethods());

@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import type { DatabaseOutage } from '../db/outage.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
 import type { OffloadPool } from '../offload/offload-pool.ts';
 import { respond, successEnvelope } from './envelope.ts';
@@ -50,7 +51,7 @@ function refuseNul(value: unknown, location: 'body' | 'query' | 'path'): void {
 export function mountRoutes(
   router: Router<HeraldState>,
   routes: readonly AnyRoute[],
-  deps: { idempotency: IdempotencyStore; publicUrl: string; logger: Logger; offload?: OffloadPool },
+  deps: { idempotency: IdempotencyStore; publicUrl: string; logger: Logger; offload?: OffloadPool; outage?: DatabaseOutage },
 ): void {
   for (const route of routes) {
     const middleware = [requireScope(route.scope), readBody(route, deps.offload)];
@@ -63,6 +64,7 @@ export function mountRoutes(
           logger: deps.logger,
           ...(route.storedResponse ? { storedResponse: route.storedResponse } : {}),
           ...(route.claimInTransaction ? { claimInTransaction: true } : {}),
+          ...(deps.outage ? { outage: deps.outage } : {}),
         }),
       );
     }

@@ -8,6 +8,7 @@ import { ALL_TENANTS } from '../../db/orm.ts';
 import type { BlobStore } from '../blob/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { DatabaseOutage } from '../db/outage.ts';
 import { inboundIntakeActorContract } from '../../workflows/inbound-intake.ts';
 import { createActorWaker } from '../temporal/actor-wake.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
@@ -41,6 +42,8 @@ export interface InboundServerDeps {
   /** Wakes the inbound actor after the 250; null leaves it to the worker's reconciler. */
   temporal: Client | null;
   limits?: Partial<InboundLimits>;
+  /** PostgreSQL outages (src/db/outage.ts): failures they cause answer 451 and are logged once per outage. */
+  outage?: DatabaseOutage;
 }
 
 export interface InboundLimits {
@@ -71,14 +74,14 @@ function envelopeOf(session: SMTPServerSession): InboundEnvelope {
  * second per process, not awaited). If Temporal does not take it, the row stays `received` and
  * due, and the worker's inbound reconciler wakes the actor.
  */
-export function createInboundServer({ config, orm, logger, blobs, temporal, limits = {} }: InboundServerDeps) {
+export function createInboundServer({ config, orm, logger, blobs, temporal, limits = {}, outage }: InboundServerDeps) {
   const { maxBytes, maxRecipients, maxClients }: InboundLimits = {
     maxBytes: MAX_MESSAGE_BYTES,
     maxRecipients: MAX_RECIPIENTS,
     maxClients: MAX_CLIENTS,
     ...limits,
   };
-  const intake = createInboundIntake({ orm, blobs, maxBytes, logger });
+  const intake = createInboundIntake({ orm, blobs, maxBytes, logger, ...(outage ? { outage } : {}) });
   const wakes = new Set<Promise<void>>();
   const tls: Partial<SMTPServerOptions> =
     config.smtp.tlsKeyFile && config.smtp.tlsCertFile
@@ -141,7 +144,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
           callback(reply(550, '5.1.1 Recipient address rejected: unknown domain'));
         },
         (error: unknown) => {
-          logger.error('recipient check failed', { error });
+          if (!outage?.report(error)) logger.error('recipient check failed', { error });
           callback(reply(451, '4.3.0 Temporary failure, try again later'));
         },
       );
@@ -159,7 +162,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
           }
         },
         (error: unknown) => {
-          logger.error('inbound: intake failed', { error });
+          if (!outage?.report(error)) logger.error('inbound: intake failed', { error });
           callback(reply(451, '4.3.0 Temporary failure storing the message, try again later'));
         },
       );

@@ -7,6 +7,7 @@ import { AppError } from '../errors.ts';
 import { parseInput } from '../validation.ts';
 import { requestFingerprint } from '../canonical-json.ts';
 import type { Logger } from '../logger.ts';
+import type { DatabaseOutage } from '../db/outage.ts';
 import type { Authenticator } from '../modules/auth/authenticator.ts';
 import type { KeyContext } from '../modules/auth/key-context.ts';
 import type { IdempotencyStore } from '../modules/idempotency/idempotency.store.ts';
@@ -33,6 +34,8 @@ export interface SubmissionDeps {
   bucket: TokenBucket | null;
   /** Failed-AUTH lockout and the per-address connection cap (src/smtp/submission-guard.ts). */
   guard: SubmissionGuard;
+  /** PostgreSQL outages (src/db/outage.ts): failures they cause answer 4xx and are logged once per outage. */
+  outage?: DatabaseOutage;
 }
 
 const LOCKED_OUT = () => smtpReply(421, '4.7.0 Too many failed authentications from here; try again later');
@@ -70,6 +73,15 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
       ? { ...tlsFiles, secure: true }
       : tlsFiles
     : { hideSTARTTLS: true };
+
+  /** Frees a Message-ID claim whose send failed; during a PostgreSQL outage, once it ends (a claim left running answers the retries 451 until its lock times out). */
+  async function releaseClaim(recordId: string): Promise<void> {
+    const abandon = () => deps.idempotency.abandon(recordId);
+    await abandon().catch((error: unknown) => {
+      if (!deps.outage?.report(error)) throw error;
+      deps.outage.whenBack(abandon);
+    });
+  }
 
   async function accept(session: SMTPServerSession, raw: Buffer): Promise<string> {
     const caller = callerOf(session);
@@ -112,7 +124,7 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
       if (!stored) await deps.idempotency.complete(begun.recordId, 202, { email_id: accepted.email.id });
       return accepted.email.id;
     } catch (error) {
-      if (!stored) await deps.idempotency.abandon(begun.recordId);
+      if (!stored) await releaseClaim(begun.recordId);
       throw error;
     }
   }
@@ -150,7 +162,7 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
           return refuse(smtpReply(535, `5.7.8 Authentication failed: the key lacks the ${SUBMISSION_SCOPE} scope`));
         callback(null, { user: context });
       })().catch((error: unknown) => {
-        logger.error('smtp submission: authentication failed', { error });
+        if (!deps.outage?.report(error)) logger.error('smtp submission: authentication failed', { error });
         callback(smtpReply(454, '4.7.0 Temporary authentication failure'));
       });
     },
@@ -173,7 +185,7 @@ export function createSubmissionServer(deps: SubmissionDeps, options: { implicit
           (error: unknown) => {
             if (error instanceof Error && 'responseCode' in error) return callback(error);
             if (error instanceof AppError) return callback(replyForRefusal(error));
-            logger.error('smtp submission: message not accepted', { error });
+            if (!deps.outage?.report(error)) logger.error('smtp submission: message not accepted', { error });
             callback(smtpReply(451, '4.3.0 Temporary failure, try again later'));
           },
         );

@@ -2,6 +2,8 @@ import { NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/co
 import type { Context, Middleware } from 'koa';
 import type { Logger } from '../../logger.ts';
 import { AppError, type ErrorCode } from '../../errors.ts';
+import type { DatabaseOutage } from '../../db/outage.ts';
+import { databaseUnavailableError, isDatabaseUnavailable } from '../../db/unavailable.ts';
 import { redactPath, redactTokens } from '../redact-path.ts';
 import type { HeraldState } from '../state.ts';
 
@@ -16,9 +18,10 @@ interface HttpishError {
   expose?: boolean;
 }
 
-/** Maps any thrown error to an AppError; unknown errors become internal_error. */
+/** Maps any thrown error to an AppError; PostgreSQL unavailable is 503 service_unavailable; unknown errors become internal_error. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  if (isDatabaseUnavailable(error)) return databaseUnavailableError();
   if (error instanceof UniqueConstraintViolationException) {
     return new AppError('conflict', 'The request conflicts with an existing resource.');
   }
@@ -46,36 +49,37 @@ export function toAppError(error: unknown): AppError {
 /**
  * The error envelope for every failure: `{ok: false, error: {code, message, docs_url,
  * details?}, meta: {request_id}}`. 5xx causes are logged with the request id, never echoed:
- * unexpected failures as errors with their stack, 5xx answers Herald chose as warnings.
+ * unexpected failures as errors with their stack, 5xx answers Herald chose as warnings, and
+ * PostgreSQL being unavailable once per outage (`outage`, src/db/outage.ts), not per request.
  */
-export function errorHandler(publicUrl: string, logger: Logger): Middleware<HeraldState> {
+export function errorHandler(publicUrl: string, logger: Logger, outage?: DatabaseOutage): Middleware<HeraldState> {
   return async (ctx, next) => {
     try {
       await next();
     } catch (error) {
       const appError = toAppError(error);
-      if (appError.status >= 500 && error instanceof AppError) {
-        // A 5xx Herald chose to answer (the relay refused the message, storage not configured):
-        // worth a warning with its reason, not an error with a stack.
-        logger.warn('request answered with a server-side refusal', {
-          requestId: ctx.state.requestId,
-          method: ctx.method,
-          path: redactPath(ctx.path),
-          status: appError.status,
-          code: appError.code,
-          message: redactTokens(appError.message),
-        });
-      } else if (appError.status >= 500) {
-        logger.error('request failed', {
-          requestId: ctx.state.requestId,
-          method: ctx.method,
-          path: redactPath(ctx.path),
-          error,
-        });
-      }
+      // A PostgreSQL outage is logged once for all the requests it fails (src/db/outage.ts).
+      if (!outage?.report(error)) logFailure(logger, ctx, error, appError);
       renderError(ctx, publicUrl, appError);
     }
   };
+}
+
+function logFailure(logger: Logger, ctx: Context & { state: HeraldState }, error: unknown, appError: AppError): void {
+  if (appError.status < 500) return;
+  const request = { requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) };
+  if (error instanceof AppError) {
+    // A 5xx Herald chose to answer (the relay refused the message, storage not configured):
+    // worth a warning with its reason, not an error with a stack.
+    logger.warn('request answered with a server-side refusal', {
+      ...request,
+      status: appError.status,
+      code: appError.code,
+      message: redactTokens(appError.message),
+    });
+  } else {
+    logger.error('request failed', { ...request, error });
+  }
 }
 
 /** The error envelope for an AppError. */

@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
+import type { DatabaseOutage } from '../../db/outage.ts';
 import type { BeginResult, IdempotencyScope, IdempotencyStore } from '../../modules/idempotency/idempotency.store.ts';
 import { newId } from '../../../db/ids.ts';
 import { requestFingerprint } from '../../canonical-json.ts';
@@ -50,6 +51,8 @@ export function idempotency(options: {
   storedResponse?: StoredResponse;
   /** The handler claims the key in its own transaction (RouteDefinition.claimInTransaction). */
   claimInTransaction?: boolean;
+  /** PostgreSQL outages: a claim that cannot be released during one is released when it ends. */
+  outage?: DatabaseOutage;
 }): Middleware<HeraldState> {
   return async (ctx, next) => {
     const key = ctx.get(IDEMPOTENCY_HEADER);
@@ -155,8 +158,13 @@ export function idempotency(options: {
       else if (failure) await options.store.complete(recordId, status, errorEnvelope(ctx.state.requestId, options.publicUrl, failure));
       else await options.store.complete(recordId, status, options.storedResponse ? options.storedResponse.seal(ctx.body) : ctx.body);
     } catch (error) {
-      options.logger.error('idempotency record not saved', { requestId: ctx.state.requestId, error });
-      await options.store.abandon(recordId).catch(() => {});
+      const abandon = () => options.store.abandon(recordId);
+      // Left running, the claim would answer the client's retries 409 until its lock timed out.
+      if (options.outage?.report(error)) options.outage.whenBack(abandon);
+      else {
+        options.logger.error('idempotency record not saved', { requestId: ctx.state.requestId, error });
+        await abandon().catch(() => {});
+      }
     }
     if (original !== undefined) throw original;
   };

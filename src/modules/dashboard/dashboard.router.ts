@@ -6,6 +6,8 @@ import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
 import { AppError, type ErrorCode } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
+import type { DatabaseOutage } from '../../db/outage.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/unavailable.ts';
 import type { KeyContext } from '../auth/key-context.ts';
 import { PUBLIC_SCOPES, SCOPE_CATALOG } from '../auth/scopes.ts';
 import { KEY_NAME_MAX, type WorkspaceKeysService } from '../auth/workspace-keys.service.ts';
@@ -95,6 +97,8 @@ export interface DashboardDeps {
   formSentOnce: (sessionId: string, nonce: string) => Promise<boolean>;
   /** The other areas' pages (domains, emails, automations, webhooks, inbox, metrics, people). */
   areas?: readonly DashboardArea[];
+  /** PostgreSQL outages (src/db/outage.ts): a page that fails for one is a 503 page, logged once per outage. */
+  outage?: DatabaseOutage;
 }
 
 /** The fields of a urlencoded form, a field given several times as its values. */
@@ -245,7 +249,15 @@ export function createDashboardRouter(deps: DashboardDeps): Router<HeraldState> 
 
   router.use(async (ctx, next) => {
     ctx.set(SECURITY_HEADERS);
-    await next();
+    try {
+      await next();
+    } catch (error) {
+      // PostgreSQL down or starting up: a page that says so, not the API's JSON 500.
+      if (!isDatabaseUnavailable(error)) throw error;
+      deps.outage?.report(error);
+      ctx.set('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
+      send(ctx, 503, notePage('Temporarily unavailable', 'Herald cannot reach its database right now. Reload this page in a few seconds.'));
+    }
   });
 
   router.get('/assets/:file', (ctx) => {

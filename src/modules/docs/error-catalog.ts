@@ -134,6 +134,7 @@ export const ERROR_DOCS: Record<ErrorCode, ErrorDoc> = {
     causes: [
       'For example secret encryption or attachment storage is not configured on this server.',
       'A contact import whose upload URL cannot be signed or whose workflow cannot be started (IMPORT_UNAVAILABLE): the same upload URL works again once Temporal answers.',
+      'The database is restarting or unreachable (DATABASE_UNAVAILABLE): any request may get it, with Retry-After; writes sent with an Idempotency-Key are safe to retry.',
     ],
     fix: 'Retry later; operators should check the server configuration.',
   },

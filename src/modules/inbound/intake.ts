@@ -4,6 +4,7 @@ import { InboundMessage } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
+import type { DatabaseOutage } from '../../db/outage.ts';
 import { notifyInboundDrain } from './inbound-queue.repo.ts';
 
 /** What the SMTP conversation says about a message besides its bytes. */
@@ -26,6 +27,8 @@ export interface InboundIntakeDeps {
   blobs: BlobStore | null;
   maxBytes: number;
   logger: Logger;
+  /** PostgreSQL outages: a row that cannot be written during one is logged once per outage. */
+  outage?: DatabaseOutage;
 }
 
 /** `inbound/<yyyy>/<mm>/<dd>/<id>.eml`, by the UTC day of receipt. */
@@ -53,7 +56,7 @@ function drain(stream: Readable): Promise<void> {
  * be written is deleted) so the sender's retry starts clean. Over `maxBytes` the rest of the
  * stream is drained and the result is `too_large`.
  */
-export function createInboundIntake({ orm, blobs, maxBytes, logger }: InboundIntakeDeps) {
+export function createInboundIntake({ orm, blobs, maxBytes, logger, outage }: InboundIntakeDeps) {
   return {
     async receive(stream: Readable, envelope: InboundEnvelope): Promise<IntakeResult> {
       if (!blobs) {
@@ -102,7 +105,7 @@ export function createInboundIntake({ orm, blobs, maxBytes, logger }: InboundInt
           return notifyInboundDrain(em);
         }));
       } catch (error) {
-        logger.error('inbound: recording the raw message failed', { error });
+        if (!outage?.report(error)) logger.error('inbound: recording the raw message failed', { error });
         await blobs
           .delete(key)
           .catch((deleteError: unknown) => logger.error('inbound: could not delete an unrecorded blob', { key, error: deleteError }));
