@@ -454,6 +454,18 @@ describe('herald admin', () => {
       expect(verify.json).toMatchObject({ error: { code: 'service_unavailable' } });
       succeeded.add('domain verify');
 
+      expect((await cli('reputation', 'show', '--org', orgId)).json).toMatchObject({ paused_at: null });
+      expect((await cli('reputation', 'policy', '--org', orgId, '--pause', 'all', '--min-volume', '500')).json).toMatchObject({
+        pause: 'all',
+        min_volume: 500,
+      });
+      await em
+        .getConnection()
+        .execute(`update organizations set reputation_paused_at = now(), reputation_pause = '{"scope":"all"}'::jsonb where id = ?`, [
+          orgId,
+        ]);
+      expect((await cli('reputation', 'resume', '--org', orgId)).json).toMatchObject({ org_id: orgId, resumed_by: 'operator' });
+
       expect((await cli('encryption', 'status')).json).toMatchObject({ key_ids: [expect.stringMatching(/^[0-9a-f]{16}$/)] });
       expect((await cli('encryption', 're-encrypt')).json).toMatchObject({ complete: true });
 

@@ -281,7 +281,13 @@ describe("the dashboard's broadcasts pages", () => {
     const ok = await client.post(`/dashboard/broadcasts/${id}/launch`, { ...once(again.text), when: 'later', at, tracking: 'on' });
     expect(ok.status, ok.text.slice(0, 300)).toBe(303);
     launched.push(id);
-    expect(await row(orgId, id)).toMatchObject({ status: 'scheduled', sandbox: false, tracking: true, scheduledAt: new Date(`${at}:00Z`) });
+    expect(await row(orgId, id)).toMatchObject({
+      status: 'scheduled',
+      sandbox: false,
+      trackOpens: true,
+      trackClicks: true,
+      scheduledAt: new Date(`${at}:00Z`),
+    });
     const page = await client.get(`/dashboard/broadcasts/${id}?done=launched`);
     expect(page.text).toContain('Launched: the counters below follow it.');
     expect(page.text).toMatch(/class="state scheduled"/);
@@ -318,6 +324,6 @@ describe("the dashboard's broadcasts pages", () => {
     const ok = await client.post(`/dashboard/broadcasts/${id}/launch`, { ...once(confirm.text), when: 'later', at: inAnHour() });
     expect(ok.status).toBe(303);
     launched.push(id);
-    expect(await row(h.workspace.org.id, id)).toMatchObject({ status: 'scheduled', sandbox: true, tracking: false });
+    expect(await row(h.workspace.org.id, id)).toMatchObject({ status: 'scheduled', sandbox: true, trackOpens: false, trackClicks: false });
   });
 });

@@ -71,6 +71,7 @@ describe('GET /api/v1/domains', () => {
       isDefault: true,
       domainSource: 'operator',
       ip_pool: null,
+      warmup: expect.objectContaining({ mode: expect.any(String), plan: expect.any(Object) }),
       deliverability: {
         status: 'pending',
         last_checked_at: null,

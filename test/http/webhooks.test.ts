@@ -61,6 +61,7 @@ describe('webhooks API', () => {
         url: 'https://receiver.example.com/herald',
         description: 'Order sync',
         events: ['contact.created', 'email.delivered'],
+        streams: null,
         enabled: true,
         disabled_reason: null,
         created_at: expect.any(String),
@@ -96,7 +97,7 @@ describe('webhooks API', () => {
     });
 
     it('answers 400 listing every unknown event type', async () => {
-      const response = await create(validBody({ events: ['contact.created', 'contact.renamed', 'email.opened'] }));
+      const response = await create(validBody({ events: ['contact.created', 'contact.renamed', 'email.reopened'] }));
       expectError(response, 400, 'invalid_request');
       const fields = fieldsOf(response);
       expect(fields.map((f) => [f.path, f.type])).toEqual([
@@ -104,7 +105,7 @@ describe('webhooks API', () => {
         ['events.2', 'picklist'],
       ]);
       expect(fields[0]!.message).toContain('"contact.renamed"');
-      expect(fields[1]!.message).toContain('"email.opened"');
+      expect(fields[1]!.message).toContain('"email.reopened"');
       expect(response.body.error?.message).toContain('contact.renamed');
     });
 

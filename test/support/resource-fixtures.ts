@@ -130,6 +130,9 @@ function stream(): ResourceFixture {
 export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getDomainDmarc: domain(),
   updateDomainDmarc: domain({ report_local_part: 'reports' }),
+  updateDomainWarmup: domain({ mode: 'off' }),
+  setDomainTrackingHost: domain({ host: null }),
+  checkDomainTrackingHost: domain(),
   listDmarcReports: domain(),
   listDmarcSources: domain(),
   getAutomation: automation(),
@@ -160,7 +163,7 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getInboxThread: { create: async (orm, orgId) => (await insertThread(orm, orgId)).id },
   updateInboxThread: { create: async (orm, orgId) => (await insertThread(orm, orgId)).id, validBody: { archived: true } },
   downloadInboxAttachment: inboxAttachment,
-  updateDomain: { create: async (orm, orgId) => (await addSendingDomain(orm, orgId)).id, validBody: { ip_pool: null } },
+  updateDomain: domain({ ip_pool: null }),
   getEmail: { create: insertScheduledEmail },
   cancelEmail: { create: insertScheduledEmail },
   getWebhook: { create: async (orm, orgId) => (await insertEndpoint(orm, orgId)).id },

@@ -53,6 +53,8 @@ describe('event catalog', () => {
         'email.bounced',
         'email.complained',
         'email.failed',
+        'email.opened',
+        'email.clicked',
         'email.received',
         'automation.run.completed',
         'automation.run.failed',

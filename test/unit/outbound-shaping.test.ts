@@ -122,7 +122,14 @@ describe('shapingOutcomeOf', () => {
     [{ kind: 'unreachable', response: 'ECONNREFUSED' }, 'temporary'],
     [{ kind: 'message_refused', permanent: false, code: 421, response: '421 try later' }, 'temporary'],
     [{ kind: 'message_refused', permanent: true, code: 554, response: '554 no' }, 'accepted'],
-    [{ kind: 'recipients', response: null, recipients: [{ email: 'a@x', accepted: false, code: 451, response: null }] }, 'temporary'],
+    [{ kind: 'message_refused', permanent: false, code: 451, response: '451 4.7.0 rate limited at DATA' }, 'temporary'],
+    // Greylisting or a full mailbox at RCPT says nothing about the destination's load.
+    [{ kind: 'recipients', response: null, recipients: [{ email: 'a@x', accepted: false, code: 451, response: null }] }, 'ignored'],
+    [{ kind: 'recipients', response: null, recipients: [{ email: 'a@x', accepted: false, code: 421, response: null }] }, 'temporary'],
+    [
+      { kind: 'recipients', response: null, recipients: [{ email: 'a@x', accepted: false, code: null, response: 'no host answered' }] },
+      'temporary',
+    ],
     [
       {
         kind: 'recipients',

@@ -44,7 +44,6 @@ export const SCOPE_CATALOG: readonly ScopeEntry[] = [
   entry('templates:read', 'public', 'Read templates'),
   entry('templates:write', 'public', 'Create, update, delete templates'),
   entry('metrics:read', 'public', 'Read metrics summaries'),
-  entry('domains:write', 'public', "Set and check domains' custom tracking hosts (Herald extension)"),
   entry('events:write', 'public', "Record contacts' custom events, which start and resume automations (Herald extension)"),
   entry(
     'domains:write',

@@ -3,20 +3,28 @@ import type { AdaptiveGate, ShapingOutcome } from './adaptive-limit.ts';
 /** The parts of a RelayResult (relay.ts) that say how a transaction went; structural, so relay.ts can use this file. */
 export type TransactionAnswer =
   | { kind: 'unreachable' }
-  | { kind: 'message_refused'; permanent: boolean }
+  | { kind: 'message_refused'; permanent: boolean; code?: number | null }
   | { kind: 'recipients'; recipients: readonly { accepted: boolean; code: number | null }[] };
 
+/** 421: the server is closing the channel (too many connections, rate limited, going down). */
+const SERVICE_NOT_AVAILABLE = 421;
+
 /**
- * What a transaction says about the receiver's capacity: any final answer (accepted, or a
- * permanent refusal, which is about the message, not the load) counts as taken; a temporary
- * refusal of the whole transaction (421 or another 4xx for the message or every recipient) or
- * no answer at all counts as refused for now.
+ * What a transaction says about the receiver's capacity, read the way MTAs read it:
+ * - any final answer (accepted, or a permanent refusal, which is about the message, not the
+ *   load) counts as taken;
+ * - no answer at all (connection refused or timed out), a 421 anywhere, or a temporary refusal of
+ *   the message itself (at MAIL FROM or DATA: a rate limiter's answer) counts as refused for now;
+ * - temporary refusals of recipients alone (450/451/452 at RCPT: greylisting, a full mailbox) say
+ *   nothing about the destination's load and change nothing, like Postfix, which keeps such
+ *   recipients in its queue without marking the site dead.
  */
 export function shapingOutcomeOf(result: TransactionAnswer): ShapingOutcome {
   if (result.kind === 'unreachable') return 'temporary';
   if (result.kind === 'message_refused') return result.permanent ? 'accepted' : 'temporary';
-  const final = result.recipients.some((r) => r.accepted || (r.code ?? 0) >= 500);
-  return final || result.recipients.length === 0 ? 'accepted' : 'temporary';
+  if (result.recipients.length === 0 || result.recipients.some((r) => r.accepted || (r.code ?? 0) >= 500)) return 'accepted';
+  // No code: no server answered for them (connection refused, timed out, TLS failed).
+  return result.recipients.some((r) => r.code === SERVICE_NOT_AVAILABLE || r.code === null) ? 'temporary' : 'ignored';
 }
 
 interface Sender<TMessage, TEnvelope, TResult> {

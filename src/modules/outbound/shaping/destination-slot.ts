@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { RelayRecipientResult } from '../relay.ts';
 import { shapingOutcomeOf } from './adaptive-relay.ts';
 import type { DestinationShaper } from './destination-shaper.ts';
@@ -6,6 +7,17 @@ import type { DestinationShaper } from './destination-shaper.ts';
 export const SLOT_WAIT_MS = 1_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The last temporary refusal this worker saw from each destination, quoted in the deferrals its
+ * back-off causes (as Postfix's "delivery temporarily suspended: <reason>"), so an email that
+ * runs out of retries while its destination backs off still says why.
+ */
+const lastRefusals = new LRUCache<string, string>({ max: 10_000 });
+
+function refusalOf(result: { results: RelayRecipientResult[]; response: string | null }): string | null {
+  return result.response ?? result.results.find((r) => !r.accepted && r.response)?.response ?? null;
+}
 
 /**
  * Runs one domain's transaction inside its destination's budget: waits briefly for a slot, and
@@ -28,7 +40,10 @@ export async function inDestinationSlot(
         result = await run();
         return result;
       } finally {
-        decision.release(result ? shapingOutcomeOf({ kind: 'recipients', recipients: result.results }) : 'ignored');
+        const outcome = result ? shapingOutcomeOf({ kind: 'recipients', recipients: result.results }) : 'ignored';
+        const refusal = result && outcome === 'temporary' ? refusalOf(result) : null;
+        if (refusal) lastRefusals.set(destination, refusal);
+        decision.release(outcome);
       }
     }
     const waited = Date.now() - started;
@@ -36,7 +51,8 @@ export async function inDestinationSlot(
       const why = decision.backingOff
         ? `backing off after temporary refusals, for ${Math.ceil(decision.retryInMs / 1000)} s more`
         : 'at its connection or rate limit';
-      return deferAll(`4.4.5 deferred by Herald: destination ${destination} is ${why}`);
+      const last = decision.backingOff ? lastRefusals.get(destination) : undefined;
+      return deferAll(`4.4.5 deferred by Herald: destination ${destination} is ${why}${last ? ` (last refusal: ${last})` : ''}`);
     }
     await sleep(Math.max(10, Math.min(decision.retryInMs, 100)));
   }
