@@ -93,6 +93,7 @@ describe('migrations', () => {
       'email_event_counts',
       'encryption_key_checks',
       'segment_members',
+      'stream_daily_sends',
     ]);
     expect(new Set(rows.flatMap((r) => (r.character_maximum_length === null ? [] : [r.character_maximum_length])))).toEqual(new Set([24]));
   });

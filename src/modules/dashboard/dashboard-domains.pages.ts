@@ -3,7 +3,7 @@ import type { Domain, DomainStatus, SenderIdentity } from '../../../db/entities/
 import type { DeliverabilityRecord, DnsRecordKey } from '../domains/deliverability.fns.ts';
 import type { DomainUse } from '../domains/domain-removal.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
-import { trackingSection } from './dashboard-domain-tracking.ts';
+import { trackingSection } from './dashboard-domain-tracking.pages.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 import type { ReputationStatus } from '../reputation/reputation.service.ts';
 import type { WarmupView } from '../warmup/warmup.serializer.ts';
@@ -96,7 +96,7 @@ export interface DomainPageModel {
   sender?: { email: string; name: string };
   warmup?: WarmupView | undefined;
   reputation?: ReputationStatus;
-  /** Where a tracking host's CNAME points (the tracking block, dashboard-domain-tracking.ts). */
+  /** Where a tracking host's CNAME points (the tracking block, dashboard-domain-tracking.pages.ts). */
   trackingCnameTarget?: string;
   /** The egress IP pools a domain may pick (EGRESS_POOLS); the picker is shown only when there are some. */
   pools?: readonly string[];

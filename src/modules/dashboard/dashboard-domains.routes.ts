@@ -12,7 +12,7 @@ import {
   type DomainPageModel,
   type DomainsPageModel,
 } from './dashboard-domains.pages.ts';
-import { domainTrackingRoutes } from './dashboard-domain-tracking.ts';
+import { domainTrackingRoutes } from './dashboard-domain-tracking.routes.ts';
 import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 import { notePage } from './dashboard.pages.ts';
 import { domainWarmupRoutes } from './dashboard-warmup.routes.ts';
