@@ -87,11 +87,13 @@ export async function broadcastSend(input: BroadcastSendInput): Promise<string> 
       await sleep(DRAFT_WAIT_MS);
       state = await steps.broadcastState(input);
     }
+    // `changed` is reset before each read of the row, never after: a signal that arrives while
+    // an activity reads the row makes the next wait return at once and read again.
     while (state.status === 'scheduled') {
       const at = state.scheduledAtMs ?? Date.now();
       setCurrentDetails(`scheduled for ${new Date(at).toISOString()}`);
-      changed = false;
       const woken = await condition(() => changed, Math.max(1, at - Date.now()));
+      changed = false;
       state = woken ? await steps.broadcastState(input) : await steps.beginBroadcast(input);
     }
     if (state.status === 'sending' && !state.audienceWritten) {
@@ -99,11 +101,11 @@ export async function broadcastSend(input: BroadcastSendInput): Promise<string> 
       state = { ...state, status: (await audience.writeBroadcastAudience(input)).status };
     }
     for (let looks = 0; !FINAL.has(state.status) || state.status === 'cancelled'; looks += 1) {
+      changed = false;
       state = await steps.refreshBroadcast(input);
       if (FINAL.has(state.status)) break;
       if (looks >= LOOKS_PER_RUN || workflowInfo().continueAsNewSuggested) return await continueAsNew<typeof broadcastSend>(input);
       setCurrentDetails('sending: waiting for the queue to drain');
-      changed = false;
       await condition(() => changed, PROGRESS_EVERY_MS);
     }
     setCurrentDetails(state.status);
