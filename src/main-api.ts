@@ -63,7 +63,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
   const dashboardAuth = createDashboardAuthService({ orm });
   const blobs = await openBlobStore(config, logger, 'api');
   const services = createApiServices({ orm, config, temporal: temporal.client, logger, offload, idempotency, blobs });
-  const routes = createRoutes(services, createCursorCodec(config.encryptionKey));
+  const routes = createRoutes(services, createCursorCodec(config.encryptionKeys));
   const app = createApp({
     config,
     orm,

@@ -1,5 +1,6 @@
-import { createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { KeysetPosition } from '../../db/keyset.ts';
+import { deriveSigningKeys, matchesAny, ringOf, type KeyRing, type SigningKeys } from '../crypto/signing-keys.ts';
 import { AppError } from '../errors.ts';
 
 /**
@@ -23,14 +24,21 @@ function badCursor(): AppError {
   });
 }
 
-/** Derived from HERALD_ENCRYPTION_KEY so every replica agrees; random when none is configured. */
-export function createCursorCodec(encryptionKey: Buffer | undefined): CursorCodec {
-  // A KeyObject made once: an HMAC keyed with a Buffer imports the key again on every call.
-  const secret = createSecretKey(
-    encryptionKey ? Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald pagination cursor v1', 32)) : randomBytes(32),
-  );
-  const tag = (list: string, orgId: string, payload: string) =>
-    createHmac('sha256', secret).update(`${list}\n${orgId}\n${payload}`).digest().subarray(0, TAG_BYTES);
+/**
+ * Derived from HERALD_ENCRYPTION_KEY so every replica agrees (the newest key of the ring signs,
+ * any verifies); random when none is configured.
+ */
+export function createCursorCodec(encryptionKeys: KeyRing | undefined): CursorCodec {
+  const random = randomBytes(32);
+  const keys: SigningKeys =
+    encryptionKeys && ringOf(encryptionKeys).length > 0
+      ? deriveSigningKeys(encryptionKeys, 'herald pagination cursor v1')
+      : { signing: random, verifying: [random] };
+  // KeyObjects made once: an HMAC keyed with a Buffer imports the key again on every call.
+  const secrets = new Map<Buffer, KeyObject>(keys.verifying.map((key) => [key, createSecretKey(key)]));
+  const tagUnder = (key: Buffer, list: string, orgId: string, payload: string) =>
+    createHmac('sha256', secrets.get(key)!).update(`${list}\n${orgId}\n${payload}`).digest().subarray(0, TAG_BYTES);
+  const tag = (list: string, orgId: string, payload: string) => tagUnder(keys.signing, list, orgId, payload);
 
   return {
     encode(list, orgId, position) {
@@ -43,8 +51,7 @@ export function createCursorCodec(encryptionKey: Buffer | undefined): CursorCode
       const [payload, signature, extra] = cursor.split('.');
       if (!payload || !signature || extra !== undefined) throw badCursor();
       const presented = Buffer.from(signature, 'base64url');
-      const expected = tag(list, orgId, payload);
-      if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw badCursor();
+      if (!matchesAny(keys, presented, (key) => tagUnder(key, list, orgId, payload))) throw badCursor();
       try {
         const [sortValue, id, sortText] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string, unknown];
         const date = new Date(sortValue);

@@ -34,7 +34,7 @@ function reply(code: number, message: string): SmtpReplyError {
 }
 
 export interface InboundServerDeps {
-  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal' | 'queues' | 'encryptionKey'>;
+  config: Pick<Config, 'smtp' | 'bounceDomain' | 'temporal' | 'queues' | 'encryptionKeys'>;
   orm: MikroORM;
   logger: Logger;
   /** Where raw messages go; null (BLOB_DIR empty) answers every DATA with 451. */
@@ -88,7 +88,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       ? { key: readFileSync(config.smtp.tlsKeyFile), cert: readFileSync(config.smtp.tlsCertFile) }
       : { hideSTARTTLS: true };
 
-  const verp = config.encryptionKey ? createVerpSigner(config.encryptionKey) : null;
+  const verp = config.encryptionKeys.length > 0 ? createVerpSigner(config.encryptionKeys) : null;
 
   /** Whether a recipient is accepted, or why not. */
   async function checkRecipient(address: string): Promise<'accepted' | 'unknown_domain' | 'forged_return_path'> {

@@ -60,8 +60,17 @@ export async function createTestBucket(keyPrefix = 'herald/'): Promise<TestBucke
   const settings = settingsFor(server, bucket, keyPrefix);
   const client = createS3Client(settings);
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
-  const objects = async (prefix: string) =>
-    ((await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }))).Contents ?? []).map((object) => object.Key!);
+  /** Every key under `prefix`, page by page (a listing answers 1,000 keys at most). */
+  const objects = async (prefix: string) => {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+      keys.push(...(page.Contents ?? []).map((object) => object.Key!));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return keys;
+  };
   const uploads = async () =>
     ((await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? []).map((upload) => `upload:${upload.Key!}`);
   return {

@@ -6,6 +6,7 @@ import { newId } from '../../../db/ids.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../../db/orm.ts';
 import { BlobSizeError, type BlobStore, type StoredBlob } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
+import { ringOf, type KeyRing } from '../../crypto/signing-keys.ts';
 import { AppError } from '../../errors.ts';
 import {
   attachmentProblems,
@@ -35,8 +36,8 @@ export interface AttachmentsServiceDeps {
   orm: MikroORM;
   /** Null when no blob store is configured (BLOB_DIR empty): uploads answer 503. */
   blobs: BlobStore | null;
-  /** HERALD_ENCRYPTION_KEY; upload URLs are signed with a key derived from it (none → 503). */
-  encryptionKey: Buffer | undefined;
+  /** HERALD_ENCRYPTION_KEY or its ring (newest first); upload URLs are signed with a key derived from the newest and verified with any (none → 503). */
+  encryptionKey: KeyRing | undefined;
   publicUrl: string;
   urlTtlSeconds?: number;
   now?: () => Date;
@@ -77,7 +78,8 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
   const { orm, blobs } = deps;
   const now = deps.now ?? (() => new Date());
   const ttlSeconds = deps.urlTtlSeconds ?? UPLOAD_URL_TTL_SECONDS;
-  const signer: UploadUrlSigner | null = deps.encryptionKey ? createUploadUrlSigner(deps.encryptionKey, deps.publicUrl) : null;
+  const signer: UploadUrlSigner | null =
+    deps.encryptionKey && ringOf(deps.encryptionKey).length > 0 ? createUploadUrlSigner(deps.encryptionKey, deps.publicUrl) : null;
 
   const usable = (): { store: BlobStore; sign: UploadUrlSigner } => {
     if (!blobs) throw storageUnavailable();
@@ -223,11 +225,15 @@ export function createAttachmentsService(deps: AttachmentsServiceDeps) {
 export type AttachmentsService = ReturnType<typeof createAttachmentsService>;
 
 /** The service as every process builds it from its configuration (HERALD_ENCRYPTION_KEY, PUBLIC_URL) and its blob store. */
-export function createAttachmentsServiceFromConfig(orm: MikroORM, config: Pick<Config, 'encryptionKey' | 'http'>, blobs: BlobStore | null) {
+export function createAttachmentsServiceFromConfig(
+  orm: MikroORM,
+  config: Pick<Config, 'encryptionKeys' | 'http'>,
+  blobs: BlobStore | null,
+) {
   return createAttachmentsService({
     orm,
     blobs,
-    encryptionKey: config.encryptionKey,
+    encryptionKey: config.encryptionKeys,
     publicUrl: config.http.publicUrl,
   });
 }

@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { deriveSigningKeys, matchesAny, type KeyRing } from '../../crypto/signing-keys.ts';
 import { AppError } from '../../errors.ts';
 
 /**
@@ -39,18 +40,20 @@ function payload(claim: UploadClaim): string {
 
 /**
  * A signer whose key is derived from the 32-byte HERALD_ENCRYPTION_KEY, one per purpose, so a
- * signature for one kind of upload never works for another.
+ * signature for one kind of upload never works for another. Given the key ring, the newest key
+ * signs and any key of it verifies (URLs handed out before a key rotation keep working).
  */
-export function createUploadUrlSigner(encryptionKey: Buffer, publicUrl: string, purpose: UploadPurpose = 'attachment'): UploadUrlSigner {
+export function createUploadUrlSigner(encryptionKeys: KeyRing, publicUrl: string, purpose: UploadPurpose = 'attachment'): UploadUrlSigner {
   const { label, path } = PURPOSES[purpose];
-  const key = Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), label, 32));
-  const mac = (claim: UploadClaim) => createHmac('sha256', key).update(payload(claim)).digest();
+  const keys = deriveSigningKeys(encryptionKeys, label);
+  const macUnder = (key: Buffer, claim: UploadClaim) => createHmac('sha256', key).update(payload(claim)).digest();
+  const mac = (claim: UploadClaim) => macUnder(keys.signing, claim);
 
   return {
     sign: (claim) => mac(claim).toString('hex'),
     verify(claim, signature) {
       if (!SIGNATURE_PATTERN.test(signature)) return false;
-      return timingSafeEqual(mac(claim), Buffer.from(signature, 'hex'));
+      return matchesAny(keys, Buffer.from(signature, 'hex'), (key) => macUnder(key, claim));
     },
     url(claim) {
       const query = new URLSearchParams({ expires: String(claim.expires), sig: mac(claim).toString('hex') });

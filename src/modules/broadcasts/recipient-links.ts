@@ -1,11 +1,13 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { isId } from '../../../db/ids.ts';
+import { deriveSigningKeys, matchesAny, type KeyRing, type SigningKeys } from '../../crypto/signing-keys.ts';
 
 /**
  * The signed links in a message, on Herald's public URL (tracking ones on the sending domain's
  * verified tracking host when it has one; the MAC does not cover the host), each kind keyed with its
  * own key derived from HERALD_ENCRYPTION_KEY (HKDF, one label per kind), so every api replica
- * verifies what any worker signed and a signature never works for another kind or for uploads:
+ * verifies what any worker signed and a signature never works for another kind or for uploads.
+ * Given the key ring, the newest key signs and any key of it verifies (src/crypto/signing-keys.ts):
  * - unsubscribe `/unsubscribe/<message id>.<expiry, base 36>.<mac>`, working for 60 days;
  * - open pixel `/t/o/<message id>.<mac>.gif`;
  * - tracked link `/t/c/<message id>.<mac>?u=<target>`, the MAC over the message id and the exact
@@ -32,15 +34,16 @@ const TRACKING_TOKEN = new RegExp(`^${MESSAGE_ID}\\.${MAC}$`);
 export type UnsubscribeClaim = { emailId: string; expires: number };
 export type CheckedToken = { ok: true; claim: UnsubscribeClaim } | { ok: false; reason: 'invalid' | 'expired' };
 
-export function createRecipientLinks(encryptionKey: Buffer, publicUrl: string) {
+export function createRecipientLinks(encryptionKeys: KeyRing, publicUrl: string) {
   const keys = Object.fromEntries(
-    Object.entries(LABELS).map(([kind, label]) => [kind, Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), label, 32))]),
-  ) as Record<LinkKind, Buffer>;
-  const mac = (kind: LinkKind, ...parts: string[]) => createHmac('sha256', keys[kind]).update(parts.join('\n')).digest().subarray(0, 16);
-  /** Constant-time check of a base64url MAC; a non-canonical spelling (the last character's unused bits) is refused. */
-  const verify = (given: string, expected: Buffer) => {
+    Object.entries(LABELS).map(([kind, label]) => [kind, deriveSigningKeys(encryptionKeys, label)]),
+  ) as Record<LinkKind, SigningKeys>;
+  const macUnder = (key: Buffer, parts: string[]) => createHmac('sha256', key).update(parts.join('\n')).digest().subarray(0, 16);
+  const mac = (kind: LinkKind, ...parts: string[]) => macUnder(keys[kind].signing, parts);
+  /** Constant-time check of a base64url MAC under any key of the ring; a non-canonical spelling (the last character's unused bits) is refused. */
+  const verify = (given: string, kind: LinkKind, ...parts: string[]) => {
     const bytes = Buffer.from(given, 'base64url');
-    return bytes.length === 16 && bytes.toString('base64url') === given && timingSafeEqual(bytes, expected);
+    return bytes.length === 16 && bytes.toString('base64url') === given && matchesAny(keys[kind], bytes, (key) => macUnder(key, parts));
   };
 
   return {
@@ -56,7 +59,7 @@ export function createRecipientLinks(encryptionKey: Buffer, publicUrl: string) {
       if (!match || !isId(match[1]!)) return { ok: false, reason: 'invalid' };
       const emailId = match[1]!;
       const expires = Number.parseInt(match[2]!, 36);
-      if (!verify(match[3]!, mac('unsubscribe', emailId, String(expires)))) return { ok: false, reason: 'invalid' };
+      if (!verify(match[3]!, 'unsubscribe', emailId, String(expires))) return { ok: false, reason: 'invalid' };
       if (expires * 1000 < now.getTime()) return { ok: false, reason: 'expired' };
       return { ok: true, claim: { emailId, expires } };
     },
@@ -69,7 +72,7 @@ export function createRecipientLinks(encryptionKey: Buffer, publicUrl: string) {
     /** The message id of an open pixel's token (`<id>.<mac>`, without `.gif`), or null. */
     checkOpen(token: string): string | null {
       const match = TRACKING_TOKEN.exec(token);
-      return match && verify(match[2]!, mac('open', match[1]!)) ? match[1]! : null;
+      return match && verify(match[2]!, 'open', match[1]!) ? match[1]! : null;
     },
 
     /** A tracked link's URL, on `base` (a verified tracking host, trackingBase) or PUBLIC_URL. */
@@ -80,7 +83,7 @@ export function createRecipientLinks(encryptionKey: Buffer, publicUrl: string) {
     /** The message id when `token` signs exactly `target` for it, or null. */
     checkClick(token: string, target: string): string | null {
       const match = TRACKING_TOKEN.exec(token);
-      return match && verify(match[2]!, mac('click', match[1]!, target)) ? match[1]! : null;
+      return match && verify(match[2]!, 'click', match[1]!, target) ? match[1]! : null;
     },
   };
 }

@@ -22,8 +22,8 @@ function isRedirectTarget(target: string): boolean {
  * as a burst). A click redirects only to the exact target its link signed, so a tracked link
  * cannot be turned into a redirect anywhere else.
  */
-export function createTrackingService(deps: { orm: MikroORM; config: Pick<Config, 'encryptionKey' | 'http'> }) {
-  const links = deps.config.encryptionKey ? createRecipientLinks(deps.config.encryptionKey, deps.config.http.publicUrl) : null;
+export function createTrackingService(deps: { orm: MikroORM; config: Pick<Config, 'encryptionKeys' | 'http'> }) {
+  const links = deps.config.encryptionKeys.length > 0 ? createRecipientLinks(deps.config.encryptionKeys, deps.config.http.publicUrl) : null;
   const userAgentOf = (value: string | undefined) => (value ? value.slice(0, 512) : null);
 
   return {

@@ -20,8 +20,8 @@ export type UnsubscribeResult =
  * event the first time. Repeating it changes nothing. `preview` only reads (the page a GET shows:
  * link scanners fetch every link, so a GET never unsubscribes).
  */
-export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Config, 'encryptionKey' | 'http'> }) {
-  const links = deps.config.encryptionKey ? createRecipientLinks(deps.config.encryptionKey, deps.config.http.publicUrl) : null;
+export function createUnsubscribeService(deps: { orm: MikroORM; config: Pick<Config, 'encryptionKeys' | 'http'> }) {
+  const links = deps.config.encryptionKeys.length > 0 ? createRecipientLinks(deps.config.encryptionKeys, deps.config.http.publicUrl) : null;
 
   async function messageOf(token: string) {
     if (!links) return { outcome: 'unavailable' as const };

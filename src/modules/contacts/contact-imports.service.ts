@@ -60,12 +60,13 @@ export function createContactImportsService(deps: {
   orm: MikroORM;
   blobs: BlobStore | null;
   temporal: Client;
-  config: Pick<Config, 'encryptionKey' | 'http' | 'temporal'>;
+  config: Pick<Config, 'encryptionKeys' | 'http' | 'temporal'>;
   now?: () => Date;
 }) {
   const { orm, blobs, temporal, config } = deps;
   const now = deps.now ?? (() => new Date());
-  const signer = config.encryptionKey ? createUploadUrlSigner(config.encryptionKey, config.http.publicUrl, 'contact-import') : null;
+  const signer =
+    config.encryptionKeys.length > 0 ? createUploadUrlSigner(config.encryptionKeys, config.http.publicUrl, 'contact-import') : null;
   const claimOf = (id: string, expiresAt: Date) => ({
     attachmentId: id,
     contentType: 'text/csv',

@@ -24,7 +24,7 @@ import { createDmarcIntake } from '../dmarc/dmarc-intake.ts';
 export interface InboundIngestionDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'encryptionKey'>;
+  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'encryptionKeys'>;
   reports?: InboundReportHooks | undefined;
   logger?: Logger;
   /** Wakes automations a reply gave runs or events; without it the automation reconciler finds them. */
@@ -80,7 +80,7 @@ function emailReceivedData(message: InboxMessage) {
 export function createInboundIngestion(deps: InboundIngestionDeps) {
   const { orm, config, reports } = deps;
   const resolver = createAuthResolver(config);
-  const verp = config.encryptionKey ? createVerpSigner(config.encryptionKey) : null;
+  const verp = config.encryptionKeys.length > 0 ? createVerpSigner(config.encryptionKeys) : null;
   const dmarc = createDmarcIntake({ orm, logger: deps.logger });
   const mta = config.smtp.host === '0.0.0.0' || config.smtp.host === '' ? hostname() : config.smtp.host;
   const blobStore = (): BlobStore => {

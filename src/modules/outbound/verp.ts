@@ -1,10 +1,11 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { deriveSigningKeys, matchesAny, type KeyRing } from '../../crypto/signing-keys.ts';
 
 /**
  * Signed VERP return paths. Every message Herald sends carries the envelope sender
  * `bounce+<emailId>-<tag>@bounces.<sending domain>`, where `<tag>` is the first 10 bytes of
  * HMAC-SHA256 over the email id and the bounce host, hex, under a key derived from
- * HERALD_ENCRYPTION_KEY (HKDF, its own label). An email id is not a secret (it is in the
+ * HERALD_ENCRYPTION_KEY (HKDF, its own label; the newest key of the ring signs, any verifies). An email id is not a secret (it is in the
  * Message-ID every recipient sees, and ids are time-ordered), so only the tag proves that a
  * delivery report answers a message Herald really sent: inbound SMTP refuses a bounce address
  * whose tag does not verify, and only a verified address lets a report change delivery state.
@@ -35,9 +36,11 @@ export function isBounceHost(host: string, bounceDomain: string): boolean {
   return lower.startsWith('bounces.') || lower === bounceDomain.toLowerCase();
 }
 
-export function createVerpSigner(encryptionKey: Buffer) {
-  const key = Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), LABEL, 32));
-  const tag = (emailId: string, host: string) => createHmac('sha256', key).update(`${emailId}\n${host}`).digest().subarray(0, TAG_BYTES);
+export function createVerpSigner(encryptionKeys: KeyRing) {
+  const keys = deriveSigningKeys(encryptionKeys, LABEL);
+  const tagUnder = (key: Buffer, emailId: string, host: string) =>
+    createHmac('sha256', key).update(`${emailId}\n${host}`).digest().subarray(0, TAG_BYTES);
+  const tag = (emailId: string, host: string) => tagUnder(keys.signing, emailId, host);
 
   return {
     /** The signed return path of an email sent from `bounceHost` (`bounces.<sending domain>`). */
@@ -61,7 +64,7 @@ export function createVerpSigner(encryptionKey: Buffer) {
       const match = LOCAL_PART.exec(local);
       if (!match) return { kind: 'forged' };
       const given = Buffer.from(match[2]!, 'hex');
-      if (!timingSafeEqual(given, tag(match[1]!, host))) return { kind: 'forged' };
+      if (!matchesAny(keys, given, (key) => tagUnder(key, match[1]!, host))) return { kind: 'forged' };
       return { kind: 'verified', verp: { emailId: match[1]!, host } };
     },
   };
