@@ -15,7 +15,7 @@ import type { AutomationWaker } from '../src/modules/automations/automation-wake
 export interface InboundActivityDeps {
   orm: MikroORM;
   blobs: BlobStore | null;
-  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'queues'>;
+  config: Pick<Config, 'bounceDomain' | 'dns' | 'smtp' | 'queues' | 'encryptionKeys'>;
   queueWakes: QueueWakes;
   /** Bounce/complaint classification and its effects; without it every message is kind `message`. */
   reports?: InboundReportHooks | undefined;

@@ -5,7 +5,7 @@ import { createAttachmentsServiceFromConfig } from '../src/modules/attachments/a
 
 export interface UploadActivityDeps {
   orm: MikroORM;
-  config: Pick<Config, 'encryptionKey' | 'http'>;
+  config: Pick<Config, 'encryptionKeys' | 'http'>;
   blobs: BlobStore | null;
 }
 

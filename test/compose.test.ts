@@ -73,6 +73,7 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }>;
   ports?: { target: number; published?: string; host_ip?: string }[];
   container_name?: string;
+  env_file?: { path: string; required?: boolean }[];
   volumes?: { type: string; source?: string; target: string; read_only?: boolean }[];
 }
 
@@ -307,6 +308,28 @@ describe('docker-compose.yml', () => {
         },
       });
       expect(service(s3, name).depends_on).toMatchObject({ 'seaweedfs-bucket': { condition: 'service_completed_successfully' } });
+    }
+  });
+
+  it('scales every service the docs scale: no container name, no single fixed host port, blobs shared', async () => {
+    const model = parseModel(await compose().config(COMPOSE_FILE, { HERALD_ENV_FILE: envFile }));
+    // Every `--scale <service>=<n>` the README, docs/production.md and the compose file's own header show.
+    const documents = ['README.md', 'docs/production.md', 'docker-compose.yml'].map((file) => readFileSync(join(REPO_ROOT, file), 'utf8'));
+    const scaled = documents.flatMap((text) =>
+      [...text.matchAll(/--scale ([a-z-]+)=(\d+)/g)].map((match) => ({ name: match[1]!, count: Number(match[2]) })),
+    );
+    expect(scaled.map((entry) => entry.name).sort()).toEqual(expect.arrayContaining(['api', 'worker']));
+    for (const { name, count } of scaled) {
+      const scaledService = service(model, name);
+      expect(scaledService.container_name, `${name} has no container name`).toBeUndefined();
+      expect(scaledService.env_file?.length ?? 0, `${name} reads the env file`).toBeGreaterThan(0);
+      for (const port of scaledService.ports ?? []) {
+        // A published port is a range with a port for each replica (compose gives each its own).
+        const [first, last = first] = (port.published ?? '').split('-').map(Number);
+        expect(last! - first! + 1, `${name} publishes ${port.published ?? '(any)'} for ${count} replicas`).toBeGreaterThanOrEqual(count);
+      }
+      // Replicas share no disk of their own: the blob volume (or the bucket, BLOB_STORE=s3).
+      expect(scaledService.volumes ?? [], name).toContainEqual(expect.objectContaining({ type: 'volume', source: 'blobs' }));
     }
   });
 
