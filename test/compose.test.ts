@@ -73,7 +73,6 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }>;
   ports?: { target: number; published?: string; host_ip?: string }[];
   container_name?: string;
-  env_file?: { path: string; required?: boolean }[];
   volumes?: { type: string; source?: string; target: string; read_only?: boolean }[];
 }
 
@@ -322,13 +321,14 @@ describe('docker-compose.yml', () => {
     for (const { name, count } of scaled) {
       const scaledService = service(model, name);
       expect(scaledService.container_name, `${name} has no container name`).toBeUndefined();
-      expect(scaledService.env_file?.length ?? 0, `${name} reads the env file`).toBeGreaterThan(0);
       for (const port of scaledService.ports ?? []) {
         // A published port is a range with a port for each replica (compose gives each its own).
         const [first, last = first] = (port.published ?? '').split('-').map(Number);
         expect(last! - first! + 1, `${name} publishes ${port.published ?? '(any)'} for ${count} replicas`).toBeGreaterThanOrEqual(count);
       }
-      // Replicas share no disk of their own: the blob volume (or the bucket, BLOB_STORE=s3).
+      // Replicas read the same env file (its settings are in every process's environment, checked
+      // above) and share no disk of their own: the blob volume, or the bucket with BLOB_STORE=s3.
+      expect(scaledService.environment?.PUBLIC_URL, name).toBe('https://mail.example.com');
       expect(scaledService.volumes ?? [], name).toContainEqual(expect.objectContaining({ type: 'volume', source: 'blobs' }));
     }
   });

@@ -194,11 +194,16 @@ describe('two api, two worker and two smtp processes; one of each killed mid-fli
       accepted.push(value);
       if (accepted.length === 300) kill(apiA, 'api');
     });
-    await scopeToOrg(stack.orm.em, org.id).transactional((tx) => {
-      for (let i = 0; i < EVENTS; i += 1)
-        recordEvent(tx, org.id, 'contact.created', { contact: { _id: `c${i}`, email: `c${i}@example.com` } });
-      return Promise.resolve();
-    });
+    // The events once sends are flowing, so the worker kill below finds both pipelines mid-burst
+    // (webhook deliveries are quicker than sends: recorded at the start they were over first).
+    const events = waitFor('the first sends at the relay', () => Promise.resolve(relay.total() >= 100 ? true : undefined), 180_000, 5).then(
+      () =>
+        scopeToOrg(stack.orm.em, org.id).transactional((tx) => {
+          for (let i = 0; i < EVENTS; i += 1)
+            recordEvent(tx, org.id, 'contact.created', { contact: { _id: `c${i}`, email: `c${i}@example.com` } });
+          return Promise.resolve();
+        }),
+    );
     const inbound = lanes(INBOUND, 8, async (index) => {
       const attachment = randomBytes(ATTACHMENT_BYTES);
       const { value, tries } = await withFailover(2, index % 2, async (target) => {
@@ -231,7 +236,7 @@ describe('two api, two worker and two smtp processes; one of each killed mid-fli
       kill(workerA!, 'worker');
       stalls.start();
     });
-    await Promise.all([sends, inbound, workerKill]);
+    await Promise.all([sends, events, inbound, workerKill]);
     expect(Object.keys(killed).sort()).toEqual(['api', 'smtp', 'worker']);
     const atWorkerKill = { relay: relay.total(), receiver: receiver.requests('/multi').length };
 
