@@ -217,7 +217,7 @@ export const SERVER_SETTINGS = {
   ),
   HERALD_ENCRYPTION_KEYS_PREVIOUS: setting(
     encryptionKeyList(),
-    'older keys (comma-separated, newest first) that still open what they sealed, after a rotation: `HERALD_ENCRYPTION_KEY` seals everything new; `herald admin encryption re-encrypt` moves the rest, then drop them',
+    'older keys (comma-separated, newest first) that still open what they sealed and still verify the links they signed (unsubscribe, tracking, upload URLs, bounce addresses), after a rotation: `HERALD_ENCRYPTION_KEY` seals and signs everything new; `herald admin encryption re-encrypt` moves the sealed rest, then drop them (old links stop working)',
   ),
   WEBHOOK_RETRY_SCHEDULE: setting(
     checkedBy(parseRetrySchedule, '0s,5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h'),
