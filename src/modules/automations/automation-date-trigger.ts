@@ -79,7 +79,7 @@ async function scanAutomation(
           trigger,
           at,
           timezone,
-          { value: contact.value, createdAt: contact.created_at, timezone: contact.timezone },
+          { value: contact.value, createdAt: new Date(contact.created_at), timezone: contact.timezone },
           isZone,
         );
         return day ? [{ contactId: contact.id, day }] : [];

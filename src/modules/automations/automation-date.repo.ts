@@ -31,7 +31,8 @@ export interface DateCandidate {
   id: string;
   /** The trigger field's custom value (null for `created_at`). */
   value: unknown;
-  created_at: Date;
+  /** As the driver gives it (an ISO string through MikroORM's raw queries). */
+  created_at: Date | string;
   /** The contact's `timezone` custom field. */
   timezone: unknown;
 }
