@@ -250,6 +250,9 @@ export function createOrmConfig(options: OrmOptions) {
     driverOptions: { connectionTimeoutMillis: 5_000, onPoolCreated: guardPool },
     debug: options.debug ?? false,
     forceUtcTimezone: true,
+    // Plain SQL functions are the migrations' (the date keys an index is built on, migration
+    // 20261128060100): the schema diff neither drops nor alters them.
+    schemaGenerator: { ignoreRoutines: true },
     filters: {
       [TENANT_FILTER]: {
         name: TENANT_FILTER,

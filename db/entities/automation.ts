@@ -165,7 +165,7 @@ export const AutomationDateOccurrenceSchema = defineEntity({
   properties: {
     automationId: p.string().length(24).primary(),
     contactId: p.string().length(24).primary(),
-    /** The local day (in the automation's time zone) the occurrence fired. */
+    /** The local day the occurrence fired on (in the automation's time zone, or the contact's for a trigger with zone contact). */
     occursOn: p.date().primary(),
     orgId: orgIdColumn({ indexed: false }),
     enrolledAt: p.datetime(),

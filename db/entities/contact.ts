@@ -31,6 +31,11 @@ export const ContactSchema = defineEntity({
       name: 'contacts_search_index',
       expression: `create index "contacts_search_index" on "contacts" using gin ((lower("email" || ' ' || "first_name" || ' ' || "last_name")) gin_trgm_ops)`,
     },
+    // The automation date trigger's scan: the contact's date keys (migration 20261128060100).
+    {
+      name: 'contacts_date_keys_index',
+      expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_date_keys("custom_fields", "created_at"))`,
+    },
   ],
 });
 

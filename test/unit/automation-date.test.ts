@@ -2,9 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { DATE_OFFSET_DAYS, parseDefinition, triggerKey } from '../../src/modules/automations/automation-definition.ts';
 import {
   addDays,
+  contactFiresOn,
   dateMatch,
   localClock,
   occursToday,
+  scanDays,
+  windowKeys,
   type DateMatch,
   type DateTrigger,
 } from '../../src/modules/automations/automation-date.fns.ts';
@@ -148,5 +151,78 @@ describe('the date trigger calendar', () => {
     for (const value of [undefined, null, 19901127, '', 'soon', '27/11/1990', '1990-11-27x', '1990-1-27', '90-11-27']) {
       expect(occursToday(match, value)).toBe(false);
     }
+  });
+});
+
+describe('the date trigger in each contact’s time zone', () => {
+  const isZone = (zone: string) => zone !== 'Mars/Olympus';
+  const at = (iso: string) => new Date(iso);
+
+  it('accepts zone automation or contact and refuses anything else; without it the definition is as before', () => {
+    const parsed = parse({ type: 'date', field: 'custom.birthday', repeat: 'yearly', zone: 'contact' });
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+    expect(parsed.definition.trigger).toEqual({
+      type: 'date',
+      field: 'custom.birthday',
+      repeat: 'yearly',
+      offset_days: 0,
+      at: '09:00',
+      zone: 'contact',
+    });
+    expect(parse({ type: 'date', field: 'created_at', repeat: 'once', zone: 'automation' }).ok).toBe(true);
+    expect(problemsOf({ type: 'date', field: 'created_at', repeat: 'once', zone: 'utc' })).toEqual([
+      { path: 'trigger.zone', message: 'must be automation or contact' },
+    ]);
+  });
+
+  it('scans the automation zone’s day, or every day some zone is in (UTC-12 to UTC+14)', () => {
+    expect(scanDays(trigger(), at('2026-11-27T23:30:00Z'), 'Asia/Tokyo')).toEqual(['2026-11-28']);
+    // 09:00 UTC: 21:00 the day before at UTC-12, 23:00 at UTC+14.
+    expect(scanDays(trigger({ zone: 'contact' }), at('2026-11-27T09:00:00Z'), 'UTC')).toEqual(['2026-11-26', '2026-11-27']);
+    // 11:00 UTC: 23:00 on the 26th at UTC-12, 01:00 on the 28th at UTC+14.
+    expect(scanDays(trigger({ zone: 'contact' }), at('2026-11-27T11:00:00Z'), 'UTC')).toEqual(['2026-11-26', '2026-11-27', '2026-11-28']);
+  });
+
+  it('keys the window: the date or month-day of each day moved by the offset; created_at a day either side (its UTC day)', () => {
+    expect(windowKeys(trigger({ offset_days: -3 }), ['2026-11-27'])).toEqual(['custom.birthday|11-30']);
+    expect(windowKeys(trigger({ repeat: 'once' }), ['2026-11-27', '2026-11-28'])).toEqual([
+      'custom.birthday|2026-11-27',
+      'custom.birthday|2026-11-28',
+    ]);
+    // Feb 28 of a common year also fires Feb 29 birthdays.
+    expect(windowKeys(trigger(), ['2027-02-28'])).toEqual(['custom.birthday|02-28', 'custom.birthday|02-29']);
+    expect(windowKeys(trigger({ field: 'created_at' }), ['2028-02-29'])).toEqual([
+      'created_at|02-28',
+      'created_at|02-29',
+      'created_at|03-01',
+    ]);
+    expect(windowKeys(trigger({ field: 'created_at', repeat: 'once' }), ['2027-01-01'])).toEqual([
+      'created_at|2026-12-31',
+      'created_at|2027-01-01',
+      'created_at|2027-01-02',
+    ]);
+  });
+
+  it('fires each contact on its own local day from `at` there: UTC+14 and UTC-12 a day apart; an unknown zone takes the automation’s', () => {
+    const t = trigger({ zone: 'contact' });
+    const kiritimati = { value: '1990-06-15', createdAt: new Date(0), timezone: 'Pacific/Kiritimati' };
+    const baker = { ...kiritimati, timezone: 'Etc/GMT+12' };
+    const lost = { ...kiritimati, timezone: 'Mars/Olympus' };
+    expect(contactFiresOn(t, at('2031-06-14T18:59:00Z'), 'UTC', kiritimati, isZone)).toBeNull();
+    expect(contactFiresOn(t, at('2031-06-14T19:00:00Z'), 'UTC', kiritimati, isZone)).toBe('2031-06-15');
+    expect(contactFiresOn(t, at('2031-06-15T09:59:00Z'), 'UTC', kiritimati, isZone)).toBe('2031-06-15');
+    expect(contactFiresOn(t, at('2031-06-15T20:59:00Z'), 'UTC', baker, isZone)).toBeNull();
+    expect(contactFiresOn(t, at('2031-06-15T21:00:00Z'), 'UTC', baker, isZone)).toBe('2031-06-15');
+    expect(contactFiresOn(t, at('2031-06-16T11:59:00Z'), 'UTC', baker, isZone)).toBe('2031-06-15');
+    expect(contactFiresOn(t, at('2031-06-16T12:00:00Z'), 'UTC', baker, isZone)).toBeNull();
+    expect(contactFiresOn(t, at('2031-06-15T09:00:00Z'), 'UTC', lost, isZone)).toBe('2031-06-15');
+    // Without zone: contact, the contact's zone is ignored.
+    expect(contactFiresOn(trigger(), at('2031-06-14T19:00:00Z'), 'UTC', kiritimati, isZone)).toBeNull();
+    // created_at is its day in the contact's zone: 20:00 UTC on the 14th is the 15th in Kiritimati.
+    const signup = { value: null, createdAt: at('2029-06-14T20:00:00Z'), timezone: 'Pacific/Kiritimati' };
+    expect(contactFiresOn(trigger({ zone: 'contact', field: 'created_at' }), at('2031-06-14T19:00:00Z'), 'UTC', signup, isZone)).toBe(
+      '2031-06-15',
+    );
+    expect(contactFiresOn(trigger({ field: 'created_at' }), at('2031-06-14T19:00:00Z'), 'UTC', signup, isZone)).toBe('2031-06-14');
   });
 });

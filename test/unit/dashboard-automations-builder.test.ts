@@ -119,7 +119,7 @@ describe("the automation builder's fields", () => {
 
   it('draws a date trigger with its fields and gives it back, the offset a number', () => {
     const parsed = parseDefinition({
-      trigger: { type: 'date', field: 'custom.birthday', repeat: 'yearly', offset_days: -3, at: '10:30' },
+      trigger: { type: 'date', field: 'custom.birthday', repeat: 'yearly', offset_days: -3, at: '10:30', zone: 'contact' },
       timezone: 'Europe/Paris',
       start: 'e',
       steps: [{ id: 'e', type: 'exit' }],
@@ -133,6 +133,7 @@ describe("the automation builder's fields", () => {
         ['d.trigger.repeat@d.trigger.type=date', 'once'],
         ['d.trigger.offset_days~json@d.trigger.type=date', '7'],
         ['d.trigger.at@d.trigger.type=date', ''],
+        ['d.trigger.zone@d.trigger.type=date', ''],
         ['d.trigger.tag@d.trigger.type=tag.added', 'ignored'],
       ]),
     ).toEqual({ trigger: { type: 'date', field: 'created_at', repeat: 'once', offset_days: 7 } });

@@ -65,12 +65,73 @@ export function minutesOf(time: string): number {
 export function dateMatch(trigger: DateTrigger, now: Date, timeZone: string): DateMatch | null {
   const clock = localClock(now, timeZone);
   if (clock.minutes < minutesOf(trigger.at)) return null;
-  const anchor = addDays(clock.date, -trigger.offset_days);
-  if (trigger.repeat === 'once') return { today: clock.date, repeat: 'once', date: anchor };
+  return matchOn(trigger, clock.date);
+}
+
+/** The dates that fire on the local day `today` (YYYY-MM-DD), whatever the time of day. */
+export function matchOn(trigger: DateTrigger, today: string): DateMatch {
+  const anchor = addDays(today, -trigger.offset_days);
+  if (trigger.repeat === 'once') return { today, repeat: 'once', date: anchor };
   const year = Number(anchor.slice(0, 4));
   const monthDay = anchor.slice(5);
   const monthDays = monthDay === '02-28' && !isLeapYear(year) ? [monthDay, '02-29'] : [monthDay];
-  return { today: clock.date, repeat: 'yearly', monthDays, beforeYear: year };
+  return { today, repeat: 'yearly', monthDays, beforeYear: year };
+}
+
+/** The zones furthest behind and ahead of UTC (UTC-12 and UTC+14): every zone's day at an instant lies between theirs. */
+const EARLIEST_ZONE = 'Etc/GMT+12';
+const LATEST_ZONE = 'Etc/GMT-14';
+
+/**
+ * The local days the scan considers at `now`: the automation zone's day, or, for a trigger in
+ * each contact's zone, every day some zone is in (two or three consecutive days).
+ */
+export function scanDays(trigger: DateTrigger, now: Date, automationZone: string): string[] {
+  if (trigger.zone !== 'contact') return [localClock(now, automationZone).date];
+  const last = localClock(now, LATEST_ZONE).date;
+  const days = [localClock(now, EARLIEST_ZONE).date];
+  while (days[days.length - 1]! < last) days.push(addDays(days[days.length - 1]!, 1));
+  return days;
+}
+
+/**
+ * The index keys (`<field>|YYYY-MM-DD` for `once`, `<field>|MM-DD` for `yearly`, as the
+ * migration's `herald_contact_date_keys` writes them) of every contact date that can fire on
+ * one of `days`. `created_at` is keyed by its UTC day, so its keys take a day either side: its
+ * day in any zone is at most one away.
+ */
+export function windowKeys(trigger: DateTrigger, days: readonly string[]): string[] {
+  const keys = new Set<string>();
+  for (const day of days) {
+    const match = matchOn(trigger, day);
+    // A yearly month-day is moved within leap year 2000, where Feb 29 exists.
+    const anchors = match.repeat === 'once' ? [match.date] : match.monthDays.map((monthDay) => `2000-${monthDay}`);
+    for (const anchor of anchors) {
+      const near = trigger.field === 'created_at' ? [-1, 0, 1].map((d) => addDays(anchor, d)) : [anchor];
+      for (const date of near) keys.add(`${trigger.field}|${match.repeat === 'once' ? date : date.slice(5)}`);
+    }
+  }
+  return [...keys].sort();
+}
+
+/**
+ * The local day a contact's date fires on at `now`, or null: its zone is its own (the
+ * `timezone` custom field, when a valid zone) for a trigger in the contact's zone, else the
+ * automation's; `created_at` is taken as its day in that zone.
+ */
+export function contactFiresOn(
+  trigger: DateTrigger,
+  now: Date,
+  automationZone: string,
+  contact: { value: unknown; createdAt: Date; timezone: unknown },
+  isZone: (zone: string) => boolean,
+): string | null {
+  const own = contact.timezone;
+  const zone = trigger.zone === 'contact' && typeof own === 'string' && isZone(own) ? own : automationZone;
+  const match = dateMatch(trigger, now, zone);
+  if (!match) return null;
+  const text = trigger.field === 'created_at' ? localClock(contact.createdAt, zone).date : contact.value;
+  return occursToday(match, text) ? match.today : null;
 }
 
 /**

@@ -1,12 +1,12 @@
 /**
  * The date trigger's SQL: the active automations with a published date trigger (all
- * workspaces), and, for one of them, claiming a batch of contacts whose date fires today
- * (set-based, the match of automation-date.fns.ts `occursToday` in SQL; text that is no date is
- * never cast, so an unparsable value is skipped, not an error).
+ * workspaces); for one of them, the contacts whose date may fall in the scanned window, read
+ * through the date-key index a page at a time (the exact check is automation-date.fns.ts
+ * `contactFiresOn`), and claiming the occurrences of those that fire.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { arrayLiteral } from '../../../db/prepared.ts';
-import type { DateMatch, DateTrigger } from './automation-date.fns.ts';
+import type { DateTrigger } from './automation-date.fns.ts';
 
 export interface DateAutomation {
   id: string;
@@ -26,59 +26,73 @@ export async function findDateAutomations(em: EntityManager): Promise<DateAutoma
   );
 }
 
+/** A contact whose date may fire in the scanned window, with what the exact check needs. */
+export interface DateCandidate {
+  id: string;
+  /** The trigger field's custom value (null for `created_at`). */
+  value: unknown;
+  /** As the driver gives it (an ISO string through MikroORM's raw queries). */
+  created_at: Date | string;
+  /** The contact's `timezone` custom field. */
+  timezone: unknown;
+}
+
 /**
- * Claims up to `limit` contacts of the automation's workspace whose date fires under `match`
- * and that have no occurrence today yet: their occurrence rows are inserted (a concurrent pass
- * that claimed one first wins, the other skips it) and their ids returned, for the caller to
- * enrol in the same transaction.
+ * The contacts of the automation's workspace after `after` (keyset on id) that have one of
+ * `keys` among their date keys, `limit` at most: an index scan over
+ * `herald_contact_date_keys(custom_fields, created_at)` (migration 20261128060100), so only
+ * the contacts whose date falls in the window are read, never the rest of the workspace.
+ */
+export async function readDateCandidates(
+  em: EntityManager,
+  automation: DateAutomation,
+  keys: readonly string[],
+  after: string,
+  limit: number,
+): Promise<DateCandidate[]> {
+  return em.execute<DateCandidate[]>(DATE_CANDIDATES_SQL, {
+    org: automation.org_id,
+    keys: arrayLiteral(keys),
+    after,
+    name: automation.trigger.field.startsWith('custom.') ? automation.trigger.field.slice('custom.'.length) : '',
+    limit,
+  });
+}
+
+/** The candidates' statement (exported for the test that reads its plan). */
+export const DATE_CANDIDATES_SQL = `select c.id, c.custom_fields->(:name::text) as value, c.created_at, c.custom_fields->'timezone' as timezone
+   from contacts c
+  where herald_contact_date_keys(c.custom_fields, c.created_at) && :keys::text[]
+    and c.org_id = :org and c.id > :after
+  order by c.id
+  limit :limit`;
+
+/**
+ * Inserts the occurrence rows of contacts that fire (each on its own local day); those a
+ * concurrent pass inserted first are skipped. The contacts whose row this call inserted, by day.
  */
 export async function claimDateOccurrences(
   em: EntityManager,
   automation: DateAutomation,
-  match: DateMatch,
-  limit: number,
-): Promise<string[]> {
-  const rows = await em.execute<{ contact_id: string }[]>(
-    `with dated as (
-       select c.id, substring(case when :field = 'created_at' then to_char(c.created_at at time zone :tz, 'YYYY-MM-DD')
-                                   else c.custom_fields->>(substr(:field, 8)) end
-                              from '^([0-9]{4}-[0-9]{2}-[0-9]{2})($|[T ])') as d
-         from contacts c
-        where c.org_id = :org
-     ),
-     due as (
-       select dated.id from dated
-        where dated.d is not null
-          and case when :repeat = 'once' then dated.d = :date
-                   else substr(dated.d, 6) = any(:monthDays::text[])
-                        and substr(dated.d, 1, 4)::int < :beforeYear
-                        and (substr(dated.d, 6) <> '02-29'
-                             or (substr(dated.d, 1, 4)::int % 4 = 0
-                                 and (substr(dated.d, 1, 4)::int % 100 <> 0 or substr(dated.d, 1, 4)::int % 400 = 0)))
-              end
-          and not exists (select 1 from automation_date_occurrences o
-                           where o.automation_id = :automation and o.contact_id = dated.id and o.occurs_on = :today::date and o.org_id = :org)
-        order by dated.id
-        limit :limit
-     )
-     insert into automation_date_occurrences (automation_id, contact_id, occurs_on, org_id, enrolled_at)
-     select :automation, due.id, :today::date, :org, now() from due
+  firing: readonly { contactId: string; day: string }[],
+): Promise<Map<string, string[]>> {
+  if (firing.length === 0) return new Map();
+  const rows = await em.execute<{ contact_id: string; occurs_on: string }[]>(
+    `insert into automation_date_occurrences (automation_id, contact_id, occurs_on, org_id, enrolled_at)
+     select :automation, f.contact_id, f.day::date, :org, now()
+       from unnest(:contacts::text[], :days::text[]) as f(contact_id, day)
      on conflict do nothing
-     returning contact_id`,
+     returning contact_id, to_char(occurs_on, 'YYYY-MM-DD') as occurs_on`,
     {
-      org: automation.org_id,
       automation: automation.id,
-      field: automation.trigger.field,
-      tz: automation.timezone,
-      repeat: match.repeat,
-      date: match.repeat === 'once' ? match.date : '',
-      monthDays: arrayLiteral(match.repeat === 'yearly' ? match.monthDays : []),
-      beforeYear: match.repeat === 'yearly' ? match.beforeYear : 0,
-      today: match.today,
-      limit,
+      org: automation.org_id,
+      contacts: arrayLiteral(firing.map((f) => f.contactId)),
+      days: arrayLiteral(firing.map((f) => f.day)),
     },
   );
-  return rows.map((row) => row.contact_id);
+  const byDay = new Map<string, string[]>();
+  for (const row of rows) byDay.set(row.occurs_on, [...(byDay.get(row.occurs_on) ?? []), row.contact_id]);
+  return byDay;
 }
 
 /** Forgets the automation's occurrences older than a few days (a day fires only on itself, so they key nothing any more). */

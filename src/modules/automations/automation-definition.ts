@@ -102,13 +102,17 @@ const Trigger = v.variant('type', [
   v.strictObject({ type: v.literal('email.opened'), template_id: v.optional(Id), broadcast_id: v.optional(Id) }),
   v.strictObject({ type: v.literal('email.clicked'), template_id: v.optional(Id), broadcast_id: v.optional(Id) }),
   v.strictObject({ type: v.literal('email.replied') }),
-  /** On a contact's date (plus `offset_days`), at `at` in the definition's time zone: automation-date.fns.ts. */
+  /**
+   * On a contact's date (plus `offset_days`), at `at` in the definition's time zone, or with
+   * `zone: "contact"` in each contact's own (its `timezone` field): automation-date.fns.ts.
+   */
   v.strictObject({
     type: v.literal('date'),
     field: DateField,
     repeat: v.picklist(['yearly', 'once'], 'must be yearly or once'),
     offset_days: v.optional(OffsetDays, 0),
     at: v.optional(v.pipe(v.string(), v.regex(TIME_OF_DAY, 'must be HH:MM (00:00 to 23:59)')), '09:00'),
+    zone: v.optional(v.picklist(['automation', 'contact'], 'must be automation or contact')),
   }),
 ]);
 

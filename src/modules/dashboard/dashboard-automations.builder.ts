@@ -236,6 +236,15 @@ export const TRIGGER_FIELDS: readonly FieldSpec[] = [
     hint: '-365 to 365; 0 is the day.',
   },
   { key: 'at', label: 'At', widget: 'text', when: DATE, hint: 'HH:MM in the automation’s time zone (09:00 when empty).' },
+  {
+    key: 'zone',
+    label: 'Day and time in the zone of',
+    widget: 'select',
+    choices: ['contact'],
+    none: '— the automation',
+    when: DATE,
+    hint: 'contact: each contact’s own (its custom field timezone; the automation’s when it has none).',
+  },
 ];
 
 /** The kinds of condition the builder has fields for; anything else is edited as JSON. */
