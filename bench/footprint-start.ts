@@ -33,7 +33,9 @@ const AFTER_MS = 60_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The Node processes under `root` (itself included), each with the role it plays in `npm start`. */
-function nodeTree(root: number): { pid: number; role: 'npm' | 'supervisor' | 'herald' | 'other' }[] {
+type Role = 'npm' | 'supervisor' | 'herald' | 'other';
+
+function nodeTree(root: number): { pid: number; role: Role }[] {
   const parents = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -51,7 +53,7 @@ function nodeTree(root: number): { pid: number; role: 'npm' | 'supervisor' | 'he
       if (tree.has(parent) && !tree.has(pid)) grew = tree.add(pid) !== undefined;
     }
   }
-  return [...tree].flatMap((pid) => {
+  return [...tree].flatMap((pid): { pid: number; role: Role }[] => {
     let args: string[];
     try {
       args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
@@ -59,11 +61,11 @@ function nodeTree(root: number): { pid: number; role: 'npm' | 'supervisor' | 'he
       return [];
     }
     const exe = args[0] ?? '';
-    if (pid === root) return [{ pid, role: 'npm' as const }];
+    if (pid === root) return [{ pid, role: 'npm' }];
     if (!/node$/.test(exe)) return [];
-    if (args.some((arg) => arg.endsWith('herald.mjs')) || args.includes('dev')) return [{ pid, role: 'supervisor' as const }];
-    if (args.some((arg) => arg.endsWith('main.ts'))) return [{ pid, role: 'herald' as const }];
-    return [{ pid, role: 'other' as const }];
+    if (args.some((arg) => arg.endsWith('herald.mjs')) || args.includes('dev')) return [{ pid, role: 'supervisor' }];
+    if (args.some((arg) => arg.endsWith('main.ts'))) return [{ pid, role: 'herald' }];
+    return [{ pid, role: 'other' }];
   });
 }
 
@@ -117,7 +119,7 @@ export const benchmark: Benchmark = {
     const dataDir = join(context.scratch, 'data');
     // The dev stack keeps its encryption key in <data>/dev.env: the harness's, which sealed the endpoints' secrets.
     writeEnvFile(join(dataDir, 'dev.env'), { HERALD_ENCRYPTION_KEY: context.services.encryptionKey });
-    const env = {
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
       HERALD_DATA_DIR: dataDir,
       DATABASE_URL: databaseUrl,
