@@ -61,6 +61,7 @@ export const BENCHMARKS = [
   'submission',
   'scale',
   'footprint',
+  'footprint-start',
   'large-bodies',
   'broadcast',
   'broadcast-one-process',

@@ -62,9 +62,13 @@ if (node === null) {
 } else {
   // The child gets its own process group, so a terminal's Ctrl-C reaches it exactly once:
   // through this launcher, which passes every signal on and waits for the child to exit.
-  // The worker's heap limit (src/dev/paths.ts nodeFlagsFor: WORKER_HEAP_MB, HERALD_WORKER_HEAP_MB).
+  // The worker's heap limit and the young generation cap (src/dev/paths.ts nodeFlagsFor:
+  // WORKER_HEAP_MB, HERALD_WORKER_HEAP_MB, SEMI_SPACE_MB); `dev` (the supervisor) a smaller cap.
+  const command = process.argv[2];
   const heapMb = Number(process.env.HERALD_WORKER_HEAP_MB ?? 512);
-  const flags = (process.argv[2] === 'worker' || process.argv[2] === 'all') && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  const heap = (command === 'worker' || command === 'all') && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  const semiSpace = { api: 8, worker: 8, smtp: 8, all: 8, dev: 1 }[command];
+  const flags = [...heap, ...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : [])];
   const child = spawn(node, [...flags, main, ...process.argv.slice(2)], { stdio: 'inherit', detached: true });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => {

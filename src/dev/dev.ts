@@ -115,6 +115,10 @@ export async function runDev(): Promise<void> {
     const publicUrl = `http://127.0.0.1:${API_PORT}`;
     updateEnvFile(envFile, { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, TEMPORAL_ADDRESS: temporalAddress, PUBLIC_URL: publicUrl });
     const childEnv: NodeJS.ProcessEnv = {
+      // glibc gives each thread that allocates an arena of its own (up to 8 per core): the
+      // all-in-one process's threads (libuv, V8, Temporal's runtime, the workflow thread) held
+      // ~60 MB of them, mostly free. Two arenas keep that resident memory down (unless set).
+      MALLOC_ARENA_MAX: '2',
       // The sink is the final hop: accepted there means delivered (unless the user says otherwise).
       ...(relay.sink ? { SMTP_RELAY_FINAL_HOP: 'true' } : {}),
       // Test keys' mail (the dev key is one) goes to the sink too, so it shows in the viewer; never to a real relay.

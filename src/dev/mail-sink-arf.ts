@@ -1,4 +1,3 @@
-import { createTransport } from 'nodemailer';
 import type { Logger } from '../logger.ts';
 import { buildArfReport } from '../modules/sandbox/arf-report.ts';
 import type { SinkMessage } from './mail-sink-store.ts';
@@ -24,6 +23,8 @@ export async function sendArfReport(input: {
     logger.warn('mail sink: complaint@ received with a null sender (<>); no ARF report sent', fields);
     return;
   }
+  // Loaded for the first complaint only: the sink's host process stays smaller without it.
+  const { createTransport } = await import('nodemailer');
   const transport = createTransport({
     host: feedback.host,
     port: feedback.port,

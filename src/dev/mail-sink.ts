@@ -1,5 +1,4 @@
 import type { AddressInfo } from 'node:net';
-import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { newId } from '../../db/ids.ts';
 import { createLogger, type Logger } from '../logger.ts';
@@ -60,8 +59,12 @@ function smtpError(reply: SmtpReply): Error {
   return Object.assign(new Error(reply.message), { responseCode: reply.code });
 }
 
-/** Decoded Subject and Message-ID (without <>), read from the header block only. */
+/**
+ * Decoded Subject and Message-ID (without <>), read from the header block only. mailparser is
+ * loaded with the first message: the supervisor that hosts the sink stays ~10 MB smaller until then.
+ */
 async function summarize(raw: Buffer): Promise<{ subject: string | null; messageId: string | null }> {
+  const { simpleParser } = await import('mailparser');
   const parsed = await simpleParser(Buffer.concat([headerBlock(raw), Buffer.from('\r\n\r\n')]), {
     skipHtmlToText: true,
     skipTextToHtml: true,

@@ -12,15 +12,26 @@ export const MAIN_ENTRY = join(REPO_ROOT, 'src/cli/main.ts');
 export const WORKER_HEAP_MB = Number(fallbackOf(DEV_SETTINGS.HERALD_WORKER_HEAP_MB));
 
 /**
- * Node flags for a Herald process of `kind`. The worker gets a heap limit: with Node's default
- * (a quarter of the machine's memory) V8 lets the heap grow to several times the live data
- * under a steady allocation rate (measured: 740 MB RSS during a broadcast, live heap under
- * 200 MB); with 512 MB it collects earlier and stays near 460 MB at the same throughput.
+ * V8's young generation cap for Herald's processes, MB per semi-space. Node 24's default lets
+ * the young generation grow to several times this during start-up (modules compiled, the ORM's
+ * metadata built) and never gives it back: the all-in-one process idled at ~250 MB, ~60 MB of
+ * it young-generation pages. At 8 MB a scavenge runs every few dozen ms at a full api load and
+ * stays short (BENCHMARKS.md, footprint-start). src/cli/herald.mjs applies the same.
+ */
+export const SEMI_SPACE_MB = 8;
+
+/**
+ * Node flags for a Herald process of `kind` (api, worker, smtp, all): the young generation cap
+ * (SEMI_SPACE_MB), and for the worker a heap limit: with Node's default (a quarter of the
+ * machine's memory) V8 lets the heap grow to several times the live data under a steady
+ * allocation rate (measured: 740 MB RSS during a broadcast, live heap under 200 MB); with
+ * 512 MB it collects earlier and stays near 460 MB at the same throughput.
  */
 export function nodeFlagsFor(kind: string, env: Record<string, string | undefined> = process.env): string[] {
-  if (kind !== 'worker' && kind !== 'all') return [];
+  const semiSpace = `--max-semi-space-size=${SEMI_SPACE_MB}`;
+  if (kind !== 'worker' && kind !== 'all') return [semiSpace];
   const mb = Number(env.HERALD_WORKER_HEAP_MB ?? WORKER_HEAP_MB);
-  return Number.isInteger(mb) && mb > 0 ? [`--max-old-space-size=${mb}`] : [];
+  return Number.isInteger(mb) && mb > 0 ? [`--max-old-space-size=${mb}`, semiSpace] : [semiSpace];
 }
 
 export function dataDir(env: DevEnv): string {

@@ -20,8 +20,12 @@ export function realClient(trusted: TrustedProxies): Middleware<HeraldState> {
       trusted,
     );
     ctx.request.ip = client.address;
-    // Koa's protocol getter believes X-Forwarded-Proto only with app.proxy; this request's own value replaces it.
-    Object.defineProperty(ctx.request, 'protocol', { value: client.scheme, configurable: true });
+    // With app.proxy off Koa's protocol getter answers the connection's scheme; only a trusted
+    // proxy's other scheme replaces it (defining a property on each request costs the api's
+    // busiest reads a dictionary-mode object per request).
+    if (client.scheme !== (socket.encrypted === true ? 'https' : 'http')) {
+      Object.defineProperty(ctx.request, 'protocol', { value: client.scheme, configurable: true });
+    }
     await next();
   };
 }
