@@ -1,12 +1,14 @@
 import { parseArgs } from 'node:util';
 import { AppError } from '../errors.ts';
-import { accessCommands } from './admin/access.ts';
 import { automationCommands } from './admin/automations.ts';
+import { dashboardAccessCommands } from './admin/dashboard-access.ts';
 import { domainCommands } from './admin/domains.ts';
 import { encryptionCommands } from './admin/encryption.ts';
+import { keyCommands } from './admin/keys.ts';
 import { UsageError, type Command, type Values } from './admin/options.ts';
 import { orgCommands } from './admin/orgs.ts';
 import { reputationCommands } from './admin/reputation.ts';
+import { senderCommands } from './admin/senders.ts';
 import { adminServices, type AdminDeps, type AdminServices } from './admin/services.ts';
 import { templateCommands } from './admin/templates.ts';
 
@@ -46,8 +48,10 @@ const USAGE_ORDER = [
 function commands(svc: () => AdminServices): Record<string, Command> {
   const groups = [
     orgCommands,
-    accessCommands,
+    dashboardAccessCommands,
+    keyCommands,
     domainCommands,
+    senderCommands,
     reputationCommands,
     automationCommands,
     templateCommands,

@@ -1,7 +1,7 @@
-import { describeDomain, describeDomainCheck, describeSender } from '../describe.ts';
+import { describeDomain, describeDomainCheck } from '../describe.ts';
 import { type CommandGroup, integer, json, required, table, UsageError } from './options.ts';
 
-/** Sending domains (add, list, verify) and their senders. */
+/** Sending domains: add, list, verify. */
 export const domainCommands: CommandGroup = (svc) => ({
   'domain add': {
     usage: 'domain add --org ID --domain D [--verified] [--default] [--daily-cap N] [--warmup new|existing|off]',
@@ -64,27 +64,6 @@ export const domainCommands: CommandGroup = (svc) => ({
         ...(toPublish.length > 0 ? ['publish:', ...toPublish] : []),
       ].join('\n');
       return { json: check, text };
-    },
-  },
-  'sender add': {
-    usage: 'sender add --domain ID --email E --name N [--default]',
-    options: { ...json, domain: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' }, default: { type: 'boolean' } },
-    async run(values) {
-      const sender = await svc().domains.addSender({
-        domainId: required(values, 'domain'),
-        email: required(values, 'email'),
-        name: required(values, 'name'),
-        ...(values.default === true ? { isDefault: true } : {}),
-      });
-      return { json: describeSender(sender), text: `added sender ${sender.id} (${sender.email})` };
-    },
-  },
-  'sender list': {
-    usage: 'sender list --domain ID',
-    options: { ...json, domain: { type: 'string' } },
-    async run(values) {
-      const rows = (await svc().domains.listSenders(required(values, 'domain'))).map(describeSender);
-      return { json: { data: rows }, text: table(rows, ['id', 'email', 'name', 'is_default']) };
     },
   },
 });
