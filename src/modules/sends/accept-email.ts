@@ -1,6 +1,5 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentUpload, BUILT_IN_STREAMS } from '../../../db/entities/index.ts';
-import { scopeToOrg } from '../../../db/orm.ts';
 import type { BlobStore } from '../../blob/blob-store.ts';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
@@ -21,7 +20,8 @@ import type { AcceptanceAnswer, AcceptedEmail } from './sends.types.ts';
 export type CommittedEmail = AcceptedEmail & { charge: CreditCharge; domainId: string };
 
 export interface AcceptEmailOptions {
-  orm: MikroORM;
+  /** The workspace's entity manager (scopeToOrg), the one the send's checks read through. */
+  em: EntityManager;
   blobs: BlobStore | null;
   config: Pick<Config, 'sends'>;
   caller: SendCaller;
@@ -64,7 +64,7 @@ function acceptInTransaction(
 ): Promise<CommittedEmail> {
   const { parts, input, answer: given } = options;
   const { orgId, at, recipients, scheduledAt } = parts;
-  return scopeToOrg(options.orm.em, orgId).transactional(async (tx) => {
+  return options.em.transactional(async (tx) => {
     // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
     const stream = input.stream ?? BUILT_IN_STREAMS.transactional;
     const lock = threadLockKey(orgId, message.thread);

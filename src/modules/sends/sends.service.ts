@@ -90,7 +90,7 @@ export function createSendsService(deps: SendsServiceDeps) {
       const sizeBytes = messageSize(content.html ?? undefined, content.text ?? undefined, prepared);
       if (sizeBytes > SEND_LIMITS.messageBytesMax) throw messageTooLarge(sizeBytes);
       const parts = { orgId, emailId: newId(at), at, from, headers, recipients, content, prepared, scheduledAt: schedule.at };
-      const accepted = await acceptEmail({ orm, blobs: deps.blobs, config, caller, input, parts, sizeBytes, answer: options.answer });
+      const accepted = await acceptEmail({ em, blobs: deps.blobs, config, caller, input, parts, sizeBytes, answer: options.answer });
       // After the commit the email is durable: nothing may fail the request but the opt-in wait's 502.
       if (!accepted.email.scheduledAt && !accepted.charge.domainDraining) {
         void wakeDomain({ orgId, domainId: accepted.domainId }, { emailId: accepted.email.id });
