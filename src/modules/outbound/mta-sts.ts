@@ -70,6 +70,67 @@ export interface MtaStsOptions {
 }
 
 /**
+ * The policy host's address, through Herald's resolver (the same DNS the MX lookups use): its
+ * first IPv4, else IPv6 address the address policy allows (any, with allowPrivateTargets).
+ */
+async function addressOf(options: MtaStsOptions, host: string): Promise<string> {
+  const [a, aaaa] = await Promise.all([options.dns.a(host), options.dns.aaaa(host)]);
+  const addresses = [...(a.status === 'found' ? a.records : []), ...(aaaa.status === 'found' ? aaaa.records : [])];
+  if (addresses.length === 0) throw new Error(`${host} has no address`);
+  const reachable = options.allowPrivateTargets ? addresses : addresses.filter((address) => forbiddenRangeOf(address) === null);
+  if (reachable.length === 0) {
+    throw new Error(
+      `${host} has only addresses Herald does not connect to: ${addresses.map((address) => `${address} (${forbiddenRangeOf(address)})`).join(', ')}`,
+    );
+  }
+  return reachable[0]!;
+}
+
+/** The policy file of `domain` from its policy host over verified HTTPS (no redirects, a 200 only, at most POLICY_MAX_BYTES). */
+async function fetchPolicy(options: MtaStsOptions, domain: string): Promise<string> {
+  const host = `mta-sts.${domain}`;
+  const address = await addressOf(options, host);
+  return new Promise<string>((resolve, reject) => {
+    const req = request(
+      {
+        host: address,
+        servername: host,
+        port: options.port ?? 443,
+        path: '/.well-known/mta-sts.txt',
+        method: 'GET',
+        headers: { host, 'user-agent': 'Herald MTA-STS' },
+        ...(options.ca ? { ca: options.ca } : {}),
+        rejectUnauthorized: true,
+        timeout: FETCH_TIMEOUT_MS,
+      },
+      (res) => {
+        // RFC 8461 §3.3: no redirects; a 200 answer only.
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`${host} answered HTTP ${res.statusCode}`));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > POLICY_MAX_BYTES) {
+            req.destroy(new Error(`the policy of ${domain} is over ${POLICY_MAX_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${host} did not answer within ${FETCH_TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
  * Finds the MTA-STS policy of a destination domain, with a cache that follows RFC 8461 §5.1:
  * a policy is reused until its max_age, refreshed when the TXT record's id changes, and a
  * policy that cannot be fetched leaves the cached one in force (or none, when there is none).
@@ -78,66 +139,6 @@ export function createMtaSts(options: MtaStsOptions) {
   const now = options.now ?? Date.now;
   // Each policy lives for its own max_age (a per-entry TTL); the least recently used go past CACHE_MAX.
   const cache = new LRUCache<string, { id: string; policy: MtaStsPolicy }>({ max: CACHE_MAX, ttlResolution: 0, perf: { now } });
-
-  /**
-   * The policy host's address, through Herald's resolver (the same DNS the MX lookups use): its
-   * first IPv4, else IPv6 address the address policy allows (any, with allowPrivateTargets).
-   */
-  async function addressOf(host: string): Promise<string> {
-    const [a, aaaa] = await Promise.all([options.dns.a(host), options.dns.aaaa(host)]);
-    const addresses = [...(a.status === 'found' ? a.records : []), ...(aaaa.status === 'found' ? aaaa.records : [])];
-    if (addresses.length === 0) throw new Error(`${host} has no address`);
-    const reachable = options.allowPrivateTargets ? addresses : addresses.filter((address) => forbiddenRangeOf(address) === null);
-    if (reachable.length === 0) {
-      throw new Error(
-        `${host} has only addresses Herald does not connect to: ${addresses.map((address) => `${address} (${forbiddenRangeOf(address)})`).join(', ')}`,
-      );
-    }
-    return reachable[0]!;
-  }
-
-  async function fetchPolicy(domain: string): Promise<string> {
-    const host = `mta-sts.${domain}`;
-    const address = await addressOf(host);
-    return new Promise<string>((resolve, reject) => {
-      const req = request(
-        {
-          host: address,
-          servername: host,
-          port: options.port ?? 443,
-          path: '/.well-known/mta-sts.txt',
-          method: 'GET',
-          headers: { host, 'user-agent': 'Herald MTA-STS' },
-          ...(options.ca ? { ca: options.ca } : {}),
-          rejectUnauthorized: true,
-          timeout: FETCH_TIMEOUT_MS,
-        },
-        (res) => {
-          // RFC 8461 §3.3: no redirects; a 200 answer only.
-          if (res.statusCode !== 200) {
-            res.resume();
-            reject(new Error(`${host} answered HTTP ${res.statusCode}`));
-            return;
-          }
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > POLICY_MAX_BYTES) {
-              req.destroy(new Error(`the policy of ${domain} is over ${POLICY_MAX_BYTES} bytes`));
-              return;
-            }
-            chunks.push(chunk);
-          });
-          res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`${host} did not answer within ${FETCH_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
-      req.end();
-    });
-  }
 
   return {
     async policyFor(domain: string): Promise<MtaStsVerdict> {
@@ -150,7 +151,7 @@ export function createMtaSts(options: MtaStsOptions) {
       if (fresh && fresh.id === id) return { kind: 'policy', policy: fresh.policy };
       let parsed: MtaStsPolicy | string;
       try {
-        parsed = parseMtaStsPolicy(await fetchPolicy(domain));
+        parsed = parseMtaStsPolicy(await fetchPolicy(options, domain));
       } catch (error) {
         options.logger.warn('MTA-STS policy could not be fetched; the cached one (or none) applies', {
           domain,
