@@ -47,6 +47,7 @@ describe('event catalog', () => {
         'broadcast.failed',
         'domain.verified',
         'domain.attention',
+        'domain.dmarc_report_received',
         'email.sent',
         'email.delivered',
         'email.deferred',

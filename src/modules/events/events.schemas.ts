@@ -29,6 +29,7 @@ export const EVENT_TYPES = [
   'broadcast.failed',
   'domain.verified',
   'domain.attention',
+  'domain.dmarc_report_received',
   'email.sent',
   'email.delivered',
   'email.deferred',
@@ -71,6 +72,26 @@ const ContactStatusData = v.object({
 const DomainData = v.object({
   domain: DomainOptionResponse,
   previous_status: v.string(),
+});
+
+/** A DMARC aggregate report stored for a domain: who reported which period, and its messages summed (see dmarc.serializer.ts). */
+const DmarcReportData = v.object({
+  domain_id: v.string(),
+  domain: v.string(),
+  dmarc_report_id: v.string(),
+  reporter: v.object({ org_name: v.string(), email: v.string() }),
+  report_id: v.string(),
+  policy_domain: v.string(),
+  date_range: v.object({ begin: Timestamp, end: Timestamp }),
+  record_count: v.number(),
+  message_count: v.number(),
+  dmarc_pass: v.number(),
+  dmarc_fail: v.number(),
+  dkim_aligned_pass: v.number(),
+  spf_aligned_pass: v.number(),
+  quarantined: v.number(),
+  rejected: v.number(),
+  received_at: Timestamp,
 });
 
 /** A reputation pause or resume: what paused (scope), why, and the rates measured over the window. */
@@ -172,6 +193,12 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     category: 'domain',
     description: 'A verified sending domain lost a required DNS record; sending from it is refused until fixed.',
     data: DomainData,
+  },
+  'domain.dmarc_report_received': {
+    category: 'domain',
+    description:
+      "A DMARC aggregate report about the domain arrived at its report address and was stored: the reporter, the period, and the report's messages summed (passing DMARC or not, each mechanism aligned, quarantined and rejected). A report sent again emits nothing.",
+    data: DmarcReportData,
   },
   'email.sent': {
     category: 'email',

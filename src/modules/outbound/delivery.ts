@@ -36,7 +36,7 @@ export interface DeliverResult {
   /** `sending` while deferred recipients remain. */
   status: EmailStatus;
   handoff: HandoffResult;
-  /** Not attempted: its egress pool has no room today; due again then (no attempt, no event). */
+  /** Not attempted: its egress pool has no room today, or shaping held every recipient back; due again then (no attempt, no event). */
   heldUntil?: Date;
 }
 
@@ -144,7 +144,11 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const outcomes = new Map<string, RecipientOutcome>();
     if (result.kind === 'recipients') {
       for (const answer of result.recipients) {
-        if (answer.accepted) {
+        // Held back by Herald's own shaping; once no retry remains it is a deferral like any other (the email then expires).
+        if (!answer.accepted && answer.heldMs !== undefined && nextAttemptAt !== null) {
+          const response = answer.response ?? 'held back by destination shaping';
+          outcomes.set(answer.email, { type: 'held', response, nextAttemptAt: new Date(Date.now() + answer.heldMs) });
+        } else if (answer.accepted) {
           outcomes.set(answer.email, { type: 'sent', response: answer.response, delivered: finalHop });
         } else if ((answer.code ?? 400) >= 500) {
           outcomes.set(answer.email, { type: 'bounced', bounceType: 'hard', response: answer.response, code: answer.code });
@@ -216,7 +220,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
       for (const recipient of rows) {
         const outcome = outcomes.get(recipient.email);
         if (!outcome || !isPending(recipient.status)) continue;
-        recipient.attempts += 1;
+        if (outcome.type !== 'held') recipient.attempts += 1;
         await applyRecipientOutcome(tx, row, recipient, outcome, metrics);
       }
       if (releaseQuota) await releaseEmailQuota(tx, row);
@@ -306,8 +310,15 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     const nextAttemptAt = nextDelayMs === null ? null : new Date(Date.now() + nextDelayMs);
     const firstAttempt = !recipients.some((r) => HANDED_OFF.has(r.status));
     const rejectedOutright = result.kind === 'message_refused' && result.permanent && firstAttempt;
-    const status = await recordOutcomes(orgId, email.id, result, outcomesOf(result, pending, nextAttemptAt, finalHop), rejectedOutright);
+    const outcomes = outcomesOf(result, pending, nextAttemptAt, finalHop);
+    const status = await recordOutcomes(orgId, email.id, result, outcomes, rejectedOutright);
     if (status !== 'sending') await afterSettled(orgId, email.attachments);
+    const holds = [...outcomes.values()].filter((o): o is Extract<RecipientOutcome, { type: 'held' }> => o.type === 'held');
+    // Every recipient held back by shaping: not an attempt, due again when its destination may take it.
+    if (status === 'sending' && holds.length > 0 && holds.length === outcomes.size) {
+      const heldUntil = new Date(Math.min(...holds.map((o) => o.nextAttemptAt.getTime())));
+      return { status, handoff: { outcome: 'deferred', response: result.response }, heldUntil };
+    }
     const anyAccepted = result.kind === 'recipients' && result.recipients.some((r) => r.accepted || (r.code ?? 0) >= 500);
     const handoff: HandoffResult = rejectedOutright
       ? { outcome: 'rejected', response: result.response }

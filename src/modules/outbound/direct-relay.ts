@@ -221,8 +221,8 @@ export function createDirectRelay(options: DirectDeliveryOptions): Relay {
     const shaper = options.shaper;
     const send = () => sendToHosts(message, from, domain, recipients, hosts, enforced);
     if (!shaper) return send();
-    return inDestinationSlot(shaper, rollupKeyOf(hosts.map((host) => host.name)), send, (response) => ({
-      results: forAll(recipients, false, null, response),
+    return inDestinationSlot(shaper, rollupKeyOf(hosts.map((host) => host.name)), send, (response, heldMs) => ({
+      results: forAll(recipients, false, null, response).map((result) => ({ ...result, heldMs })),
       response,
     }));
   }

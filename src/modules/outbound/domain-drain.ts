@@ -130,8 +130,9 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
       }
       const delivered = await delivery.deliverClaimed(message, nextDelayMs);
       if (delivered.heldUntil) {
-        // Its egress pool has no room today: it waits for the next day, whatever the retry window says.
-        await queue.reschedule(email.orgId, email.id, delivered.heldUntil);
+        // Not attempted (its egress pool has no room today, or its destination is backing off or full):
+        // due again then, the claim's attempt given back.
+        await queue.hold(email.orgId, email.id, delivered.heldUntil);
         run.count('deferred', email.dueMs);
         tally.lastOutcome = 'held';
         return;
