@@ -187,7 +187,10 @@ describe('DMARC aggregate reports (real SMTP → worker → API)', () => {
         .toString('utf8')
         .replace('8953b4d4a4ee4218b6ac0e2cb2667ee1', 'webhook-report-1')
         .replace('<dkim>fail</dkim>', '<dkim>pass</dkim>')
-        .replace(/(199\.230\.200\.36<\/source_ip>\s*<count>)1(<\/count>\s*<policy_evaluated>\s*<disposition>)none/, (_, count: string, disposition: string) => `${count}3${disposition}quarantine`);
+        .replace(
+          /(199\.230\.200\.36<\/source_ip>\s*<count>)1(<\/count>\s*<policy_evaluated>\s*<disposition>)none/,
+          (_, count: string, disposition: string) => `${count}3${disposition}quarantine`,
+        );
       expect(xml).toContain('<disposition>quarantine</disposition>');
       await deliver(reportMail('dmarc@example.com', 'hook.xml.gz', gzipSync(Buffer.from(xml)), 'application/gzip'));
       // The same report again: stored before, so no second event.
@@ -198,7 +201,7 @@ describe('DMARC aggregate reports (real SMTP → worker → API)', () => {
       const [request] = await receiver.waitForRequests('/dmarc', 1);
       const event = JSON.parse(request!.body) as { type: string; data: Record<string, unknown> };
       expect(event.type).toBe('domain.dmarc_report_received');
-      const report = (await h.stack.orm.em.fork().findOneOrFail(DmarcReport, { reportId: 'webhook-report-1' }, ALL_TENANTS));
+      const report = await h.stack.orm.em.fork().findOneOrFail(DmarcReport, { reportId: 'webhook-report-1' }, ALL_TENANTS);
       expect(event.data).toEqual({
         domain_id: domainId,
         domain: 'example.com',

@@ -47,6 +47,8 @@ describe('event catalog', () => {
         'broadcast.failed',
         'domain.verified',
         'domain.attention',
+        'domain.tracking_verified',
+        'domain.tracking_attention',
         'domain.dmarc_report_received',
         'email.sent',
         'email.delivered',

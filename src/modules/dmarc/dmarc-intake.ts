@@ -106,7 +106,8 @@ export function createDmarcIntake(deps: { orm: MikroORM; logger?: Logger | undef
         await scopeToOrg(orm.em.fork(), domain.orgId).transactional(async (em) => {
           for (const report of concerning) {
             const stored = await storeReport(em, { orgId: domain.orgId, domainId: domain.id, inboundId: message.id, report });
-            if (stored) recordEvent(em, domain.orgId, 'domain.dmarc_report_received', dmarcReportEventData(domain, stored, report, new Date()));
+            if (stored)
+              recordEvent(em, domain.orgId, 'domain.dmarc_report_received', dmarcReportEventData(domain, stored, report, new Date()));
           }
         });
         if (owners.get(domain.orgId)?.size === 0) consumed.add(domain.orgId);

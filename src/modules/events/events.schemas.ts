@@ -4,6 +4,7 @@ import { AutomationRunResponse } from '../automations/automations.schemas.ts';
 import { BroadcastResponse } from '../broadcasts/broadcasts.schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
 import { DomainOptionResponse } from '../domains/domains.schemas.ts';
+import { TrackingDomainResponse } from '../tracking/tracking.schemas.ts';
 
 /**
  * Herald's event catalog: every event type a webhook endpoint can subscribe to, what it means
@@ -29,6 +30,8 @@ export const EVENT_TYPES = [
   'broadcast.failed',
   'domain.verified',
   'domain.attention',
+  'domain.tracking_verified',
+  'domain.tracking_attention',
   'domain.dmarc_report_received',
   'email.sent',
   'email.delivered',
@@ -72,6 +75,12 @@ const ContactStatusData = v.object({
 const DomainData = v.object({
   domain: DomainOptionResponse,
   previous_status: v.string(),
+});
+
+/** A tracking host's verification changed: the host as it is now, and its status before. */
+const TrackingHostData = v.object({
+  tracking: TrackingDomainResponse,
+  previous_status: v.picklist(['none', 'pending', 'verified']),
 });
 
 /** A DMARC aggregate report stored for a domain: who reported which period, and its messages summed (see dmarc.serializer.ts). */
@@ -193,6 +202,18 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     category: 'domain',
     description: 'A verified sending domain lost a required DNS record; sending from it is refused until fixed.',
     data: DomainData,
+  },
+  'domain.tracking_verified': {
+    category: 'domain',
+    description:
+      "A domain's custom tracking host was found as a CNAME to Herald's host (when set, checked through the API, or at the daily re-check): its open and click links use it from now on.",
+    data: TrackingHostData,
+  },
+  'domain.tracking_attention': {
+    category: 'domain',
+    description:
+      "A verified custom tracking host's CNAME is gone or points elsewhere (found by a check or the daily re-check): the domain's open and click links are on Herald's own host until it is fixed and checked again.",
+    data: TrackingHostData,
   },
   'domain.dmarc_report_received': {
     category: 'domain',

@@ -38,6 +38,8 @@ export interface DeliverResult {
   handoff: HandoffResult;
   /** Not attempted: its egress pool has no room today, or shaping held every recipient back; due again then (no attempt, no event). */
   heldUntil?: Date;
+  /** The hold is shaping's: it ends no later than the email's retry window (an egress pool's waits for its day whatever the window). */
+  heldWithinWindow?: boolean;
 }
 
 export interface EmailDeliveryDeps {
@@ -317,7 +319,7 @@ export function createEmailDelivery(deps: EmailDeliveryDeps) {
     // Every recipient held back by shaping: not an attempt, due again when its destination may take it.
     if (status === 'sending' && holds.length > 0 && holds.length === outcomes.size) {
       const heldUntil = new Date(Math.min(...holds.map((o) => o.nextAttemptAt.getTime())));
-      return { status, handoff: { outcome: 'deferred', response: result.response }, heldUntil };
+      return { status, handoff: { outcome: 'deferred', response: result.response }, heldUntil, heldWithinWindow: true };
     }
     const anyAccepted = result.kind === 'recipients' && result.recipients.some((r) => r.accepted || (r.code ?? 0) >= 500);
     const handoff: HandoffResult = rejectedOutright

@@ -7,7 +7,7 @@ import type { DestinationShaper } from './destination-shaper.ts';
 export const SLOT_WAIT_MS = 1_000;
 
 /** The least a message held back by its destination waits before its next turn, so a full destination's messages do not spin through the drain. */
-export const HOLD_MIN_MS = 5_000;
+export const HOLD_MIN_MS = 1_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
