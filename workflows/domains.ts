@@ -66,7 +66,8 @@ const { listDomainsForRecheck } = proxyActivities<DomainActivities>({
 /**
  * verifyDomain — id `domain-verify:<domainId>`, HeraldOrgId = the domain's workspace,
  * HeraldKind = domain-verify. Checks the domain's DNS records once and records the result
- * (pending → verified, verified ⇄ attention; DNS unreachable changes nothing). Started by
+ * (pending → verified, verified ⇄ attention; DNS unreachable changes nothing), and its custom
+ * tracking host's CNAME when it has one (pending ⇄ verified, with its own events). Started by
  * `herald admin domain verify` and by recheckDomains.
  */
 export async function verifyDomain(input: VerifyDomainInput): Promise<DomainCheckOutcome> {
@@ -100,7 +101,7 @@ function isAlreadyStarted(error: unknown): boolean {
 
 /**
  * recheckDomains — started daily by the Schedule `<prefix>-recheck-domains`. Re-verifies
- * every verified and attention domain as child verifyDomain runs, CONCURRENCY at a time, a
+ * every verified and attention domain (and its tracking host) as child verifyDomain runs, CONCURRENCY at a time, a
  * page of PAGE_SIZE per run (continue-as-new between pages keeps history small). A domain
  * whose verification is already running is skipped; one failed check does not stop the rest.
  */

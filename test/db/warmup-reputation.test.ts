@@ -38,6 +38,16 @@ async function dueBroadcastMessage(orgId: string, domainId: string): Promise<voi
     [domainId, 'b'.repeat(24), id, id, orgId],
   );
 }
+/** A one-by-one email of `domainId` due a minute ago: of stream `stream` of kind `kind` (an automation's: broadcast). */
+async function dueStreamEmail(orgId: string, domainId: string, stream: string, kind: string): Promise<string> {
+  const id = await insertScheduledEmail(stack.orm, orgId);
+  await sql(
+    `update transactional_emails set domain_id = ?, status = 'queued', scheduled_at = null, next_attempt_at = now() - interval '1 minute',
+            stream = ?, stream_kind = ? where id = ? and org_id = ?`,
+    [domainId, stream, kind, id, orgId],
+  );
+  return id;
+}
 const countToday = (orgId: string, domainId: string, count: number) =>
   sql(
     `insert into domain_daily_sends (domain_id, day, shard, org_id, count) values (?, ?, 0, ?, ?)
@@ -170,6 +180,18 @@ describe('workspace reputation policy', () => {
     expect(paused[0]!.data).toMatchObject({ scope: 'broadcast', reason: expect.stringMatching(/bounce rate 10 %/) });
     // Broadcast messages wait; a transactional send is still accepted.
     expect(await stranded()).not.toContain(domain.id);
+    // So do automation sends and other broadcast-kind stream mail: nothing due the reconciler should wake the domain for.
+    const automationEmail = await dueStreamEmail(org.id, domain.id, 'broadcast', 'broadcast');
+    const customBulk = await dueStreamEmail(org.id, domain.id, 'product-news', 'broadcast');
+    expect(await stranded()).not.toContain(domain.id);
+    const receipt = await dueStreamEmail(org.id, domain.id, 'transactional', 'transactional');
+    expect(await stranded()).toContain(domain.id);
+    const queue = createDomainQueue(stack.orm);
+    expect((await queue.claim(org.id, domain.id, 10, 600)).map((e) => e.id)).toEqual([receipt]);
+    // The receipt's lease runs ten minutes; the held mail is looked at again within a minute, not at once.
+    const nextDue = await queue.nextDue(org.id, domain.id);
+    expect(nextDue).toBeGreaterThan(Date.now() + 30_000);
+    expect(nextDue).toBeLessThan(Date.now() + 300_000);
     const checked = await findDomainAndSuppressed(stack.orm.em.fork(), org.id, domain.domain, [], 'transactional');
     expect(checked.domain?.workspacePause).toBe('broadcast');
     expect(domainRefusal(checked.domain!, domain.domain)).toBeNull();
@@ -186,6 +208,10 @@ describe('workspace reputation policy', () => {
 
     expect((await reputation.status(org.id)).paused_at).toBeNull();
     expect(await stranded()).toContain(domain.id);
+    expect(await queue.nextDue(org.id, domain.id)).toBeLessThan(Date.now());
+    const resumedClaim = (await queue.claim(org.id, domain.id, 10, 600)).map((e) => e.id);
+    expect(resumedClaim).toEqual(expect.arrayContaining([automationEmail, customBulk]));
+    expect(resumedClaim).toHaveLength(3);
     expect(await scopeToOrg(stack.orm.em.fork(), org.id).count(Event, { type: 'workspace.reputation_resumed' })).toBe(1);
     // The window starts again at the resume: the same bounces do not pause it again.
     await reputation.evaluate(new Date());

@@ -4,6 +4,8 @@ import { createServer, type Server } from 'node:https';
 import { authenticate } from 'mailauth';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Event, TransactionalEmail } from '../../db/entities/index.ts';
+import { scopeToOrg } from '../../db/orm.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { freePort } from '../../src/dev/ports.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -35,10 +37,15 @@ type EmailRecord = {
 
 /**
  * A remote MX on a 127.0.0.x address: records what it accepts (with the EHLO name and whether
- * STARTTLS was used), refuses `nobody@` at RCPT with 550, and with `greylist` answers 451 to a
- * recipient's first RCPT and 250 afterwards.
+ * STARTTLS was used), refuses `nobody@` at RCPT with 550, with `greylist` answers 451 to a
+ * recipient's first RCPT and 250 afterwards, and with `refuseFirstConnection` answers its first
+ * connection 421.
  */
-async function startMx(host: string, port: number, options: { greylist?: boolean; certificate?: TestCertificate } = {}) {
+async function startMx(
+  host: string,
+  port: number,
+  options: { greylist?: boolean; certificate?: TestCertificate; refuseFirstConnection?: boolean } = {},
+) {
   const received: Received[] = [];
   const connections: string[] = [];
   const seen = new Set<string>();
@@ -48,7 +55,9 @@ async function startMx(host: string, port: number, options: { greylist?: boolean
     closeTimeout: 500,
     onConnect(session, callback) {
       connections.push(session.remoteAddress);
-      callback();
+      if (options.refuseFirstConnection && connections.length === 1)
+        callback(Object.assign(new Error('4.7.0 too busy, try again later'), { responseCode: 421 }));
+      else callback();
     },
     ...(options.certificate ? { key: options.certificate.key, cert: options.certificate.cert } : {}),
     onRcptTo(address, _session, callback) {
@@ -116,6 +125,7 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       await startMx('127.0.0.5', port, { greylist: true }),
       // The one host sts.test's MTA-STS policy names, with a certificate for its name.
       await startMx('127.0.0.7', port, { certificate: authority.issue(['DNS:mx-good.sts.test']) }),
+      await startMx('127.0.0.9', port, { refuseFirstConnection: true }),
     ];
     // The MTA-STS policy hosts of sts.test and sts-bad.test, over HTTPS with certificates of the test CA.
     const policies: Record<string, string> = {
@@ -153,6 +163,9 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
       'up.failover.test': { A: ['127.0.0.2'] },
       'grey.test': { MX: [{ exchange: 'mx.grey.test', priority: 10 }] },
       'mx.grey.test': { A: ['127.0.0.5'] },
+      // Answers its first connection 421: the destination backs off (SMTP_DESTINATION_BACKOFF), then accepts.
+      'busy.test': { MX: [{ exchange: 'mx.busy.test', priority: 10 }] },
+      'mx.busy.test': { A: ['127.0.0.9'] },
       'dead.test': { MX: [{ exchange: 'mx.dead.test', priority: 10 }] },
       'mx.dead.test': { A: ['127.0.0.6'] },
       // MTA-STS: the preferred MX (127.0.0.2, a self-signed certificate) is not in the policy.
@@ -185,7 +198,9 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
         SMTP_DIRECT_CA_FILE: authority.certFile,
         DNS_SERVERS: dns.address,
         EMAIL_RETRY_SCHEDULE: '0s,300ms',
-        EMAIL_RETRY_WINDOW: '4s',
+        EMAIL_RETRY_WINDOW: '8s',
+        // Longer than the retry delay: a retry while the destination backs off is a hold.
+        SMTP_DESTINATION_BACKOFF: '3s',
       },
       { keyMode: 'live' },
     );
@@ -343,6 +358,24 @@ describe('direct-to-MX delivery (DNS on loopback, remote MX hosts on 127.0.0.x)'
     expect(statusOf(email, 'gail@grey.test')).toMatchObject({ status: 'delivered' });
     expect(statusOf(email, 'gail@grey.test')!.attempts).toBeGreaterThanOrEqual(2);
     expect(received().filter((m) => m.subject === 'Greylisted')).toHaveLength(1);
+  }, 90_000);
+
+  it('holds mail for a destination that backs off without counting an attempt or emitting email.deferred', async () => {
+    const busyMx = mx[4]!;
+    const id = await send(['bea@busy.test'], 'Busy destination');
+    const email = await settled(id);
+    const busy = statusOf(email, 'bea@busy.test')!;
+    expect(busy.status).toBe('delivered');
+    // The 421 and the delivery are attempts; the retry 300 ms after the 421, while the destination
+    // backed off for 3 s, was held by Herald without a connection and is not.
+    expect(busy.attempts).toBe(2);
+    expect(busyMx.connections).toHaveLength(2);
+    const deferred = (await scopeToOrg(h.stack.orm.em.fork(), h.workspace.org.id).find(Event, { type: 'email.deferred' })).filter(
+      (event) => event.data.email_id === id,
+    );
+    expect(deferred.map((event) => String(event.data.reason))).toEqual([expect.stringMatching(/421|too busy/)]);
+    const held = await scopeToOrg(h.stack.orm.em.fork(), h.workspace.org.id).findOneOrFail(TransactionalEmail, { id });
+    expect(held.handoffAttempts).toBe(2);
   }, 90_000);
 
   it('defers a domain whose MX cannot be reached, retries it, then fails it when the window closes', async () => {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { createTransport } from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DmarcReport, InboxMessage } from '../../db/entities/index.ts';
+import { DmarcReport, Event, InboxMessage } from '../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
@@ -11,6 +11,7 @@ import { createDomainsService } from '../../src/modules/domains/domains.service.
 import { expectError, apiClient } from '../support/http.ts';
 import { idem } from '../support/api.ts';
 import { decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
+import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 import { startInboundHarness, type InboundHarness } from './inbound-harness.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/dmarc/${name}`, import.meta.url));
@@ -170,6 +171,60 @@ describe('DMARC aggregate reports (real SMTP → worker → API)', () => {
     expect(reset.body.data).toMatchObject({ report_address: 'dmarc@example.com', is_default_address: true });
     const recent = await request('GET', `/api/v1/domains/${domainId}/dmarc/sources`);
     expect((recent.body.data as { source_ip: string }[]).map((s) => s.source_ip)).toEqual(['100.24.188.149']);
+  });
+
+  it('emits domain.dmarc_report_received to a subscribed webhook endpoint once per stored report, with its sums', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const { key } = await createApiKeysService({ orm: h.stack.orm }).createApiKey({ orgId: h.orgId, scopes: ['all'], mode: 'test' });
+      const hook = await apiClient(api.url, key)('POST', '/api/v1/webhooks', {
+        headers: idem(),
+        body: { name: 'dmarc', url: receiver.url('/dmarc'), events: ['domain.dmarc_report_received'] },
+      });
+      expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+      // usssa's sample under a fresh report id, its first address passing DKIM aligned, its second 3 messages quarantined.
+      const xml = fixture('usssa-two-records.xml')
+        .toString('utf8')
+        .replace('8953b4d4a4ee4218b6ac0e2cb2667ee1', 'webhook-report-1')
+        .replace('<dkim>fail</dkim>', '<dkim>pass</dkim>')
+        .replace(
+          /(199\.230\.200\.36<\/source_ip>\s*<count>)1(<\/count>\s*<policy_evaluated>\s*<disposition>)none/,
+          (_, count: string, disposition: string) => `${count}3${disposition}quarantine`,
+        );
+      expect(xml).toContain('<disposition>quarantine</disposition>');
+      await deliver(reportMail('dmarc@example.com', 'hook.xml.gz', gzipSync(Buffer.from(xml)), 'application/gzip'));
+      // The same report again: stored before, so no second event.
+      await deliver(reportMail('dmarc@example.com', 'hook-again.xml.gz', gzipSync(Buffer.from(xml)), 'application/gzip'));
+      const stored = await h.stack.orm.em.fork().find(Event, { type: 'domain.dmarc_report_received' }, ALL_TENANTS);
+      expect(stored.filter((e) => (e.data as { report_id?: string }).report_id === 'webhook-report-1')).toHaveLength(1);
+
+      const [request] = await receiver.waitForRequests('/dmarc', 1);
+      const event = JSON.parse(request!.body) as { type: string; data: Record<string, unknown> };
+      expect(event.type).toBe('domain.dmarc_report_received');
+      const report = await h.stack.orm.em.fork().findOneOrFail(DmarcReport, { reportId: 'webhook-report-1' }, ALL_TENANTS);
+      expect(event.data).toEqual({
+        domain_id: domainId,
+        domain: 'example.com',
+        dmarc_report_id: report.id,
+        reporter: { org_name: report.reporterOrg, email: report.reporterEmail },
+        report_id: 'webhook-report-1',
+        policy_domain: 'example.com',
+        date_range: { begin: report.dateBegin.toISOString(), end: report.dateEnd.toISOString() },
+        record_count: 2,
+        message_count: 4,
+        dmarc_pass: 1,
+        dmarc_fail: 3,
+        dkim_aligned_pass: 1,
+        spf_aligned_pass: 0,
+        quarantined: 3,
+        rejected: 0,
+        received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      });
+      expect(report.reporterOrg).toBe('usssa.com');
+      expect(report.dateBegin.toISOString()).toBe('2018-10-06T00:00:00.000Z');
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('shows who sends as the domain on its dashboard page, and what to publish before the first report', async () => {

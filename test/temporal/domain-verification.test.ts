@@ -8,6 +8,8 @@ import { createLogger } from '../../src/logger.ts';
 import { dkimDnsValue } from '../../src/modules/domains/dkim.fns.ts';
 import { domainVerifyWorkflowId } from '../../src/modules/domains/domain-verification.starter.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
+import { createTrackingDomains } from '../../src/modules/tracking/tracking-domains.service.ts';
+import { createDnsResolver } from '../../src/dns/resolver.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { domainRecheckScheduleId } from '../../src/temporal/schedules.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
@@ -348,6 +350,18 @@ describe('domain verification through the real worker and a loopback DNS server'
     }
     publish(pending);
     dns.set(drifting.domain, { TXT: ['v=spf1 -all'] });
+    // Tracking hosts: steady's verified now and gone by the re-check, drifting's published only after it was set.
+    const tracking = createTrackingDomains({
+      orm: stack.orm,
+      dns: createDnsResolver(stack.config),
+      publicUrl: stack.config.http.publicUrl,
+    });
+    const heraldHost = new URL(stack.config.http.publicUrl).hostname;
+    dns.set(`track.${steady.domain}`, { CNAME: heraldHost });
+    expect((await tracking.setHost(otherOrg, steady.id, `track.${steady.domain}`)).trackingVerifiedAt).not.toBeNull();
+    expect((await tracking.setHost(orgId, drifting.id, `track.${drifting.domain}`)).trackingVerifiedAt).toBeNull();
+    dns.set(`track.${steady.domain}`, { CNAME: 'elsewhere.example.net' });
+    dns.set(`track.${drifting.domain}`, { CNAME: heraldHost });
     const due = await stack.orm.em.fork().count(Domain, { status: { $in: ['verified', 'attention'] } }, ALL_TENANTS);
     const steadyCheckedAt = (await stored(steady.id)).lastCheckedAt!;
 
@@ -378,6 +392,24 @@ describe('domain verification through the real worker and a loopback DNS server'
     expect((await domainEvents(orgId)).filter((e) => e.domainId === drifting.id).map((e) => e.type)).toEqual([
       'domain.verified',
       'domain.attention',
+    ]);
+    // The tracking hosts were checked again too: each changed status once, with its event.
+    expect((await stored(drifting.id)).trackingVerifiedAt).not.toBeNull();
+    expect(await stored(steady.id)).toMatchObject({ trackingVerifiedAt: null, trackingFound: 'elsewhere.example.net' });
+    const trackingEvents = async (org: string, domainId: string) =>
+      (
+        await scopeToOrg(stack.orm.em, org).find(
+          Event,
+          { type: { $in: ['domain.tracking_verified', 'domain.tracking_attention'] } },
+          { orderBy: { createdAt: 'asc', id: 'asc' } },
+        )
+      )
+        .filter((e) => (e.data.tracking as { domain_id: string }).domain_id === domainId)
+        .map((e) => [e.type, e.data.previous_status, (e.data.tracking as { status: string }).status]);
+    expect(await trackingEvents(orgId, drifting.id)).toEqual([['domain.tracking_verified', 'pending', 'verified']]);
+    expect(await trackingEvents(otherOrg, steady.id)).toEqual([
+      ['domain.tracking_verified', 'pending', 'verified'],
+      ['domain.tracking_attention', 'verified', 'pending'],
     ]);
 
     const children = [];

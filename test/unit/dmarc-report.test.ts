@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { zipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { dmarcPassed, parseAggregateReport, reportConcerns } from '../../src/modules/dmarc/dmarc-report.fns.ts';
+import { dmarcPassed, parseAggregateReport, reportConcerns, reportTotals } from '../../src/modules/dmarc/dmarc-report.fns.ts';
 import { DmarcReportError, unpackReport } from '../../src/modules/dmarc/dmarc-unpack.fns.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/dmarc/${name}`, import.meta.url));
@@ -130,5 +130,20 @@ describe('DMARC aggregate report parsing', () => {
     expect(reportConcerns('Example.com', 'example.com')).toBe(true);
     expect(reportConcerns('example.com', 'mail.example.com')).toBe(true);
     expect(reportConcerns('example.com', 'badexample.com')).toBe(false);
+  });
+});
+
+describe('reportTotals', () => {
+  it('sums a report’s messages: DMARC pass and fail, each mechanism aligned, the dispositions', () => {
+    const record = { sourceIp: '192.0.2.1', headerFrom: 'example.com', envelopeFrom: null, dkim: [], spf: [] };
+    const totals = reportTotals({
+      records: [
+        { ...record, count: 5, disposition: 'none', dkimAligned: true, spfAligned: true },
+        { ...record, count: 2, disposition: 'none', dkimAligned: false, spfAligned: true },
+        { ...record, count: 3, disposition: 'quarantine', dkimAligned: false, spfAligned: false },
+        { ...record, count: 1, disposition: 'reject', dkimAligned: false, spfAligned: false },
+      ],
+    });
+    expect(totals).toEqual({ messages: 11, dmarcPass: 7, dmarcFail: 4, dkimAligned: 5, spfAligned: 7, quarantined: 3, rejected: 1 });
   });
 });

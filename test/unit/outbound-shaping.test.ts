@@ -10,6 +10,7 @@ import {
 } from '../../src/modules/outbound/shaping/adaptive-limit.ts';
 import { shapingOutcomeOf } from '../../src/modules/outbound/shaping/adaptive-relay.ts';
 import { createLocalShaper } from '../../src/modules/outbound/shaping/destination-shaper.ts';
+import { HOLD_MIN_MS, inDestinationSlot } from '../../src/modules/outbound/shaping/destination-slot.ts';
 import { registrableSuffix, rollupKeyOf } from '../../src/modules/outbound/shaping/destination-rollup.ts';
 
 describe('rollupKeyOf (MX rollup)', () => {
@@ -177,5 +178,46 @@ describe('local destination shaper (the per-worker fallback)', () => {
     expect(await shaper.acquire('a')).toEqual({ kind: 'wait', retryInMs: 1_000, backingOff: false });
     now += 1_000;
     expect(await shaper.acquire('a')).toMatchObject({ kind: 'granted' });
+  });
+});
+
+describe('inDestinationSlot (holds are Herald’s own)', () => {
+  const settings = { connections: 2, ratePerMinute: 0, backoff: { baseMs: 30_000, maxMs: 60_000 } };
+  const refuse = () =>
+    Promise.resolve({ results: [{ email: 'r@a.test', accepted: false, code: 421, response: '421 busy' }], response: '421 busy' });
+  const hold = (response: string, heldMs: number) => ({
+    results: [{ email: 'r@a.test', accepted: false, code: null, response, heldMs }],
+    response,
+  });
+
+  it('passes a server’s own refusal through unmarked, then holds the destination’s next message until its pause ends', async () => {
+    const shaper = createLocalShaper(settings);
+    const refused = await inDestinationSlot(shaper, 'a.test', refuse, hold);
+    expect(refused.results[0]).toEqual({ email: 'r@a.test', accepted: false, code: 421, response: '421 busy' });
+    let ran = false;
+    const held = await inDestinationSlot(
+      shaper,
+      'a.test',
+      () => {
+        ran = true;
+        return refuse();
+      },
+      hold,
+    );
+    expect(ran).toBe(false);
+    expect(held.results[0]?.response).toMatch(
+      /^4\.4\.5 deferred by Herald: destination a\.test is backing off .*\(last refusal: 421 busy\)/,
+    );
+    expect(held.results[0]?.heldMs).toBeGreaterThan(25_000);
+    expect(held.results[0]?.heldMs).toBeLessThanOrEqual(30_000);
+  });
+
+  it('holds a message of a destination at its connection limit for HOLD_MIN_MS, after waiting for a slot', async () => {
+    const shaper = createLocalShaper({ ...settings, connections: 1 });
+    expect(await shaper.acquire('b.test')).toMatchObject({ kind: 'granted' });
+    const held = await inDestinationSlot(shaper, 'b.test', refuse, hold);
+    expect(held.results[0]?.response).toContain('is at its connection or rate limit');
+    // The slot frees in 50 ms steps, far under the floor: the floor decides.
+    expect(held.results[0]?.heldMs).toBe(HOLD_MIN_MS);
   });
 });

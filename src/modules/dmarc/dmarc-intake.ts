@@ -6,6 +6,8 @@ import type { Logger } from '../../logger.ts';
 import { parseAggregateReport, reportConcerns, type DmarcReportInput } from './dmarc-report.fns.ts';
 import { DmarcReportError, unpackReport } from './dmarc-unpack.fns.ts';
 import { storeReport } from './dmarc.repo.ts';
+import { dmarcReportEventData } from './dmarc.serializer.ts';
+import { recordEvent } from '../events/events.fns.ts';
 import { DEFAULT_REPORT_LOCAL_PART } from './dmarc.fns.ts';
 
 /** Attachments of one message read as reports at most (a reporter sends one per message). */
@@ -35,7 +37,9 @@ function split(address: string): { local: string; domain: string } {
  * address when its domain is proven (not pending, as routing requires) and its local part is
  * the domain's (dmarc_addresses, else `dmarc`). Each XML, gzip or zip attachment is unpacked
  * (bounded, see dmarc-unpack.fns.ts), parsed and stored once per (domain, reporter, report id)
- * when it concerns the domain or a subdomain; what cannot be read is logged and skipped.
+ * when it concerns the domain or a subdomain, with a `domain.dmarc_report_received` event in
+ * the same transaction (a duplicate stores and emits nothing); what cannot be read is logged and
+ * skipped.
  */
 export function createDmarcIntake(deps: { orm: MikroORM; logger?: Logger | undefined }) {
   const { orm, logger } = deps;
@@ -100,8 +104,11 @@ export function createDmarcIntake(deps: { orm: MikroORM; logger?: Logger | undef
         const concerning = reports.filter((report) => reportConcerns(domain.domain, report.policy.domain));
         if (concerning.length === 0) continue;
         await scopeToOrg(orm.em.fork(), domain.orgId).transactional(async (em) => {
-          for (const report of concerning)
-            await storeReport(em, { orgId: domain.orgId, domainId: domain.id, inboundId: message.id, report });
+          for (const report of concerning) {
+            const stored = await storeReport(em, { orgId: domain.orgId, domainId: domain.id, inboundId: message.id, report });
+            if (stored)
+              recordEvent(em, domain.orgId, 'domain.dmarc_report_received', dmarcReportEventData(domain, stored, report, new Date()));
+          }
         });
         if (owners.get(domain.orgId)?.size === 0) consumed.add(domain.orgId);
       }

@@ -162,6 +162,21 @@ export function dmarcPassed(record: Pick<DmarcRecordInput, 'dkimAligned' | 'spfA
   return record.dkimAligned || record.spfAligned;
 }
 
+/** A report's messages summed over its records: how many, how many passed DMARC, each mechanism aligned, the receiver's dispositions. */
+export function reportTotals(report: Pick<DmarcReportInput, 'records'>) {
+  const totals = { messages: 0, dmarcPass: 0, dmarcFail: 0, dkimAligned: 0, spfAligned: 0, quarantined: 0, rejected: 0 };
+  for (const record of report.records) {
+    totals.messages += record.count;
+    if (dmarcPassed(record)) totals.dmarcPass += record.count;
+    else totals.dmarcFail += record.count;
+    if (record.dkimAligned) totals.dkimAligned += record.count;
+    if (record.spfAligned) totals.spfAligned += record.count;
+    if (record.disposition === 'quarantine') totals.quarantined += record.count;
+    if (record.disposition === 'reject') totals.rejected += record.count;
+  }
+  return totals;
+}
+
 /** Whether a report about `reported` concerns `domain`: the domain itself or one of its subdomains. */
 export function reportConcerns(domain: string, reported: string): boolean {
   const name = domain.toLowerCase();

@@ -22,9 +22,10 @@ export interface StoreReportInput {
 
 /**
  * Stores a report and its records in the caller's transaction, once per (domain, reporting
- * organisation, report id): the same report again stores nothing and answers `duplicate`.
+ * organisation, report id): answers the stored report's id, or null when the same report was
+ * stored before (nothing stored again).
  */
-export async function storeReport(em: EntityManager, input: StoreReportInput): Promise<'stored' | 'duplicate'> {
+export async function storeReport(em: EntityManager, input: StoreReportInput): Promise<string | null> {
   const { orgId, domainId, report } = input;
   const db = workspaceDb(em, orgId);
   const id = newId();
@@ -49,7 +50,7 @@ export async function storeReport(em: EntityManager, input: StoreReportInput): P
     .onConflict((conflict) => conflict.constraint('dmarc_reports_report_unique').doNothing())
     .returning('id')
     .executeTakeFirst();
-  if (!inserted) return 'duplicate';
+  if (!inserted) return null;
   const rows = report.records.map((record) => ({
     id: newId(),
     org_id: orgId,
@@ -72,7 +73,7 @@ export async function storeReport(em: EntityManager, input: StoreReportInput): P
       .values(rows.slice(start, start + RECORD_BATCH))
       .execute();
   }
-  return 'stored';
+  return id;
 }
 
 /** One sending address's messages over a window, as the reports counted them. */

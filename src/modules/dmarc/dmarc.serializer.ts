@@ -1,4 +1,5 @@
 import type { DmarcReport } from '../../../db/entities/index.ts';
+import { reportTotals, type DmarcReportInput } from './dmarc-report.fns.ts';
 import { reportAddress, ruaTag } from './dmarc.fns.ts';
 import type { DmarcSource } from './dmarc.repo.ts';
 import type { DmarcSettings } from './dmarc.service.ts';
@@ -51,5 +52,28 @@ export function serializeDmarcSource(source: DmarcSource) {
     rejected: source.rejected,
     reporting_orgs: source.reporters,
     last_seen_at: source.lastSeen.toISOString(),
+  };
+}
+
+/** The data of `domain.dmarc_report_received`: which domain, who reported which period, and the report's sums. */
+export function dmarcReportEventData(domain: { id: string; domain: string }, storedId: string, report: DmarcReportInput, receivedAt: Date) {
+  const totals = reportTotals(report);
+  return {
+    domain_id: domain.id,
+    domain: domain.domain,
+    dmarc_report_id: storedId,
+    reporter: { org_name: report.orgName, email: report.email },
+    report_id: report.reportId,
+    policy_domain: report.policy.domain,
+    date_range: { begin: report.dateBegin.toISOString(), end: report.dateEnd.toISOString() },
+    record_count: report.records.length,
+    message_count: totals.messages,
+    dmarc_pass: totals.dmarcPass,
+    dmarc_fail: totals.dmarcFail,
+    dkim_aligned_pass: totals.dkimAligned,
+    spf_aligned_pass: totals.spfAligned,
+    quarantined: totals.quarantined,
+    rejected: totals.rejected,
+    received_at: receivedAt.toISOString(),
   };
 }

@@ -4,6 +4,7 @@ import { AutomationRunResponse } from '../automations/automations.schemas.ts';
 import { BroadcastResponse } from '../broadcasts/broadcasts.schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
 import { DomainOptionResponse } from '../domains/domains.schemas.ts';
+import { TrackingDomainResponse } from '../tracking/tracking.schemas.ts';
 
 /**
  * Herald's event catalog: every event type a webhook endpoint can subscribe to, what it means
@@ -29,6 +30,9 @@ export const EVENT_TYPES = [
   'broadcast.failed',
   'domain.verified',
   'domain.attention',
+  'domain.tracking_verified',
+  'domain.tracking_attention',
+  'domain.dmarc_report_received',
   'email.sent',
   'email.delivered',
   'email.deferred',
@@ -71,6 +75,32 @@ const ContactStatusData = v.object({
 const DomainData = v.object({
   domain: DomainOptionResponse,
   previous_status: v.string(),
+});
+
+/** A tracking host's verification changed: the host as it is now, and its status before. */
+const TrackingHostData = v.object({
+  tracking: TrackingDomainResponse,
+  previous_status: v.picklist(['none', 'pending', 'verified']),
+});
+
+/** A DMARC aggregate report stored for a domain: who reported which period, and its messages summed (see dmarc.serializer.ts). */
+const DmarcReportData = v.object({
+  domain_id: v.string(),
+  domain: v.string(),
+  dmarc_report_id: v.string(),
+  reporter: v.object({ org_name: v.string(), email: v.string() }),
+  report_id: v.string(),
+  policy_domain: v.string(),
+  date_range: v.object({ begin: Timestamp, end: Timestamp }),
+  record_count: v.number(),
+  message_count: v.number(),
+  dmarc_pass: v.number(),
+  dmarc_fail: v.number(),
+  dkim_aligned_pass: v.number(),
+  spf_aligned_pass: v.number(),
+  quarantined: v.number(),
+  rejected: v.number(),
+  received_at: Timestamp,
 });
 
 /** A reputation pause or resume: what paused (scope), why, and the rates measured over the window. */
@@ -172,6 +202,24 @@ const definitions: Record<EventType, Omit<EventDefinition, 'type'>> = {
     category: 'domain',
     description: 'A verified sending domain lost a required DNS record; sending from it is refused until fixed.',
     data: DomainData,
+  },
+  'domain.tracking_verified': {
+    category: 'domain',
+    description:
+      "A domain's custom tracking host was found as a CNAME to Herald's host (when set, checked through the API, or at the daily re-check): its open and click links use it from now on.",
+    data: TrackingHostData,
+  },
+  'domain.tracking_attention': {
+    category: 'domain',
+    description:
+      "A verified custom tracking host's CNAME is gone or points elsewhere (found by a check or the daily re-check): the domain's open and click links are on Herald's own host until it is fixed and checked again.",
+    data: TrackingHostData,
+  },
+  'domain.dmarc_report_received': {
+    category: 'domain',
+    description:
+      "A DMARC aggregate report about the domain arrived at its report address and was stored: the reporter, the period, and the report's messages summed (passing DMARC or not, each mechanism aligned, quarantined and rejected). A report sent again emits nothing.",
+    data: DmarcReportData,
   },
   'email.sent': {
     category: 'email',

@@ -8,6 +8,7 @@ import type { AttemptedEmail, DeliverResult, SendRecipient } from './delivery.ty
 import { BuildFailure, type MessageBuilder } from './message-builder.ts';
 import type { Relay, RelayResult } from './relay.ts';
 import type { SentRecorder } from './sent-recorder.ts';
+import type { RecipientOutcome } from './outcomes.ts';
 
 /** What an attempt uses: the store, the message builder, the relays and the optional recorder, egress and heartbeat. */
 export interface AttemptContext extends DeliveryStore {
@@ -99,6 +100,12 @@ async function recordAttempt(
   const outcomes = outcomesOf(result, pending, nextAttemptAt, finalHop);
   const status = await recordOutcomes(ctx, orgId, email.id, result, outcomes, rejectedOutright);
   if (status !== 'sending') await afterSettled(ctx, orgId, email.attachments);
+  const holds = [...outcomes.values()].filter((o): o is Extract<RecipientOutcome, { type: 'held' }> => o.type === 'held');
+  // Every recipient held back by shaping: not an attempt, due again when its destination may take it.
+  if (status === 'sending' && holds.length > 0 && holds.length === outcomes.size) {
+    const heldUntil = new Date(Math.min(...holds.map((o) => o.nextAttemptAt.getTime())));
+    return { status, handoff: { outcome: 'deferred', response: result.response }, heldUntil, heldWithinWindow: true };
+  }
   return { status, handoff: handoffOf(result, status, rejectedOutright) };
 }
 

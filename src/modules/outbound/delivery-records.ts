@@ -78,7 +78,7 @@ export async function recordOutcomes(
     for (const recipient of rows) {
       const outcome = outcomes.get(recipient.email);
       if (!outcome || !isPending(recipient.status)) continue;
-      recipient.attempts += 1;
+      if (outcome.type !== 'held') recipient.attempts += 1;
       await applyRecipientOutcome(tx, row, recipient, outcome, metrics);
     }
     if (releaseQuota) await releaseEmailQuota(tx, row);

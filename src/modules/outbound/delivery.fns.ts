@@ -31,8 +31,19 @@ export function settle(email: TransactionalEmail, recipients: EmailRecipient[], 
   return email.status;
 }
 
-/** One recipient's answer from the relay: sent, a hard bounce (5xx) or a deferral. */
+/**
+ * One recipient's answer from the relay: sent, a hard bounce (5xx), a deferral, or held back by
+ * Herald's own destination shaping (once no retry remains, a hold is a deferral like any other
+ * and the email then expires).
+ */
 function recipientOutcome(answer: RelayRecipientResult, nextAttemptAt: Date | null, finalHop: boolean): RecipientOutcome {
+  if (!answer.accepted && answer.heldMs !== undefined && nextAttemptAt !== null) {
+    return {
+      type: 'held',
+      response: answer.response ?? 'held back by destination shaping',
+      nextAttemptAt: new Date(Date.now() + answer.heldMs),
+    };
+  }
   if (answer.accepted) return { type: 'sent', response: answer.response, delivered: finalHop };
   if ((answer.code ?? 400) >= 500) return { type: 'bounced', bounceType: 'hard', response: answer.response, code: answer.code };
   return { type: 'deferred', response: answer.response ?? 'temporary failure', code: answer.code, nextAttemptAt };

@@ -14,8 +14,10 @@ export interface DeliverResult {
   /** `sending` while deferred recipients remain. */
   status: EmailStatus;
   handoff: HandoffResult;
-  /** Not attempted: its egress pool has no room today; due again then (no attempt, no event). */
+  /** Not attempted: its egress pool has no room today, or shaping held every recipient back; due again then (no attempt, no event). */
   heldUntil?: Date;
+  /** The hold is shaping's: it ends no later than the email's retry window (an egress pool's waits for its day whatever the window). */
+  heldWithinWindow?: boolean;
 }
 
 /** An email as an attempt sees it. */

@@ -102,8 +102,8 @@ async function sendToDomain(
   const shaper = options.shaper;
   const send = () => sendToHosts(options, pools, message, envelope, allowed.hosts, allowed.enforced);
   if (!shaper) return send();
-  return inDestinationSlot(shaper, rollupKeyOf(allowed.hosts.map((host) => host.name)), send, (response) => ({
-    results: forAll(recipients, false, null, response),
+  return inDestinationSlot(shaper, rollupKeyOf(allowed.hosts.map((host) => host.name)), send, (response, heldMs) => ({
+    results: forAll(recipients, false, null, response).map((result) => ({ ...result, heldMs })),
     response,
   }));
 }

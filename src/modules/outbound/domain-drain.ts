@@ -130,8 +130,12 @@ function createEmailAttempt({ config, delivery, logger, queue, render }: Attempt
       }
       const delivered = await delivery.deliverClaimed(message, nextDelayMs);
       if (delivered.heldUntil) {
-        // Its egress pool has no room today: it waits for the next day, whatever the retry window says.
-        await queue.reschedule(email.orgId, email.id, delivered.heldUntil);
+        // Not attempted (its egress pool has no room today, or its destination is backing off or full):
+        // due again then, the claim's attempt given back; a shaping hold no later than the retry
+        // window's end, when the attempt that finds no retry left records it as a deferral.
+        const windowEnd = email.firstAttemptMs + config.sends.retryWindowMs;
+        const until = delivered.heldWithinWindow ? Math.min(delivered.heldUntil.getTime(), windowEnd) : delivered.heldUntil.getTime();
+        await queue.hold(email.orgId, email.id, new Date(until));
         run.count('deferred', email.dueMs);
         tally.lastOutcome = 'held';
         return;

@@ -7,7 +7,9 @@
  * index of their own too), then automation and broadcast-stream emails, and fills the rest of
  * its room with broadcast messages, as far as the domain's warm-up cap for the day allows
  * (a broadcast message counts against the cap when first claimed) and not while the domain is
- * paused (DNS attention, reputation recovery, the workspace's reputation policy). Raw SQL is outside the tenant filter, so every
+ * paused (DNS attention, reputation recovery, the workspace's reputation policy). A workspace
+ * paused by its reputation policy holds its automation and broadcast-stream mail too; mail of
+ * transactional-kind streams always goes. Raw SQL is outside the tenant filter, so every
  * statement names the workspace itself.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -25,6 +27,17 @@ const TRANSACTIONAL = `${OPEN} and broadcast_id is null`;
 const PRIORITY = `${TRANSACTIONAL} and stream_kind = 'transactional'`;
 const BROADCAST = `${OPEN} and broadcast_id is not null`;
 
+/** Of the rest, mail of a broadcast-kind stream sent one by one (automations, sends naming such a stream): held by a workspace reputation pause. */
+const STREAM_BULK = `${TRANSACTIONAL} and stream_kind <> 'transactional'`;
+
+/**
+ * Whether the workspace `org` (an SQL expression) has its sending paused by its reputation
+ * policy (src/modules/reputation): its broadcast messages and its broadcast-kind stream mail wait;
+ * mail of transactional-kind streams goes on, whatever the pause's scope (`all` refuses new sends).
+ */
+const workspacePaused = (org: string) =>
+  `exists (select 1 from organizations o where o.id = ${org} and o.reputation_paused_at is not null)`;
+
 /** How often a paused domain's broadcast messages are looked at again. */
 const PAUSED_RECHECK_SECONDS = 60;
 
@@ -32,8 +45,7 @@ const PAUSED_RECHECK_SECONDS = 60;
  * Whether domain `d` is paused for broadcast messages: DNS attention, reputation recovery, or
  * its workspace's reputation policy (src/modules/reputation) holding its sending paused.
  */
-const PAUSED = `(d.status = 'attention' or d.reputation_state = 'recovery'
-  or exists (select 1 from organizations o where o.id = d.org_id and o.reputation_paused_at is not null))`;
+const PAUSED = `(d.status = 'attention' or d.reputation_state = 'recovery' or ${workspacePaused('d.org_id')})`;
 /**
  * The cap of domain `d` for broadcast messages: the lower of the operator's fixed cap and the
  * cap of its automatic warm-up step (src/modules/warmup); null when it has neither.
@@ -66,6 +78,17 @@ const BROADCAST_NEXT_DUE = `
                  else m.at end
        from (select min(next_attempt_at) as at from transactional_emails
               where domain_id = :domain and org_id = :org and ${BROADCAST}) m, room r)`;
+
+/**
+ * When the domain's earliest mail other than broadcast messages can next be taken: its due time,
+ * but broadcast-kind stream mail not before a minute from now while its workspace is paused.
+ */
+const ONE_BY_ONE_NEXT_DUE = `
+    least((select min(next_attempt_at) from transactional_emails where domain_id = :domain and org_id = :org and ${PRIORITY}),
+          (select case when m.at is not null and ${workspacePaused(':org')}
+                       then greatest(m.at, now() + make_interval(secs => ${PAUSED_RECHECK_SECONDS})) else m.at end
+             from (select min(next_attempt_at) as at from transactional_emails
+                    where domain_id = :domain and org_id = :org and ${STREAM_BULK}) m))`;
 
 /** A claimed email: the attempt's input (status sending, this attempt counted) and its place on the queue. */
 export interface ClaimedEmail extends ClaimedSend {
@@ -180,8 +203,9 @@ export function createDomainQueue(orm: MikroORM) {
      * room; oldest due first within each) and starts an attempt on each (status
      * sending, the attempt counted), returning what the attempt needs, recipients included (and
      * for a broadcast message its content and contact), in one statement. A broadcast message's
-     * first claim counts it against the day's warm-up counter (shard 0) and records the day, so
-     * a release gives it back there. Each becomes due again at the end of its lease unless the
+     * first claim (no `quota_day` yet) counts it against the day's warm-up counter (shard 0) and
+     * records the day, so a release gives it back there, and a claim whose attempt is given back
+     * (`hold`) does not count it twice. Each becomes due again at the end of its lease unless the
      * attempt records a new time, so a dead worker's email is taken again.
      *
      * The claim commits without waiting for its WAL flush (synchronous_commit off for this
@@ -206,32 +230,32 @@ export function createDomainQueue(orm: MikroORM) {
          ),
          q as (
            select id, next_attempt_at as due_at from transactional_emails
-            where domain_id = :domain and org_id = :org and ${TRANSACTIONAL} and stream_kind <> 'transactional' and next_attempt_at <= now()
+            where domain_id = :domain and org_id = :org and ${STREAM_BULK} and next_attempt_at <= now() and not ${workspacePaused(':org')}
             order by next_attempt_at, id
             limit greatest(0, :limit - (select count(*) from p)) for update skip locked
          ),
-         t as (select id, due_at from p union all select id, due_at from q),${ROOM_CTE},
+         t as (select id, due_at, false as fresh from p union all select id, due_at, false from q),${ROOM_CTE},
          b as (
-           select id, next_attempt_at as due_at from transactional_emails
+           select id, next_attempt_at as due_at, quota_day = '' as fresh from transactional_emails
             where domain_id = :domain and org_id = :org and ${BROADCAST} and next_attempt_at <= now()
               and (next_attempt_at, id) > (:afterAt::timestamptz, :afterId::varchar)
             order by next_attempt_at, id
             limit greatest(0, least(:limit - (select count(*) from t), (select n from room)))
             for update skip locked
          ),
-         due as (select id, due_at from t union all select id, due_at from b),
+         due as (select id, due_at, fresh from t union all select id, due_at, fresh from b),
          claimed as (
            update transactional_emails e
               set next_attempt_at = now() + make_interval(secs => :lease), first_attempt_at = coalesce(e.first_attempt_at, now()),
                   status = 'sending', handoff_attempts = e.handoff_attempts + 1, updated_at = now(),
-                  quota_day = case when e.broadcast_id is not null and e.handoff_attempts = 0 then :day else e.quota_day end
+                  quota_day = case when due.fresh then :day else e.quota_day end
              from due
             where e.id = due.id
-           returning e.*, due.due_at
+           returning e.*, due.due_at, due.fresh
          ),
          counted as (
            insert into domain_daily_sends (domain_id, day, shard, org_id, count)
-           select :domain, :day, 0, :org, count(*) from claimed where broadcast_id is not null and handoff_attempts = 1 having count(*) > 0
+           select :domain, :day, 0, :org, count(*) from claimed where fresh having count(*) > 0
            on conflict (domain_id, day, shard) do update set count = domain_daily_sends.count + excluded.count
            returning count
          )
@@ -291,12 +315,24 @@ export function createDomainQueue(orm: MikroORM) {
       await db().execute(`update transactional_emails set next_attempt_at = ? where id = ? and org_id = ?`, [at, id, orgId], 'run');
     },
 
-    /** Epoch ms when the domain's next email falls due (a broadcast message no earlier than it may be taken), or null. */
+    /**
+     * An email claimed but not attempted (held by its egress pool or its destination's shaping):
+     * due again at `at`, and the claim's attempt given back, so its retry schedule does not move on.
+     */
+    async hold(orgId: string, id: string, at: Date): Promise<void> {
+      await db().execute(
+        `update transactional_emails set next_attempt_at = ?, handoff_attempts = greatest(0, handoff_attempts - 1) where id = ? and org_id = ?`,
+        [at, id, orgId],
+        'run',
+      );
+    },
+
+    /** Epoch ms when the domain's next email falls due (held mail no earlier than it may be taken), or null. */
     async nextDue(orgId: string, domainId: string): Promise<number | null> {
       const [row] = await db().execute<{ next_due_ms: number | null }[]>(
         `with ${ROOM_CTE}
          select (extract(epoch from least(
-                   (select min(next_attempt_at) from transactional_emails where domain_id = :domain and org_id = :org and ${TRANSACTIONAL}),
+                   ${ONE_BY_ONE_NEXT_DUE},
                    ${BROADCAST_NEXT_DUE})) * 1000)::float8 as next_due_ms`,
         { domain: domainId, org: orgId, limit: 1, day: utcDay(new Date()) },
       );
@@ -308,7 +344,7 @@ export function createDomainQueue(orm: MikroORM) {
       const [row] = await db().execute<{ next_due_ms: number | null; open: number }[]>(
         `with ${ROOM_CTE}
          select (extract(epoch from least(
-                   (select min(next_attempt_at) from transactional_emails where domain_id = :domain and org_id = :org and ${TRANSACTIONAL}),
+                   ${ONE_BY_ONE_NEXT_DUE},
                    ${BROADCAST_NEXT_DUE})) * 1000)::float8 as next_due_ms,
                 ((select count(*) from transactional_emails where domain_id = :domain and org_id = :org and ${TRANSACTIONAL})
                  + (select count(*) from transactional_emails where domain_id = :domain and org_id = :org and ${BROADCAST}))::int as open`,
@@ -320,14 +356,19 @@ export function createDomainQueue(orm: MikroORM) {
     /**
      * Domains with emails due for longer than `marginMs` and no drain running (the reconciler's
      * look). Broadcast messages count only where the domain may take them now: a paused domain,
-     * or one whose warm-up cap for the day is used up, has its actor asleep until then on purpose.
+     * or one whose warm-up cap for the day is used up, has its actor asleep until then on purpose;
+     * likewise broadcast-kind stream mail while its workspace is paused.
      */
     async findStranded(marginMs: number, limit: number): Promise<{ id: string; org_id: string }[]> {
       return db().execute<{ id: string; org_id: string }[]>(
         `/* all workspaces: the send reconciler's look for stranded domains */
          select s.domain_id as id, s.org_id
            from (select domain_id, org_id from transactional_emails
-                  where ${TRANSACTIONAL} and next_attempt_at < now() - make_interval(secs => :margin)
+                  where ${PRIORITY} and next_attempt_at < now() - make_interval(secs => :margin)
+                 union
+                 select e.domain_id, e.org_id from transactional_emails e
+                  where ${STREAM_BULK} and next_attempt_at < now() - make_interval(secs => :margin)
+                    and not ${workspacePaused('e.org_id')}
                  union
                  select domain_id, org_id from transactional_emails
                   where ${BROADCAST} and next_attempt_at < now() - make_interval(secs => :margin)

@@ -23,6 +23,8 @@ export type RecipientOutcome =
   | { type: 'sent'; response: string | null; delivered: boolean }
   | { type: 'delivered'; response: string | null }
   | { type: 'deferred'; response: string; code: number | null; nextAttemptAt: Date | null }
+  /** Held back by Herald's own per-destination shaping: no server asked, so no attempt, no event; only why and when next. */
+  | { type: 'held'; response: string; nextAttemptAt: Date }
   | { type: 'bounced'; bounceType: 'hard' | 'soft'; response: string | null; code: number | null }
   | { type: 'complained'; feedbackType: string | null }
   | { type: 'failed'; reason: string };
@@ -120,6 +122,10 @@ export async function applyRecipientOutcome(
         reason: outcome.response,
         next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
       });
+      break;
+    case 'held':
+      recipient.lastResponse = outcome.response.slice(0, 1024);
+      recipient.nextAttemptAt = outcome.nextAttemptAt;
       break;
     case 'bounced':
       recipient.status = 'bounced';

@@ -14,6 +14,11 @@ export interface RelayRecipientResult {
   accepted: boolean;
   code: number | null;
   response: string | null;
+  /**
+   * Set when Herald's own per-destination shaping held the recipient back (no server was asked):
+   * try again after this many ms. Such a deferral is no delivery attempt and fires no event.
+   */
+  heldMs?: number;
 }
 
 /**

@@ -3,17 +3,7 @@ import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
 import type { TrackingDomains } from './tracking-domains.service.ts';
 import { serializeTrackingDomain } from './tracking-domains.serializer.ts';
-
-const TrackingDomainResponse = v.object({
-  domain_id: v.string(),
-  domain: v.string(),
-  host: v.nullable(v.string()),
-  cname_target: v.string(),
-  status: v.picklist(['none', 'pending', 'verified']),
-  found: v.nullable(v.string()),
-  verified_at: v.nullable(v.string()),
-  last_checked_at: v.nullable(v.string()),
-});
+import { TrackingDomainResponse } from './tracking.schemas.ts';
 
 const SetTrackingHostBody = v.strictObject({
   host: v.nullable(v.pipe(v.string(), v.maxLength(253, 'must be at most 253 characters'))),

@@ -15,3 +15,15 @@ export const TrackingSettingSchema = v.pipe(
 
 /** The choice as responses show it. */
 export const TrackingChoiceResponse = v.object({ opens: v.boolean(), clicks: v.boolean() });
+
+/** A domain's custom tracking host (GET/PATCH /domains/{id}/tracking, and the tracking events' `tracking`). */
+export const TrackingDomainResponse = v.object({
+  domain_id: v.string(),
+  domain: v.string(),
+  host: v.nullable(v.string()),
+  cname_target: v.string(),
+  status: v.picklist(['none', 'pending', 'verified']),
+  found: v.nullable(v.string()),
+  verified_at: v.nullable(v.string()),
+  last_checked_at: v.nullable(v.string()),
+});

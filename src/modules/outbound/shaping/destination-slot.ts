@@ -6,6 +6,9 @@ import type { DestinationShaper } from './destination-shaper.ts';
 /** How long a message waits for a free slot of its destination before it is deferred (the drain's slot goes to other destinations). */
 export const SLOT_WAIT_MS = 1_000;
 
+/** The least a message held back by its destination waits before its next turn, so a full destination's messages do not spin through the drain. */
+export const HOLD_MIN_MS = 1_000;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -21,15 +24,16 @@ function refusalOf(result: { results: RelayRecipientResult[]; response: string |
 
 /**
  * Runs one domain's transaction inside its destination's budget: waits briefly for a slot, and
- * gives back a deferral (a temporary answer for every recipient, retried on the email's retry
- * schedule) when the destination is backing off or stays full, so a slow or refusing
- * destination never holds the drain's slots that other destinations' messages need.
+ * gives back a hold (`deferAll`: a temporary answer for every recipient, to be tried again after
+ * `heldMs`, when the destination's pause ends or at least HOLD_MIN_MS on) when the destination is
+ * backing off or stays full, so a slow or refusing destination never holds the drain's slots that
+ * other destinations' messages need. A hold is Herald's own: no server was asked.
  */
 export async function inDestinationSlot(
   shaper: DestinationShaper,
   destination: string,
   run: () => Promise<{ results: RelayRecipientResult[]; response: string | null }>,
-  deferAll: (response: string) => { results: RelayRecipientResult[]; response: string | null },
+  deferAll: (response: string, heldMs: number) => { results: RelayRecipientResult[]; response: string | null },
 ): Promise<{ results: RelayRecipientResult[]; response: string | null }> {
   const started = Date.now();
   for (;;) {
@@ -52,7 +56,8 @@ export async function inDestinationSlot(
         ? `backing off after temporary refusals, for ${Math.ceil(decision.retryInMs / 1000)} s more`
         : 'at its connection or rate limit';
       const last = decision.backingOff ? lastRefusals.get(destination) : undefined;
-      return deferAll(`4.4.5 deferred by Herald: destination ${destination} is ${why}${last ? ` (last refusal: ${last})` : ''}`);
+      const response = `4.4.5 deferred by Herald: destination ${destination} is ${why}${last ? ` (last refusal: ${last})` : ''}`;
+      return deferAll(response, Math.max(HOLD_MIN_MS, decision.retryInMs));
     }
     await sleep(Math.max(10, Math.min(decision.retryInMs, 100)));
   }
