@@ -23,9 +23,14 @@ export interface ContactFilters {
   tag?: string | undefined;
   /** A part of the email or name, any case (at least 3 characters for the trigram index to help). */
   search?: string | undefined;
+  /** A prefix of the email, the full name ("first last") or the last name, any case: the three *_prefix_index b-trees. */
+  prefix?: string | undefined;
   /** Only the members of this segment of the workspace (segments.fns.ts has the rules). */
   segment?: { id: string; type: string; tags: readonly string[] } | undefined;
 }
+
+/** `text` lower-cased with LIKE's wildcards and escape character taken literally. */
+const likeEscaped = (text: string) => text.toLowerCase().replace(/[\\%_]/g, '\\$&');
 
 /** What the search matches: the expression of the trigram index contacts_search_index, exactly. */
 const SEARCH_TEXT = `lower(email || ' ' || first_name || ' ' || last_name)`;
@@ -40,6 +45,9 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
   if (filters.status !== undefined) conditions.push('status = :status');
   if (filters.tag !== undefined) conditions.push('tags @> array[:tag]::text[]');
   if (filters.search !== undefined) conditions.push(`${SEARCH_TEXT} like :search`);
+  if (filters.prefix !== undefined) {
+    conditions.push(`(lower(email) like :prefix or lower(first_name || ' ' || last_name) like :prefix or lower(last_name) like :prefix)`);
+  }
   const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
   if (segment.sql) conditions.push(segment.sql);
   return {
@@ -49,7 +57,8 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
       ...(filters.email !== undefined ? { email: filters.email } : {}),
       ...(filters.status !== undefined ? { status: filters.status } : {}),
       ...(filters.tag !== undefined ? { tag: filters.tag } : {}),
-      ...(filters.search !== undefined ? { search: `%${filters.search.toLowerCase().replace(/[\\%_]/g, '\\$&')}%` } : {}),
+      ...(filters.search !== undefined ? { search: `%${likeEscaped(filters.search)}%` } : {}),
+      ...(filters.prefix !== undefined ? { prefix: `${likeEscaped(filters.prefix)}%` } : {}),
       ...segment.params,
     },
   };

@@ -2,9 +2,10 @@ import * as v from 'valibot';
 import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
-import { CreateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
+import { CreateBroadcastBody, UpdateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
+import type { Broadcast } from '../../../db/entities/index.ts';
 import type { ComposeFields } from './dashboard-broadcast-compose.pages.ts';
-import { createBroadcastViews, ID, type BroadcastViews } from './dashboard-broadcast-views.ts';
+import { createBroadcastViews, ID, localUtc, type BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS, broadcastsPage } from './dashboard-broadcasts.pages.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
 import { form, isError, many, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
@@ -19,6 +20,8 @@ const EMPTY: ComposeFields = {
   html: '',
   plain_text: '',
   segment_ids: [],
+  stream: 'broadcast',
+  scheduled_at: '',
 };
 
 function postedFields(ctx: DashboardContext): ComposeFields {
@@ -33,7 +36,44 @@ function postedFields(ctx: DashboardContext): ComposeFields {
     html: one(f.html),
     plain_text: one(f.plain_text),
     segment_ids: many(f.segment_ids).filter((id) => ID.test(id)),
+    stream: one(f.stream) || 'broadcast',
+    scheduled_at: one(f.scheduled_at),
   };
+}
+
+/** A draft's fields as the form shows them. */
+function fieldsOf(b: Broadcast): ComposeFields {
+  return {
+    name: b.name,
+    subject: b.subject,
+    preview_text: b.previewText,
+    from_name: b.fromName,
+    from_email: b.fromEmail,
+    reply_to: b.replyTo ?? '',
+    html: b.html,
+    plain_text: b.plainText,
+    segment_ids: [...b.segmentIds],
+    stream: b.stream,
+    scheduled_at: b.scheduledAt ? localUtc(b.scheduledAt) : '',
+  };
+}
+
+/** The form's fields as the API's body: empty optional fields left out, the UTC `datetime-local` as RFC 3339. */
+function bodyOf(fields: ComposeFields) {
+  const at = fields.scheduled_at.trim();
+  return {
+    ...fields,
+    reply_to: fields.reply_to.trim() || undefined,
+    scheduled_at: at === '' ? undefined : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(at) ? `${at}:00Z` : at,
+  };
+}
+
+/** The refusal of a draft's fields as problems by field, or null for an error that is not about them. */
+function refusalOf(error: unknown): Record<string, string> | null {
+  if (!isError(error, 'invalid_request') && !isError(error, 'unprocessable_entity')) return null;
+  return problemsOf(
+    (error.details?.fields as { path: string; message: string }[] | undefined) ?? [{ path: 'name', message: error.message }],
+  );
 }
 
 /** Problems by field from the API's schema or the service's `details.fields` (`segment_ids.0` → `segment_ids`). */
@@ -63,6 +103,7 @@ export function broadcastsArea(services: ApiServices): DashboardArea {
     const views = createBroadcastViews(services, kit);
     listAndComposeRoutes(router, kit, services, views);
     oneBroadcastRoutes(router, kit, services, views);
+    draftRoutes(router, kit, services, views);
   };
 }
 
@@ -87,6 +128,7 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
         signedIn,
         broadcasts: rows,
         older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
+        notice: ctx.query.done === 'deleted' ? 'Draft deleted.' : undefined,
       }),
     );
   });
@@ -124,8 +166,7 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
 
   router.post('/broadcasts', forms, kit.requireSession, async (ctx) => {
     const fields = postedFields(ctx);
-    const body = { ...fields, reply_to: fields.reply_to.trim() || undefined };
-    const parsed = v.safeParse(CreateBroadcastBody, body);
+    const parsed = v.safeParse(CreateBroadcastBody, bodyOf(fields));
     const again = (status: number, problems: Record<string, string>) =>
       renderCompose(ctx, status, { fields, problems, error: 'The draft was not saved: see the fields marked below.' });
     if (!parsed.success) return again(400, problemsOf(parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? 'name', message: i.message }))));
@@ -134,13 +175,9 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
       ctx.redirect(`${BROADCASTS}/${created.id}`);
       ctx.status = 303;
     } catch (error) {
-      if (!isError(error, 'invalid_request')) throw error;
-      await again(
-        400,
-        problemsOf(
-          (error.details?.fields as { path: string; message: string }[] | undefined) ?? [{ path: 'name', message: error.message }],
-        ),
-      );
+      const problems = refusalOf(error);
+      if (!problems) throw error;
+      await again((error as AppError).status, problems);
     }
   });
 }
@@ -155,6 +192,7 @@ function oneBroadcastRoutes(router: Router, kit: DashboardKit, services: ApiServ
     const notice = {
       launched: 'Launched: the counters below follow it.',
       cancelled: 'Cancelled: messages not yet handed off will not be sent.',
+      saved: 'Draft saved.',
     }[String(ctx.query.done ?? '')];
     await renderBroadcast(ctx, 200, view, notice ? { notice } : {});
   });
@@ -176,7 +214,7 @@ function oneBroadcastRoutes(router: Router, kit: DashboardKit, services: ApiServ
       const launched = await broadcasts.launchBroadcast(
         signedIn.orgId,
         view.broadcast.id,
-        { scheduled_at: at, tracking: one(form(ctx).tracking) === 'on' },
+        { scheduled_at: at, tracking: { opens: one(form(ctx).track_opens) === 'on', clicks: one(form(ctx).track_clicks) === 'on' } },
         kit.callerOf(signedIn),
       );
       ctx.redirect(`${BROADCASTS}/${launched.broadcast.id}?done=launched`);
@@ -198,6 +236,75 @@ function oneBroadcastRoutes(router: Router, kit: DashboardKit, services: ApiServ
       return renderBroadcast(ctx, 409, view, { error: error.message });
     }
     ctx.redirect(`${BROADCASTS}/${view.broadcast.id}?done=cancelled`);
+    ctx.status = 303;
+  });
+}
+
+/**
+ * Changing and deleting a draft, through the API's updateBroadcast and deleteBroadcast (only a
+ * draft: a launched broadcast's page says why it cannot be edited, and these answer 409).
+ */
+function draftRoutes(router: Router, kit: DashboardKit, services: ApiServices, views: BroadcastViews) {
+  const { broadcasts } = services;
+  const { forms, viewOf, renderCompose, renderBroadcast } = views;
+  const notDraft = (b: Broadcast) => `This broadcast is ${b.status}: only a draft can be edited or deleted.`;
+
+  router.get('/broadcasts/:id/edit', kit.requireSession, async (ctx) => {
+    const view = await viewOf(ctx);
+    if (!view) return kit.notFound(ctx, 'broadcast');
+    if (view.broadcast.status !== 'draft') return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
+    await renderCompose(ctx, 200, { fields: fieldsOf(view.broadcast), editing: view.broadcast });
+  });
+
+  router.post(
+    '/broadcasts/:id/edit/audience',
+    forms,
+    async (ctx, next) => {
+      delete (ctx.request.body as Record<string, unknown> | undefined)?._once;
+      await next();
+    },
+    kit.requireSession,
+    async (ctx) => {
+      const view = await viewOf(ctx);
+      if (!view) return kit.notFound(ctx, 'broadcast');
+      const fields = postedFields(ctx);
+      const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids, view.broadcast.stream);
+      await renderCompose(ctx, 200, { fields, audience, editing: view.broadcast });
+    },
+  );
+
+  router.post('/broadcasts/:id/edit', forms, kit.requireSession, async (ctx) => {
+    const view = await viewOf(ctx);
+    if (!view) return kit.notFound(ctx, 'broadcast');
+    const fields = postedFields(ctx);
+    const again = (status: number, problems: Record<string, string>, error = 'The draft was not saved: see the fields marked below.') =>
+      renderCompose(ctx, status, { fields, problems, error, editing: view.broadcast });
+    // Every field of the form is sent: an emptied schedule or Reply-To clears it.
+    const body = { ...bodyOf(fields), reply_to: fields.reply_to.trim() || null, scheduled_at: bodyOf(fields).scheduled_at ?? null };
+    const parsed = v.safeParse(UpdateBroadcastBody, body);
+    if (!parsed.success) return again(400, problemsOf(parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? 'name', message: i.message }))));
+    try {
+      await broadcasts.updateBroadcast(kit.signedInOf(ctx).orgId, view.broadcast.id, parsed.output);
+    } catch (error) {
+      if (isError(error, 'conflict')) return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
+      const problems = refusalOf(error);
+      if (!problems) throw error;
+      return again((error as AppError).status, problems);
+    }
+    ctx.redirect(`${BROADCASTS}/${view.broadcast.id}?done=saved`);
+    ctx.status = 303;
+  });
+
+  router.post('/broadcasts/:id/delete', forms, kit.requireSession, async (ctx) => {
+    const view = await viewOf(ctx);
+    if (!view) return kit.notFound(ctx, 'broadcast');
+    try {
+      await broadcasts.deleteBroadcast(kit.signedInOf(ctx).orgId, view.broadcast.id);
+    } catch (error) {
+      if (!isError(error, 'conflict')) throw error;
+      return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
+    }
+    ctx.redirect(`${BROADCASTS}?done=deleted`);
     ctx.status = 303;
   });
 }
