@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listJsonResult } from '../../http/paging.ts';
+import { filteredList, listJsonResult } from '../../http/paging.ts';
 import { csvDownload } from '../../http/csv-download.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
@@ -34,7 +34,7 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       query: ListContactsQuery,
       response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
       handle: ({ caller, query }) =>
-        listJsonResult({ cursors: deps.cursors, list: LIST, caller, query }, (page) =>
+        listJsonResult({ cursors: deps.cursors, list: filteredList(LIST, query).list, caller, query }, (page) =>
           deps.contacts.listContacts(caller.orgId, page, {
             email: query.email,
             status: query.status,
