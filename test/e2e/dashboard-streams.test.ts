@@ -55,7 +55,7 @@ describe('dashboard message streams in a browser', () => {
 
     await row.getByRole('link', { name: 'product-news' }).click();
     await page.waitForURL(/\/dashboard\/streams\/product-news$/);
-    await page.getByLabel('Daily budget').fill('5000');
+    await page.getByLabel('Daily budget', { exact: true }).fill('5000');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForURL(/\/dashboard\/streams\/product-news\?done=saved$/);
     expect(await page.locator('dl.facts').textContent()).toContain('0 of 5,000');

@@ -276,6 +276,7 @@ function draftRoutes(router: Router, kit: DashboardKit, services: ApiServices, v
   router.post('/broadcasts/:id/edit', forms, kit.requireSession, async (ctx) => {
     const view = await viewOf(ctx);
     if (!view) return kit.notFound(ctx, 'broadcast');
+    if (view.broadcast.status !== 'draft') return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
     const fields = postedFields(ctx);
     const again = (status: number, problems: Record<string, string>, error = 'The draft was not saved: see the fields marked below.') =>
       renderCompose(ctx, status, { fields, problems, error, editing: view.broadcast });

@@ -23,7 +23,7 @@ export function streamsArea(services: ApiServices): DashboardArea {
   return (router, kit: DashboardKit) => {
     const renderList = async (ctx: DashboardContext, status: number, extra: Partial<StreamsPageModel> = {}) => {
       const signedIn = kit.signedInOf(ctx);
-      const notice = { created: 'Stream created.', deleted: 'Stream deleted.' }[one(ctx.query.done as string | undefined)];
+      const notice = { created: 'Stream created.', deleted: 'Stream deleted.' }[one(ctx.query.done)];
       kit.send(ctx, status, streamsPage({ signedIn, streams: await streams.listStreams(signedIn.orgId), notice, ...extra }));
     };
     const streamOf = async (ctx: DashboardContext) => {
