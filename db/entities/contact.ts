@@ -31,6 +31,19 @@ export const ContactSchema = defineEntity({
       name: 'contacts_search_index',
       expression: `create index "contacts_search_index" on "contacts" using gin ((lower("email" || ' ' || "first_name" || ' ' || "last_name")) gin_trgm_ops)`,
     },
+    // GET /contacts?search= (a prefix of the email, the full name or the last name, any case): range scans whatever the collation.
+    {
+      name: 'contacts_email_prefix_index',
+      expression: `create index "contacts_email_prefix_index" on "contacts" ("org_id", lower("email") text_pattern_ops)`,
+    },
+    {
+      name: 'contacts_full_name_prefix_index',
+      expression: `create index "contacts_full_name_prefix_index" on "contacts" ("org_id", lower("first_name" || ' ' || "last_name") text_pattern_ops)`,
+    },
+    {
+      name: 'contacts_last_name_prefix_index',
+      expression: `create index "contacts_last_name_prefix_index" on "contacts" ("org_id", lower("last_name") text_pattern_ops)`,
+    },
   ],
 });
 
