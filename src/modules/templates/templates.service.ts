@@ -50,16 +50,17 @@ async function findVisiblePage(
   return findKeysetPage(em, Template, where, page, { filters: ALL_TENANTS.filters });
 }
 
-/** The folder labels of the templates `orgId` sees, by name (at most `limit`). */
+/**
+ * The folder labels of the templates `orgId` sees, by name (at most `limit`), read from the
+ * newest 5,000 of them: a workspace's templates number in the hundreds.
+ */
 async function findVisibleFolders(em: EntityManager, orgId: string, limit: number): Promise<string[]> {
-  const rows = await em
-    .createQueryBuilder(Template, 't')
-    .select('t.folderId', true)
-    .where({ $and: [visibleTo(em, orgId), { folderId: { $ne: null } }] })
-    .orderBy({ folderId: 'asc' })
-    .limit(limit)
-    .execute<{ folderId: string }[]>('all', true);
-  return rows.map((row) => row.folderId);
+  const rows = await em.find(
+    Template,
+    { $and: [visibleTo(em, orgId), { folderId: { $ne: null } }] },
+    { fields: ['folderId'], orderBy: { createdAt: 'desc' }, limit: 5_000, ...ALL_TENANTS },
+  );
+  return [...new Set(rows.flatMap((row) => (row.folderId ? [row.folderId] : [])))].sort().slice(0, limit);
 }
 
 /** Only for the owner's delete of `template` (already checked to be the caller's): its grantees' shares go with it. */
