@@ -130,8 +130,8 @@ export async function listContactPage(
   const { conditions, params } = contactConditions(orgId, filters);
   const few = filters.tag === undefined && filters.prefix === undefined ? null : await findFewMatches(em, orgId, filters);
   if (few) {
-    conditions.push('id = any(:fewIds::text[])');
-    params.fewIds = few;
+    conditions.push(few.length === 0 ? 'false' : 'id in (:fewIds)');
+    if (few.length > 0) params.fewIds = few;
   }
   if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
   const [row] = await em.execute<{ items: string; count: number; last_id: string | null; last_ms: number | null }[]>(
