@@ -2,86 +2,13 @@ import * as v from 'valibot';
 import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
-import { CreateBroadcastBody, UpdateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
-import type { Broadcast } from '../../../db/entities/index.ts';
-import type { ComposeFields } from './dashboard-broadcast-compose.pages.ts';
-import { createBroadcastViews, ID, localUtc, type BroadcastViews } from './dashboard-broadcast-views.ts';
+import { CreateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
+import { draftRoutes } from './dashboard-broadcast-drafts.routes.ts';
+import { bodyOf, EMPTY, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
+import { createBroadcastViews, ID, type BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS, broadcastsPage } from './dashboard-broadcasts.pages.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { form, isError, many, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
-
-const EMPTY: ComposeFields = {
-  name: '',
-  subject: '',
-  preview_text: '',
-  from_name: '',
-  from_email: '',
-  reply_to: '',
-  html: '',
-  plain_text: '',
-  segment_ids: [],
-  stream: 'broadcast',
-  scheduled_at: '',
-};
-
-function postedFields(ctx: DashboardContext): ComposeFields {
-  const f = form(ctx);
-  return {
-    name: one(f.name),
-    subject: one(f.subject),
-    preview_text: one(f.preview_text),
-    from_name: one(f.from_name),
-    from_email: one(f.from_email),
-    reply_to: one(f.reply_to),
-    html: one(f.html),
-    plain_text: one(f.plain_text),
-    segment_ids: many(f.segment_ids).filter((id) => ID.test(id)),
-    stream: one(f.stream) || 'broadcast',
-    scheduled_at: one(f.scheduled_at),
-  };
-}
-
-/** A draft's fields as the form shows them. */
-function fieldsOf(b: Broadcast): ComposeFields {
-  return {
-    name: b.name,
-    subject: b.subject,
-    preview_text: b.previewText,
-    from_name: b.fromName,
-    from_email: b.fromEmail,
-    reply_to: b.replyTo ?? '',
-    html: b.html,
-    plain_text: b.plainText,
-    segment_ids: [...b.segmentIds],
-    stream: b.stream,
-    scheduled_at: b.scheduledAt ? localUtc(b.scheduledAt) : '',
-  };
-}
-
-/** The form's fields as the API's body: empty optional fields left out, the UTC `datetime-local` as RFC 3339. */
-function bodyOf(fields: ComposeFields) {
-  const at = fields.scheduled_at.trim();
-  return {
-    ...fields,
-    reply_to: fields.reply_to.trim() || undefined,
-    scheduled_at: at === '' ? undefined : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(at) ? `${at}:00Z` : at,
-  };
-}
-
-/** The refusal of a draft's fields as problems by field, or null for an error that is not about them. */
-function refusalOf(error: unknown): Record<string, string> | null {
-  if (!isError(error, 'invalid_request') && !isError(error, 'unprocessable_entity')) return null;
-  return problemsOf(
-    (error.details?.fields as { path: string; message: string }[] | undefined) ?? [{ path: 'name', message: error.message }],
-  );
-}
-
-/** Problems by field from the API's schema or the service's `details.fields` (`segment_ids.0` → `segment_ids`). */
-function problemsOf(fields: readonly { path: string; message: string }[]): Record<string, string> {
-  const problems: Record<string, string> = {};
-  for (const { path, message } of fields) problems[path.split('.')[0]!] ??= message;
-  return problems;
-}
+import { form, isError, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 /** The launch form's `at` (a `datetime-local` in UTC) as RFC 3339, or null for now. */
 function scheduledAtOf(ctx: DashboardContext): { at: string | null; shown?: string } {
@@ -107,7 +34,7 @@ export function broadcastsArea(services: ApiServices): DashboardArea {
   };
 }
 
-type Router = Parameters<DashboardArea>[0];
+export type Router = Parameters<DashboardArea>[0];
 
 /** The list, composing a draft (from a template or from scratch), counting its audience, saving it. */
 function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiServices, views: BroadcastViews) {
@@ -236,76 +163,6 @@ function oneBroadcastRoutes(router: Router, kit: DashboardKit, services: ApiServ
       return renderBroadcast(ctx, 409, view, { error: error.message });
     }
     ctx.redirect(`${BROADCASTS}/${view.broadcast.id}?done=cancelled`);
-    ctx.status = 303;
-  });
-}
-
-/**
- * Changing and deleting a draft, through the API's updateBroadcast and deleteBroadcast (only a
- * draft: a launched broadcast's page says why it cannot be edited, and these answer 409).
- */
-function draftRoutes(router: Router, kit: DashboardKit, services: ApiServices, views: BroadcastViews) {
-  const { broadcasts } = services;
-  const { forms, viewOf, renderCompose, renderBroadcast } = views;
-  const notDraft = (b: Broadcast) => `This broadcast is ${b.status}: only a draft can be edited or deleted.`;
-
-  router.get('/broadcasts/:id/edit', kit.requireSession, async (ctx) => {
-    const view = await viewOf(ctx);
-    if (!view) return kit.notFound(ctx, 'broadcast');
-    if (view.broadcast.status !== 'draft') return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
-    await renderCompose(ctx, 200, { fields: fieldsOf(view.broadcast), editing: view.broadcast });
-  });
-
-  router.post(
-    '/broadcasts/:id/edit/audience',
-    forms,
-    async (ctx, next) => {
-      delete (ctx.request.body as Record<string, unknown> | undefined)?._once;
-      await next();
-    },
-    kit.requireSession,
-    async (ctx) => {
-      const view = await viewOf(ctx);
-      if (!view) return kit.notFound(ctx, 'broadcast');
-      const fields = postedFields(ctx);
-      const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids, view.broadcast.stream);
-      await renderCompose(ctx, 200, { fields, audience, editing: view.broadcast });
-    },
-  );
-
-  router.post('/broadcasts/:id/edit', forms, kit.requireSession, async (ctx) => {
-    const view = await viewOf(ctx);
-    if (!view) return kit.notFound(ctx, 'broadcast');
-    if (view.broadcast.status !== 'draft') return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
-    const fields = postedFields(ctx);
-    const again = (status: number, problems: Record<string, string>, error = 'The draft was not saved: see the fields marked below.') =>
-      renderCompose(ctx, status, { fields, problems, error, editing: view.broadcast });
-    // Every field of the form is sent: an emptied schedule or Reply-To clears it.
-    const body = { ...bodyOf(fields), reply_to: fields.reply_to.trim() || null, scheduled_at: bodyOf(fields).scheduled_at ?? null };
-    const parsed = v.safeParse(UpdateBroadcastBody, body);
-    if (!parsed.success) return again(400, problemsOf(parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? 'name', message: i.message }))));
-    try {
-      await broadcasts.updateBroadcast(kit.signedInOf(ctx).orgId, view.broadcast.id, parsed.output);
-    } catch (error) {
-      if (isError(error, 'conflict')) return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
-      const problems = refusalOf(error);
-      if (!problems) throw error;
-      return again((error as AppError).status, problems);
-    }
-    ctx.redirect(`${BROADCASTS}/${view.broadcast.id}?done=saved`);
-    ctx.status = 303;
-  });
-
-  router.post('/broadcasts/:id/delete', forms, kit.requireSession, async (ctx) => {
-    const view = await viewOf(ctx);
-    if (!view) return kit.notFound(ctx, 'broadcast');
-    try {
-      await broadcasts.deleteBroadcast(kit.signedInOf(ctx).orgId, view.broadcast.id);
-    } catch (error) {
-      if (!isError(error, 'conflict')) throw error;
-      return renderBroadcast(ctx, 409, view, { error: notDraft(view.broadcast) });
-    }
-    ctx.redirect(`${BROADCASTS}?done=deleted`);
     ctx.status = 303;
   });
 }
