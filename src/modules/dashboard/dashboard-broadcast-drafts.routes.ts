@@ -3,11 +3,12 @@ import type { ApiServices } from '../../api-composition.ts';
 import type { Broadcast } from '../../../db/entities/index.ts';
 import type { AppError } from '../../errors.ts';
 import { UpdateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
-import { bodyOf, fieldsOf, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
+import { keepFormReusable, bodyOf, fieldsOf, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
 import type { BroadcastViews } from './dashboard-broadcast-views.ts';
-import type { Router } from './dashboard-broadcasts.routes.ts';
 import { BROADCASTS } from './dashboard-broadcasts.pages.ts';
-import { isError, type DashboardKit } from './dashboard.router.ts';
+import { isError, type DashboardArea, type DashboardKit } from './dashboard.router.ts';
+
+type Router = Parameters<DashboardArea>[0];
 
 /**
  * Changing and deleting a draft, through the API's updateBroadcast and deleteBroadcast (only a
@@ -25,22 +26,13 @@ export function draftRoutes(router: Router, kit: DashboardKit, services: ApiServ
     await renderCompose(ctx, 200, { fields: fieldsOf(view.broadcast), editing: view.broadcast });
   });
 
-  router.post(
-    '/broadcasts/:id/edit/audience',
-    forms,
-    async (ctx, next) => {
-      delete (ctx.request.body as Record<string, unknown> | undefined)?._once;
-      await next();
-    },
-    kit.requireSession,
-    async (ctx) => {
-      const view = await viewOf(ctx);
-      if (!view) return kit.notFound(ctx, 'broadcast');
-      const fields = postedFields(ctx);
-      const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids, view.broadcast.stream);
-      await renderCompose(ctx, 200, { fields, audience, editing: view.broadcast });
-    },
-  );
+  router.post('/broadcasts/:id/edit/audience', forms, keepFormReusable, kit.requireSession, async (ctx) => {
+    const view = await viewOf(ctx);
+    if (!view) return kit.notFound(ctx, 'broadcast');
+    const fields = postedFields(ctx);
+    const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids, view.broadcast.stream);
+    await renderCompose(ctx, 200, { fields, audience, editing: view.broadcast });
+  });
 
   router.post('/broadcasts/:id/edit', forms, kit.requireSession, async (ctx) => {
     const view = await viewOf(ctx);

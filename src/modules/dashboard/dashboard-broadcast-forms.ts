@@ -5,6 +5,7 @@
 import type { Broadcast } from '../../../db/entities/index.ts';
 import type { ComposeFields } from './dashboard-broadcast-compose.pages.ts';
 import { ID, localUtc } from './dashboard-broadcast-views.ts';
+import type { Next } from 'koa';
 import { form, isError, many, one, type DashboardContext } from './dashboard.router.ts';
 
 export const EMPTY: ComposeFields = {
@@ -78,4 +79,10 @@ export function problemsOf(fields: readonly { path: string; message: string }[])
   const problems: Record<string, string> = {};
   for (const { path, message } of fields) problems[path.split('.')[0]!] ??= message;
   return problems;
+}
+
+/** Counting the audience changes nothing: the form's one-time value is dropped so Save still works after it. */
+export async function keepFormReusable(ctx: DashboardContext, next: Next): Promise<void> {
+  delete (ctx.request.body as Record<string, unknown> | undefined)?._once;
+  await next();
 }

@@ -4,7 +4,7 @@ import { AppError } from '../../errors.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import { CreateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
 import { draftRoutes } from './dashboard-broadcast-drafts.routes.ts';
-import { bodyOf, EMPTY, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
+import { keepFormReusable, bodyOf, EMPTY, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
 import { createBroadcastViews, ID, type BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS, broadcastsPage } from './dashboard-broadcasts.pages.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
@@ -34,7 +34,7 @@ export function broadcastsArea(services: ApiServices): DashboardArea {
   };
 }
 
-export type Router = Parameters<DashboardArea>[0];
+type Router = Parameters<DashboardArea>[0];
 
 /** The list, composing a draft (from a template or from scratch), counting its audience, saving it. */
 function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiServices, views: BroadcastViews) {
@@ -75,21 +75,11 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
     await renderCompose(ctx, 200, { fields, templateId });
   });
 
-  // Counting changes nothing: the form's one-time value is dropped so Save draft still works after it.
-  router.post(
-    '/broadcasts/new/audience',
-    forms,
-    async (ctx, next) => {
-      delete (ctx.request.body as Record<string, unknown> | undefined)?._once;
-      await next();
-    },
-    kit.requireSession,
-    async (ctx) => {
-      const fields = postedFields(ctx);
-      const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids);
-      await renderCompose(ctx, 200, { fields, audience });
-    },
-  );
+  router.post('/broadcasts/new/audience', forms, keepFormReusable, kit.requireSession, async (ctx) => {
+    const fields = postedFields(ctx);
+    const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids);
+    await renderCompose(ctx, 200, { fields, audience });
+  });
 
   router.post('/broadcasts', forms, kit.requireSession, async (ctx) => {
     const fields = postedFields(ctx);
