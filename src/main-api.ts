@@ -13,6 +13,7 @@ import { inboxArea } from './modules/dashboard/dashboard-inbox.routes.ts';
 import { metricsArea } from './modules/dashboard/dashboard-metrics.routes.ts';
 import { peopleArea } from './modules/dashboard/dashboard-people.routes.ts';
 import { broadcastsArea } from './modules/dashboard/dashboard-broadcasts.routes.ts';
+import { streamsArea } from './modules/dashboard/dashboard-streams.routes.ts';
 import { templatesArea } from './modules/dashboard/dashboard-templates.routes.ts';
 import { webhooksArea } from './modules/dashboard/dashboard-webhooks.routes.ts';
 import { settingsArea } from './modules/dashboard/dashboard-settings.routes.ts';
@@ -92,6 +93,7 @@ export async function startApi(config: Config, logger: Logger, shared: { orm?: M
       areas: [
         domainsArea(services),
         dmarcArea(services),
+        streamsArea(services),
         emailsArea(services),
         contactImportsArea(services),
         contactsArea(services),

@@ -38,7 +38,8 @@ export interface BroadcastState {
 export interface BroadcastActivities {
   broadcastState(input: BroadcastSendInput): Promise<BroadcastState>;
   beginBroadcast(input: BroadcastSendInput): Promise<BroadcastState>;
-  writeBroadcastAudience(input: BroadcastSendInput): Promise<{ status: string; written: number }>;
+  /** `resumeAtMs`: the stream's daily budget is spent; write on from the checkpoint at that time. */
+  writeBroadcastAudience(input: BroadcastSendInput): Promise<{ status: string; written: number; resumeAtMs?: number }>;
   refreshBroadcast(input: BroadcastSendInput): Promise<BroadcastState>;
   failBroadcast(input: BroadcastSendInput & { reason: string }): Promise<void>;
 }
@@ -96,9 +97,17 @@ export async function broadcastSend(input: BroadcastSendInput): Promise<string> 
       changed = false;
       state = woken ? await steps.broadcastState(input) : await steps.beginBroadcast(input);
     }
-    if (state.status === 'sending' && !state.audienceWritten) {
+    while (state.status === 'sending' && !state.audienceWritten) {
       setCurrentDetails('writing the audience to the queue');
-      state = { ...state, status: (await audience.writeBroadcastAudience(input)).status };
+      changed = false;
+      const pass = await audience.writeBroadcastAudience(input);
+      if (pass.resumeAtMs === undefined) {
+        state = { ...state, status: pass.status };
+        break;
+      }
+      setCurrentDetails(`waiting for the stream's budget until ${new Date(pass.resumeAtMs).toISOString()}`);
+      await condition(() => changed, Math.max(1, pass.resumeAtMs - Date.now()));
+      state = await steps.broadcastState(input);
     }
     for (let looks = 0; !FINAL.has(state.status) || state.status === 'cancelled'; looks += 1) {
       changed = false;

@@ -50,6 +50,8 @@ export const BroadcastSchema = defineEntity({
     trackOpens: p.boolean().default(true),
     /** Tracked links in its messages (on unless the launch turned them off; copied to each message). */
     trackClicks: p.boolean().default(true),
+    /** The message stream its messages belong to (Herald extension): `broadcast`, or a custom stream of the broadcast kind. */
+    stream: p.string().length(64).default('broadcast'),
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },

@@ -81,3 +81,26 @@ export const ContactImportErrorSchema = defineEntity({
 
 export class ContactImportError extends ContactImportErrorSchema.class {}
 ContactImportErrorSchema.setClass(ContactImportError);
+
+/**
+ * A contact an import's rows named, and what the import did to it (`created`, `updated` or
+ * `unchanged`): the contact's timeline lists the imports that touched it. One row per contact
+ * and import, written with each batch; read by the contact's id (the primary key leads with it),
+ * deleted with its import by retention.
+ */
+export const ContactImportMemberSchema = defineEntity({
+  name: 'ContactImportMember',
+  tableName: 'contact_import_members',
+  properties: {
+    contactId: p.string().length(24).primary(),
+    importId: p.string().length(24).primary(),
+    orgId: orgIdColumn({ indexed: false }),
+    outcome: p.string().length(16),
+    createdAt: p.datetime(),
+  },
+  // Retention deletes an import's rows with the import.
+  indexes: [{ properties: ['importId'] }],
+});
+
+export class ContactImportMember extends ContactImportMemberSchema.class {}
+ContactImportMemberSchema.setClass(ContactImportMember);

@@ -36,6 +36,19 @@ export const ContactSchema = defineEntity({
       name: 'contacts_date_keys_index',
       expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_date_keys("custom_fields", "created_at"))`,
     },
+    // GET /contacts?search= (a prefix of the email, the full name or the last name, any case): range scans whatever the collation.
+    {
+      name: 'contacts_email_prefix_index',
+      expression: `create index "contacts_email_prefix_index" on "contacts" ("org_id", lower("email") text_pattern_ops)`,
+    },
+    {
+      name: 'contacts_full_name_prefix_index',
+      expression: `create index "contacts_full_name_prefix_index" on "contacts" ("org_id", lower("first_name" || ' ' || "last_name") text_pattern_ops)`,
+    },
+    {
+      name: 'contacts_last_name_prefix_index',
+      expression: `create index "contacts_last_name_prefix_index" on "contacts" ("org_id", lower("last_name") text_pattern_ops)`,
+    },
   ],
 });
 

@@ -37,6 +37,7 @@ describe('migrations', () => {
       'broadcasts',
       'contact_events',
       'contact_import_errors',
+      'contact_import_members',
       'contact_imports',
       'contacts',
       'credit_shards',
@@ -77,7 +78,7 @@ describe('migrations', () => {
     ]);
     // The rollups email_event_counts and domain_daily_sends are keyed by their columns and have no
     // id; actor_leases is keyed by the actor's name; segment_members by (segment, contact);
-    // contact_import_errors by (import, row); credit_shards by (workspace, shard); automation_enrolments by
+    // contact_import_errors by (import, row); contact_import_members by (contact, import); credit_shards by (workspace, shard); automation_enrolments by
     // (automation, contact); automation_stat_shards by (automation, shard); automation_date_occurrences by (automation, contact, day);
     // encryption_key_checks by its name; dmarc_addresses by its domain; egress_address_days by (address, day).
     expect(rows.filter((r) => r.character_maximum_length === null).map((r) => r.table_name)).toEqual([
@@ -86,6 +87,7 @@ describe('migrations', () => {
       'automation_enrolments',
       'automation_stat_shards',
       'contact_import_errors',
+      'contact_import_members',
       'credit_shards',
       'dmarc_addresses',
       'domain_daily_sends',

@@ -91,6 +91,7 @@ describe('broadcasts', () => {
         scheduledAt: null,
         metrics: ZERO_METRICS,
         createdAt: expect.any(String),
+        stream: 'broadcast',
       });
       const id = (response.body.data as { _id: string })._id;
       const stored = await scopeToOrg(h.stack.orm.em, h.workspace.org.id).findOneOrFail(Broadcast, { id });
@@ -283,7 +284,7 @@ describe('broadcasts', () => {
       expect(seen).toEqual([...created].reverse());
     });
 
-    it('serializes exactly the spec fields', async () => {
+    it("serializes exactly the spec fields and Herald's stream extension", async () => {
       const response = await h.request('GET', '/api/v1/outbox/broadcasts?limit=1');
       expect(response.status).toBe(200);
       const [item] = response.body.data as Record<string, unknown>[];
@@ -298,6 +299,7 @@ describe('broadcasts', () => {
         'previewText',
         'scheduledAt',
         'status',
+        'stream',
         'subject',
       ]);
     });

@@ -3,6 +3,7 @@ import { Broadcast, Segment, Suppression } from '../../db/entities/index.ts';
 import { scopeToOrg, type MikroORM } from '../../db/orm.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { createTemplatesService } from '../../src/modules/templates/templates.service.ts';
+import { createStreamsService } from '../../src/modules/streams/streams.service.ts';
 import { broadcastSendWorkflowId } from '../../workflows/broadcasts.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { addContacts } from '../support/automations.ts';
@@ -68,6 +69,7 @@ describe("the dashboard's broadcasts pages", () => {
       '/dashboard/broadcasts/new',
       `/dashboard/broadcasts/${id}`,
       `/dashboard/broadcasts/${id}/launch`,
+      `/dashboard/broadcasts/${id}/edit`,
     ])
       expect((await client.get(path)).headers.get('location'), path).toBe('/dashboard/sign-in');
     for (const path of [
@@ -75,6 +77,8 @@ describe("the dashboard's broadcasts pages", () => {
       '/dashboard/broadcasts/new/audience',
       `/dashboard/broadcasts/${id}/launch`,
       `/dashboard/broadcasts/${id}/cancel`,
+      `/dashboard/broadcasts/${id}/edit`,
+      `/dashboard/broadcasts/${id}/delete`,
     ])
       expect((await client.post(path, { _csrf: 'x', when: 'now' })).status, path).toBe(303);
     expect((await row(h.workspace.org.id, id)).status).toBe('draft');
@@ -190,6 +194,8 @@ describe("the dashboard's broadcasts pages", () => {
       '/dashboard/broadcasts/new/audience',
       `/dashboard/broadcasts/${id}/launch`,
       `/dashboard/broadcasts/${id}/cancel`,
+      `/dashboard/broadcasts/${id}/edit`,
+      `/dashboard/broadcasts/${id}/delete`,
     ]) {
       expect((await client.post(path, { when: 'now' })).status, path).toBe(403);
       expect((await client.post(path, { _csrf: foreign, when: 'now' })).status, path).toBe(403);
@@ -208,7 +214,12 @@ describe("the dashboard's broadcasts pages", () => {
       `news@${otherDomain}`,
     );
     const { client } = await person();
-    for (const path of [`/dashboard/broadcasts/${foreign}`, `/dashboard/broadcasts/${foreign}/launch`, '/dashboard/broadcasts/nope']) {
+    for (const path of [
+      `/dashboard/broadcasts/${foreign}`,
+      `/dashboard/broadcasts/${foreign}/launch`,
+      `/dashboard/broadcasts/${foreign}/edit`,
+      '/dashboard/broadcasts/nope',
+    ]) {
       const page = await client.get(path);
       expect(page.status, path).toBe(404);
       expect(page.text).not.toContain('Foreign plan');
@@ -227,7 +238,7 @@ describe("the dashboard's broadcasts pages", () => {
     expect(fromTheirs.status).toBe(404);
     expect(fromTheirs.text).not.toContain('Foreign template');
     const token = csrfOf((await client.get('/dashboard/broadcasts/new')).text);
-    for (const action of ['launch', 'cancel'])
+    for (const action of ['launch', 'cancel', 'edit', 'delete'])
       expect((await client.post(`/dashboard/broadcasts/${foreign}/${action}`, { _csrf: token, when: 'now' })).status).toBe(404);
     expect((await row(other.org.id, foreign)).status).toBe('draft');
   });
@@ -269,7 +280,8 @@ describe("the dashboard's broadcasts pages", () => {
       ...once(confirm.text),
       when: 'later',
       at: '2020-01-01T09:00',
-      tracking: 'on',
+      track_opens: 'on',
+      track_clicks: 'on',
     });
     expect(past.status).toBe(400);
     expect(past.text).toContain('Not sent:');
@@ -278,7 +290,13 @@ describe("the dashboard's broadcasts pages", () => {
 
     const again = await client.get(`/dashboard/broadcasts/${id}/launch`);
     const at = inAnHour();
-    const ok = await client.post(`/dashboard/broadcasts/${id}/launch`, { ...once(again.text), when: 'later', at, tracking: 'on' });
+    const ok = await client.post(`/dashboard/broadcasts/${id}/launch`, {
+      ...once(again.text),
+      when: 'later',
+      at,
+      track_opens: 'on',
+      track_clicks: 'on',
+    });
     expect(ok.status, ok.text.slice(0, 300)).toBe(303);
     launched.push(id);
     expect(await row(orgId, id)).toMatchObject({
@@ -325,5 +343,108 @@ describe("the dashboard's broadcasts pages", () => {
     expect(ok.status).toBe(303);
     launched.push(id);
     expect(await row(h.workspace.org.id, id)).toMatchObject({ status: 'scheduled', sandbox: true, trackOpens: false, trackClicks: false });
+  });
+
+  it("edits a draft (subject, content, segments, sender, schedule, stream) with the API's checks, then deletes it", async () => {
+    const orgId = h.workspace.org.id;
+    const first = await tagSegment(h.stack.orm, orgId, unique('first'), 'First segment');
+    const second = await tagSegment(h.stack.orm, orgId, unique('second'), 'Second segment');
+    const stream = unique('digest')
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]/g, '-');
+    await createStreamsService({ orm: h.stack.orm }).createStream(orgId, { name: stream, kind: 'broadcast' });
+    await createStreamsService({ orm: h.stack.orm }).createStream(orgId, { name: `${stream}-tx`, kind: 'transactional' });
+    const id = await draft({ segment_ids: [first.id] });
+    const { client } = await person();
+    const page = await client.get(`/dashboard/broadcasts/${id}`);
+    expect(page.text).toContain(`href="/dashboard/broadcasts/${id}/edit"`);
+    const edit = await client.get(`/dashboard/broadcasts/${id}/edit`);
+    expect(edit.status).toBe(200);
+    expect(edit.text).toContain(`action="/dashboard/broadcasts/${id}/edit"`);
+    expect(edit.text).toContain(`<option value="${stream}">${stream}</option>`);
+    // Transactional-kind streams are not offered to a broadcast.
+    expect(edit.text).not.toContain(`<option value="${stream}-tx">`);
+    const at = inAnHour();
+    const fields = {
+      name: 'Renamed',
+      subject: 'New subject',
+      from_name: 'Shop team',
+      from_email: `team@${domain}`,
+      reply_to: '',
+      html: '<p>New body</p>',
+      plain_text: 'New body',
+      segment_ids: second.id,
+      stream,
+      scheduled_at: at,
+    };
+    const bad = await client.post(`/dashboard/broadcasts/${id}/edit`, { ...once(edit.text), ...fields, stream: `${stream}-tx` });
+    expect(bad.status).toBe(422);
+    expect(bad.text).toContain('is not a stream of the broadcast kind');
+    expect((await row(orgId, id)).subject).toBe('News');
+    const saved = await client.post(`/dashboard/broadcasts/${id}/edit`, { ...once(bad.text), ...fields });
+    expect(saved.status, saved.text.slice(0, 300)).toBe(303);
+    expect(await row(orgId, id)).toMatchObject({
+      name: 'Renamed',
+      subject: 'New subject',
+      fromName: 'Shop team',
+      fromEmail: `team@${domain}`,
+      html: '<p>New body</p>',
+      segmentIds: [second.id],
+      stream,
+      scheduledAt: new Date(`${at}:00Z`),
+      status: 'draft',
+    });
+    const shown = await client.get(`/dashboard/broadcasts/${id}?done=saved`);
+    expect(shown.text).toContain('Draft saved.');
+    expect(shown.text).toContain(`<dt>Stream</dt><dd>${stream}</dd>`);
+    // An emptied schedule clears it.
+    const again = await client.get(`/dashboard/broadcasts/${id}/edit`);
+    expect(again.text).toContain(`value="${at}"`);
+    expect((await client.post(`/dashboard/broadcasts/${id}/edit`, { ...once(again.text), ...fields, scheduled_at: '' })).status).toBe(303);
+    expect((await row(orgId, id)).scheduledAt).toBeNull();
+
+    const confirm = await client.get(`/dashboard/broadcasts/${id}`);
+    const deleted = await client.post(`/dashboard/broadcasts/${id}/delete`, once(confirm.text));
+    expect(deleted.status).toBe(303);
+    expect(deleted.headers.get('location')).toBe('/dashboard/broadcasts?done=deleted');
+    expect(await scopeToOrg(h.stack.orm.em.fork(), orgId).count(Broadcast, { id })).toBe(0);
+    expect((await client.get(`/dashboard/broadcasts/${id}`)).status).toBe(404);
+  });
+
+  it('says why a launched broadcast cannot be edited or deleted, and refuses both (409)', async () => {
+    const orgId = h.workspace.org.id;
+    const segment = await tagSegment(h.stack.orm, orgId, unique('locked'));
+    const id = await draft({ segment_ids: [segment.id] });
+    await scopeToOrg(h.stack.orm.em.fork(), orgId).nativeUpdate(Broadcast, { id }, { status: 'sent', launchedAt: new Date() });
+    const { client } = await person();
+    const page = await client.get(`/dashboard/broadcasts/${id}`);
+    expect(page.text).toContain('can no longer be edited or deleted');
+    expect(page.text).not.toContain(`/dashboard/broadcasts/${id}/edit`);
+    expect((await client.get(`/dashboard/broadcasts/${id}/edit`)).status).toBe(409);
+    const edit = await client.post(`/dashboard/broadcasts/${id}/edit`, { ...once(page.text), name: 'x', subject: 'y' });
+    expect(edit.status).toBe(409);
+    expect(edit.text).toContain('only a draft can be edited or deleted');
+    const deleted = await client.post(`/dashboard/broadcasts/${id}/delete`, once((await client.get(`/dashboard/broadcasts/${id}`)).text));
+    expect(deleted.status).toBe(409);
+    expect(deleted.text).toContain('only a draft can be edited or deleted');
+    expect(await row(orgId, id)).toMatchObject({ status: 'sent', subject: 'News' });
+  });
+
+  it('launches with open and click tracking chosen separately', async () => {
+    const segment = await tagSegment(h.stack.orm, h.workspace.org.id, unique('tracked'));
+    const id = await draft({ segment_ids: [segment.id] });
+    const { client } = await person();
+    const confirm = await client.get(`/dashboard/broadcasts/${id}/launch`);
+    expect(confirm.text).toContain('name="track_opens"');
+    expect(confirm.text).toContain('name="track_clicks"');
+    const ok = await client.post(`/dashboard/broadcasts/${id}/launch`, {
+      ...once(confirm.text),
+      when: 'later',
+      at: inAnHour(),
+      track_clicks: 'on',
+    });
+    expect(ok.status).toBe(303);
+    launched.push(id);
+    expect(await row(h.workspace.org.id, id)).toMatchObject({ status: 'scheduled', trackOpens: false, trackClicks: true });
   });
 });

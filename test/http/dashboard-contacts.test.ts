@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact, ContactImport } from '../../db/entities/index.ts';
+import { Contact, ContactImport, ContactImportMember } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { csrfOf, dashboardClient, decodeEntities, signedInPerson } from '../support/dashboard-client.ts';
@@ -301,5 +301,30 @@ describe('the dashboard: contacts', () => {
     if (row.status === 'validating' || row.status === 'importing') expect(page.headers.get('refresh')).toBe('2');
     const list = await client.get('/dashboard/contacts/imports');
     expect(list.text).toContain(`href="${location}">people.csv</a>`);
+  });
+
+  it("shows on a contact's timeline the imports that touched it, with what each did, escaped and linked", async () => {
+    const contact = await addContact(h.workspace.org.id);
+    const em = scopeToOrg(h.stack.orm.em.fork(), h.workspace.org.id);
+    const done = em.create(ContactImport, {
+      orgId: h.workspace.org.id,
+      status: 'completed',
+      filename: '<b>spring</b>.csv',
+      uploadExpiresAt: new Date(),
+    });
+    await em.flush();
+    em.create(ContactImportMember, {
+      orgId: h.workspace.org.id,
+      contactId: contact.id,
+      importId: done.id,
+      outcome: 'updated',
+      createdAt: new Date(),
+    });
+    await em.flush();
+    const page = await (await signIn()).get(`/dashboard/contacts/${contact.id}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Import: updated');
+    expect(page.text).toContain(`href="/dashboard/contacts/imports/${done.id}">${escaped('<b>spring</b>.csv')}</a>`);
+    expect(page.text).not.toContain('<b>spring</b>');
   });
 });

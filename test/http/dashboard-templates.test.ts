@@ -302,4 +302,36 @@ describe("the dashboard's templates pages", () => {
     expect(noDomain.status).toBe(403);
     expect(noDomain.text).toContain('No test sent:');
   });
+
+  it("filters by folder in the query: a folder's template older than a full page of others is listed, with every folder offered", async () => {
+    const { org } = await createOrg(h.stack.orm);
+    const folder = unique('archive');
+    const old = await newTemplate(org.id, { name: 'Old archived letter', folder_id: folder });
+    await newTemplate(org.id, { name: 'Other folder letter', folder_id: `${folder}-b` });
+    const newer = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        templates().createTemplate(org.id, {
+          name: unique('Newer'),
+          description: '',
+          subject: '',
+          preview_text: '',
+          html: '',
+          category: 'other',
+          folder_id: null,
+          tags: [],
+        }),
+      ),
+    );
+    expect(newer).toHaveLength(100);
+    const { client } = await person('member', org.id);
+    const all = await client.get('/dashboard/templates');
+    expect(all.text).not.toContain('Old archived letter');
+    expect(all.text).toContain(`href="/dashboard/templates?folder=${encodeURIComponent(folder)}"`);
+    const filtered = await client.get(`/dashboard/templates?folder=${encodeURIComponent(folder)}`);
+    expect(filtered.text).toContain('Old archived letter');
+    expect(filtered.text).toContain(`/dashboard/templates/${old.id}`);
+    expect(filtered.text).not.toContain('Other folder letter');
+    expect(filtered.text).not.toContain('Newer');
+    expect((await client.get('/dashboard/templates?folder=nothing-here')).text).toContain('No templates in the folder “nothing-here”.');
+  });
 });

@@ -89,6 +89,8 @@ const INBOX_EXTENSIONS = ['cc', 'kind', 'auth_results', 'email_id', 'sent_at', '
 const INBOX_DETAIL_EXTENSIONS = [...INBOX_EXTENSIONS, 'html', 'in_reply_to', 'replies'];
 /** Herald's additions to the spec's Domain option: `ip_pool` (egress IP pools), `warmup` (automatic warm-up). */
 const DOMAIN_EXTENSIONS = ['ip_pool', 'warmup'];
+/** Herald's addition to the spec's Broadcast: `stream` (the message stream of its messages). */
+const BROADCAST_EXTENSIONS = ['stream'];
 
 const keys = (value: unknown) => Object.keys(value as object).sort();
 const sorted = (list: string[]) => [...list].sort();
@@ -158,7 +160,7 @@ describe("responses carry exactly the spec's field names and casing", () => {
       from_email: 'hi@fields.example.com',
       segment_ids: [segment._id],
     });
-    expect(keys(broadcast)).toEqual(sorted(SPEC.broadcast));
+    expect(keys(broadcast)).toEqual(sorted([...SPEC.broadcast, ...BROADCAST_EXTENSIONS]));
   });
 
   it('Attachment upload', async () => {

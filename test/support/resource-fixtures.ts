@@ -144,6 +144,8 @@ export const RESOURCE_FIXTURES: Record<string, ResourceFixture> = {
   getBroadcast: broadcast(),
   sendBroadcast: { ...broadcast(), validBody: {} },
   cancelBroadcast: broadcast('scheduled'),
+  updateBroadcast: { ...broadcast(), validBody: { name: 'Renamed by the route suite' } },
+  deleteBroadcast: broadcast(),
   getContact: contact,
   updateContact: { ...contact, validBody: { first_name: 'Grace' } },
   deleteContact: contact,

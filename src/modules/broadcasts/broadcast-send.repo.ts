@@ -23,7 +23,8 @@ export interface AudienceMember {
 /**
  * Whether contact `c` is in the audience of the segments `:segments` (JSON) of workspace `:org`
  * at `:sendingAt`: created by then, in at least one of the segments (a static segment's members
- * added by then), active and not on the suppression list.
+ * added by then), active and not on the suppression list for every stream or for the
+ * broadcast's stream `:stream`.
  */
 const AUDIENCE_MEMBER = `c.org_id = :org and c.created_at <= :sendingAt::timestamptz
         and c.status = 'active'
@@ -34,17 +35,23 @@ const AUDIENCE_MEMBER = `c.org_id = :org and c.created_at <= :sendingAt::timesta
                             or (s.type = 'static' and exists (select 1 from segment_members m
                                                                where m.segment_id = s.id and m.contact_id = c.id and m.org_id = :org
                                                                  and m.created_at <= :sendingAt::timestamptz))))
-        and not exists (select 1 from suppressions x where x.org_id = :org and x.email = c.email and x.stream in ('', 'broadcast'))`;
+        and not exists (select 1 from suppressions x where x.org_id = :org and x.email = c.email and x.stream in ('', :stream))`;
 
 /**
  * How many contacts a broadcast to `segmentIds` would reach if it were sent at `at` (the
  * launch's confirmation; the send itself takes the audience again at its send time).
  */
-export async function countAudience(em: EntityManager, orgId: string, segmentIds: readonly string[], at: Date): Promise<number> {
+export async function countAudience(
+  em: EntityManager,
+  orgId: string,
+  segmentIds: readonly string[],
+  at: Date,
+  stream = 'broadcast',
+): Promise<number> {
   if (segmentIds.length === 0) return 0;
   const [row] = await em.execute<{ n: number }[]>(
     `/* workspace: the condition AUDIENCE_MEMBER names the org */ select count(*)::int as n from contacts c where ${AUDIENCE_MEMBER}`,
-    { org: orgId, sendingAt: at, segments: JSON.stringify(segmentIds) },
+    { org: orgId, sendingAt: at, segments: JSON.stringify(segmentIds), stream },
   );
   return row?.n ?? 0;
 }
@@ -58,7 +65,7 @@ export async function countAudience(em: EntityManager, orgId: string, segmentIds
 export async function readAudiencePage(
   em: EntityManager,
   orgId: string,
-  segmentIds: readonly string[],
+  audience: { segmentIds: readonly string[]; stream: string },
   cursor: AudienceCursor,
   limit: number,
 ): Promise<AudienceMember[]> {
@@ -75,7 +82,8 @@ export async function readAudiencePage(
       sendingAt: cursor.sendingAt,
       afterAt: cursor.afterAt ?? new Date(0),
       afterId: cursor.afterId ?? '',
-      segments: JSON.stringify(segmentIds),
+      segments: JSON.stringify(audience.segmentIds),
+      stream: audience.stream,
       limit,
     },
   );
@@ -91,6 +99,8 @@ export interface BroadcastSender {
   fromName: string;
   replyTo: string | null;
   subject: string;
+  /** The broadcast's message stream (kind broadcast), copied to each message. */
+  stream: string;
 }
 
 /**
@@ -120,7 +130,7 @@ export async function writeAudiencePage(
                                          next_attempt_at, quota_day, quota_shard, broadcast_id, contact_id, sandbox, stream, stream_kind,
                                          track_opens, track_clicks, created_at, updated_at)
        select p.id, :org, :domainId, :domain, :fromEmail, :fromName, :replyTo, :subject, p.id || '.0@' || :domain, 'queued',
-              now(), '', 0, :broadcast, p.contact_id, live.sandbox, 'broadcast', 'broadcast', live.track_opens, live.track_clicks, now(), now()
+              now(), '', 0, :broadcast, p.contact_id, live.sandbox, :stream, 'broadcast', live.track_opens, live.track_clicks, now(), now()
          from page p, live
        on conflict (broadcast_id, contact_id) where broadcast_id is not null do nothing
        returning id
@@ -146,6 +156,7 @@ export async function writeAudiencePage(
       fromName: sender.fromName,
       replyTo: sender.replyTo,
       subject: sender.subject,
+      stream: sender.stream,
       afterAt: last.created_at,
       afterId: last.id,
     },

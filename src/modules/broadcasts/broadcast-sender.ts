@@ -1,11 +1,13 @@
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import type { BroadcastSendInput } from '../../../workflows/broadcasts.ts';
 import type { SendDomainInput } from '../../../workflows/send-domain.ts';
-import { Broadcast, Domain } from '../../../db/entities/index.ts';
+import { Broadcast, Domain, MessageStream } from '../../../db/entities/index.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { Logger } from '../../logger.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { recordEvent } from '../events/events.fns.ts';
+import { utcDay } from '../sends/sends.fns.ts';
+import { takeStreamRoom } from '../streams/streams.repo.ts';
 import { cancelQueuedMessages, hasOpenMessages, notifyDomainDrain, readAudiencePage, writeAudiencePage } from './broadcast-send.repo.ts';
 import { serializeBroadcast } from './broadcasts.serializer.ts';
 
@@ -13,6 +15,9 @@ import { serializeBroadcast } from './broadcasts.serializer.ts';
 export const AUDIENCE_PAGE_SIZE = 2_000;
 /** Queued messages of a cancelled broadcast cancelled per statement. */
 const CANCEL_PAGE_SIZE = 5_000;
+
+/** Thrown inside a page's transaction when the broadcast stopped sending, to roll the page back. */
+class NotSending extends Error {}
 
 export interface BroadcastState {
   status: string;
@@ -61,6 +66,12 @@ export function createBroadcastSender(deps: {
     });
   }
 
+  /** The daily budget of the broadcast's stream, or null when it has none. */
+  async function streamCap(orgId: string, stream: string): Promise<number | null> {
+    const row = await em(orgId).findOne(MessageStream, { name: stream }, { refresh: true });
+    return row?.dailyCap ?? null;
+  }
+
   async function wakeDomain(orgId: string, domainId: string): Promise<void> {
     const draining = await notifyDomainDrain(deps.orm.em.fork(), orgId, domainId, SEND_WAKE_CHANNEL);
     if (!draining) await deps.wakeDomainActors([{ orgId, domainId }]);
@@ -87,23 +98,30 @@ export function createBroadcastSender(deps: {
     /**
      * Writes the audience to the sending domain's queue a page at a time from the checkpoint,
      * waking the domain's drain after each page, until the audience is all written (or the
-     * broadcast stopped sending). `heartbeat` is called after every page.
+     * broadcast stopped sending). A stream with a daily budget takes each page from it: once
+     * the day's budget is spent the pass ends with `resumeAtMs` (the next UTC day), and the
+     * workflow writes on from the checkpoint then. `heartbeat` is called after every page.
      */
-    async writeAudience(input: BroadcastSendInput, heartbeat: () => void): Promise<{ status: string; written: number }> {
+    async writeAudience(
+      input: BroadcastSendInput,
+      heartbeat: () => void,
+    ): Promise<{ status: string; written: number; resumeAtMs?: number }> {
       let written = 0;
       let domain: Domain | null = null;
+      let cap: { value: number | null } | undefined;
       for (;;) {
         const broadcast = await load(input);
         if (!broadcast || broadcast.status !== 'sending') return { status: broadcast?.status ?? 'deleted', written };
         if (broadcast.audienceWrittenAt) return { status: broadcast.status, written };
         if (!broadcast.sendingAt || !broadcast.domainId)
           throw new Error(`broadcast ${broadcast.id} is sending without a send time or domain`);
-        domain ??= await em(input.orgId).findOneOrFail(Domain, { id: broadcast.domainId });
+        const sendingDomain = (domain ??= await em(input.orgId).findOneOrFail(Domain, { id: broadcast.domainId }));
+        const budget = (cap ??= { value: await streamCap(input.orgId, broadcast.stream) }).value;
         const tx = deps.orm.em.fork();
-        const members = await readAudiencePage(
+        const read = await readAudiencePage(
           tx,
           input.orgId,
-          broadcast.segmentIds,
+          { segmentIds: broadcast.segmentIds, stream: broadcast.stream },
           {
             sendingAt: broadcast.sendingAt,
             afterAt: broadcast.audienceAfterAt ?? null,
@@ -111,26 +129,55 @@ export function createBroadcastSender(deps: {
           },
           pageSize,
         );
+        const now = new Date();
+        // A page the broadcast no longer takes (cancelled meanwhile) gives its budget back: the transaction rolls back.
+        const outcome = await tx
+          .transactional(async (page) => {
+            const room =
+              budget === null || read.length === 0
+                ? read.length
+                : await takeStreamRoom(page, {
+                    orgId: input.orgId,
+                    stream: broadcast.stream,
+                    day: utcDay(now),
+                    want: read.length,
+                    cap: budget,
+                  });
+            const members = read.slice(0, room);
+            if (members.length === 0) return { members, count: 0 };
+            const count = await writeAudiencePage(
+              page,
+              {
+                orgId: input.orgId,
+                broadcastId: broadcast.id,
+                domainId: sendingDomain.id,
+                domain: sendingDomain.domain,
+                fromEmail: broadcast.fromEmail,
+                fromName: broadcast.fromName,
+                replyTo: broadcast.replyTo ?? null,
+                subject: broadcast.subject,
+                stream: broadcast.stream,
+              },
+              members,
+            );
+            if (count === null) throw new NotSending();
+            return { members, count };
+          })
+          .catch((error: unknown) => {
+            if (error instanceof NotSending) return null;
+            throw error;
+          });
+        if (!outcome) continue;
+        const { members, count } = outcome;
         if (members.length > 0) {
-          const count = await writeAudiencePage(
-            tx,
-            {
-              orgId: input.orgId,
-              broadcastId: broadcast.id,
-              domainId: domain.id,
-              domain: domain.domain,
-              fromEmail: broadcast.fromEmail,
-              fromName: broadcast.fromName,
-              replyTo: broadcast.replyTo ?? null,
-              subject: broadcast.subject,
-            },
-            members,
-          );
-          if (count === null) continue;
           written += count;
-          await wakeDomain(input.orgId, domain.id);
+          await wakeDomain(input.orgId, sendingDomain.id);
         }
-        if (members.length < pageSize) {
+        if (members.length < read.length) {
+          deps.logger.info('broadcast waits for its stream budget', { broadcastId: broadcast.id, stream: broadcast.stream });
+          return { status: broadcast.status, written, resumeAtMs: Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) };
+        }
+        if (read.length < pageSize) {
           await em(input.orgId).nativeUpdate(Broadcast, { id: broadcast.id, status: 'sending' }, { audienceWrittenAt: new Date() });
           if (written === 0 && broadcast.recipientCount === 0)
             deps.logger.info('broadcast audience is empty', { broadcastId: broadcast.id });

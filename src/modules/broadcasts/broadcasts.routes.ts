@@ -3,10 +3,20 @@ import { listResult } from '../../http/paging.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams, PageQuery } from '../../http/schemas.ts';
 import type { BroadcastsService, BroadcastView } from './broadcasts.service.ts';
-import { BroadcastResponse, CreateBroadcastBody, LaunchBroadcastBody } from './broadcasts.schemas.ts';
+import {
+  BroadcastResponse,
+  CreateBroadcastBody,
+  DeletedBroadcastResponse,
+  LaunchBroadcastBody,
+  UpdateBroadcastBody,
+} from './broadcasts.schemas.ts';
 import { serializeBroadcast } from './broadcasts.serializer.ts';
 
 const LIST = 'broadcasts';
+
+const STREAM_NOTE =
+  'Herald extension: `stream` names the message stream of its messages (default `broadcast`; a custom stream of the broadcast kind, GET /streams), ' +
+  'whose suppression scope and daily budget they follow; 422 details.reason UNKNOWN_STREAM for a stream the workspace does not have, STREAM_NOT_BROADCAST for a transactional one.';
 
 const view = ({ broadcast, counts }: BroadcastView) => serializeBroadcast(broadcast, counts);
 
@@ -67,7 +77,15 @@ export function createBroadcastsRoutes(deps: { broadcasts: BroadcastsService; cu
       params: IdParams,
       body: LaunchBroadcastBody,
       response: { status: 202, description: 'The broadcast, scheduled or sending', schema: BroadcastResponse },
-      errors: ['invalid_request', 'forbidden', 'not_found', 'conflict', 'idempotency_conflict', 'service_unavailable'],
+      errors: [
+        'invalid_request',
+        'forbidden',
+        'not_found',
+        'conflict',
+        'idempotency_conflict',
+        'unprocessable_entity',
+        'service_unavailable',
+      ],
       async handle({ caller, params, body }) {
         return { status: 202, data: view(await deps.broadcasts.launchBroadcast(caller.orgId, params.id, body, caller)) };
       },
@@ -94,14 +112,51 @@ export function createBroadcastsRoutes(deps: { broadcasts: BroadcastsService; cu
       summary: 'Create a broadcast draft',
       description:
         'Segments must belong to the workspace and the from address to one of its domains (400 invalid_request, ' +
-        'details.reason UNKNOWN_SEGMENT or DOMAIN_NOT_FOUND); scheduled_at must be in the future and at most 30 days ahead.',
+        'details.reason UNKNOWN_SEGMENT or DOMAIN_NOT_FOUND); scheduled_at must be in the future and at most 30 days ahead. ' +
+        `${STREAM_NOTE}`,
       tag: 'Outbox',
       scope: 'outbox.broadcasts:write',
       body: CreateBroadcastBody,
       response: { status: 201, description: 'The broadcast draft', schema: BroadcastResponse },
-      errors: ['invalid_request', 'conflict', 'idempotency_conflict'],
+      errors: ['invalid_request', 'conflict', 'idempotency_conflict', 'unprocessable_entity'],
       async handle({ caller, body }) {
         return { status: 201, data: serializeBroadcast(await deps.broadcasts.createBroadcast(caller.orgId, body)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'updateBroadcast',
+      method: 'PATCH',
+      path: '/outbox/broadcasts/:id',
+      summary: 'Change a broadcast draft',
+      description:
+        'The fields given, checked as on create; reply_to and scheduled_at null clear them. ' +
+        `${STREAM_NOTE} 409 conflict (details.reason BROADCAST_NOT_DRAFT) once the broadcast is launched.`,
+      tag: 'Outbox',
+      scope: 'outbox.broadcasts:write',
+      extension: true,
+      params: IdParams,
+      body: UpdateBroadcastBody,
+      response: { status: 200, description: 'The changed draft', schema: BroadcastResponse },
+      errors: ['invalid_request', 'not_found', 'conflict', 'idempotency_conflict', 'unprocessable_entity'],
+      async handle({ caller, params, body }) {
+        return { status: 200, data: serializeBroadcast(await deps.broadcasts.updateBroadcast(caller.orgId, params.id, body)) };
+      },
+    }),
+    defineRoute({
+      operationId: 'deleteBroadcast',
+      method: 'DELETE',
+      path: '/outbox/broadcasts/:id',
+      summary: 'Delete a broadcast draft',
+      description:
+        '409 conflict (details.reason BROADCAST_NOT_DRAFT) once the broadcast is launched: its messages and counters refer to it.',
+      tag: 'Outbox',
+      scope: 'outbox.broadcasts:write',
+      extension: true,
+      params: IdParams,
+      response: { status: 200, description: 'The draft was deleted', schema: DeletedBroadcastResponse },
+      errors: ['not_found', 'conflict', 'idempotency_conflict'],
+      async handle({ caller, params }) {
+        return { status: 200, data: await deps.broadcasts.deleteBroadcast(caller.orgId, params.id) };
       },
     }),
   ];

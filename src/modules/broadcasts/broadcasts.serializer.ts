@@ -4,7 +4,8 @@ import { completeMetrics } from './broadcasts.fns.ts';
 /**
  * The spec's Broadcast (camelCase); `groupIds` are the segment ids it targets, `metrics` the
  * messages queued and their event counts (`counts`, from the daily rollup; zeros when not given).
- * Exactly the spec's fields (why a broadcast failed is in its broadcast.failed event).
+ * The spec's fields and one Herald extension, `stream` (why a broadcast failed is in its
+ * broadcast.failed event).
  */
 export function serializeBroadcast(broadcast: Broadcast, counts?: Record<string, number>) {
   return {
@@ -19,5 +20,6 @@ export function serializeBroadcast(broadcast: Broadcast, counts?: Record<string,
     scheduledAt: broadcast.scheduledAt ? broadcast.scheduledAt.toISOString() : null,
     metrics: completeMetrics(broadcast.recipientCount ?? 0, counts),
     createdAt: broadcast.createdAt.toISOString(),
+    stream: broadcast.stream,
   };
 }

@@ -14,7 +14,6 @@ import type { Config } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { workflowSearchAttributes } from '../../temporal/search-attributes.ts';
-import type { FieldProblem } from '../../validation.ts';
 import { normalizeEmail } from '../contacts/contacts.fns.ts';
 import { recordEvent } from '../events/events.fns.ts';
 import { domainRefusal } from '../sends/send-checks.ts';
@@ -22,7 +21,9 @@ import { templateProblem } from './broadcast-message.ts';
 import { BULK_TRACKING, decideTracking, trackingColumns } from '../tracking/tracking.fns.ts';
 import { countAudience, countBroadcastEvents } from './broadcast-send.repo.ts';
 import { CANCELLABLE_STATUSES, distinct, domainOf, LAUNCHABLE_STATUSES, scheduleProblem, ZERO_METRICS } from './broadcasts.fns.ts';
-import type { CreateBroadcastInput, LaunchBroadcastInput } from './broadcasts.schemas.ts';
+import type { CreateBroadcastInput, LaunchBroadcastInput, UpdateBroadcastInput } from './broadcasts.schemas.ts';
+import { checkDraftFields } from './broadcast-drafts.ts';
+import { findBroadcastStream } from '../streams/streams.repo.ts';
 import { serializeBroadcast } from './broadcasts.serializer.ts';
 import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
 
@@ -34,6 +35,12 @@ export interface BroadcastView {
 
 const broadcastNotFound = (id: string) => new AppError('not_found', `Broadcast ${id} does not exist.`);
 
+const notDraft = (row: Broadcast, verb: string) =>
+  new AppError('conflict', `Broadcast ${row.id} is ${row.status}; only a draft can be ${verb}.`, {
+    reason: 'BROADCAST_NOT_DRAFT',
+    status: row.status,
+  });
+
 function invalid(path: string, type: string, message: string, reason: string, extra: Record<string, unknown> = {}): AppError {
   return new AppError('invalid_request', `Invalid body.${path}: ${message}.`, {
     reason,
@@ -41,11 +48,6 @@ function invalid(path: string, type: string, message: string, reason: string, ex
     ...extra,
   });
 }
-
-const SCHEDULE_MESSAGES = {
-  in_past: 'must be in the future',
-  too_far_ahead: 'must be at most 30 days ahead',
-} as const;
 
 /**
  * Broadcasts of one workspace: drafts, then their launch and cancel. A draft targets segments of
@@ -105,6 +107,7 @@ export function createBroadcastsService({
       throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
     const refusal = domainRefusal(domain, host);
     if (refusal) throw refusal;
+    await findBroadcastStream(em, broadcast.stream, 'stream');
     return domain;
   }
 
@@ -131,11 +134,12 @@ export function createBroadcastsService({
 
     /**
      * How many contacts of the workspace a broadcast to `segmentIds` would reach if sent now
-     * (active, not suppressed, one message per contact; ids of other workspaces count nothing).
+     * (active, not suppressed for every stream or for `stream`, one message per contact; ids of
+     * other workspaces count nothing).
      * The send takes its audience again at its send time, so this is a forecast.
      */
-    async countAudience(orgId: string, segmentIds: readonly string[]): Promise<number> {
-      return countAudience(scopeToOrg(orm.em, orgId), orgId, distinct(segmentIds), clock());
+    async countAudience(orgId: string, segmentIds: readonly string[], stream = 'broadcast'): Promise<number> {
+      return countAudience(scopeToOrg(orm.em, orgId), orgId, distinct(segmentIds), clock(), stream);
     },
 
     /**
@@ -227,11 +231,57 @@ export function createBroadcastsService({
     },
 
     /**
+     * Changes a draft (Herald extension): the fields given, checked as on create (400 with every
+     * problem, 422 for the stream); `reply_to` or `scheduled_at` null clears them. 409
+     * BROADCAST_NOT_DRAFT once it is launched: its messages are being or were written from it.
+     */
+    async updateBroadcast(orgId: string, id: string, input: UpdateBroadcastInput): Promise<Broadcast> {
+      const now = clock();
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const row = await lockBroadcast(em, id);
+        if (row.status !== 'draft') throw notDraft(row, 'changed');
+        const fromEmail = input.from_email === undefined ? undefined : normalizeEmail(input.from_email);
+        const scheduledAt =
+          input.scheduled_at === undefined ? undefined : input.scheduled_at === null ? null : new Date(input.scheduled_at);
+        const stream = await checkDraftFields(em, { fromEmail, segmentIds: input.segment_ids, scheduledAt, stream: input.stream }, now);
+        const changes: Partial<Broadcast> = {
+          name: input.name,
+          subject: input.subject,
+          previewText: input.preview_text,
+          fromName: input.from_name,
+          fromEmail,
+          replyTo: input.reply_to === undefined ? undefined : input.reply_to === null ? null : normalizeEmail(input.reply_to),
+          segmentIds: input.segment_ids && distinct(input.segment_ids),
+          html: input.html,
+          plainText: input.plain_text,
+          scheduledAt,
+          stream,
+        };
+        for (const [key, value] of Object.entries(changes)) if (value !== undefined) Object.assign(row, { [key]: value });
+        await em.flush();
+        return row;
+      });
+    },
+
+    /** Deletes a draft (Herald extension); 409 BROADCAST_NOT_DRAFT once launched (its messages and counters refer to it). */
+    async deleteBroadcast(orgId: string, id: string): Promise<{ _id: string; deleted: true }> {
+      return scopeToOrg(orm.em, orgId).transactional(async (em) => {
+        const row = await lockBroadcast(em, id);
+        if (row.status !== 'draft') throw notDraft(row, 'deleted');
+        em.remove(row);
+        await em.flush();
+        return { _id: row.id, deleted: true as const };
+      });
+    },
+
+    /**
      * Creates a draft and its broadcast.created event in one transaction. 400 invalid_request
      * lists every business problem at once in `details.fields`: a from domain the workspace
      * does not have (`reason` DOMAIN_NOT_FOUND), segment ids that are not the workspace's
      * (`unknown_segment_ids`, reason UNKNOWN_SEGMENT), a schedule in the past or more than 30
-     * days ahead (reason SCHEDULE_OUT_OF_RANGE); `reason` names the first of them.
+     * days ahead (reason SCHEDULE_OUT_OF_RANGE); `reason` names the first of them. A `stream`
+     * the workspace has not (422 UNKNOWN_STREAM) or of the transactional kind (422
+     * STREAM_NOT_BROADCAST) is refused after those.
      */
     async createBroadcast(orgId: string, input: CreateBroadcastInput): Promise<Broadcast> {
       const now = clock();
@@ -239,52 +289,7 @@ export function createBroadcastsService({
       const segmentIds = distinct(input.segment_ids);
       const scheduledAt = input.scheduled_at === undefined ? null : new Date(input.scheduled_at);
       return scopeToOrg(orm.em, orgId).transactional(async (em) => {
-        const segments = await em.find(Segment, { id: { $in: segmentIds } });
-        const domain = await em.findOne(Domain, { domain: domainOf(fromEmail) });
-        const known = new Set(segments.map((segment) => segment.id));
-        const problems: (FieldProblem & { reason: string })[] = [];
-        if (!domain) {
-          problems.push({
-            path: 'from_email',
-            location: 'body',
-            type: 'unknown_domain',
-            message: `domain ${domainOf(fromEmail)} is not a domain of this workspace`,
-            reason: 'DOMAIN_NOT_FOUND',
-          });
-        }
-        input.segment_ids.forEach((id, index) => {
-          if (known.has(id)) return;
-          problems.push({
-            path: `segment_ids.${index}`,
-            location: 'body',
-            type: 'unknown_segment',
-            message: 'is not a segment of this workspace',
-            reason: 'UNKNOWN_SEGMENT',
-          });
-        });
-        const schedule = scheduledAt ? scheduleProblem(scheduledAt, now) : null;
-        if (schedule) {
-          problems.push({
-            path: 'scheduled_at',
-            location: 'body',
-            type: schedule,
-            message: SCHEDULE_MESSAGES[schedule],
-            reason: 'SCHEDULE_OUT_OF_RANGE',
-          });
-        }
-        const [first] = problems;
-        if (first) {
-          const unknownSegmentIds = segmentIds.filter((id) => !known.has(id));
-          throw new AppError(
-            'invalid_request',
-            `Invalid body.${first.path}: ${first.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}.`,
-            {
-              reason: first.reason,
-              fields: problems.map(({ reason: _reason, ...field }) => field),
-              ...(unknownSegmentIds.length > 0 ? { unknown_segment_ids: unknownSegmentIds } : {}),
-            },
-          );
-        }
+        const stream = await checkDraftFields(em, { fromEmail, segmentIds: input.segment_ids, scheduledAt, stream: input.stream }, now);
         const broadcast = em.create(Broadcast, {
           orgId,
           name: input.name,
@@ -298,6 +303,7 @@ export function createBroadcastsService({
           plainText: input.plain_text,
           status: 'draft',
           scheduledAt,
+          stream: stream ?? 'broadcast',
           metrics: { ...ZERO_METRICS },
         });
         await em.flush();

@@ -101,6 +101,24 @@ export async function writeImportBatch(
   });
   const created = written.filter((row) => row.inserted).length;
   const updated = written.length - created;
+  if (contacts.length > 0) {
+    // The contact's timeline shows the imports that named it, with what each did.
+    await executePrepared(em, {
+      sql: `insert into contact_import_members (contact_id, import_id, org_id, outcome, created_at)
+            select c.id, :importId::text, :orgId::text,
+                   case when c.id = any(:createdIds::text[]) then 'created' when c.id = any(:updatedIds::text[]) then 'updated' else 'unchanged' end,
+                   now()
+              from contacts c where c.org_id = :orgId::text and c.email = any(:emails::text[])
+            on conflict (contact_id, import_id) do nothing`,
+      params: {
+        importId: target.importId,
+        orgId: target.orgId,
+        createdIds: written.filter((row) => row.inserted).map((row) => row.id),
+        updatedIds: written.filter((row) => !row.inserted).map((row) => row.id),
+        emails: contacts.map((c) => c.email),
+      },
+    });
+  }
   let joinedSegment: string[] = [];
   if (target.segmentId && contacts.length > 0) {
     // Every contact of the batch (new, updated or unchanged) joins the segment, while it is still a static segment of the workspace.

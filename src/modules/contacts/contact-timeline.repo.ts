@@ -1,6 +1,7 @@
 /**
  * What Herald did with one contact, for its dashboard page: the emails sent to its address with
- * their events, its automation runs, its custom events and its suppression, and the segments it
+ * their events, its automation runs, its custom events, the imports that named it and its
+ * suppression, and the segments it
  * is in now. Kysely queries through `workspaceDb` (the workspace's condition on every table);
  * each reads an index by the contact's id or address and is bounded, so the cost does not grow
  * with the workspace.
@@ -11,13 +12,13 @@ import { workspaceDb } from '../../../db/workspace-db.ts';
 /** Items per kind on the timeline (the newest). */
 export const TIMELINE_LIMIT = 25;
 
-export type TimelineKind = 'email' | 'email_event' | 'automation_run' | 'event' | 'suppression';
+export type TimelineKind = 'email' | 'email_event' | 'automation_run' | 'event' | 'suppression' | 'import';
 
 /** One thing that happened, for the timeline. */
 export interface TimelineEntry {
   at: Date;
   kind: TimelineKind;
-  /** The state or type: an email's recipient status, an event type, a run's status, a suppression reason. */
+  /** The state or type: an email's recipient status, an event type, a run's status, a suppression reason, what an import did. */
   label: string;
   /** What it was about: a subject, an automation's or event's name. */
   title: string;
@@ -35,7 +36,7 @@ export async function findContactTimeline(
   contact: { id: string; email: string },
 ): Promise<TimelineEntry[]> {
   const db = workspaceDb(em, orgId);
-  const [emails, runs, events, suppression] = await Promise.all([
+  const [emails, runs, events, suppression, imports] = await Promise.all([
     db
       .selectFrom('email_recipients as r')
       .innerJoin('transactional_emails as e', 'e.id', 'r.email_id')
@@ -60,6 +61,14 @@ export async function findContactTimeline(
       .limit(TIMELINE_LIMIT)
       .execute(),
     db.selectFrom('suppressions').select(['reason', 'created_at']).where('email', '=', contact.email).executeTakeFirst(),
+    db
+      .selectFrom('contact_import_members as m')
+      .innerJoin('contact_imports as i', 'i.id', 'm.import_id')
+      .select(['m.import_id', 'm.outcome', 'm.created_at', 'i.filename'])
+      .where('m.contact_id', '=', contact.id)
+      .orderBy('m.created_at', 'desc')
+      .limit(TIMELINE_LIMIT)
+      .execute(),
   ]);
   const emailEvents =
     emails.length === 0
@@ -100,6 +109,13 @@ export async function findContactTimeline(
       href: `/dashboard/automations/${r.automation_id}/runs/${r.id}`,
     })),
     ...events.map((e) => ({ at: dateOf(e.created_at), kind: 'event' as const, label: 'event', title: e.name, href: null })),
+    ...imports.map((i) => ({
+      at: dateOf(i.created_at),
+      kind: 'import' as const,
+      label: i.outcome,
+      title: i.filename ?? 'CSV import',
+      href: `/dashboard/contacts/imports/${i.import_id}`,
+    })),
     ...(suppression
       ? [{ at: dateOf(suppression.created_at), kind: 'suppression' as const, label: suppression.reason, title: contact.email, href: null }]
       : []),

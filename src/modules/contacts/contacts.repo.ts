@@ -23,9 +23,14 @@ export interface ContactFilters {
   tag?: string | undefined;
   /** A part of the email or name, any case (at least 3 characters for the trigram index to help). */
   search?: string | undefined;
+  /** A prefix of the email, the full name ("first last") or the last name, any case: the three *_prefix_index b-trees. */
+  prefix?: string | undefined;
   /** Only the members of this segment of the workspace (segments.fns.ts has the rules). */
   segment?: { id: string; type: string; tags: readonly string[] } | undefined;
 }
+
+/** `text` lower-cased with LIKE's wildcards and escape character taken literally. */
+const likeEscaped = (text: string) => text.toLowerCase().replace(/[\\%_]/g, '\\$&');
 
 /** What the search matches: the expression of the trigram index contacts_search_index, exactly. */
 const SEARCH_TEXT = `lower(email || ' ' || first_name || ' ' || last_name)`;
@@ -40,6 +45,9 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
   if (filters.status !== undefined) conditions.push('status = :status');
   if (filters.tag !== undefined) conditions.push('tags @> array[:tag]::text[]');
   if (filters.search !== undefined) conditions.push(`${SEARCH_TEXT} like :search`);
+  if (filters.prefix !== undefined) {
+    conditions.push(`(lower(email) like :prefix or lower(first_name || ' ' || last_name) like :prefix or lower(last_name) like :prefix)`);
+  }
   const segment = filters.segment ? segmentCondition(filters.segment) : { sql: null, params: {} };
   if (segment.sql) conditions.push(segment.sql);
   return {
@@ -49,7 +57,8 @@ export function contactConditions(orgId: string, filters: ContactFilters): { con
       ...(filters.email !== undefined ? { email: filters.email } : {}),
       ...(filters.status !== undefined ? { status: filters.status } : {}),
       ...(filters.tag !== undefined ? { tag: filters.tag } : {}),
-      ...(filters.search !== undefined ? { search: `%${filters.search.toLowerCase().replace(/[\\%_]/g, '\\$&')}%` } : {}),
+      ...(filters.search !== undefined ? { search: `%${likeEscaped(filters.search)}%` } : {}),
+      ...(filters.prefix !== undefined ? { prefix: `${likeEscaped(filters.prefix)}%` } : {}),
       ...segment.params,
     },
   };
@@ -65,6 +74,28 @@ function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sq
     };
   }
   return { sql: 'tags && array[:segmentTags]::text[]', params: { segmentTags: [...segment.tags] } };
+}
+
+/** Below this many matches a tag or prefix filter's page is read from the matches' ids (see findFewMatches). */
+const FEW_MATCHES = 1_000;
+
+/**
+ * The ids of the workspace's contacts matching the `tag` and `prefix` filters when there are
+ * fewer than FEW_MATCHES, else null. For these filters PostgreSQL tends to walk (org_id,
+ * created_at, id) hoping to meet a page of matches soon: right for a common tag or prefix, a
+ * walk of the whole workspace for one that is rare in it but common in others or absent
+ * (1.1–1.2 s at a million contacts), since the statistics do not know the workspace. This
+ * probe, without an order, reads the GIN index on tags or the prefix b-trees and stops at
+ * FEW_MATCHES (under 0.1 ms to 60 ms at a million contacts); a rare filter's page is then read
+ * by primary key and sorted, a common one's by the walk, which meets matches soon.
+ */
+async function findFewMatches(em: EntityManager, orgId: string, filters: ContactFilters): Promise<string[] | null> {
+  const { conditions, params } = contactConditions(orgId, { tag: filters.tag, prefix: filters.prefix });
+  const rows = await em.execute<{ id: string }[]>(
+    `select id from contacts where ${['org_id = :org', ...conditions].join(' and ')} limit :probe`,
+    { ...params, probe: FEW_MATCHES },
+  );
+  return rows.length < FEW_MATCHES ? rows.map((row) => row.id) : null;
 }
 
 /** A page of contacts as the API's JSON array (built by PostgreSQL), with what its cursor needs. */
@@ -97,6 +128,11 @@ export async function listContactPage(
   filters: ContactFilters,
 ): Promise<ContactJsonPage> {
   const { conditions, params } = contactConditions(orgId, filters);
+  const few = filters.tag === undefined && filters.prefix === undefined ? null : await findFewMatches(em, orgId, filters);
+  if (few) {
+    conditions.push(few.length === 0 ? 'false' : 'id in (:fewIds)');
+    if (few.length > 0) params.fewIds = few;
+  }
   if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
   const [row] = await em.execute<{ items: string; count: number; last_id: string | null; last_ms: number | null }[]>(
     `with page as (

@@ -1,5 +1,5 @@
 import type { CursorCodec } from '../../http/cursor.ts';
-import { listJsonResult } from '../../http/paging.ts';
+import { filteredList, listJsonResult } from '../../http/paging.ts';
 import { csvDownload } from '../../http/csv-download.ts';
 import { defineRoute } from '../../http/route.ts';
 import { IdParams } from '../../http/schemas.ts';
@@ -26,14 +26,21 @@ export function createContactsRoutes(deps: { contacts: ContactsService; cursors:
       method: 'GET',
       path: '/contacts',
       summary: 'List contacts, newest first',
-      description: 'Optional filters (Herald extensions): `email` (exact, normalised) and `status`.',
+      description:
+        'Optional filters (Herald extensions), combined with and: `email` (exact, normalised), `status`, `search` (a prefix of the email, ' +
+        'the full name or the last name, any case) and `tag` (contacts carrying it, exact). Each is read on an index led by the workspace.',
       tag: 'Contacts',
       scope: 'contacts:read',
       query: ListContactsQuery,
       response: { status: 200, description: 'A page of contacts', schema: ContactResponse, list: true },
       handle: ({ caller, query }) =>
-        listJsonResult({ cursors: deps.cursors, list: LIST, caller, query }, (page) =>
-          deps.contacts.listContacts(caller.orgId, page, { email: query.email, status: query.status }),
+        listJsonResult({ cursors: deps.cursors, list: filteredList(LIST, query).list, caller, query }, (page) =>
+          deps.contacts.listContacts(caller.orgId, page, {
+            email: query.email,
+            status: query.status,
+            prefix: query.search,
+            tag: query.tag,
+          }),
         ),
     }),
     defineRoute({

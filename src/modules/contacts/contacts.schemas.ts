@@ -33,11 +33,21 @@ export const UpdateContactBody = v.strictObject({
 
 export type UpdateContactInput = v.InferOutput<typeof UpdateContactBody>;
 
-/** Herald's list filters (documented extensions): exact email, status. */
+/** Herald's list filters (documented extensions): exact email, status, a prefix search, a tag. */
 export const ListContactsQuery = v.object({
   ...PageQuery.entries,
   email: v.optional(v.pipe(v.string(), v.trim(), v.maxLength(320))),
   status: v.optional(Status),
+  search: v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.minLength(1, 'must not be empty'),
+      v.maxLength(320, 'must be at most 320 characters'),
+      v.description('Contacts whose email, full name ("first last") or last name starts with this text, any case.'),
+    ),
+  ),
+  tag: v.optional(v.pipe(Tag, v.description('Contacts carrying this tag (exact, case included).'))),
 });
 
 /** The CSV downloads' choice of raw values (Herald extension): `escape_formulas=false`. */

@@ -76,7 +76,10 @@ export function createContactsService(deps: {
   }
 
   return {
-    /** Newest first, keyset-paginated on (createdAt, id); optional exact email, status and tag filters, and a search of email and name. */
+    /**
+     * Newest first, keyset-paginated on (createdAt, id); optional exact email, status and tag
+     * filters, a search of a part of the email and name (`search`) and of their prefix (`prefix`).
+     */
     async listContacts(
       orgId: string,
       page: { limit: number; after?: KeysetPosition | undefined },
@@ -85,6 +88,7 @@ export function createContactsService(deps: {
         status?: ContactStatus | undefined;
         tag?: string | undefined;
         search?: string | undefined;
+        prefix?: string | undefined;
       } = {},
     ) {
       return listContactPage(orm.em, orgId, page, {
@@ -92,6 +96,7 @@ export function createContactsService(deps: {
         status: filters.status,
         tag: filters.tag,
         search: filters.search,
+        prefix: filters.prefix,
       });
     },
 

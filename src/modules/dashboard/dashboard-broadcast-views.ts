@@ -8,6 +8,9 @@ import type { DashboardContext, DashboardKit } from './dashboard.router.ts';
 
 export const ID = /^[0-9a-fA-F]{24}$/;
 
+/** A time as a `datetime-local` value in UTC (minutes). */
+export const localUtc = (at: Date) => at.toISOString().slice(0, 16);
+
 /** What the broadcasts routes share: the form parser, the workspace's broadcast of a request, and the pages' renderers. */
 export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
   const { broadcasts, segments, templates } = services;
@@ -27,10 +30,11 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
 
   async function renderCompose(ctx: DashboardContext, status: number, model: Partial<ComposePageModel> & { fields: ComposeFields }) {
     const signedIn = kit.signedInOf(ctx);
-    const [segmentList, templateList, domains] = await Promise.all([
+    const [segmentList, templateList, domains, streams] = await Promise.all([
       segmentsOf(signedIn.orgId),
       templates.listTemplates(signedIn.orgId, { limit: 100 }),
       services.domains.listDomains(signedIn.orgId),
+      services.streams.listStreams(signedIn.orgId),
     ]);
     kit.send(
       ctx,
@@ -41,6 +45,7 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
         segments: segmentList,
         templates: templateList.items,
         domains: domains.map((d) => d.domain),
+        streams: streams.filter((stream) => stream.kind === 'broadcast').map((stream) => stream.name),
         ...model,
       }),
     );
@@ -63,11 +68,12 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
   async function renderLaunch(ctx: DashboardContext, status: number, view: BroadcastView, extra: { error?: string; at?: string } = {}) {
     const signedIn = kit.signedInOf(ctx);
     const [audience, all] = await Promise.all([
-      broadcasts.countAudience(signedIn.orgId, view.broadcast.segmentIds),
+      broadcasts.countAudience(signedIn.orgId, view.broadcast.segmentIds, view.broadcast.stream),
       segments.listSegments(signedIn.orgId, { limit: 100 }),
     ]);
     const picked = all.items.filter((s) => view.broadcast.segmentIds.includes(s.id));
-    kit.send(ctx, status, launchPage({ signedIn, broadcast: view.broadcast, audience, segments: picked, ...extra }));
+    const at = view.broadcast.scheduledAt ? localUtc(view.broadcast.scheduledAt) : undefined;
+    kit.send(ctx, status, launchPage({ signedIn, broadcast: view.broadcast, audience, segments: picked, ...(at ? { at } : {}), ...extra }));
   }
 
   return { forms, viewOf, renderCompose, renderBroadcast, renderLaunch };

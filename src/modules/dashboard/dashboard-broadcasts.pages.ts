@@ -32,6 +32,7 @@ export interface BroadcastsPageModel {
   signedIn: SignedIn;
   broadcasts: readonly { broadcast: Broadcast; metrics: BroadcastMetrics }[];
   older?: string | undefined;
+  notice?: string | undefined;
 }
 
 export function broadcastsPage(model: BroadcastsPageModel): string {
@@ -48,7 +49,7 @@ export function broadcastsPage(model: BroadcastsPageModel): string {
   );
   return layout(
     'Broadcasts',
-    html`<p class="editor-actions"><a class="button" href="${BROADCASTS}/new">New broadcast</a></p>
+    html`!${message(model.notice, 'notice')}<p class="editor-actions"><a class="button" href="${BROADCASTS}/new">New broadcast</a></p>
 <section aria-labelledby="broadcasts-title">
   <h2 id="broadcasts-title">Broadcasts of ${model.signedIn.orgName}</h2>
   !${
@@ -79,9 +80,12 @@ const live = (b: Broadcast) => b.status === 'scheduled' || b.status === 'sending
 function actions(model: BroadcastPageModel): string {
   const { broadcast: b, signedIn } = model;
   if (b.status === 'draft')
-    return html`<p class="editor-actions"><a class="button" href="${BROADCASTS}/${b.id}/launch">Review and send…</a></p>`;
-  if (!live(b)) return '';
-  return html`<form method="post" action="${BROADCASTS}/${b.id}/cancel" class="inline-form" data-confirm="Cancel ${b.name}? Messages not yet handed off are not sent.">
+    return html`<div class="editor-actions"><a class="button" href="${BROADCASTS}/${b.id}/launch">Review and send…</a> <a class="button secondary" href="${BROADCASTS}/${b.id}/edit">Edit draft</a>
+    <form method="post" action="${BROADCASTS}/${b.id}/delete" class="inline-form" data-confirm="Delete the draft ${b.name}? This cannot be undone.">
+    !${csrfField(signedIn.csrfToken)}<button type="submit" class="danger">Delete draft</button></form></div>`;
+  const locked = html`<p class="hint" id="not-editable">This broadcast was launched, so it can no longer be edited or deleted: its messages are written from it and its counters refer to it. Create a new broadcast to send something else.</p>`;
+  if (!live(b)) return locked;
+  return html`!${locked}<form method="post" action="${BROADCASTS}/${b.id}/cancel" class="inline-form" data-confirm="Cancel ${b.name}? Messages not yet handed off are not sent.">
     !${csrfField(signedIn.csrfToken)}<button type="submit" class="danger large">Cancel broadcast</button></form>`;
 }
 
@@ -99,6 +103,8 @@ export function broadcastPage(model: BroadcastPageModel): string {
     <dt>Subject</dt><dd>${b.subject}</dd>
     <dt>From</dt><dd>${b.fromName} &lt;${b.fromEmail}&gt;</dd>
     <dt>Segments</dt><dd>${model.segments.map((s) => s.name).join(', ') || b.segmentIds.join(', ')}</dd>
+    <dt>Stream</dt><dd>${b.stream}</dd>
+    !${b.status !== 'draft' ? html`<dt>Tracking</dt><dd>${b.trackOpens ? 'opens' : 'no opens'}, ${b.trackClicks ? 'clicks' : 'no clicks'}</dd>` : ''}
     !${b.scheduledAt ? html`<dt>Scheduled for</dt><dd>!${when(b.scheduledAt)}</dd>` : ''}
     !${b.sendingAt ? html`<dt>Sending since</dt><dd>!${when(b.sendingAt)}</dd>` : ''}
     !${b.completedAt ? html`<dt>Finished</dt><dd>!${when(b.completedAt)}</dd>` : ''}

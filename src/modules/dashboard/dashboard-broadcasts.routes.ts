@@ -3,45 +3,12 @@ import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import { CreateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
-import type { ComposeFields } from './dashboard-broadcast-compose.pages.ts';
+import { draftRoutes } from './dashboard-broadcast-drafts.routes.ts';
+import { keepFormReusable, bodyOf, EMPTY, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
 import { createBroadcastViews, ID, type BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS, broadcastsPage } from './dashboard-broadcasts.pages.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { form, isError, many, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
-
-const EMPTY: ComposeFields = {
-  name: '',
-  subject: '',
-  preview_text: '',
-  from_name: '',
-  from_email: '',
-  reply_to: '',
-  html: '',
-  plain_text: '',
-  segment_ids: [],
-};
-
-function postedFields(ctx: DashboardContext): ComposeFields {
-  const f = form(ctx);
-  return {
-    name: one(f.name),
-    subject: one(f.subject),
-    preview_text: one(f.preview_text),
-    from_name: one(f.from_name),
-    from_email: one(f.from_email),
-    reply_to: one(f.reply_to),
-    html: one(f.html),
-    plain_text: one(f.plain_text),
-    segment_ids: many(f.segment_ids).filter((id) => ID.test(id)),
-  };
-}
-
-/** Problems by field from the API's schema or the service's `details.fields` (`segment_ids.0` → `segment_ids`). */
-function problemsOf(fields: readonly { path: string; message: string }[]): Record<string, string> {
-  const problems: Record<string, string> = {};
-  for (const { path, message } of fields) problems[path.split('.')[0]!] ??= message;
-  return problems;
-}
+import { form, isError, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
 
 /** The launch form's `at` (a `datetime-local` in UTC) as RFC 3339, or null for now. */
 function scheduledAtOf(ctx: DashboardContext): { at: string | null; shown?: string } {
@@ -63,6 +30,7 @@ export function broadcastsArea(services: ApiServices): DashboardArea {
     const views = createBroadcastViews(services, kit);
     listAndComposeRoutes(router, kit, services, views);
     oneBroadcastRoutes(router, kit, services, views);
+    draftRoutes(router, kit, services, views);
   };
 }
 
@@ -87,6 +55,7 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
         signedIn,
         broadcasts: rows,
         older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
+        notice: ctx.query.done === 'deleted' ? 'Draft deleted.' : undefined,
       }),
     );
   });
@@ -106,26 +75,15 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
     await renderCompose(ctx, 200, { fields, templateId });
   });
 
-  // Counting changes nothing: the form's one-time value is dropped so Save draft still works after it.
-  router.post(
-    '/broadcasts/new/audience',
-    forms,
-    async (ctx, next) => {
-      delete (ctx.request.body as Record<string, unknown> | undefined)?._once;
-      await next();
-    },
-    kit.requireSession,
-    async (ctx) => {
-      const fields = postedFields(ctx);
-      const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids);
-      await renderCompose(ctx, 200, { fields, audience });
-    },
-  );
+  router.post('/broadcasts/new/audience', forms, keepFormReusable, kit.requireSession, async (ctx) => {
+    const fields = postedFields(ctx);
+    const audience = await broadcasts.countAudience(kit.signedInOf(ctx).orgId, fields.segment_ids);
+    await renderCompose(ctx, 200, { fields, audience });
+  });
 
   router.post('/broadcasts', forms, kit.requireSession, async (ctx) => {
     const fields = postedFields(ctx);
-    const body = { ...fields, reply_to: fields.reply_to.trim() || undefined };
-    const parsed = v.safeParse(CreateBroadcastBody, body);
+    const parsed = v.safeParse(CreateBroadcastBody, bodyOf(fields));
     const again = (status: number, problems: Record<string, string>) =>
       renderCompose(ctx, status, { fields, problems, error: 'The draft was not saved: see the fields marked below.' });
     if (!parsed.success) return again(400, problemsOf(parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? 'name', message: i.message }))));
@@ -134,13 +92,9 @@ function listAndComposeRoutes(router: Router, kit: DashboardKit, services: ApiSe
       ctx.redirect(`${BROADCASTS}/${created.id}`);
       ctx.status = 303;
     } catch (error) {
-      if (!isError(error, 'invalid_request')) throw error;
-      await again(
-        400,
-        problemsOf(
-          (error.details?.fields as { path: string; message: string }[] | undefined) ?? [{ path: 'name', message: error.message }],
-        ),
-      );
+      const problems = refusalOf(error);
+      if (!problems) throw error;
+      await again((error as AppError).status, problems);
     }
   });
 }
@@ -155,6 +109,7 @@ function oneBroadcastRoutes(router: Router, kit: DashboardKit, services: ApiServ
     const notice = {
       launched: 'Launched: the counters below follow it.',
       cancelled: 'Cancelled: messages not yet handed off will not be sent.',
+      saved: 'Draft saved.',
     }[String(ctx.query.done ?? '')];
     await renderBroadcast(ctx, 200, view, notice ? { notice } : {});
   });
@@ -176,7 +131,7 @@ function oneBroadcastRoutes(router: Router, kit: DashboardKit, services: ApiServ
       const launched = await broadcasts.launchBroadcast(
         signedIn.orgId,
         view.broadcast.id,
-        { scheduled_at: at, tracking: one(form(ctx).tracking) === 'on' },
+        { scheduled_at: at, tracking: { opens: one(form(ctx).track_opens) === 'on', clicks: one(form(ctx).track_clicks) === 'on' } },
         kit.callerOf(signedIn),
       );
       ctx.redirect(`${BROADCASTS}/${launched.broadcast.id}?done=launched`);

@@ -45,6 +45,7 @@ const KIND_LABELS: Record<TimelineKind, string> = {
   automation_run: 'Automation run',
   event: 'Custom event',
   suppression: 'Suppressed',
+  import: 'Import',
 };
 
 function timelineItem(entry: TimelineEntry): string {

@@ -6,7 +6,7 @@ import { layout, when } from './dashboard.pages.ts';
 
 /**
  * The templates list: name, subject, folder, status and version, newest first; a folder filter
- * (the templates' `folder_id` labels); an empty state that says how to start. Every `${}` is
+ * (the templates' `folder_id` labels, applied by the query, so older pages stay in the folder); an empty state that says how to start. Every `${}` is
  * escaped (names and subjects are the workspace's text).
  */
 
@@ -17,7 +17,7 @@ export const stateBadge = (state: string) => html`<span class="state ${state}">$
 export interface TemplatesPageModel {
   signedIn: SignedIn;
   templates: readonly Template[];
-  /** The folders seen on this page, for the filter. */
+  /** The workspace's folder labels, for the filter (the list itself is filtered by the query's `folder`). */
   folders: readonly string[];
   folder?: string | undefined;
   older?: string | undefined;
@@ -49,7 +49,7 @@ export function templatesPage(model: TemplatesPageModel): string {
           .join('')}</nav>`
       : '';
   const empty = model.folder
-    ? html`<p>No templates in the folder “${model.folder}” on this page. <a href="${BASE}">Show every folder</a>.</p>`
+    ? html`<p>No templates in the folder “${model.folder}”. <a href="${BASE}">Show every folder</a>.</p>`
     : html`<div class="card empty"><p><strong>No templates yet.</strong> A template is a reusable subject and HTML body with <code>{{variables}}</code>; publish it to send it with the API (<code>template_id</code>) or to start a broadcast from it.</p>
       <p><a class="button" href="${BASE}/new">Write your first template</a></p></div>`;
   return layout(

@@ -108,15 +108,18 @@ function listAndPreviewRoutes(router: Router, kit: DashboardKit, services: ApiSe
   router.get('/templates', kit.requireSession, async (ctx) => {
     const signedIn = kit.signedInOf(ctx);
     const folder = one(ctx.query.folder).trim() || undefined;
-    const page = await templates.listTemplates(signedIn.orgId, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) });
+    const [page, folders] = await Promise.all([
+      templates.listTemplates(signedIn.orgId, { limit: PAGE_SIZE, after: positionOf(ctx.query.older) }, folder ? { folderId: folder } : {}),
+      templates.listFolders(signedIn.orgId),
+    ]);
     const last = page.items.at(-1);
     kit.send(
       ctx,
       200,
       templatesPage({
         signedIn,
-        templates: page.items.filter((t) => !folder || t.folderId === folder),
-        folders: [...new Set(page.items.flatMap((t) => (t.folderId ? [t.folderId] : [])))],
+        templates: page.items,
+        folders,
         folder,
         older: page.hasMore && last ? olderOf({ sortValue: last.createdAt, id: last.id }) : undefined,
       }),

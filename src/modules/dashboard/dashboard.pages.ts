@@ -26,6 +26,7 @@ export const message = (text: string | undefined, kind: 'error' | 'notice' = 'er
 export const AREAS = [
   ['keys', 'API keys'],
   ['domains', 'Domains'],
+  ['streams', 'Streams'],
   ['emails', 'Emails'],
   ['contacts', 'Contacts'],
   ['segments', 'Segments'],

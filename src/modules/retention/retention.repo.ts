@@ -132,7 +132,7 @@ export async function deleteInboundMessages(em: EntityManager, beforeId: string,
   return { deleted: rows.length, blobKeys: rows.filter((row) => row.has_raw).map((row) => row.blob_key) };
 }
 
-/** Finished contact imports (completed or failed) with their error report rows and their file. */
+/** Finished contact imports (completed or failed) with their error report rows, their contacts' timeline rows and their file. */
 export async function deleteFinishedImports(em: EntityManager, beforeId: string, batchSize: number): Promise<BatchResult> {
   const rows = await em.execute<{ blob_key: string | null }[]>(
     `/* all workspaces: retention of contact imports */
@@ -140,7 +140,8 @@ export async function deleteFinishedImports(em: EntityManager, beforeId: string,
        select id from contact_imports
         where id < ? and status in ('completed', 'failed')
         order by id limit ? for update skip locked),
-     errors as (delete from contact_import_errors r using doomed where r.import_id = doomed.id)
+     errors as (delete from contact_import_errors r using doomed where r.import_id = doomed.id),
+     members as (delete from contact_import_members m using doomed where m.import_id = doomed.id)
      delete from contact_imports i using doomed where i.id = doomed.id returning i.blob_key`,
     [beforeId, batchSize],
   );

@@ -64,3 +64,59 @@ export function unknownStream(name: string, path: string, location: 'body' | 'qu
     fields: [{ path, location, type: 'unknown_stream', message: 'is not a stream of this workspace' }],
   });
 }
+
+/**
+ * The broadcast-kind stream `name` of the workspace (`em` is scoped to it): the built-in
+ * `broadcast` or a custom stream of kind broadcast, with its daily budget. 422 UNKNOWN_STREAM at
+ * `path` when the workspace has no stream by that name, 422 STREAM_NOT_BROADCAST when it carries
+ * transactional mail.
+ */
+export async function findBroadcastStream(
+  em: EntityManager,
+  name: string,
+  path: string,
+): Promise<{ name: string; dailyCap: number | null }> {
+  const row = await em.findOne(MessageStream, { name });
+  if (!row && !isBuiltInStream(name)) throw unknownStream(name, path);
+  const kind = isBuiltInStream(name) ? name : row!.kind;
+  if (kind !== 'broadcast') {
+    throw new AppError(
+      'unprocessable_entity',
+      `Stream ${name} carries transactional mail; a broadcast needs a stream of the broadcast kind.`,
+      {
+        reason: 'STREAM_NOT_BROADCAST',
+        fields: [{ path, location: 'body', type: 'stream_kind', message: 'is not a stream of the broadcast kind' }],
+      },
+    );
+  }
+  return { name, dailyCap: row?.dailyCap ?? null };
+}
+
+/**
+ * Takes up to `want` recipients of the stream's budget for UTC day `day` (at most what is left
+ * under `cap`), in the caller's transaction; returns how many it took (0 when the day is spent).
+ * Broadcast audiences are written a page at a time, so a page is cut to what the budget allows.
+ */
+export async function takeStreamRoom(
+  em: EntityManager,
+  request: { orgId: string; stream: string; day: string; want: number; cap: number },
+): Promise<number> {
+  const { orgId, stream, day, want, cap } = request;
+  const key = { org: orgId, stream, day };
+  await em.execute(
+    `insert into stream_daily_sends (org_id, stream, day, count) values (:org, :stream, :day, 0) on conflict (org_id, stream, day) do nothing`,
+    key,
+  );
+  const [row] = await em.execute<{ count: number }[]>(
+    `select count from stream_daily_sends where org_id = :org and stream = :stream and day = :day for update`,
+    key,
+  );
+  const taken = Math.max(0, Math.min(want, cap - Number(row?.count ?? 0)));
+  if (taken > 0) {
+    await em.execute(`update stream_daily_sends set count = count + :taken where org_id = :org and stream = :stream and day = :day`, {
+      ...key,
+      taken,
+    });
+  }
+  return taken;
+}

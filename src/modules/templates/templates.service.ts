@@ -40,8 +40,27 @@ async function findVisibleTemplate(em: EntityManager, orgId: string, id: string)
   return em.findOne(Template, { $and: [{ id }, visibleTo(em, orgId)] }, ALL_TENANTS);
 }
 
-async function findVisiblePage(em: EntityManager, orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-  return findKeysetPage(em, Template, visibleTo(em, orgId), page, { filters: ALL_TENANTS.filters });
+async function findVisiblePage(
+  em: EntityManager,
+  orgId: string,
+  page: { limit: number; after?: KeysetPosition | undefined },
+  folderId?: string,
+) {
+  const where: FilterQuery<Template> = folderId === undefined ? visibleTo(em, orgId) : { $and: [visibleTo(em, orgId), { folderId }] };
+  return findKeysetPage(em, Template, where, page, { filters: ALL_TENANTS.filters });
+}
+
+/**
+ * The folder labels of the templates `orgId` sees, by name (at most `limit`), read from the
+ * newest 5,000 of them: a workspace's templates number in the hundreds.
+ */
+async function findVisibleFolders(em: EntityManager, orgId: string, limit: number): Promise<string[]> {
+  const rows = await em.find(
+    Template,
+    { $and: [visibleTo(em, orgId), { folderId: { $ne: null } }] },
+    { fields: ['folderId'], orderBy: { createdAt: 'desc' }, limit: 5_000, ...ALL_TENANTS },
+  );
+  return [...new Set(rows.flatMap((row) => (row.folderId ? [row.folderId] : [])))].sort().slice(0, limit);
 }
 
 /** Only for the owner's delete of `template` (already checked to be the caller's): its grantees' shares go with it. */
@@ -54,9 +73,14 @@ async function deleteSharesOf(em: EntityManager, template: Template): Promise<vo
 /** Templates as one workspace sees them; every query runs through a workspace-scoped EntityManager. */
 export function createTemplatesService({ orm }: { orm: MikroORM }) {
   return {
-    /** Own and shared (not hidden) templates in one keyset scan, newest first on (createdAt, id). */
-    async listTemplates(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }) {
-      return findVisiblePage(scopeToOrg(orm.em, orgId), orgId, page);
+    /** Own and shared (not hidden) templates in one keyset scan, newest first on (createdAt, id); optionally of one folder. */
+    async listTemplates(orgId: string, page: { limit: number; after?: KeysetPosition | undefined }, filters: { folderId?: string } = {}) {
+      return findVisiblePage(scopeToOrg(orm.em, orgId), orgId, page, filters.folderId);
+    },
+
+    /** The folder labels (`folder_id`) of the templates the workspace sees, by name: the dashboard's folder filter. */
+    async listFolders(orgId: string): Promise<string[]> {
+      return findVisibleFolders(scopeToOrg(orm.em, orgId), orgId, 200);
     },
 
     /** An own template, or one shared with the workspace and not hidden; otherwise 404. */
