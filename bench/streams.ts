@@ -5,9 +5,9 @@
  *
  * Each run queues 100,000 emails in the `broadcast` stream (`--quick`: 10,000) through
  * POST /outbox/emails/batch (100 per request, `stream: "broadcast"`), all on one sending domain,
- * then, while that backlog drains, sends transactional-stream emails at 10/s over the API, each
- * timed from its 202 to its arrival at the relay. Figures: transactional p50/p99/max, and the
- * backlog's drain rate. The claim takes transactional-kind mail first (docs/deliverability.md),
+ * four requests at a time, and from the first of them until the backlog has drained sends
+ * transactional-stream emails at 10/s over the API, each timed from its 202 to its arrival at
+ * the relay. Figures: transactional p50/p99/max, and the backlog's drain rate. The claim takes transactional-kind mail first (docs/deliverability.md),
  * so the p99 should stay near what one email in flight takes, whatever the backlog.
  */
 import { randomBytes } from 'node:crypto';
@@ -20,6 +20,8 @@ import type { Benchmark } from './lib/types.ts';
 const POOL = 5;
 const TRANSACTIONAL_RATE = 10;
 const BATCH = 100;
+/** Batch requests in flight while the backlog is queued. */
+const POSTERS = 4;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -55,20 +57,37 @@ export const benchmark: Benchmark = {
       return json.data;
     }
 
+    /** Queues the backlog through batch requests, POSTERS at a time. */
+    async function queueBacklog(label: string): Promise<void> {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: POSTERS }, async () => {
+          while (next < backlog) {
+            const from = next;
+            next += BATCH;
+            const emails = Array.from({ length: Math.min(BATCH, backlog - from) }, (_, j) => ({
+              from: `news@${domain}`,
+              to: `bulk-${label}-${from + j}@simulator.herald.test`,
+              subject: 'News',
+              text: 'The newsletter.',
+              stream: 'broadcast',
+            }));
+            await post('/api/v1/outbox/emails/batch', { emails });
+          }
+        }),
+      );
+    }
+
+    /**
+     * One run: transactional sends at TRANSACTIONAL_RATE from the first backlog request on (so
+     * they meet the backlog both while it is accepted and while it drains) until the last
+     * backlog email reaches the relay. The drain rate counts from the first backlog request; how
+     * much was still queued when the last batch was accepted shows there was a backlog at all.
+     */
     async function runOnce(label: string) {
       sink.clear();
       const isBulk = (m: { rcptTo: string[] }) => m.rcptTo[0]?.startsWith(`bulk-${label}-`) ?? false;
-      for (let i = 0; i < backlog; i += BATCH) {
-        const emails = Array.from({ length: Math.min(BATCH, backlog - i) }, (_, j) => ({
-          from: `news@${domain}`,
-          to: `bulk-${label}-${i + j}@simulator.herald.test`,
-          subject: 'News',
-          text: 'The newsletter.',
-          stream: 'broadcast',
-        }));
-        await post('/api/v1/outbox/emails/batch', { emails });
-      }
-      const queuedAt = Date.now();
+      const startedAt = Date.now();
       const answeredAt = new Map<string, number>();
       let done = false;
       const transactional = (async () => {
@@ -84,7 +103,9 @@ export const benchmark: Benchmark = {
           await sleep(Math.max(0, 1000 / TRANSACTIONAL_RATE - (Date.now() - started)));
         }
       })();
-      const deadline = queuedAt + 1_800_000;
+      await queueBacklog(label);
+      const stillQueued = backlog - sink.arrivals().filter(isBulk).length;
+      const deadline = Date.now() + 1_800_000;
       while (sink.arrivals().filter(isBulk).length < backlog && Date.now() < deadline) await sleep(500);
       done = true;
       await transactional;
@@ -95,7 +116,13 @@ export const benchmark: Benchmark = {
         .filter((m) => m.messageId !== null && answeredAt.has(m.messageId))
         .map((m) => m.receivedAt - answeredAt.get(m.messageId as string)!)
         .sort((a, b) => a - b);
-      return { bulk: bulk.length, bulkPerS: bulk.length / Math.max(0.001, (last - queuedAt) / 1000), latencies, sent: answeredAt.size };
+      return {
+        bulk: bulk.length,
+        bulkPerS: bulk.length / Math.max(0.001, (last - startedAt) / 1000),
+        stillQueued,
+        latencies,
+        sent: answeredAt.size,
+      };
     }
 
     return {
@@ -106,6 +133,7 @@ export const benchmark: Benchmark = {
           backlog,
           bulk_arrived: result.bulk,
           bulk_per_s: result.bulkPerS,
+          backlog_when_queued: result.stillQueued,
           transactional_sent: result.sent,
           transactional_p50_ms: quantile(result.latencies, 0.5),
           transactional_p99_ms: quantile(result.latencies, 0.99),
@@ -121,7 +149,7 @@ export const benchmark: Benchmark = {
     return [
       {
         name: 'streams-transactional',
-        figure: `transactional stream while ${fmt(med(stats, 'backlog'))} broadcast-stream emails drain (${fmt(med(stats, 'bulk_per_s'))}/s): 202 to relay p50 ${fmt(med(stats, 'transactional_p50_ms'))} ms, p99 ${fmt(p99)} ms (${fmt(med(stats, 'transactional_sent'))} sent)`,
+        figure: `transactional stream while ${fmt(med(stats, 'backlog'))} broadcast-stream emails are accepted and drain (${fmt(med(stats, 'bulk_per_s'))}/s from the first request; ${fmt(med(stats, 'backlog_when_queued'))} still queued when the last was accepted): 202 to relay p50 ${fmt(med(stats, 'transactional_p50_ms'))} ms, p99 ${fmt(p99)} ms (${fmt(med(stats, 'transactional_sent'))} sent)`,
         ratio: p99 / 1000,
         baseline: 'the 1 s p99 target',
         target: { text: 'p99 < 1 s', met: p99 < 1000 },
