@@ -17,7 +17,7 @@ processes (production entry points, configured by environment variables):
   herald api                 HTTP API
   herald worker              Temporal worker (task queue herald-main)
   herald smtp                inbound SMTP (MX) listener
-  herald all                 api, worker and smtp in one process (small installs; npm start runs it)
+  herald all                 api, worker and smtp in one process (small installs; herald dev hosts the same)
   herald migrate             apply pending database migrations
   herald bundle-workflows    bundle workflow code ahead of time (.build/workflow-bundle.js)
 
