@@ -55,21 +55,41 @@ function pickNode() {
   );
 }
 
+/**
+ * The Node flags and environment a Herald process of `command` runs with: for `worker`, `all`
+ * and `dev` (which hosts api, worker and smtp in its own process) the worker's heap limit
+ * (HERALD_WORKER_HEAP_MB, default 512; src/dev/paths.ts nodeFlagsFor); the young generation cap
+ * (SEMI_SPACE_MB there); for `dev`, two glibc malloc arenas (MALLOC_ARENA_MAX, unless set),
+ * read by glibc at start only: the all-in-one process's threads held ~60 MB of arenas without.
+ */
+function runtimeFor(command) {
+  const heapMb = Number(process.env.HERALD_WORKER_HEAP_MB ?? 512);
+  const heap = ['worker', 'all', 'dev'].includes(command) && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
+  const semiSpace = { api: 8, worker: 8, smtp: 8, all: 8, dev: 8 }[command];
+  const flags = [...heap, ...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : [])];
+  const env = command === 'dev' && process.env.MALLOC_ARENA_MAX === undefined ? { ...process.env, MALLOC_ARENA_MAX: '2' } : process.env;
+  return { flags, env };
+}
+
 ensureDependencies();
 const node = pickNode();
-if (node === null) {
+const command = process.argv[2];
+const runtime = runtimeFor(command);
+if (node === null && command === 'dev' && process.env.HERALD_DEV_RUNTIME !== '1' && typeof process.execve === 'function') {
+  // `herald dev` becomes a Node with its runtime settings in place of this one (same process:
+  // no launcher stays behind, and a terminal's signals reach it as before).
+  const argv = [process.execPath, ...runtime.flags, main, ...process.argv.slice(2)];
+  process.execve(process.execPath, argv, { ...runtime.env, HERALD_DEV_RUNTIME: '1' });
+} else if (node === null) {
   await import(pathToFileURL(main).href);
 } else {
   // The child gets its own process group, so a terminal's Ctrl-C reaches it exactly once:
   // through this launcher, which passes every signal on and waits for the child to exit.
-  // The worker's heap limit and the young generation cap (src/dev/paths.ts nodeFlagsFor:
-  // WORKER_HEAP_MB, HERALD_WORKER_HEAP_MB, SEMI_SPACE_MB); `dev` (the supervisor) a smaller cap.
-  const command = process.argv[2];
-  const heapMb = Number(process.env.HERALD_WORKER_HEAP_MB ?? 512);
-  const heap = (command === 'worker' || command === 'all') && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
-  const semiSpace = { api: 8, worker: 8, smtp: 8, all: 8, dev: 1 }[command];
-  const flags = [...heap, ...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : [])];
-  const child = spawn(node, [...flags, main, ...process.argv.slice(2)], { stdio: 'inherit', detached: true });
+  const child = spawn(node, [...runtime.flags, main, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    detached: true,
+    env: runtime.env,
+  });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(signal, () => {
       if (child.exitCode === null) child.kill(signal);

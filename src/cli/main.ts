@@ -2,13 +2,14 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, loadDevEnv, type Config } from '../config.ts';
-import { createLogger, type Logger } from '../logger.ts';
+import { ConfigError, loadConfig, loadDevEnv } from '../config.ts';
+import { createLogger } from '../logger.ts';
 import { onShutdown } from '../shutdown.ts';
 import { dataDir } from '../dev/paths.ts';
+import { StartRefused } from './start-process.ts';
 
 // Each command imports what it runs, when it runs it: the api and smtp processes never load the
-// Temporal worker, the worker never loads Koa, the dev supervisor loads neither.
+// Temporal worker, the worker never loads Koa (src/cli/start-process.ts).
 
 const USAGE = `usage: herald <command>
 
@@ -16,7 +17,7 @@ processes (production entry points, configured by environment variables):
   herald api                 HTTP API
   herald worker              Temporal worker (task queue herald-main)
   herald smtp                inbound SMTP (MX) listener
-  herald all                 api, worker and smtp in one process (small installs; npm start runs it)
+  herald all                 api, worker and smtp in one process (small installs; herald dev hosts the same)
   herald migrate             apply pending database migrations
   herald bundle-workflows    bundle workflow code ahead of time (.build/workflow-bundle.js)
 
@@ -38,84 +39,18 @@ function loadDevStackEnv(): void {
   if (existsSync(file)) process.loadEnvFile(file);
 }
 
-/** A start refused for a reason outside the configuration (a service unreachable): one line, exit 1. */
-class StartRefused extends Error {}
-
-/**
- * Refuses to start when the encryption key ring cannot open the database's sealed values
- * (docs/troubleshooting.md); the first start with a key records which key that is.
- */
-async function checkEncryptionKeyAtStart(config: Config, logger: Logger): Promise<void> {
-  const { createOrm } = await import('../../db/orm.ts');
-  const { checkEncryptionKey } = await import('../modules/encryption/encryption.service.ts');
-  const orm = await createOrm({ databaseUrl: config.database.url, poolMax: 1 });
-  try {
-    const result = await checkEncryptionKey(orm.em.fork(), config.encryptionKeys);
-    if (result.olderKeyInUse) {
-      logger.warn('sealed values remain under an older encryption key: run `herald admin encryption re-encrypt`, then drop it', {
-        keyId: result.checkedKeyId,
-      });
-    }
-  } catch (error) {
-    if ((error as Error).name === 'TableNotFoundException') {
-      throw new ConfigError(['DATABASE_URL: the database is not migrated (no encryption_key_checks table): run `herald migrate` first']);
-    }
-    if (error instanceof ConfigError) throw error;
-    throw new StartRefused(
-      `cannot start: PostgreSQL at DATABASE_URL cannot be used (${(error as Error).message}); is it running and reachable, and are the credentials right?`,
-    );
-  } finally {
-    await orm.close();
-  }
-}
-
 async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { service: `herald-${name}` });
   // API_PROCESSES > 1: this process supervises that many api processes sharing the port.
   const clusterRole =
     name === 'api' && config.http.processes > 1 ? ((await import('node:cluster')).default.isPrimary ? 'primary' : 'worker') : null;
+  const { checkEncryptionKeyAtStart, startHerald } = await import('./start-process.ts');
   if (clusterRole !== 'worker') await checkEncryptionKeyAtStart(config, logger);
   if (clusterRole === 'primary') return (await import('../http/api-cluster.ts')).runApiCluster(config, logger);
-  const stops: (() => Promise<void>)[] = [];
-  let workerDone: Promise<void> | null = null;
-  // `all` runs the three on one ORM (one pool of DATABASE_POOL_MAX connections).
-  const shared =
-    name === 'all'
-      ? { orm: await (await import('../../db/orm.ts')).createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }) }
-      : {};
-  if (name === 'worker' || name === 'all') {
-    const { installTemporalLogging, startWorker } = await import('../worker.ts');
-    installTemporalLogging(logger);
-    const worker = await startWorker(config, logger, shared);
-    stops.push(() => worker.shutdown());
-    workerDone = worker.done;
-  }
-  if (name === 'api' || name === 'all') {
-    const { startApi } = await import('../main-api.ts');
-    const api = await startApi(config, logger, shared);
-    stops.unshift(() => api.close());
-  }
-  if (name === 'smtp' || name === 'all') {
-    const { startSmtp } = await import('../main-smtp.ts');
-    const smtp = await startSmtp(config, logger, shared);
-    stops.unshift(() => smtp.close());
-  }
-  if (shared.orm) {
-    const orm = shared.orm;
-    stops.push(() => orm.close());
-  }
-  if (clusterRole === 'worker') {
-    (await import('../metrics/metrics.ts')).serveMetricsToClusterPrimary();
-  } else if (config.metrics.port > 0) {
-    const stop = await (await import('../metrics/metrics.ts')).serveMetricsOrWarn(config.metrics, logger);
-    if (stop) stops.unshift(stop);
-  }
-  // Stops the listeners first (no new work), then the worker.
-  onShutdown(logger, async () => {
-    for (const stop of stops) await stop();
-  });
-  if (workerDone) await workerDone;
+  const running = await startHerald(name, config, logger, { clusterWorker: clusterRole === 'worker' });
+  onShutdown(logger, running.stop);
+  if (running.done) await running.done;
 }
 
 async function migrate(): Promise<void> {

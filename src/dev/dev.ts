@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadDevEnv } from '../config.ts';
+import { loadConfig, loadDevEnv } from '../config.ts';
 import { ensureDevEncryptionKey, updateEnvFile } from './dev-env-file.ts';
 import { cacheDir, dataDir, MAIN_ENTRY, nodeFlagsFor } from './paths.ts';
 import { ensureDatabase, resolvePostgres, withDatabase } from './postgres.ts';
@@ -21,8 +21,9 @@ const say = (line: string) => process.stdout.write(`[herald] ${line}\n`);
 /**
  * `herald dev` (npm start): PostgreSQL, Redis and the Temporal dev server (Web UI on, state
  * under .data/) when none is configured, migrations, the dev workspace, the mail sink as the
- * outbound relay (unless SMTP_RELAY_URL names another), then api + worker + smtp as child
- * processes, and a banner. Ctrl-C stops everything in reverse order.
+ * outbound relay (unless SMTP_RELAY_URL names another), then api + worker + smtp in this
+ * process (HERALD_DEV_SPLIT: as child processes), and a banner. Ctrl-C stops everything in
+ * reverse order; a crash of any part stops the rest, exit code 1.
  */
 export async function runDev(): Promise<void> {
   const env = loadDevEnv();
@@ -44,6 +45,14 @@ export async function runDev(): Promise<void> {
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
   process.on('SIGHUP', () => void stopAll(0));
+  // Herald runs in this process: an error nothing caught stops the stack (the databases and
+  // servers it started included) as a crashed child process did, with exit code 1.
+  const crashed = (error: unknown) => {
+    say(`crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    void stopAll(1);
+  };
+  process.on('uncaughtException', crashed);
+  process.on('unhandledRejection', crashed);
 
   try {
     const envFile = join(data, 'dev.env');
@@ -117,7 +126,8 @@ export async function runDev(): Promise<void> {
     const childEnv: NodeJS.ProcessEnv = {
       // glibc gives each thread that allocates an arena of its own (up to 8 per core): the
       // all-in-one process's threads (libuv, V8, Temporal's runtime, the workflow thread) held
-      // ~60 MB of them, mostly free. Two arenas keep that resident memory down (unless set).
+      // ~60 MB of them, mostly free. Two arenas keep that resident memory down (unless set);
+      // for this process src/cli/herald.mjs sets it (glibc reads it at start only).
       MALLOC_ARENA_MAX: '2',
       // The sink is the final hop: accepted there means delivered (unless the user says otherwise).
       ...(relay.sink ? { SMTP_RELAY_FINAL_HOP: 'true' } : {}),
@@ -147,6 +157,15 @@ export async function runDev(): Promise<void> {
     };
     let markWorkerReady = () => {};
     const workerReady = new Promise<void>((resolve) => (markWorkerReady = resolve));
+    const onLine = (name: string) => (line: string) => {
+      process.stdout.write(`[${name}] ${line}\n`);
+      if ((name === 'worker' || name === 'all') && line.includes('"msg":"worker polling"')) markWorkerReady();
+    };
+    const failed = (name: string, how: string) => {
+      if (stopping) return;
+      say(`${name} ${how}; stopping the stack`);
+      void stopAll(1);
+    };
     const start = (name: string): Service => {
       const service = spawnService({
         name,
@@ -154,28 +173,28 @@ export async function runDev(): Promise<void> {
         args: [...nodeFlagsFor(name, childEnv), MAIN_ENTRY, name],
         // Split, each process serves its metrics on a port of its own (worker, then api, then smtp).
         env: { ...childEnv, METRICS_PORT: String(env.METRICS_PORT + Math.max(0, ['worker', 'api', 'smtp'].indexOf(name))) },
-        onLine: (line) => {
-          process.stdout.write(`[${name}] ${line}\n`);
-          if ((name === 'worker' || name === 'all') && line.includes('"msg":"worker polling"')) markWorkerReady();
-        },
+        onLine: onLine(name),
       });
       stack.push({ name, stop: () => service.stop() });
-      void service.exited.then((code) => {
-        if (!stopping) {
-          say(`${name} exited unexpectedly (code ${code}); stopping the stack`);
-          void stopAll(1);
-        }
-      });
+      void service.exited.then((code) => failed(name, `exited unexpectedly (code ${code})`));
       return service;
     };
-    // One process for api, worker and smtp (a third of the memory of three); HERALD_DEV_SPLIT=true
-    // runs them as the separate processes production scales out with.
+    // api, worker and smtp in this process (one Node process for the whole stack: each one
+    // carries ~80 MB of its own, BENCHMARKS.md footprint-start); HERALD_DEV_SPLIT=true runs them
+    // as the separate processes production scales out with.
     if (env.HERALD_DEV_SPLIT) {
       start('worker');
       start('api');
       start('smtp');
     } else {
-      start('all');
+      for (const [key, value] of Object.entries(childEnv)) if (value !== undefined) process.env[key] = value;
+      process.env.METRICS_PORT = String(env.METRICS_PORT);
+      const herald = await hostHerald(onLine('all'));
+      stack.push({ name: 'all', stop: herald.stop });
+      void herald.done?.then(
+        () => failed('the worker', 'stopped unexpectedly'),
+        (error: unknown) => failed('the worker', `failed (${error instanceof Error ? error.message : String(error)})`),
+      );
     }
     await waitFor('the api', async () => ((await fetch(`${publicUrl}/healthz`)).ok ? true : undefined), 60_000);
     await Promise.race([
@@ -207,6 +226,33 @@ export async function runDev(): Promise<void> {
     say(`failed: ${error instanceof Error ? error.message : String(error)}`);
     await stopAll(1);
   }
+}
+
+/** How long Herald, hosted in this process, gets to stop gracefully (as a child process got before SIGKILL). */
+const HERALD_STOP_MS = 10_000;
+
+/**
+ * `herald all` in this process, configured by process.env (the stack's settings), its log lines
+ * given to `onLine` (prefixed `[all]` as a child's were). Its stop is bounded by HERALD_STOP_MS:
+ * what is still running then ends with this process.
+ */
+async function hostHerald(onLine: (line: string) => void): Promise<{ stop: () => Promise<void>; done: Promise<void> | null }> {
+  const { checkEncryptionKeyAtStart, startHerald } = await import('../cli/start-process.ts');
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, { service: 'herald-all' }, onLine);
+  await checkEncryptionKeyAtStart(config, logger);
+  const herald = await startHerald('all', config, logger);
+  return {
+    done: herald.done,
+    stop: async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, HERALD_STOP_MS)));
+      const stopped = herald.stop().then(() => true);
+      const inTime = await Promise.race([stopped, late.then(() => false)]);
+      clearTimeout(timer);
+      if (!inTime) say(`herald all did not stop within ${HERALD_STOP_MS / 1000} s; it ends with this process`);
+    },
+  };
 }
 
 /** Runs `herald dev-setup` and returns what it printed last (one JSON line); its other lines are echoed. */

@@ -1,0 +1,99 @@
+import { ConfigError, type Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+
+/** A start refused for a reason outside the configuration (a service unreachable): one line, exit 1. */
+export class StartRefused extends Error {}
+
+/** Herald's api, worker and/or smtp, started in this process. */
+export interface RunningHerald {
+  /** Stops the listeners first (no new work), then the worker, then the shared ORM. */
+  stop: () => Promise<void>;
+  /** Settles when the worker stops (by `stop`, or on its own: a fatal error); null without a worker. */
+  done: Promise<void> | null;
+}
+
+/**
+ * Refuses to start when the encryption key ring cannot open the database's sealed values
+ * (docs/troubleshooting.md); the first start with a key records which key that is.
+ */
+export async function checkEncryptionKeyAtStart(config: Config, logger: Logger): Promise<void> {
+  const { createOrm } = await import('../../db/orm.ts');
+  const { checkEncryptionKey } = await import('../modules/encryption/encryption.service.ts');
+  const orm = await createOrm({ databaseUrl: config.database.url, poolMax: 1 });
+  try {
+    const result = await checkEncryptionKey(orm.em.fork(), config.encryptionKeys);
+    if (result.olderKeyInUse) {
+      logger.warn('sealed values remain under an older encryption key: run `herald admin encryption re-encrypt`, then drop it', {
+        keyId: result.checkedKeyId,
+      });
+    }
+  } catch (error) {
+    if ((error as Error).name === 'TableNotFoundException') {
+      throw new ConfigError(['DATABASE_URL: the database is not migrated (no encryption_key_checks table): run `herald migrate` first']);
+    }
+    if (error instanceof ConfigError) throw error;
+    throw new StartRefused(
+      `cannot start: PostgreSQL at DATABASE_URL cannot be used (${(error as Error).message}); is it running and reachable, and are the credentials right?`,
+    );
+  } finally {
+    await orm.close();
+  }
+}
+
+/**
+ * Starts `name` (api, worker, smtp, or all three on one ORM) in this process: `herald <name>`
+ * runs it, and so does `herald dev` for `all` (one Node process for the whole dev stack). Each
+ * part is imported when it runs: the api never loads the Temporal worker, the worker never Koa.
+ * A cluster worker (API_PROCESSES > 1) hands its metrics to the cluster's primary.
+ */
+export async function startHerald(
+  name: 'api' | 'worker' | 'smtp' | 'all',
+  config: Config,
+  logger: Logger,
+  options: { clusterWorker?: boolean } = {},
+): Promise<RunningHerald> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops) await stop();
+  };
+  let done: Promise<void> | null = null;
+  try {
+    // `all` runs the three on one ORM (one pool of DATABASE_POOL_MAX connections).
+    const shared =
+      name === 'all'
+        ? { orm: await (await import('../../db/orm.ts')).createOrm({ databaseUrl: config.database.url, poolMax: config.database.poolMax }) }
+        : {};
+    if (shared.orm) {
+      const orm = shared.orm;
+      stops.push(() => orm.close());
+    }
+    if (name === 'worker' || name === 'all') {
+      const { installTemporalLogging, startWorker } = await import('../worker.ts');
+      installTemporalLogging(logger);
+      const worker = await startWorker(config, logger, shared);
+      stops.unshift(() => worker.shutdown());
+      done = worker.done;
+    }
+    if (name === 'api' || name === 'all') {
+      const { startApi } = await import('../main-api.ts');
+      const api = await startApi(config, logger, shared);
+      stops.unshift(() => api.close());
+    }
+    if (name === 'smtp' || name === 'all') {
+      const { startSmtp } = await import('../main-smtp.ts');
+      const smtp = await startSmtp(config, logger, shared);
+      stops.unshift(() => smtp.close());
+    }
+    if (options.clusterWorker) {
+      (await import('../metrics/metrics.ts')).serveMetricsToClusterPrimary();
+    } else if (config.metrics.port > 0) {
+      const stop = await (await import('../metrics/metrics.ts')).serveMetricsOrWarn(config.metrics, logger);
+      if (stop) stops.unshift(stop);
+    }
+  } catch (error) {
+    // What did start is stopped, so a host that goes on living (the dev supervisor) holds nothing open.
+    await stopAll().catch(() => {});
+    throw error;
+  }
+  return { stop: stopAll, done };
+}
