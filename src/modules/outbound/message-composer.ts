@@ -15,10 +15,11 @@ let composer: Transporter<StreamTransport.SentMessageInfo> | null = null;
 /**
  * DKIM keys parsed once per thread, by their PEM text: parsing a PKCS#8 PEM costs more than the
  * RSA-2048 signature itself (about 0.35 ms against 0.25 ms), and nodemailer would parse the
- * string on every message. A PEM that does not parse is left as it is, so nodemailer treats it
- * as before.
+ * string on every message. Each is kept until a minute after its last use, so a rotated or
+ * removed domain's key leaves memory soon after its last message. A PEM that does not parse is
+ * left as it is, so nodemailer treats it as before.
  */
-const parsedKeys = new LRUCache<string, KeyObject>({ max: 1_000 });
+const parsedKeys = new LRUCache<string, KeyObject>({ max: 1_000, ttl: 60_000, updateAgeOnGet: true });
 
 function parsedKeyOf(pem: string): KeyObject | null {
   const cached = parsedKeys.get(pem);
