@@ -1,3 +1,5 @@
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { Transporter } from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type StreamTransport from 'nodemailer/lib/stream-transport/index.js';
@@ -9,6 +11,36 @@ export interface Envelope {
 }
 
 let composer: Transporter<StreamTransport.SentMessageInfo> | null = null;
+
+/**
+ * DKIM keys parsed once per thread, by their PEM text: parsing a PKCS#8 PEM costs more than the
+ * RSA-2048 signature itself (about 0.35 ms against 0.25 ms), and nodemailer would parse the
+ * string on every message. Each is kept until a minute after its last use, so a rotated or
+ * removed domain's key leaves memory soon after its last message. A PEM that does not parse is
+ * left as it is, so nodemailer treats it as before.
+ */
+const parsedKeys = new LRUCache<string, KeyObject>({ max: 1_000, ttl: 60_000, updateAgeOnGet: true });
+
+function parsedKeyOf(pem: string): KeyObject | null {
+  const cached = parsedKeys.get(pem);
+  if (cached) return cached;
+  try {
+    const key = createPrivateKey(pem);
+    parsedKeys.set(pem, key);
+    return key;
+  } catch {
+    return null;
+  }
+}
+
+/** The message with its DKIM key (one key given as a PEM string) replaced by the parsed key. */
+function withParsedDkimKey(message: Mail.Options): Mail.Options {
+  const dkim = message.dkim;
+  if (!dkim || !('privateKey' in dkim) || typeof dkim.privateKey !== 'string') return message;
+  const key = parsedKeyOf(dkim.privateKey);
+  // nodemailer hands privateKey straight to crypto's sign(), which takes a KeyObject as well.
+  return key ? { ...message, dkim: { ...dkim, privateKey: key as unknown as string } } : message;
+}
 
 /**
  * A message as nodemailer would put it on the wire (its stream transport: the same MIME
@@ -28,7 +60,7 @@ export async function composeMessage(message: Mail.Options, envelope: Envelope):
       disableUrlAccess: true,
     });
   }
-  const info = await composer.sendMail({ ...message, envelope: { from: envelope.from, to: envelope.to } });
+  const info = await composer.sendMail({ ...withParsedDkimKey(message), envelope: { from: envelope.from, to: envelope.to } });
   return info.message as Buffer;
 }
 
