@@ -48,15 +48,20 @@ export const DmarcReportResponse = v.object({
   received_at: Timestamp,
 });
 
-export const DmarcSourceResponse = v.object({
-  source_ip: v.string(),
-  messages: v.number(),
+/** Messages a report (or a source) covers by outcome: DMARC pass/fail, aligned passes, and what the receiver's policy did. */
+export const DmarcOutcomeCounts = {
   dmarc_pass: v.number(),
   dmarc_fail: v.number(),
   dkim_aligned_pass: v.number(),
   spf_aligned_pass: v.number(),
   quarantined: v.number(),
   rejected: v.number(),
+};
+
+export const DmarcSourceResponse = v.object({
+  source_ip: v.string(),
+  messages: v.number(),
+  ...DmarcOutcomeCounts,
   reporting_orgs: v.array(v.string()),
   last_seen_at: Timestamp,
 });
