@@ -1,10 +1,10 @@
-import { urlencodedForms, orNotFound } from './dashboard.router.ts';
+import { urlencodedForms, orNotFound } from './dashboard-kit.router.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import type { BroadcastView } from '../broadcasts/broadcasts.service.ts';
 import { composePage, launchPage, type ComposeFields, type ComposePageModel } from './dashboard-broadcast-compose.pages.ts';
 import { broadcastPage } from './dashboard-broadcasts.pages.ts';
-import type { DashboardContext, DashboardKit } from './dashboard.router.ts';
+import type { DashboardContext, DashboardKit } from './dashboard-kit.router.ts';
 
 export const ID = /^[0-9a-fA-F]{24}$/;
 

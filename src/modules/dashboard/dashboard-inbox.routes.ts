@@ -3,7 +3,7 @@ import type { KeysetPosition } from '../../../db/keyset.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { contentDisposition } from '../inbox/inbox.fns.ts';
 import type { InboxCaller } from '../inbox/inbox.service.ts';
-import { isError, type DashboardArea, type DashboardKit, form, one } from './dashboard.router.ts';
+import { isError, type DashboardArea, type DashboardKit, form, one } from './dashboard-kit.router.ts';
 import { notePage } from './dashboard.pages.ts';
 import { inboxPage, threadPage } from './dashboard-inbox.pages.ts';
 
