@@ -29,6 +29,22 @@ const SEED_RECIPIENTS_SQL = `
   insert into email_recipients (id, org_id, email_id, email, kind, status, created_at, updated_at)
   select 'r' || lpad(to_hex(g), 23, '0'), $1, lpad(to_hex(g), 24, '0'), 'user' || g || '@example.com', 'to', 'delivered', now(), now()
     from generate_series(1, $2::int) as g`;
+/**
+ * One completed import that named the first `$2` contacts (the newest contact among them, so its
+ * timeline has an import), and a draft broadcast to the VIP segment (its edit page; the sent ones
+ * with their events are seedEmailEvents').
+ */
+const SEED_IMPORT_SQL = `
+  insert into contact_imports (id, org_id, status, filename, total_rows, rows_done, created, upload_expires_at, uploaded_at, completed_at, created_at, updated_at)
+  values ('1a0000000000000000000001', $1, 'completed', 'customers.csv', $2::int, $2::int, $2::int, now(), now(), now(), now(), now())`;
+const SEED_IMPORT_MEMBERS_SQL = `
+  insert into contact_import_members (contact_id, import_id, org_id, outcome, created_at)
+  select 'c' || lpad(to_hex(g), 23, '0'), '1a0000000000000000000001', $1, 'created', now() from generate_series(1, $2::int) as g`;
+const SEED_BROADCASTS_SQL = `
+  insert into broadcasts (id, org_id, name, subject, from_name, from_email, segment_ids, html, status, created_at, updated_at)
+  select 'bd0000000000000000000001', org_id, 'Spring draft', 'News for {{first_name}}', 'Shop', 'news@' || domain, '{5e0000000000000000000002}',
+         '<p>Hello {{first_name}}</p>', 'draft', now(), now()
+    from domains where org_id = $1 order by domain limit 1`;
 
 export const benchmark: Benchmark = {
   name: 'dashboard',
@@ -49,6 +65,12 @@ export const benchmark: Benchmark = {
       await client.query('vacuum analyze transactional_emails, email_recipients');
     });
     const seeded = await seedContacts(databaseUrl, workspace.orgId, contacts);
+    await withClient(databaseUrl, async (client) => {
+      await client.query(SEED_IMPORT_SQL, [workspace.orgId, Math.min(contacts, 100_000)]);
+      await client.query(SEED_IMPORT_MEMBERS_SQL, [workspace.orgId, Math.min(contacts, 100_000)]);
+      await client.query(SEED_BROADCASTS_SQL, [workspace.orgId]);
+      await client.query('vacuum analyze contact_imports, contact_import_members, broadcasts');
+    });
     context.log(
       `seeded ${emails} emails, ${events} email events and ${contacts} contacts in ${Math.round(performance.now() - started)} ms`,
     );
@@ -78,11 +100,22 @@ export const benchmark: Benchmark = {
       '/dashboard/contacts?status=unsubscribed&tag=tag1',
       `/dashboard/contacts/${seeded.newestContactId}`,
       '/dashboard/contacts/imports',
+      '/dashboard/contacts/imports/1a0000000000000000000001',
       '/dashboard/segments',
       '/dashboard/segments/new',
       ...seeded.segmentIds.map((id) => `/dashboard/segments/${id}`),
       '/dashboard/suppressions',
       '/dashboard/suppressions?reason=complaint',
+      '/dashboard/streams',
+      '/dashboard/streams/broadcast',
+      '/dashboard/broadcasts',
+      '/dashboard/broadcasts/new',
+      '/dashboard/broadcasts/bd0000000000000000000001/edit',
+      '/dashboard/broadcasts/b00000000000000000000001',
+      '/dashboard/templates',
+      '/dashboard/automations',
+      '/dashboard/people',
+      '/dashboard/settings',
     ];
 
     async function load(path: string): Promise<number> {

@@ -7,7 +7,7 @@ import type { AutomationWithStats } from '../automations/automations.service.ts'
 import { runPage, runsPage } from './dashboard-automation-runs.pages.ts';
 import type { AutomationPagesReader } from './dashboard-automations.repo.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { one, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { one, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 const PAGE_SIZE = 50;
 const ID = /^[0-9a-f]{24}$/;

@@ -1,4 +1,4 @@
-import { isError } from './dashboard.router.ts';
+import { isError } from './dashboard-kit.router.ts';
 /**
  * The automation editor's forms (dashboard-automations.routes.ts): the starter definition, the
  * editor's own body parser and its fields in order, the definition a form sends (its JSON view
@@ -10,7 +10,7 @@ import { koaBody } from 'koa-body';
 import type { ApiServices } from '../../api-composition.ts';
 import type { BuilderChoices, Problem } from './dashboard-automation-editor.pages.ts';
 import { assembleDefinition } from './dashboard-automations.builder.ts';
-import type { DashboardContext } from './dashboard.router.ts';
+import type { DashboardContext } from './dashboard-kit.router.ts';
 
 /** The most the choices of a builder's select list (the newest). */
 const CHOICES_LIMIT = 200;

@@ -6,7 +6,7 @@ import { UpdateBroadcastBody } from '../broadcasts/broadcasts.schemas.ts';
 import { keepFormReusable, bodyOf, fieldsOf, postedFields, problemsOf, refusalOf } from './dashboard-broadcast-forms.ts';
 import type { BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS } from './dashboard-broadcasts.pages.ts';
-import { isError, type DashboardArea, type DashboardKit } from './dashboard.router.ts';
+import { isError, type DashboardArea, type DashboardKit } from './dashboard-kit.router.ts';
 
 type Router = Parameters<DashboardArea>[0];
 

@@ -6,7 +6,7 @@ import type { Broadcast } from '../../../db/entities/index.ts';
 import type { ComposeFields } from './dashboard-broadcast-compose.pages.ts';
 import { ID, localUtc } from './dashboard-broadcast-views.ts';
 import type { Next } from 'koa';
-import { form, isError, many, one, type DashboardContext } from './dashboard.router.ts';
+import { form, isError, many, one, type DashboardContext } from './dashboard-kit.router.ts';
 
 export const EMPTY: ComposeFields = {
   name: '',

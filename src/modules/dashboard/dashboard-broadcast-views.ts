@@ -1,10 +1,11 @@
-import { urlencodedForms, orNotFound } from './dashboard.router.ts';
+import { urlencodedForms, orNotFound } from './dashboard-kit.router.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import type { BroadcastView } from '../broadcasts/broadcasts.service.ts';
 import { composePage, launchPage, type ComposeFields, type ComposePageModel } from './dashboard-broadcast-compose.pages.ts';
 import { broadcastPage } from './dashboard-broadcasts.pages.ts';
-import type { DashboardContext, DashboardKit } from './dashboard.router.ts';
+import { COUNT_CAP } from './dashboard-segments.pages.ts';
+import type { DashboardContext, DashboardKit } from './dashboard-kit.router.ts';
 
 export const ID = /^[0-9a-fA-F]{24}$/;
 
@@ -24,7 +25,7 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
   }
 
   async function segmentsOf(orgId: string) {
-    const page = await segments.listSegments(orgId, { limit: 100 });
+    const page = await segments.listSegments(orgId, { limit: 100 }, { countUpTo: COUNT_CAP });
     return page.items.map((segment) => ({ segment, contacts: page.contactCounts.get(segment.id) ?? 0 }));
   }
 
@@ -58,7 +59,7 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
     extra: { error?: string; notice?: string } = {},
   ) {
     const signedIn = kit.signedInOf(ctx);
-    const all = await segments.listSegments(signedIn.orgId, { limit: 100 });
+    const all = await segments.listSegments(signedIn.orgId, { limit: 100 }, { counts: false });
     const metrics = completeMetrics(view.broadcast.recipientCount ?? 0, view.counts);
     const picked = all.items.filter((s) => view.broadcast.segmentIds.includes(s.id));
     kit.send(ctx, status, broadcastPage({ signedIn, broadcast: view.broadcast, metrics, segments: picked, ...extra }));
@@ -69,7 +70,7 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
     const signedIn = kit.signedInOf(ctx);
     const [audience, all] = await Promise.all([
       broadcasts.countAudience(signedIn.orgId, view.broadcast.segmentIds, view.broadcast.stream),
-      segments.listSegments(signedIn.orgId, { limit: 100 }),
+      segments.listSegments(signedIn.orgId, { limit: 100 }, { counts: false }),
     ]);
     const picked = all.items.filter((s) => view.broadcast.segmentIds.includes(s.id));
     const at = view.broadcast.scheduledAt ? localUtc(view.broadcast.scheduledAt) : undefined;

@@ -8,7 +8,7 @@ import { keepFormReusable, bodyOf, EMPTY, postedFields, problemsOf, refusalOf } 
 import { createBroadcastViews, ID, type BroadcastViews } from './dashboard-broadcast-views.ts';
 import { BROADCASTS, broadcastsPage } from './dashboard-broadcasts.pages.ts';
 import { olderOf, positionOf } from './dashboard-webhooks.routes.ts';
-import { form, isError, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, isError, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** The launch form's `at` (a `datetime-local` in UTC) as RFC 3339, or null for now. */
 function scheduledAtOf(ctx: DashboardContext): { at: string | null; shown?: string } {

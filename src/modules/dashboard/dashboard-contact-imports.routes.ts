@@ -8,7 +8,7 @@ import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { IMPORT_LIMITS } from '../contacts/contact-import.fns.ts';
 import { importPage, importsPage, newImportPage, IMPORT_RELOAD_SECONDS, isImportRunning } from './dashboard-contact-imports.pages.ts';
-import { pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 /**
  * The CSV file of a new import, as a multipart form (a browser cannot PUT the API's signed

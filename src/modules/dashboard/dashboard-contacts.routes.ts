@@ -7,7 +7,7 @@ import { UpdateContactBody } from '../contacts/contacts.schemas.ts';
 import { contactPage, type ContactForm } from './dashboard-contact.pages.ts';
 import { contactsPage, type ContactFilters, type ContactListItem } from './dashboard-contacts.pages.ts';
 import { firstText, keysetPositionOf } from './dashboard-paging.ts';
-import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** Contacts per page of the list. */
 const PAGE_SIZE = 50;

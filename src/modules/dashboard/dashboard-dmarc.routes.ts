@@ -1,7 +1,7 @@
 import type { ApiServices } from '../../api-composition.ts';
 import { DEFAULT_SOURCES_WINDOW_DAYS } from '../dmarc/dmarc.fns.ts';
 import { dmarcPage } from './dashboard-dmarc.pages.ts';
-import { orNotFound, pathId, type DashboardArea } from './dashboard.router.ts';
+import { orNotFound, pathId, type DashboardArea } from './dashboard-kit.router.ts';
 
 /** Source addresses and reports a page shows at most. */
 const PAGE_SOURCES = 100;

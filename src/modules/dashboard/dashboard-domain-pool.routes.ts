@@ -4,7 +4,7 @@ import { AppError } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
 import type { DomainPoolService } from '../egress/domain-pool.service.ts';
 import type { DomainPageModel } from './dashboard-domains.pages.ts';
-import { form, one, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** Picking a domain's egress IP pool on its page (PATCH /domains/:id's rules and messages). */
 export function domainPoolRoutes(

@@ -3,7 +3,7 @@ import { isId } from '../../../db/ids.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
-import { form, one, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** POST /dashboard/domains/:id/tracking: sets (or clears) the host through the API's service, then shows the page. */
 export function domainTrackingRoutes(router: Router<HeraldState>, kit: DashboardKit, tracking: ApiServices['trackingDomains']): void {

@@ -13,7 +13,7 @@ import {
   type DomainsPageModel,
 } from './dashboard-domains.pages.ts';
 import { domainTrackingRoutes } from './dashboard-domain-tracking.routes.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 import { notePage } from './dashboard.pages.ts';
 import { domainWarmupRoutes } from './dashboard-warmup.routes.ts';
 import { domainPoolRoutes } from './dashboard-domain-pool.routes.ts';

@@ -5,7 +5,7 @@ import { AppError } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
 import { ListEmailsQuery, type ListEmailsFilters } from '../sends/sends.schemas.ts';
 import { emailPage, emailsPage, type EmailFilters } from './dashboard-emails.pages.ts';
-import type { DashboardArea, DashboardKit } from './dashboard.router.ts';
+import type { DashboardArea, DashboardKit } from './dashboard-kit.router.ts';
 
 /** Emails per page of the log. */
 const PAGE_SIZE = 50;

@@ -1,6 +1,6 @@
 import { html } from 'ghtml';
-import type { MetricsPeriod, MetricsSummary } from '../metrics/metrics.fns.ts';
-import type { DailyOutcomes } from '../metrics/metrics.service.ts';
+import type { MetricsPeriod } from '../metrics/metrics.fns.ts';
+import type { DailyOutcomes, DashboardMetrics } from '../metrics/metrics.service.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { layout } from './dashboard.pages.ts';
 
@@ -18,7 +18,7 @@ const count = (n: number) => n.toLocaleString('en-US');
 export function metricsPage(model: {
   signedIn: SignedIn;
   period: MetricsPeriod;
-  metrics: MetricsSummary;
+  metrics: DashboardMetrics;
   daily: readonly DailyOutcomes[];
 }): string {
   const { summary, rates } = model.metrics;

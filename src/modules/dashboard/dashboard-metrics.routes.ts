@@ -1,5 +1,5 @@
 import type { ApiServices } from '../../api-composition.ts';
-import type { DashboardArea, DashboardContext } from './dashboard.router.ts';
+import type { DashboardArea, DashboardContext } from './dashboard-kit.router.ts';
 import { DASHBOARD_PERIODS, metricsPage } from './dashboard-metrics.pages.ts';
 
 /** The metrics page of the dashboard (/dashboard/metrics?period=7d|30d|90d), on GET /metrics' service. */

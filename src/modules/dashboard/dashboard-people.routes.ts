@@ -1,7 +1,7 @@
 import { AppError } from '../../errors.ts';
 import type { DashboardAuthService } from './dashboard-auth.service.ts';
 import { peoplePage, type PeoplePageModel } from './dashboard-people.pages.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** A plausible email address (the invitation's person signs in with it). */
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

@@ -12,7 +12,7 @@ import { csrfField, layout, message, when } from './dashboard.pages.ts';
 export const COUNT_CAP = 10_000;
 
 /** A member count as the pages show it. */
-const countText = (count: number) => (count >= COUNT_CAP ? `${COUNT_CAP.toLocaleString('en')}+` : count.toLocaleString('en'));
+export const countText = (count: number) => (count >= COUNT_CAP ? `${COUNT_CAP.toLocaleString('en')}+` : count.toLocaleString('en'));
 
 /** The segment form's fields as typed. */
 export interface SegmentForm {

@@ -6,7 +6,7 @@ import { CreateSegmentBody, MembershipBody } from '../segments/segments.schemas.
 import type { ContactListItem } from './dashboard-contacts.pages.ts';
 import { COUNT_CAP, segmentFormPage, segmentPage, segmentsPage, type SegmentForm } from './dashboard-segments.pages.ts';
 import { keysetPositionOf } from './dashboard-paging.ts';
-import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, pathId, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 const PAGE_SIZE = 50;
 const split = (text: string) =>

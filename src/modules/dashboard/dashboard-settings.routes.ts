@@ -3,7 +3,7 @@ import type { ApiServices } from '../../api-composition.ts';
 import { AppError } from '../../errors.ts';
 import { POSTAL_ADDRESS_MAX, WORKSPACE_NAME_MAX } from '../orgs/orgs.service.ts';
 import { settingsPage, type SettingsPageModel } from './dashboard-settings.pages.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 const LIMITS = { name: WORKSPACE_NAME_MAX, postalAddress: POSTAL_ADDRESS_MAX };
 

@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import type { ApiServices } from '../../api-composition.ts';
 import { CreateStreamBody, StreamName, UpdateStreamBody } from '../streams/streams.schemas.ts';
 import { STREAMS, streamPage, streamsPage, type StreamForm, type StreamsPageModel } from './dashboard-streams.pages.ts';
-import { form, isError, one, orNotFound, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, isError, one, orNotFound, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 const problemsOf = (issues: readonly v.BaseIssue<unknown>[]) => {
   const problems: Record<string, string> = {};

@@ -4,7 +4,7 @@ import { AppError } from '../../errors.ts';
 import { AddSuppressionBody, ListSuppressionsQuery } from '../suppressions/suppressions.schemas.ts';
 import { removeSuppressionPage, suppressionsPage, type SuppressionsPageModel } from './dashboard-suppressions.pages.ts';
 import { firstText, keysetPositionOf } from './dashboard-paging.ts';
-import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardArea, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 const PAGE_SIZE = 50;
 const problemsOf = (issues: readonly v.BaseIssue<unknown>[]) =>

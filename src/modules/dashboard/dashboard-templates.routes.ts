@@ -17,7 +17,7 @@ import {
   type DashboardArea,
   type DashboardContext,
   type DashboardKit,
-} from './dashboard.router.ts';
+} from './dashboard-kit.router.ts';
 
 const PAGE_SIZE = 100;
 const ID = /^[0-9a-fA-F]{24}$/;

@@ -3,7 +3,7 @@ import { isId } from '../../../db/ids.ts';
 import { AppError } from '../../errors.ts';
 import type { HeraldState } from '../../http/state.ts';
 import type { WarmupService } from '../warmup/warmup.service.ts';
-import { form, one, type DashboardKit } from './dashboard.router.ts';
+import { form, one, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** The daily caps typed in the warm-up form, or an error message. */
 function parseSchedule(text: string): number[] | string {

@@ -9,7 +9,7 @@ import type { EndpointPageModel } from './dashboard-webhook-endpoint.pages.ts';
 import { deleteEndpointPage, endpointFormPage, type EndpointFormValues } from './dashboard-webhook-form.pages.ts';
 import { BASE } from './dashboard-webhooks.pages.ts';
 import { notePage } from './dashboard.pages.ts';
-import { form, many, one, type DashboardContext, type DashboardKit } from './dashboard.router.ts';
+import { form, many, one, type DashboardContext, type DashboardKit } from './dashboard-kit.router.ts';
 
 /** What these routes need of the webhooks area (dashboard-webhooks.routes.ts). */
 interface EndpointPages {

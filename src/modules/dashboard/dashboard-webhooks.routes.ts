@@ -2,7 +2,7 @@ import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus, type WebhookEndp
 import type { KeysetPosition } from '../../../db/keyset.ts';
 import type { AppError } from '../../errors.ts';
 import type { ApiServices } from '../../api-composition.ts';
-import { orNotFound, isError, type DashboardArea, type DashboardContext, type DashboardKit, form, one } from './dashboard.router.ts';
+import { orNotFound, isError, type DashboardArea, type DashboardContext, type DashboardKit, form, one } from './dashboard-kit.router.ts';
 import { webhooksPage } from './dashboard-webhooks.pages.ts';
 import { endpointPage, ROTATION_CHOICES, type EndpointPageModel } from './dashboard-webhook-endpoint.pages.ts';
 import { deliveryPage } from './dashboard-webhook-delivery.pages.ts';

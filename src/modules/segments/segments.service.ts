@@ -20,20 +20,19 @@ export interface SegmentPage extends KeysetPage<Segment> {
 /** Segments of one workspace at a time; every query runs through a workspace-scoped EntityManager. */
 export function createSegmentsService({ orm }: { orm: MikroORM }) {
   return {
-    /** Newest first, keyset-paginated on (createdAt, id), with member counts in one extra query. */
+    /**
+     * Newest first, keyset-paginated on (createdAt, id), with member counts in one extra query
+     * (none with `counts: false`, for a page that shows only the segments' names).
+     */
     async listSegments(
       orgId: string,
       page: { limit: number; after?: KeysetPosition | undefined },
-      options: { countUpTo?: number } = {},
+      options: { countUpTo?: number; counts?: boolean } = {},
     ): Promise<SegmentPage> {
       const em = scopeToOrg(orm.em, orgId);
       const result = await findKeysetPage(em, Segment, {}, page);
-      const contactCounts = await countSegmentMembers(
-        em,
-        orgId,
-        result.items.map((segment) => segment.id),
-        options.countUpTo,
-      );
+      const ids = options.counts === false ? [] : result.items.map((segment) => segment.id);
+      const contactCounts = await countSegmentMembers(em, orgId, ids, options.countUpTo);
       return { ...result, contactCounts };
     },
 
