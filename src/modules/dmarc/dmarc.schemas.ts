@@ -48,15 +48,20 @@ export const DmarcReportResponse = v.object({
   received_at: Timestamp,
 });
 
-export const DmarcSourceResponse = v.object({
-  source_ip: v.string(),
-  messages: v.number(),
+/** The messages a DMARC source or report counts by outcome: DMARC, aligned DKIM and SPF, and the receivers' dispositions. */
+export const DMARC_DISPOSITION_COUNTS = {
   dmarc_pass: v.number(),
   dmarc_fail: v.number(),
   dkim_aligned_pass: v.number(),
   spf_aligned_pass: v.number(),
   quarantined: v.number(),
   rejected: v.number(),
+};
+
+export const DmarcSourceResponse = v.object({
+  source_ip: v.string(),
+  messages: v.number(),
+  ...DMARC_DISPOSITION_COUNTS,
   reporting_orgs: v.array(v.string()),
   last_seen_at: Timestamp,
 });

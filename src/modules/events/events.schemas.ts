@@ -3,6 +3,7 @@ import { Timestamp } from '../../http/schemas.ts';
 import { AutomationRunResponse } from '../automations/automations.schemas.ts';
 import { BroadcastResponse } from '../broadcasts/broadcasts.schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
+import { DMARC_DISPOSITION_COUNTS } from '../dmarc/dmarc.schemas.ts';
 import { DomainOptionResponse } from '../domains/domains.schemas.ts';
 import { TrackingDomainResponse } from '../tracking/tracking.schemas.ts';
 
@@ -94,12 +95,7 @@ const DmarcReportData = v.object({
   date_range: v.object({ begin: Timestamp, end: Timestamp }),
   record_count: v.number(),
   message_count: v.number(),
-  dmarc_pass: v.number(),
-  dmarc_fail: v.number(),
-  dkim_aligned_pass: v.number(),
-  spf_aligned_pass: v.number(),
-  quarantined: v.number(),
-  rejected: v.number(),
+  ...DMARC_DISPOSITION_COUNTS,
   received_at: Timestamp,
 });
 
