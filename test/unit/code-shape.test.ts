@@ -25,7 +25,6 @@ const FACTORY_ALLOW: Record<string, string> = {
   createInboxRoutes: SHAPE_ENTRY,
   createWebhooksRoutes: SHAPE_ENTRY,
   createContactsService: SHAPE_ENTRY,
-  createWebhooksService: SHAPE_ENTRY,
   createDomainsService: SHAPE_ENTRY,
   createEndpointQueue: SHAPE_ENTRY,
   createAttachmentsService: SHAPE_ENTRY,
