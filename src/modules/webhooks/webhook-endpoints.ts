@@ -1,5 +1,5 @@
 import { LockMode } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
 import { WebhookDelivery, WebhookEndpoint, type ApiKeyMode } from '../../../db/entities/index.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import { encryptSecret } from '../../crypto/secret-box.ts';
@@ -17,7 +17,7 @@ import type { CreateWebhookInput, UpdateWebhookInput } from './webhooks.schemas.
 
 /** What changing a workspace's webhook endpoints needs (built once by createWebhooksService). */
 export interface EndpointChangeDeps {
-  em: EntityManager;
+  orm: MikroORM;
   /** The key that seals signing secrets, or 503 before anything is written. */
   encryptionKey: () => Buffer;
   allowPrivateTargets: boolean;
@@ -36,7 +36,7 @@ export async function createWebhook(
   const key = deps.encryptionKey();
   checkWebhookUrl(input.url, keyMode, deps.allowPrivateTargets);
   const secret = generateSigningSecret();
-  const em = scopeToOrg(deps.em, orgId);
+  const em = scopeToOrg(deps.orm.em, orgId);
   const endpoint = em.create(WebhookEndpoint, {
     orgId,
     name: input.name,
@@ -56,7 +56,7 @@ export async function createWebhook(
 
 /** One endpoint of the workspace (404 for an unknown id or another workspace's). */
 export async function getWebhook(deps: EndpointChangeDeps, orgId: string, id: string): Promise<WebhookEndpoint> {
-  const endpoint = await scopeToOrg(deps.em, orgId).findOne(WebhookEndpoint, { id: id.toLowerCase() });
+  const endpoint = await scopeToOrg(deps.orm.em, orgId).findOne(WebhookEndpoint, { id: id.toLowerCase() });
   if (!endpoint) throw webhookNotFound(id);
   return endpoint;
 }
@@ -75,7 +75,7 @@ export async function updateWebhook(
   id: string,
   input: UpdateWebhookInput,
 ): Promise<WebhookEndpoint> {
-  return scopeToOrg(deps.em, orgId).transactional(async (em) => {
+  return scopeToOrg(deps.orm.em, orgId).transactional(async (em) => {
     const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!endpoint) throw webhookNotFound(id);
     if (input.url !== undefined) {
@@ -109,7 +109,7 @@ export async function rotateSecret(
   overlapSeconds: number,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const key = deps.encryptionKey();
-  return scopeToOrg(deps.em, orgId).transactional(async (em) => {
+  return scopeToOrg(deps.orm.em, orgId).transactional(async (em) => {
     const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!endpoint) throw webhookNotFound(id);
     const secret = generateSigningSecret();
@@ -131,7 +131,7 @@ export async function rotateSecret(
  * recorded.
  */
 export async function deleteWebhook(deps: EndpointChangeDeps, orgId: string, id: string): Promise<{ _id: string; deleted: true }> {
-  return scopeToOrg(deps.em, orgId).transactional(async (em) => {
+  return scopeToOrg(deps.orm.em, orgId).transactional(async (em) => {
     const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!endpoint) throw webhookNotFound(id);
     const webhookId = endpoint.id;
@@ -152,7 +152,7 @@ export async function deleteWebhook(deps: EndpointChangeDeps, orgId: string, id:
  * for a disabled endpoint, which would never receive it. Returns the event's id.
  */
 export async function sendTestEvent(deps: EndpointChangeDeps, orgId: string, id: string): Promise<{ eventId: string }> {
-  return scopeToOrg(deps.em, orgId).transactional(async (em) => {
+  return scopeToOrg(deps.orm.em, orgId).transactional(async (em) => {
     const endpoint = await em.findOne(WebhookEndpoint, { id: id.toLowerCase() });
     if (!endpoint) throw webhookNotFound(id);
     if (!endpoint.enabled) {

@@ -68,7 +68,7 @@ export function sealedSecretResponse(encryptionKeys: readonly Buffer[]): StoredR
  */
 export function createWebhooksService(deps: { orm: MikroORM; encryptionKey: Buffer | undefined; allowPrivateTargets: boolean }) {
   const changeDeps: EndpointChangeDeps = {
-    em: deps.orm.em,
+    orm: deps.orm,
     allowPrivateTargets: deps.allowPrivateTargets,
     encryptionKey: (): Buffer => {
       if (deps.encryptionKey) return deps.encryptionKey;
