@@ -48,8 +48,8 @@ export const DmarcReportResponse = v.object({
   received_at: Timestamp,
 });
 
-/** Messages a report (or a source) covers by outcome: DMARC pass/fail, aligned passes, and what the receiver's policy did. */
-export const DmarcOutcomeCounts = {
+/** The messages a DMARC source or report counts by outcome: DMARC, aligned DKIM and SPF, and the receivers' dispositions. */
+export const DMARC_DISPOSITION_COUNTS = {
   dmarc_pass: v.number(),
   dmarc_fail: v.number(),
   dkim_aligned_pass: v.number(),
@@ -61,7 +61,7 @@ export const DmarcOutcomeCounts = {
 export const DmarcSourceResponse = v.object({
   source_ip: v.string(),
   messages: v.number(),
-  ...DmarcOutcomeCounts,
+  ...DMARC_DISPOSITION_COUNTS,
   reporting_orgs: v.array(v.string()),
   last_seen_at: Timestamp,
 });

@@ -3,7 +3,7 @@ import { Timestamp } from '../../http/schemas.ts';
 import { AutomationRunResponse } from '../automations/automations.schemas.ts';
 import { BroadcastResponse } from '../broadcasts/broadcasts.schemas.ts';
 import { ContactResponse } from '../contacts/contacts.schemas.ts';
-import { DmarcOutcomeCounts } from '../dmarc/dmarc.schemas.ts';
+import { DMARC_DISPOSITION_COUNTS } from '../dmarc/dmarc.schemas.ts';
 import { DomainOptionResponse } from '../domains/domains.schemas.ts';
 import { TrackingDomainResponse } from '../tracking/tracking.schemas.ts';
 
@@ -95,7 +95,7 @@ const DmarcReportData = v.object({
   date_range: v.object({ begin: Timestamp, end: Timestamp }),
   record_count: v.number(),
   message_count: v.number(),
-  ...DmarcOutcomeCounts,
+  ...DMARC_DISPOSITION_COUNTS,
   received_at: Timestamp,
 });
 
