@@ -34,7 +34,7 @@ export const ContactSchema = defineEntity({
     // The automation date trigger's scan: the dates of custom fields, only contacts with one (migration 20261128140100).
     {
       name: 'contacts_date_keys_index',
-      expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_custom_date_keys("custom_fields")) where herald_contact_custom_date_keys("custom_fields") <> '{}'`,
+      expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_custom_date_keys("custom_fields")) where herald_contact_has_date_field("custom_fields")`,
     },
     // GET /contacts?search= (a prefix of the email, the full name or the last name, any case): range scans whatever the collation.
     {

@@ -40,9 +40,10 @@ export interface DateCandidate {
 /**
  * The contacts of the automation's workspace after `after` (keyset on id) that have one of
  * `keys` among their date keys, `limit` at most. A custom field's keys are read through the
- * partial GIN index over `herald_contact_custom_date_keys(custom_fields)` (migration
- * 20261128140100); `created_at` keys through the `(org_id, created_at, id)` index, one range per
- * day they name (for a month-day, that day of every year since the workspace's first contact).
+ * GIN index over `herald_contact_custom_date_keys(custom_fields)` of the contacts that
+ * `herald_contact_has_date_field` (migration 20261128140100; the statement repeats the
+ * condition so the planner can use that partial index); `created_at` keys through the `(org_id, created_at, id)` index, one range per
+ * day they name (for a month-day, that day of every year from the workspace's first contact to its last).
  * Either way only the contacts whose date falls in the window are read, never the rest.
  */
 export async function readDateCandidates(
@@ -66,7 +67,7 @@ export async function readDateCandidates(
 export const DATE_CANDIDATES_SQL = `select c.id, c.custom_fields->(:name::text) as value, c.created_at, c.custom_fields->'timezone' as timezone
    from contacts c
   where herald_contact_custom_date_keys(c.custom_fields) && :keys::text[]
-    and herald_contact_custom_date_keys(c.custom_fields) <> '{}'
+    and herald_contact_has_date_field(c.custom_fields)
     and c.org_id = :org and c.id > :after
   order by c.id
   limit :limit`;
@@ -77,11 +78,10 @@ export const DATE_CANDIDATES_SQL = `select c.id, c.custom_fields->(:name::text) 
  * a year without one becomes Mar 1, a candidate the exact check turns down.
  */
 export const CREATED_CANDIDATES_SQL = `with k as (select split_part(key, '|', 2) as v from unnest(:keys::text[]) key),
+        span as (select min(created_at) as first, max(created_at) as last from contacts where org_id = :org),
         years as (
-          select generate_series(
-                   coalesce((select extract(year from min(created_at) at time zone 'UTC')::int from contacts where org_id = :org),
-                            extract(year from now() at time zone 'UTC')::int),
-                   extract(year from now() at time zone 'UTC')::int + 1) as y),
+          select generate_series(extract(year from s.first at time zone 'UTC')::int, extract(year from s.last at time zone 'UTC')::int) as y
+            from span s where s.first is not null),
         days as (
           select k.v::date as d from k where length(k.v) = 10
           union
