@@ -71,18 +71,18 @@ export interface AutomationDrainDeps {
   links: RecipientLinks | null;
   /** Runs per batch (default 500). */
   batchSize?: number;
-  /** Batches in flight at once, each in its own transaction (default 3). */
+  /** Batches in flight at once, each in its own transaction (default 1). */
   lanes?: number;
 }
 
 const DEFAULT_BATCH = 500;
 /**
- * Batches in flight at once: while one lane's batch waits on PostgreSQL another's advances run
- * in JavaScript, so many runs falling due together (waits that started together) are worked
- * through at the rate both cores allow, not one round trip after another. FOR UPDATE SKIP
- * LOCKED keeps the lanes' runs apart; each batch is still one transaction.
+ * Batches in flight at once (each its own transaction; FOR UPDATE SKIP LOCKED keeps their runs
+ * apart). One by default: on two shared cores three lanes advanced no more runs per second than
+ * one (the per-run writes use the cores either way) and worked the due order less strictly
+ * (BENCHMARKS.md, 2026-11-27 late); a deployment with cores to spare can raise it.
  */
-const DEFAULT_LANES = 3;
+const DEFAULT_LANES = 1;
 /** A claim returns to the drain frame after about this long (heartbeat, lease renewal, abort). */
 const CLAIM_SLICE_MS = 2_000;
 
