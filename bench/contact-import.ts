@@ -7,7 +7,10 @@
  * floor), and the process's RSS: before, peak during the passes (sampled every 50 ms) and after,
  * so "memory flat" is a figure: the peak must not grow with the file.
  *
- *   node_modules/.bin/node bench/contact-import.ts [--rows 1000000]
+ *   node_modules/.bin/node bench/contact-import.ts [--rows 1000000] [--drop-index NAME …]
+ *
+ * `--drop-index` drops that index of the scratch database after migrating (repeatable), so an
+ * index's cost to the import is the difference between a run with and a run without it.
  *
  * Uses DATABASE_URL's server (or 127.0.0.1:5432, or an embedded PostgreSQL); the scratch
  * database `herald_bench_<pid>` is dropped at the end.
@@ -28,8 +31,12 @@ import { dropDatabase, ensureDatabase, resolvePostgres, withDatabase } from '../
 import { createLogger } from '../src/logger.ts';
 import { createContactImportRunner } from '../src/modules/contacts/contact-import.runner.ts';
 
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' } } });
+const { values } = parseArgs({
+  options: { rows: { type: 'string', default: '1000000' }, 'drop-index': { type: 'string', multiple: true, default: [] } },
+});
 const ROWS = Number(values.rows);
+/** Indexes of `contacts` dropped after migrating, to measure what each costs the import (`--drop-index NAME`, repeatable). */
+const DROPPED = values['drop-index'];
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -60,6 +67,11 @@ await ensureDatabase(databaseUrl);
 const orm = await createOrm({ databaseUrl, poolMax: 2 });
 try {
   await migrateUp(orm);
+  for (const name of DROPPED) {
+    if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`--drop-index ${name}: not an index name`);
+    await orm.em.getConnection().execute(`drop index "${name}"`);
+    log(`dropped index ${name}`);
+  }
   const file = join(scratch, 'contacts.csv');
   let started = performance.now();
   await writeCsv(file);

@@ -31,10 +31,10 @@ export const ContactSchema = defineEntity({
       name: 'contacts_search_index',
       expression: `create index "contacts_search_index" on "contacts" using gin ((lower("email" || ' ' || "first_name" || ' ' || "last_name")) gin_trgm_ops)`,
     },
-    // The automation date trigger's scan: the contact's date keys (migration 20261128060100).
+    // The automation date trigger's scan: the dates of custom fields, only contacts with one (migration 20261128140100).
     {
       name: 'contacts_date_keys_index',
-      expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_date_keys("custom_fields", "created_at"))`,
+      expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_custom_date_keys("custom_fields")) where herald_contact_has_date_field("custom_fields")`,
     },
     // GET /contacts?search= (a prefix of the email, the full name or the last name, any case): range scans whatever the collation.
     {

@@ -95,8 +95,9 @@ export function scanDays(trigger: DateTrigger, now: Date, automationZone: string
 }
 
 /**
- * The index keys (`<field>|YYYY-MM-DD` for `once`, `<field>|MM-DD` for `yearly`, as the
- * migration's `herald_contact_date_keys` writes them) of every contact date that can fire on
+ * The index keys (`<field>|YYYY-MM-DD` for `once`, `<field>|MM-DD` for `yearly`, as
+ * `herald_contact_custom_date_keys` writes a custom field's; `created_at`'s are read as day
+ * ranges, automation-date.repo.ts) of every contact date that can fire on
  * one of `days`. `created_at` is keyed by its UTC day, so its keys take a day either side: its
  * day in any zone is at most one away.
  */

@@ -39,9 +39,12 @@ export interface DateCandidate {
 
 /**
  * The contacts of the automation's workspace after `after` (keyset on id) that have one of
- * `keys` among their date keys, `limit` at most: an index scan over
- * `herald_contact_date_keys(custom_fields, created_at)` (migration 20261128060100), so only
- * the contacts whose date falls in the window are read, never the rest of the workspace.
+ * `keys` among their date keys, `limit` at most. A custom field's keys are read through the
+ * GIN index over `herald_contact_custom_date_keys(custom_fields)` of the contacts that
+ * `herald_contact_has_date_field` (migration 20261128140100; the statement repeats the
+ * condition so the planner can use that partial index); `created_at` keys through the `(org_id, created_at, id)` index, one range per
+ * day they name (for a month-day, that day of every year from the workspace's first contact to its last).
+ * Either way only the contacts whose date falls in the window are read, never the rest.
  */
 export async function readDateCandidates(
   em: EntityManager,
@@ -50,20 +53,51 @@ export async function readDateCandidates(
   after: string,
   limit: number,
 ): Promise<DateCandidate[]> {
-  return em.execute<DateCandidate[]>(DATE_CANDIDATES_SQL, {
+  const field = automation.trigger.field;
+  return em.execute<DateCandidate[]>(field === 'created_at' ? CREATED_CANDIDATES_SQL : DATE_CANDIDATES_SQL, {
     org: automation.org_id,
     keys: arrayLiteral(keys),
     after,
-    name: automation.trigger.field.startsWith('custom.') ? automation.trigger.field.slice('custom.'.length) : '',
+    name: field.startsWith('custom.') ? field.slice('custom.'.length) : '',
     limit,
   });
 }
 
-/** The candidates' statement (exported for the test that reads its plan). */
+/** The candidates' statement for a custom field (exported for the test that reads its plan). */
 export const DATE_CANDIDATES_SQL = `select c.id, c.custom_fields->(:name::text) as value, c.created_at, c.custom_fields->'timezone' as timezone
    from contacts c
-  where herald_contact_date_keys(c.custom_fields, c.created_at) && :keys::text[]
+  where herald_contact_custom_date_keys(c.custom_fields) && :keys::text[]
+    and herald_contact_has_date_field(c.custom_fields)
     and c.org_id = :org and c.id > :after
+  order by c.id
+  limit :limit`;
+
+/**
+ * The candidates' statement for `created_at` (keys `created_at|YYYY-MM-DD` or
+ * `created_at|MM-DD`, UTC days): the UTC days they name, as ranges of `created_at`. A Feb 29 in
+ * a year without one becomes Mar 1, a candidate the exact check turns down.
+ */
+export const CREATED_CANDIDATES_SQL = `with k as (select split_part(key, '|', 2) as v from unnest(:keys::text[]) key),
+        span as (select min(created_at) as first, max(created_at) as last from contacts where org_id = :org),
+        years as (
+          select generate_series(extract(year from s.first at time zone 'UTC')::int, extract(year from s.last at time zone 'UTC')::int) as y
+            from span s where s.first is not null),
+        days as (
+          select k.v::date as d from k where length(k.v) = 10
+          union
+          select make_date(y.y, split_part(k.v, '-', 1)::int, 1) + (split_part(k.v, '-', 2)::int - 1)
+            from k cross join years y where length(k.v) = 5)
+ select c.id, null::jsonb as value, c.created_at, c.timezone
+   from days d
+   cross join lateral (
+     -- OFFSET 0 keeps this a range scan of (org_id, created_at) per day, never a walk of the workspace by id.
+     select c.id, c.created_at, c.custom_fields->'timezone' as timezone
+       from contacts c
+      where c.org_id = :org
+        and c.created_at >= d.d::timestamp at time zone 'UTC'
+        and c.created_at < (d.d + 1)::timestamp at time zone 'UTC'
+        and c.id > :after
+     offset 0) c
   order by c.id
   limit :limit`;
 

@@ -17,6 +17,7 @@
  * claimed and finished inside `claim`, so the frame has no item in flight between claims.
  */
 import { LRUCache } from 'lru-cache';
+import { DeadlockException } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Automation, AutomationDefinition, Domain, Template } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
@@ -70,9 +71,20 @@ export interface AutomationDrainDeps {
   links: RecipientLinks | null;
   /** Runs per batch (default 500). */
   batchSize?: number;
+  /** Batches in flight at once, each in its own transaction (default 1). */
+  lanes?: number;
 }
 
 const DEFAULT_BATCH = 500;
+/**
+ * Batches in flight at once (each its own transaction; FOR UPDATE SKIP LOCKED keeps their runs
+ * apart). One by default: on two shared cores three lanes advanced no more runs per second than
+ * one (the per-run writes use the cores either way) and worked the due order less strictly
+ * (BENCHMARKS.md, 2026-11-27 late); a deployment with cores to spare can raise it.
+ */
+const DEFAULT_LANES = 1;
+/** A claim returns to the drain frame after about this long (heartbeat, lease renewal, abort). */
+const CLAIM_SLICE_MS = 2_000;
 
 /** A published definition never changes, so it is cached by id for as long as it is used. */
 function createDefinitionCache() {
@@ -341,9 +353,24 @@ async function runBatch(
   });
 }
 
+/** Retries of a batch that lost a deadlock to another batch (two runs of one contact in two batches). */
+const DEADLOCK_RETRIES = 3;
+
+/** runBatch, redone when PostgreSQL chose it as a deadlock's victim (its transaction rolled back whole). */
+async function runBatchRetrying(...args: Parameters<typeof runBatch>): ReturnType<typeof runBatch> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await runBatch(...args);
+    } catch (error) {
+      if (!(error instanceof DeadlockException) || attempt > DEADLOCK_RETRIES) throw error;
+    }
+  }
+}
+
 export function createAutomationDrainer(deps: AutomationDrainDeps): Drainer<AutomationInput> {
   const definitionOf = createDefinitionCache();
   const batchSize = deps.batchSize ?? DEFAULT_BATCH;
+  const lanes = deps.lanes ?? DEFAULT_LANES;
   return createDrainer<AutomationInput, { id: string }>({
     pipeline: 'automations',
     wakes: deps.wakes,
@@ -351,25 +378,44 @@ export function createAutomationDrainer(deps: AutomationDrainDeps): Drainer<Auto
     lingerMs: deps.lingerMs,
     plan(input, run) {
       const em = () => deps.orm.em.fork();
+      /** One batch and the wake-ups its commit owes (automations it triggered, idle sending domains). */
+      async function batch(): Promise<number> {
+        const { claimed, idleDomains, triggered } = await runBatchRetrying(deps, definitionOf, input, batchSize, run);
+        deps.wakeAutomations?.(triggered);
+        if (idleDomains.length > 0) {
+          await deps
+            .wakeDomainActors(idleDomains.map((domainId) => ({ orgId: input.orgId, domainId })))
+            .catch((error: unknown) =>
+              deps.logger.warn('automation could not wake sending domains; the send reconciler will', { error: String(error) }),
+            );
+        }
+        return claimed;
+      }
       return {
         ownerId: input.automationId,
-        concurrency: batchSize,
+        concurrency: batchSize * lanes,
         async lease(seconds) {
           return (await leaseAutomation(em(), input.orgId, input.automationId, seconds)) !== null;
         },
         release: () => releaseAutomation(em(), input.orgId, input.automationId),
         ownerGone: () => Promise.resolve(ownerGoneSummary('automation deleted')),
-        async claim(limit) {
-          const { claimed, idleDomains, triggered } = await runBatch(deps, definitionOf, input, limit, run);
-          deps.wakeAutomations?.(triggered);
-          if (idleDomains.length > 0) {
-            await deps
-              .wakeDomainActors(idleDomains.map((domainId) => ({ orgId: input.orgId, domainId })))
-              .catch((error: unknown) =>
-                deps.logger.warn('automation could not wake sending domains; the send reconciler will', { error: String(error) }),
-              );
-          }
-          return { claimed, items: [] };
+        /**
+         * `lanes` batches in flight at once, each lane claiming its next batch as soon as its last
+         * committed, until a batch comes back short (nothing more is due) or CLAIM_SLICE_MS has
+         * passed (the frame then heartbeats and renews the lease before the next claim).
+         */
+        async claim() {
+          const until = Date.now() + CLAIM_SLICE_MS;
+          const lane = async () => {
+            let total = 0;
+            for (;;) {
+              const claimed = await batch();
+              total += claimed;
+              if (claimed < batchSize || Date.now() >= until) return total;
+            }
+          };
+          const counts = await Promise.all(Array.from({ length: lanes }, lane));
+          return { claimed: counts.reduce((a, b) => a + b, 0), items: [] };
         },
         work: () => Promise.resolve(),
         nextDue: () => nextDueRun(em(), input.orgId, input.automationId),
