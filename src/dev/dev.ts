@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { loadConfig, loadDevEnv } from '../config.ts';
 import { ensureDevEncryptionKey, updateEnvFile } from './dev-env-file.ts';
 import { cacheDir, dataDir, MAIN_ENTRY, nodeFlagsFor } from './paths.ts';
@@ -204,6 +204,7 @@ export async function runDev(): Promise<void> {
     await waitFor('the smtp listener', async () => ((await isListening('127.0.0.1', SMTP_PORT)) ? true : undefined), 60_000);
 
     printBanner({
+      dataDir: data.startsWith(process.cwd() + '/') ? relative(process.cwd(), data) + '/' : data,
       smtpPort: SMTP_PORT,
       submissionPort,
       relayLines: [
@@ -283,6 +284,7 @@ async function systemDnsWorks(): Promise<boolean> {
 }
 
 function printBanner(info: {
+  dataDir: string;
   smtpPort: number;
   submissionPort: number;
   relayLines: string[];
@@ -322,7 +324,7 @@ function printBanner(info: {
     `    curl -s -H "Authorization: Bearer ${info.key}" ${info.publicUrl}/api/v1/me`,
     '',
     '  Operator CLI: npx herald admin org list',
-    '  Ctrl-C stops everything; data stays in .data/ for the next start.',
+    `  Ctrl-C stops everything; data stays in ${info.dataDir} for the next start.`,
     '',
   ];
   process.stdout.write(lines.join('\n') + '\n');
