@@ -26,7 +26,7 @@ export const DEV_SETTINGS = {
   TEMPORAL_PORT: setting(port('7233'), "the dev Temporal server's port"),
   TEMPORAL_UI_PORT: setting(port('8233'), "the dev Temporal server's web UI port"),
   MAIL_SINK_HTTP_PORT: setting(port('8025'), "the mail sink's viewer page; the next free port is taken when this one is busy"),
-  HERALD_DEV_SPLIT: setting(flag(false), 'run api, worker and smtp as three processes instead of one (`herald all`)'),
+  HERALD_DEV_SPLIT: setting(flag(false), '`npm start` runs api, worker and smtp as three child processes instead of in its own process'),
 };
 
 /**
