@@ -4,12 +4,11 @@ import { Automation, AutomationRun, Template, type Domain } from '../../db/entit
 import { scopeToOrg } from '../../db/orm.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createAutomationAuthoring } from '../../src/modules/automations/automation-authoring.ts';
-import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { assembleDefinition } from '../../src/modules/dashboard/dashboard-automations.builder.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { addPublishedTemplate } from '../support/automations.ts';
-import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
+import { joinByInvitation, launchBrowser, newPage, screenshot } from '../support/browser.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
@@ -86,16 +85,11 @@ describe('automations in a browser, against the api and the worker', () => {
 
     browser = await launchBrowser();
     page = await newPage(browser, { viewport: { width: 1280, height: 900 } });
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
-      orgId,
-      email: `automations-${process.pid}@example.com`,
-      role: 'owner',
-    });
-    await page.goto(`${h.api.url}/dashboard/invite/${token}`);
-    await page.getByLabel('Your name').fill('Ada Lovelace');
-    await page.getByLabel(/Password/).fill('a long enough passphrase');
-    await page.getByRole('button', { name: 'Join and sign in' }).click();
-    await page.waitForURL(/\/dashboard\/keys$/);
+    await joinByInvitation(
+      page,
+      { orm: h.stack.orm, apiUrl: h.api.url, orgId: orgId },
+      { email: `automations-${process.pid}@example.com`, name: 'Ada Lovelace' },
+    );
   }, 180_000);
 
   afterAll(async () => {

@@ -4,10 +4,9 @@ import { Contact, Organization, Segment } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { startMailSink, type MailSink } from '../../src/dev/mail-sink.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
+import { joinByInvitation, launchBrowser, newPage, screenshot } from '../support/browser.ts';
 import { addSendingDomain } from '../support/sending.ts';
 
 /** How long the pipeline gets to show a result on a loaded machine. */
@@ -66,16 +65,11 @@ describe('templates and broadcasts in a browser, against the api, the worker and
 
     browser = await launchBrowser();
     page = await newPage(browser);
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
-      orgId,
-      email: `owner-${tag}@example.com`,
-      role: 'owner',
-    });
-    await page.goto(`${h.api.url}/dashboard/invite/${token}`);
-    await page.getByLabel('Your name').fill('Ada Lovelace');
-    await page.getByLabel(/Password/).fill('a long enough passphrase');
-    await page.getByRole('button', { name: 'Join and sign in' }).click();
-    await page.waitForURL(/\/dashboard\/keys$/);
+    await joinByInvitation(
+      page,
+      { orm: h.stack.orm, apiUrl: h.api.url, orgId: orgId },
+      { email: `owner-${tag}@example.com`, name: 'Ada Lovelace' },
+    );
   }, 180_000);
 
   afterAll(async () => {

@@ -4,10 +4,9 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
-import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
-import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
+import { joinByInvitation, launchBrowser, newPage, screenshot } from '../support/browser.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 
 /** How long the import workflow gets to finish on a loaded machine. */
@@ -37,16 +36,11 @@ describe('dashboard contacts, segments and suppressions in a browser', () => {
     await setCredits(h.stack.orm, h.workspace.org.id, 1_000);
     browser = await launchBrowser();
     page = await newPage(browser);
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
-      orgId: h.workspace.org.id,
-      email: 'ada@example.com',
-      role: 'owner',
-    });
-    await page.goto(`${h.api.url}/dashboard/invite/${token}`);
-    await page.getByLabel('Your name').fill('Ada Lovelace');
-    await page.getByLabel(/Password/).fill('a long enough passphrase');
-    await page.getByRole('button', { name: 'Join and sign in' }).click();
-    await page.waitForURL(/\/dashboard\/keys$/);
+    await joinByInvitation(
+      page,
+      { orm: h.stack.orm, apiUrl: h.api.url, orgId: h.workspace.org.id },
+      { email: 'ada@example.com', name: 'Ada Lovelace' },
+    );
   }, 180_000);
 
   afterAll(async () => {

@@ -6,10 +6,9 @@ import { WebhookEndpoint } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import { createLogger } from '../../src/logger.ts';
 import { AREAS } from '../../src/modules/dashboard/dashboard.pages.ts';
-import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
-import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
+import { joinByInvitation, launchBrowser, newPage, screenshot } from '../support/browser.ts';
 import { addSendingDomain } from '../support/sending.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
@@ -52,16 +51,11 @@ describe('dashboard endpoints, settings and accessibility in a browser', () => {
 
   async function signedInPage(role: 'owner' | 'member'): Promise<Page> {
     const page = await newPage(browser);
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
-      orgId: h.workspace.org.id,
-      email: `${role}-${process.pid}@example.com`,
-      role,
-    });
-    await page.goto(`${h.api.url}/dashboard/invite/${token}`);
-    await page.getByLabel('Your name').fill(role === 'owner' ? 'Olive Owner' : 'Max Member');
-    await page.getByLabel(/Password/).fill('a long enough passphrase');
-    await page.getByRole('button', { name: 'Join and sign in' }).click();
-    await page.waitForURL(/\/dashboard\/keys$/);
+    await joinByInvitation(
+      page,
+      { orm: h.stack.orm, apiUrl: h.api.url, orgId: h.workspace.org.id },
+      { email: `${role}-${process.pid}@example.com`, name: role === 'owner' ? 'Olive Owner' : 'Max Member', role },
+    );
     return page;
   }
 

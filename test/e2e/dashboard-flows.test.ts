@@ -10,14 +10,13 @@ import { Domain, InboxMessage } from '../../db/entities/index.ts';
 import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { startSmtp } from '../../src/main-smtp.ts';
 import { connectTemporalClient, type TemporalClientHandle } from '../../src/temporal/client.ts';
 import { installTemporalLogging, startWorker, type RunningWorker } from '../../src/worker.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { apiClient } from '../support/http.ts';
-import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
+import { joinByInvitation, launchBrowser, newPage, screenshot } from '../support/browser.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
@@ -102,16 +101,11 @@ describe('dashboard flows in a browser, against the api, the worker and the SMTP
 
     browser = await launchBrowser();
     page = await newPage(browser);
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
-      orgId,
-      email: `flows-${process.pid}@example.com`,
-      role: 'owner',
-    });
-    await page.goto(`${h.api.url}/dashboard/invite/${token}`);
-    await page.getByLabel('Your name').fill('Ada Lovelace');
-    await page.getByLabel(/Password/).fill('a long enough passphrase');
-    await page.getByRole('button', { name: 'Join and sign in' }).click();
-    await page.waitForURL(/\/dashboard\/keys$/);
+    await joinByInvitation(
+      page,
+      { orm: h.stack.orm, apiUrl: h.api.url, orgId: orgId },
+      { email: `flows-${process.pid}@example.com`, name: 'Ada Lovelace' },
+    );
   }, 180_000);
 
   afterAll(async () => {

@@ -1,9 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 import { createStreamsService } from '../../src/modules/streams/streams.service.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { launchBrowser, newPage, screenshot } from '../support/browser.ts';
+import { joinByInvitation, launchBrowser, newPage, screenshot } from '../support/browser.ts';
 
 /**
  * The Streams page as a person uses it, in headless Chromium against the real api: reach it
@@ -19,16 +18,11 @@ describe('dashboard message streams in a browser', () => {
     h = await startApiHarness();
     browser = await launchBrowser();
     page = await newPage(browser);
-    const { token } = await createDashboardAuthService({ orm: h.stack.orm }).invite({
-      orgId: h.workspace.org.id,
-      email: 'grace@example.com',
-      role: 'owner',
-    });
-    await page.goto(`${h.api.url}/dashboard/invite/${token}`);
-    await page.getByLabel('Your name').fill('Grace Hopper');
-    await page.getByLabel(/Password/).fill('a long enough passphrase');
-    await page.getByRole('button', { name: 'Join and sign in' }).click();
-    await page.waitForURL(/\/dashboard\/keys$/);
+    await joinByInvitation(
+      page,
+      { orm: h.stack.orm, apiUrl: h.api.url, orgId: h.workspace.org.id },
+      { email: 'grace@example.com', name: 'Grace Hopper' },
+    );
   }, 180_000);
 
   afterAll(async () => {

@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import type { MikroORM } from '@mikro-orm/postgresql';
 import { REPO_ROOT } from '../../src/dev/paths.ts';
+import { createDashboardAuthService } from '../../src/modules/dashboard/dashboard-auth.service.ts';
 
 /** Screenshots of the dashboard's pages, kept with the docs. */
 export const SCREENSHOT_DIR = join(REPO_ROOT, 'docs', 'screenshots');
@@ -40,4 +42,25 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(SCREENSHOT_DIR, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+/**
+ * Invites `email` to the workspace as `role` (owner unless said) and accepts on `page` as a new
+ * person would (name, password, "Join and sign in"), leaving the page signed in on API keys.
+ */
+export async function joinByInvitation(
+  page: Page,
+  at: { orm: MikroORM; apiUrl: string; orgId: string },
+  person: { email: string; name: string; role?: 'owner' | 'member' },
+): Promise<void> {
+  const { token } = await createDashboardAuthService({ orm: at.orm }).invite({
+    orgId: at.orgId,
+    email: person.email,
+    role: person.role ?? 'owner',
+  });
+  await page.goto(`${at.apiUrl}/dashboard/invite/${token}`);
+  await page.getByLabel('Your name').fill(person.name);
+  await page.getByLabel(/Password/).fill('a long enough passphrase');
+  await page.getByRole('button', { name: 'Join and sign in' }).click();
+  await page.waitForURL(/\/dashboard\/keys$/);
 }
