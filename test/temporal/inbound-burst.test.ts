@@ -169,7 +169,11 @@ describe('inbound actor under a burst (real SMTP → smtp → rows → actor in 
     expect(seen.size).toBe(200);
     // A message the killed worker recorded but had not yet marked ingested is visible already; its
     // raw row is claimed again when its lease lapses (30 s), and the steps finish it without a copy.
-    await waitFor('every raw message of the burst marked ingested', async () => ((await count()) === ids.length ? true : undefined), 120_000);
+    await waitFor(
+      'every raw message of the burst marked ingested',
+      async () => ((await count()) === ids.length ? true : undefined),
+      120_000,
+    );
     await expectIngestedOnce(ids);
   }, 400_000);
 });
