@@ -110,6 +110,10 @@ export const AutomationRunSchema = defineEntity({
   },
   indexes: [
     { name: 'automation_runs_due_index', properties: ['automationId', 'dueAt'], where: { status: 'active' } },
+    {
+      name: 'automation_runs_wait_due_index',
+      expression: `create index "automation_runs_wait_due_index" on "automation_runs" ("automation_id", "due_at") where "status" = 'active' and ("context" -> 'wait') is not null`,
+    },
     { name: 'automation_runs_list_index', properties: ['automationId', 'createdAt', 'id'] },
     { name: 'automation_runs_contact_index', properties: ['orgId', 'contactId'] },
   ],

@@ -25,6 +25,7 @@ import { automationActorContract } from '../../workflows/automation.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { addActiveAutomation, addContacts, addPublishedTemplate, enrolAndWake, senderOn, statsOf } from '../support/automations.ts';
 import { unique } from '../support/factories.ts';
+import { insertEndpoint } from '../support/webhook-rows.ts';
 import { addSendingDomain, setCredits } from '../support/sending.ts';
 
 /**
@@ -108,6 +109,8 @@ describe('automation runs (enrol → actor → steps → domain queue → relay)
     const [reader, ignorer] = await addContacts(h.stack.orm, orgId, [`reader-${tag}@example.com`, `ignorer-${tag}@example.com`], {
       firstName: 'Pat',
     });
+    // Run endings are written as events for the types an endpoint subscribes to (here only .completed).
+    await insertEndpoint(h.stack.orm, orgId, { events: ['automation.run.completed'], url: 'http://127.0.0.1:9/automation-events' });
     await enrol(automation.id, [reader!.id, ignorer!.id]);
 
     // Both welcomes go out at once; the reader opens theirs before the wait ends.
@@ -325,6 +328,8 @@ describe('automation runs (enrol → actor → steps → domain queue → relay)
       (all) => all.length === 3 && all[2]!.status !== 'active',
     );
     expect(broke[2]).toMatchObject({ status: 'failed', error: expect.stringContaining('INSUFFICIENT_CREDITS') });
+    // No endpoint subscribes to automation.run.failed, so these failures are not events (nobody would get them).
+    expect(await em().count(Event, { type: 'automation.run.failed' })).toBe(0);
     expect(await statsOf(h.stack.orm, orgId, automation.id)).toMatchObject({
       totalRuns: 3,
       activeRuns: 0,

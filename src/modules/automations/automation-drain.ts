@@ -30,6 +30,8 @@ import { AUTOMATION_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import type { RecipientLinks } from '../broadcasts/recipient-links.ts';
 import { utcDay } from '../sends/sends.fns.ts';
 import { renderTemplate } from '../sends/template-render.ts';
+import { isSubscribed } from '../events/events.fns.ts';
+import { findSubscribedEventTypes } from '../events/webhook-subscriptions.repo.ts';
 import type { AutomationDefinition as Definition } from './automation-definition.ts';
 import { advanceRun, type Advance, type ClaimedRun, type RunContact, type RunFacts } from './automation-engine.ts';
 import {
@@ -227,6 +229,35 @@ function runSummary(advance: Advance, claimed: ClaimedRun, definitionVersion: nu
   };
 }
 
+/**
+ * The automation.run.completed / .failed events of the batch's ended runs, for the types an
+ * enabled endpoint of the workspace subscribes to: an endpoint receives only events written
+ * after it existed, so an event nobody subscribes to now would never be delivered (as the send
+ * path's group commit leaves out email.sent; webhook-subscriptions.repo.ts).
+ */
+async function runEndEvents(
+  em: EntityManager,
+  input: AutomationInput,
+  advances: readonly Advance[],
+  claimedById: ReadonlyMap<string, ClaimedRun>,
+  versions: ReadonlyMap<string, number>,
+  now: Date,
+): Promise<{ type: string; data: Record<string, unknown> }[]> {
+  const ended = advances.filter((a) => a.status === 'completed' || a.status === 'failed');
+  if (ended.length === 0) return [];
+  const subscribed = await findSubscribedEventTypes(em, [input.orgId]);
+  const announced = ended.filter((a) => isSubscribed(subscribed, input.orgId, `automation.run.${a.status as 'completed' | 'failed'}`));
+  if (announced.length === 0) return [];
+  const name = (await em.findOne(Automation, { id: input.automationId }))?.name ?? '';
+  return announced.map((a) => ({
+    type: `automation.run.${a.status}`,
+    data: {
+      run: runSummary(a, claimedById.get(a.runId)!, versions.get(a.runId) ?? 0, now),
+      automation: { _id: input.automationId, name },
+    },
+  }));
+}
+
 /** Claims, advances and writes one batch of the automation's due runs in one transaction. */
 async function runBatch(
   deps: AutomationDrainDeps,
@@ -265,8 +296,6 @@ async function runBatch(
       }
     }
     const contacts = new Map(runs.map((r) => [r.id, r.contact]));
-    const endedAny = advances.some((a) => a.status === 'completed' || a.status === 'failed');
-    const automationName = endedAny ? ((await em.findOne(Automation, { id: input.automationId }))?.name ?? '') : '';
     await updateRuns(
       em,
       input.orgId,
@@ -316,15 +345,7 @@ async function runBatch(
           },
         })),
       ),
-      ...advances
-        .filter((a) => a.status === 'completed' || a.status === 'failed')
-        .map((a) => ({
-          type: `automation.run.${a.status}`,
-          data: {
-            run: runSummary(a, claimedById.get(a.runId)!, versions.get(a.runId) ?? 0, now),
-            automation: { _id: input.automationId, name: automationName },
-          },
-        })),
+      ...(await runEndEvents(em, input, advances, claimedById, versions, now)),
     ]);
     const sent = emails.length;
     await chargeCredits(em, input.orgId, sent);

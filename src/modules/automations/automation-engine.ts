@@ -240,6 +240,18 @@ async function goalMet(definition: AutomationDefinition, contact: RunContact, fa
   return facts.hadEvent(contact.id, goal.had_event);
 }
 
+/** Each published definition's steps by id, built once (a definition never changes once published). */
+const stepIndexes = new WeakMap<AutomationDefinition, ReadonlyMap<string, AutomationStep>>();
+
+function stepsOf(definition: AutomationDefinition): ReadonlyMap<string, AutomationStep> {
+  let steps = stepIndexes.get(definition);
+  if (!steps) {
+    steps = new Map(definition.steps.map((step) => [step.id, step]));
+    stepIndexes.set(definition, steps);
+  }
+  return steps;
+}
+
 /**
  * Runs `run` from its current step at `now` until it waits, ends or fails. `newEmailId` makes
  * the id of an email a send step writes; the write is keyed by (run, step), so a redone advance
@@ -268,7 +280,7 @@ export async function advanceRun(
     segmentRemoves: [],
     webhooks: [],
   };
-  const steps = new Map(definition.steps.map((step) => [step.id, step]));
+  const steps = stepsOf(definition);
   const record = (step: AutomationStep | null, outcome: string, detail: Record<string, unknown> = {}) =>
     out.timeline.push({ stepId: step?.id ?? out.stepId ?? '-', kind: step?.type ?? 'run', outcome, detail });
   const end = (status: Advance['status'], fields: { exitReason?: string; error?: string } = {}) => {

@@ -45,23 +45,39 @@ export async function releaseAutomation(em: EntityManager, orgId: string, automa
   await em.execute(`update automations set drain_lease_until = null where id = ? and org_id = ?`, [automationId, orgId]);
 }
 
+/** The due runs of the automation (while it is active) that `lane` picks, for the claim's two lanes. */
+function dueRunsOf(lane: 'is not null' | 'is null', limit: string): string {
+  return `select r.id from automation_runs r
+           where r.automation_id = :automation and r.org_id = :org and r.status = 'active' and r.due_at <= now()
+             and (r.context -> 'wait') ${lane}
+             and exists (select 1 from automations a where a.id = :automation and a.org_id = :org and a.status = 'active')
+           order by r.due_at
+           limit ${limit}
+           for update of r skip locked`;
+}
+
 /**
- * Locks up to `limit` due runs of an active automation, oldest due first, skipping runs another
- * drain holds, with each run's contact as it is now (null when deleted) and whether its address
- * is suppressed. Runs of a paused (or draft, or archived) automation are not due.
+ * Locks up to `limit` due runs of an active automation, skipping runs another drain holds, with
+ * each run's contact as it is now (null when deleted) and whether its address is suppressed.
+ * Runs in a wait whose time has come (or whose event arrived) are claimed first, oldest due
+ * first (automation_runs_wait_due_index); the rest of the batch is the other due runs (entering
+ * their first step, held by a warm-up cap, continuing a long advance), oldest due first. So a
+ * burst of enrolments, or an automation resumed with a backlog, never makes a due wait queue
+ * behind the parking of runs that came after it. Runs of a paused (or draft, or archived)
+ * automation are not due.
  */
 export async function claimDueRuns(em: EntityManager, orgId: string, automationId: string, limit: number): Promise<ClaimedRun[]> {
   const rows = await em.execute<ClaimedRow[]>(
-    `select r.id, r.automation_id, r.definition_id, r.step_id, r.context, r.created_at,
+    `with waits as (${dueRunsOf('is not null', ':limit')}),
+          others as (${dueRunsOf('is null', '(:limit - (select count(*) from waits))')}),
+          claimed as (select id, 0 as lane from waits union all select id, 1 from others)
+     select r.id, r.automation_id, r.definition_id, r.step_id, r.context, r.created_at,
             c.id as contact_id, c.email, c.first_name, c.last_name, c.company, c.status as contact_status, c.tags, c.custom_fields,
             exists (select 1 from suppressions x where x.org_id = r.org_id and x.email = c.email and x.stream in ('', 'broadcast')) as suppressed
-       from automation_runs r
+       from claimed k
+       join automation_runs r on r.id = k.id
        left join contacts c on c.id = r.contact_id and c.org_id = r.org_id
-      where r.automation_id = :automation and r.org_id = :org and r.status = 'active' and r.due_at <= now()
-        and exists (select 1 from automations a where a.id = :automation and a.org_id = :org and a.status = 'active')
-      order by r.due_at
-      limit :limit
-      for update of r skip locked`,
+      order by k.lane, r.due_at`,
     { automation: automationId, org: orgId, limit },
   );
   return rows.map((row) => ({
