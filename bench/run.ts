@@ -51,6 +51,9 @@ import { summaryLine, writeResults, type BenchmarkResult } from './lib/report.ts
 import { summarizeRuns } from './lib/stats.ts';
 import type { Benchmark, Figures } from './lib/types.ts';
 
+/** The processes a benchmark starts whose CPU profiles `--profile` summarizes (`all`: api, worker and smtp in one, as `npm start` runs them). */
+const PROFILED_PROCESSES = ['api', 'worker', 'smtp', 'all'] as const;
+
 /** Every benchmark in report order; a name whose file does not exist yet is skipped. */
 export const BENCHMARKS = [
   'api-read',
@@ -248,7 +251,7 @@ try {
       await context.close();
     }
     if (options.profileDir) {
-      for (const kind of ['api', 'worker', 'smtp']) {
+      for (const kind of PROFILED_PROCESSES) {
         for (const profile of summarizeProfiles(join(options.profileDir, `${name}-${kind}`))) {
           context.note(`CPU profile of the ${kind} (${profile.file})`, profile.summary);
         }
@@ -284,7 +287,7 @@ try {
 if (options.profileDir) {
   mkdirSync(args.out, { recursive: true });
   for (const [name, result] of Object.entries(results)) {
-    for (const kind of ['api', 'worker', 'smtp']) {
+    for (const kind of PROFILED_PROCESSES) {
       // One file per process; a worker's threads (Temporal's workflow threads) each have a profile.
       const notes = result.notes.filter((n) => n.title.startsWith(`CPU profile of the ${kind} `));
       if (notes.length === 0) continue;
