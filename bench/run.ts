@@ -8,7 +8,8 @@
  *
  * The size flags set a benchmark's data set where it reads them (`automations`: contacts
  * imported, runs through non-send steps, runs waiting, runs through the worker's kills;
- * `retention`: email events seeded).
+ * `retention`: email events seeded; `contact-search`: contacts seeded; `contact-import`: rows
+ * of the imported file).
  *
  * --shared-temporal runs every benchmark on the one Temporal dev server of the run, as a
  * production stack runs (the server keeps what earlier benchmarks left: closed workflows,
@@ -73,6 +74,8 @@ export const BENCHMARKS = [
   'automations',
   'retention',
   'destination-shaping',
+  'contact-search',
+  'contact-import',
 ] as const;
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));

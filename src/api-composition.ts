@@ -113,7 +113,7 @@ export function createApiServices(deps: ApiServiceDeps) {
     workspaceKeys: createWorkspaceKeysService({ orm: deps.orm }),
     suppressions: createSuppressionsService({ orm: deps.orm, contacts }),
     streams: createStreamsService({ orm: deps.orm }),
-    segments: createSegmentsService({ orm: deps.orm }),
+    segments: createSegmentsService({ orm: deps.orm, logger: deps.logger }),
     membership: createMembershipService({ orm: deps.orm, wakeAutomations }),
     contactEvents: createContactEventsService({ orm: deps.orm, wakeAutomations }),
     automations: createAutomationsService({

@@ -60,7 +60,7 @@ describe('the dashboard: segments', () => {
     expect((await h.stack.orm.em.fork().findOneOrFail(Segment, { id: segment.id }, ALL_TENANTS)).name).toBe('Guarded');
   });
 
-  it('lists segments with their live counts, says what to do when there are none, and escapes names', async () => {
+  it('lists segments with their stored counts (exact for static, an estimate with its time for dynamic), says what to do when there are none, and escapes names', async () => {
     const { org } = await createOrg(h.stack.orm);
     const client = await signIn(org.id);
     expect((await client.get('/dashboard/segments')).text).toContain('No segments yet.');
@@ -70,13 +70,34 @@ describe('the dashboard: segments', () => {
       { email: 'c@example.org' },
     ]);
     const hostile = '<img src=x onerror=alert(1)>';
-    const vip = await addSegment(org.id, { name: hostile, type: 'tag', tags: ['vip'] });
+    await addSegment(org.id, { name: hostile, type: 'tag', tags: ['vip'] });
     await addSegment(org.id, { name: 'Everyone', type: 'all' });
+    const picked = await addSegment(org.id, { name: 'Picked', type: 'static' });
+    const em = h.stack.orm.em.fork();
+    const [first] = await em.find(Contact, { orgId: org.id, email: 'a@example.org' }, ALL_TENANTS);
+    em.create(SegmentMember, { segmentId: picked.id, contactId: first!.id, orgId: org.id });
+    await em.flush();
+    const rowOf = (text: string, name: string) => text.slice(text.indexOf(`${name}</a>`)).split('</tr>')[0]!;
+
+    // Segments never counted say so (and are counted after the page is answered); a static one's count is exact at once.
     const page = await client.get('/dashboard/segments');
     expect(page.text).not.toContain(hostile);
-    const vipRow = page.text.slice(page.text.indexOf(`href="/dashboard/segments/${vip.id}">${escaped(hostile)}</a>`));
-    expect(vipRow).toMatch(/^[^]*?<td data-label="Contacts" class="number">2<\/td>/);
-    expect(page.text).toMatch(/Everyone<\/a>[\s\S]*?every contact[\s\S]*?class="number">3</);
+    expect(rowOf(page.text, 'Picked')).toContain('<span class="count-exact">1</span>');
+    await expect
+      .poll(async () => rowOf((await client.get('/dashboard/segments')).text, escaped(hostile)), { timeout: 10_000, interval: 100 })
+      .toMatch(/<span class="count-estimate"[^>]*>≈ 2<\/span> <span class="hint count-time">as of <time datetime="/);
+    const counted = await client.get('/dashboard/segments');
+    expect(rowOf(counted.text, 'Everyone')).toMatch(/every contact[\s\S]*?≈ 3</);
+    expect(counted.text).toContain("Static segments' counts are exact.");
+  });
+
+  it('shows a dynamic segment that was never counted as counting, not as a number', async () => {
+    const { org } = await createOrg(h.stack.orm);
+    await addContacts(org.id, [{ email: 'a@example.org', tags: ['vip'] }]);
+    await addSegment(org.id, { name: 'Fresh', type: 'tag', tags: ['vip'] });
+    const client = await signIn(org.id);
+    const page = await client.get('/dashboard/segments');
+    expect(page.text).toMatch(/Fresh<\/a>[\s\S]*?<span class="count-pending"[^>]*>counting…<\/span>/);
   });
 
   it('creates a dynamic segment after showing the count of its rule, then edits its tags', async () => {
@@ -183,7 +204,7 @@ describe('the dashboard: segments', () => {
     expect(empty.status).toBe(400);
   });
 
-  it('counts up to 10,000 members on its pages and says 10,000+ past that (a bounded read at any size)', async () => {
+  it("counts up to 10,000 members on a segment's page and the form and says 10,000+ past that; the list shows the stored count", async () => {
     const { org } = await createOrg(h.stack.orm);
     await h.stack.orm.em
       .fork()
@@ -195,7 +216,9 @@ describe('the dashboard: segments', () => {
       );
     const segment = await addSegment(org.id, { name: 'Bulk', type: 'tag', tags: ['bulk'] });
     const client = await signIn(org.id);
-    expect((await client.get('/dashboard/segments')).text).toContain('<td data-label="Contacts" class="number">10,000+</td>');
+    await expect
+      .poll(async () => (await client.get('/dashboard/segments')).text, { timeout: 10_000, interval: 100 })
+      .toContain('≈ 10,001</span>');
     expect((await client.get(`/dashboard/segments/${segment.id}`)).text).toContain('<strong id="segment-count">10,000+</strong>');
     expect((await client.get('/dashboard/segments/new')).text).toContain('<strong>10,000+</strong> contacts match');
   });

@@ -3,7 +3,7 @@ import type { Broadcast, Segment, Template } from '../../../db/entities/index.ts
 import { MAX_HTML_LENGTH, MAX_PLAIN_TEXT_LENGTH } from '../broadcasts/broadcasts.schemas.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { BROADCASTS } from './dashboard-broadcasts.pages.ts';
-import { countText } from './dashboard-segments.pages.ts';
+import { storedCountHtml } from './dashboard-segments.pages.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
 
 /**
@@ -33,7 +33,8 @@ export interface ComposePageModel {
   signedIn: SignedIn;
   fields: ComposeFields;
   problems: Record<string, string>;
-  segments: readonly { segment: Segment; contacts: number }[];
+  /** The workspace's segments, each with its stored member count (exact for static ones, an estimate with its time for dynamic ones). */
+  segments: readonly Segment[];
   templates: readonly Template[];
   templateId?: string | undefined;
   /** The exact audience of the picked segments, when asked for. */
@@ -63,7 +64,7 @@ function segmentPicker(model: ComposePageModel): string {
   !${
     model.segments.length === 0
       ? html`<p>This workspace has no segments yet: create one with <code>POST /api/v1/segments</code> (or on the Contacts pages), then come back.</p>`
-      : html`<ul class="scope-list">!${model.segments.map(({ segment, contacts }) => html`<li><label class="inline"><input type="checkbox" name="segment_ids" value="${segment.id}"!${chosen.has(segment.id) ? ' checked' : ''}> ${segment.name}</label> <span class="hint">${countText(contacts)} contacts (any status)</span></li>`).join('')}</ul>`
+      : html`<ul class="scope-list">!${model.segments.map((segment) => html`<li><label class="inline"><input type="checkbox" name="segment_ids" value="${segment.id}"!${chosen.has(segment.id) ? ' checked' : ''}> ${segment.name}</label> <span class="hint">!${storedCountHtml(segment)} contacts (any status)</span></li>`).join('')}</ul>`
   }
   !${problem ? html`<p class="error-text" id="b-segments-error">${problem}</p>` : ''}
   !${model.audience !== undefined ? html`<p class="notice" role="status">The picked segments reach <strong>${model.audience.toLocaleString('en-US')}</strong> people today (active, not suppressed, each once).</p>` : ''}

@@ -4,7 +4,6 @@ import { completeMetrics } from '../broadcasts/broadcasts.fns.ts';
 import type { BroadcastView } from '../broadcasts/broadcasts.service.ts';
 import { composePage, launchPage, type ComposeFields, type ComposePageModel } from './dashboard-broadcast-compose.pages.ts';
 import { broadcastPage } from './dashboard-broadcasts.pages.ts';
-import { COUNT_CAP } from './dashboard-segments.pages.ts';
 import type { DashboardContext, DashboardKit } from './dashboard-kit.router.ts';
 
 export const ID = /^[0-9a-fA-F]{24}$/;
@@ -25,8 +24,7 @@ export function createBroadcastViews(services: ApiServices, kit: DashboardKit) {
   }
 
   async function segmentsOf(orgId: string) {
-    const page = await segments.listSegments(orgId, { limit: 100 }, { countUpTo: COUNT_CAP });
-    return page.items.map((segment) => ({ segment, contacts: page.contactCounts.get(segment.id) ?? 0 }));
+    return (await segments.listSegments(orgId, { limit: 100 }, { counts: 'stored' })).items;
   }
 
   async function renderCompose(ctx: DashboardContext, status: number, model: Partial<ComposePageModel> & { fields: ComposeFields }) {

@@ -1,5 +1,6 @@
 import { html } from 'ghtml';
 import type { Segment } from '../../../db/entities/index.ts';
+import { storedCountOf } from '../segments/segment-counts.ts';
 import type { SignedIn } from './dashboard-auth.service.ts';
 import { contactState, nameOf, type ContactListItem } from './dashboard-contacts.pages.ts';
 import { csrfField, layout, message, when } from './dashboard.pages.ts';
@@ -13,6 +14,19 @@ export const COUNT_CAP = 10_000;
 
 /** A member count as the pages show it. */
 export const countText = (count: number) => (count >= COUNT_CAP ? `${COUNT_CAP.toLocaleString('en')}+` : count.toLocaleString('en'));
+
+/**
+ * A segment's stored member count as lists show it (segment-counts.ts): a static segment's
+ * exactly; a dynamic one's as an estimate, `≈ N`, with the time it was counted; `counting…`
+ * when it has not been counted yet.
+ */
+export function storedCountHtml(segment: Pick<Segment, 'type' | 'memberCount' | 'countedAt'>): string {
+  const stored = storedCountOf(segment);
+  if (stored.count === null)
+    return html`<span class="count-pending" title="Not counted yet: the count is being taken now">counting…</span>`;
+  if (stored.exact) return html`<span class="count-exact">${stored.count.toLocaleString('en')}</span>`;
+  return html`<span class="count-estimate" title="Counted at the time below; contacts may have changed since">≈ ${stored.count.toLocaleString('en')}</span> <span class="hint count-time">as of !${when(stored.countedAt)}</span>`;
+}
 
 /** The segment form's fields as typed. */
 export interface SegmentForm {
@@ -30,22 +44,20 @@ export const ruleOf = (segment: Pick<Segment, 'type' | 'tags'>) =>
       ? html`every contact`
       : html`contacts tagged !${segment.tags.map((tag) => html`<code class="tag">${tag}</code>`).join(' or ')}`;
 
-function segmentRow(segment: Segment, count: number): string {
+function segmentRow(segment: Segment): string {
   return html`<tr>
     <th scope="row" data-label="Name"><a href="/dashboard/segments/${segment.id}">${segment.name}</a></th>
     <td data-label="Members">!${ruleOf(segment)}</td>
-    <td data-label="Contacts" class="number">${countText(count)}</td>
+    <td data-label="Contacts" class="number">!${storedCountHtml(segment)}</td>
     <td data-label="Created">!${when(segment.createdAt)}</td>
   </tr>`;
 }
 
-/** /dashboard/segments: the workspace's segments with their live counts. */
-export function segmentsPage(model: {
-  signedIn: SignedIn;
-  segments: readonly Segment[];
-  counts: ReadonlyMap<string, number>;
-  olderHref: string | null;
-}): string {
+/**
+ * /dashboard/segments: the workspace's segments with their stored counts (exact for static
+ * segments, an estimate with its time for dynamic ones).
+ */
+export function segmentsPage(model: { signedIn: SignedIn; segments: readonly Segment[]; olderHref: string | null }): string {
   return layout(
     'Segments',
     html`<p><a class="button" href="/dashboard/segments/new">New segment</a></p>
@@ -55,7 +67,8 @@ export function segmentsPage(model: {
     model.segments.length === 0
       ? html`<div class="card empty"><p><strong>No segments yet.</strong></p><p><a href="/dashboard/segments/new">Create a segment</a>: contacts by tag (it follows their tags), every contact, or a list you fill by hand. Broadcasts and automations send to segments.</p></div>`
       : html`<table class="keys cards"><thead><tr><th scope="col">Name</th><th scope="col">Members</th><th scope="col" class="number">Contacts</th><th scope="col">Created</th></tr></thead>
-      <tbody>!${model.segments.map((s) => segmentRow(s, model.counts.get(s.id) ?? 0)).join('')}</tbody></table>`
+      <tbody>!${model.segments.map((s) => segmentRow(s)).join('')}</tbody></table>
+      <p class="hint">Static segments' counts are exact. A dynamic segment's count (≈) is its last full count, taken at the time shown and retaken when a page shows it more than a minute later; its own page counts it live.</p>`
   }
   !${model.olderHref ? html`<nav class="pager" aria-label="Pages"><a href="${model.olderHref}" rel="next">Older</a></nav>` : ''}
 </section>`,

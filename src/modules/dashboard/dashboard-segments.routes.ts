@@ -37,7 +37,7 @@ function withSegment(kit: DashboardKit, work: (ctx: DashboardContext, id: string
 type Router = Parameters<DashboardArea>[0];
 
 /**
- * The segments pages (/dashboard/segments): the list with live counts (GET /segments), creating
+ * The segments pages (/dashboard/segments): the list with stored counts (segment-counts.ts), creating
  * and editing a segment (dynamic by tags, or static) with the count of its rule before it is
  * saved, a segment's members a page at a time, and a static segment's members added and removed
  * by address (POST /segments/{id}/contacts and /contacts/remove: the membership service's rules).
@@ -123,7 +123,7 @@ function segmentRoutes(router: Router, kit: DashboardKit, { segments, membership
     const page = await segments.listSegments(
       signedIn.orgId,
       { limit: PAGE_SIZE, after: keysetPositionOf(ctx.query.older) },
-      { countUpTo: COUNT_CAP },
+      { counts: 'stored' },
     );
     const last = page.items.at(-1);
     kit.send(
@@ -132,7 +132,6 @@ function segmentRoutes(router: Router, kit: DashboardKit, { segments, membership
       segmentsPage({
         signedIn,
         segments: page.items,
-        counts: page.contactCounts,
         olderHref: page.hasMore && last ? `/dashboard/segments?older=${last.createdAt.getTime()}.${last.id}` : null,
       }),
     );

@@ -4,7 +4,8 @@
  * workspace: a bitmap scan of the GIN index on contacts.tags, so its cost follows the
  * segment's own size. `all` segments share one count of the workspace's contacts (an
  * uncorrelated sub-select, run once and only when the page holds one, via the org_id index);
- * a `static` segment counts its rows of segment_members (primary key).
+ * a `static` segment reads its stored count (segments.member_count, kept exact by triggers
+ * on segment_members in every membership write's transaction).
  *
  * The statements are Kysely queries through `workspaceDb`, which adds the workspace's
  * condition to every workspace table they name (segments, contacts, segment_members); the
@@ -39,7 +40,7 @@ export function segmentCountQuery(db: Kysely<HeraldDb>, segmentIds: readonly str
           .when('s.type', '=', 'all')
           .then(countOf(eb.selectFrom('contacts')))
           .when('s.type', '=', 'static')
-          .then(countOf(eb.selectFrom('segment_members as m').whereRef('m.segment_id', '=', 's.id')))
+          .then(cap === undefined ? sql<string>`coalesce(s.member_count, 0)` : sql<string>`least(coalesce(s.member_count, 0), ${cap})`)
           .else(countOf(eb.selectFrom('contacts as c').whereRef('c.tags', '&&', 's.tags')))
           .end()
           .as('contact_count'),
@@ -63,6 +64,27 @@ export async function countSegmentMembers(
   if (segmentIds.length === 0) return new Map();
   const rows = await segmentCountQuery(workspaceDb(em, orgId), segmentIds, cap).execute();
   return new Map(rows.map((row) => [row.id, Number(row.contact_count)]));
+}
+
+/**
+ * Counts the members of the dynamic segments among `segmentIds` now (exactly) and stores each
+ * count with the time (member_count, counted_at); static segments are left alone (their stored
+ * count is kept by the triggers). The segments' `updated_at` does not move: a count is no edit.
+ */
+export async function storeSegmentCounts(em: EntityManager, orgId: string, segmentIds: readonly string[]): Promise<void> {
+  const db = workspaceDb(em, orgId);
+  const rows = await segmentCountQuery(db, segmentIds)
+    .where('s.type', '<>', 'static')
+    .select(sql<Date>`now()`.as('counted_at'))
+    .execute();
+  for (const row of rows) {
+    await db
+      .updateTable('segments')
+      .set({ member_count: Number(row.contact_count), counted_at: row.counted_at })
+      .where('id', '=', row.id)
+      .where('type', '<>', 'static')
+      .execute();
+  }
 }
 
 /** Contacts of the workspace carrying at least one of `tags` (all of them for no tags), up to `cap`: the GIN index on tags. */
