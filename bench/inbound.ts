@@ -54,7 +54,7 @@ export const benchmark: Benchmark = {
     await orm.close();
 
     const env = await context.env(databaseUrl, { BLOB_DIR: blobDir });
-    const smtp = await context.start('smtp', env);
+    const smtp = await context.start('smtp', env, { profile: true });
     const worker = await context.start('worker', env, { profile: true });
     const temporal = await context.temporal();
     const api = await context.start('api', env);

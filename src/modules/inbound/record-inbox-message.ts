@@ -1,15 +1,17 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { InboxMessage, type InboundMessage, type InboxMessageKind } from '../../../db/entities/index.ts';
+import { InboxMessage, type InboxMessageKind } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { Logger } from '../../logger.ts';
 import { fireEmailReply } from '../automations/automation-triggers.ts';
 import type { AutomationWaker } from '../automations/automation-wake.ts';
 import { recordEvent } from '../events/events.fns.ts';
-import { lockWorkspaceThreads, placeInThread } from '../inbox/thread-placement.repo.ts';
+import { placeInThread } from '../inbox/thread-placement.repo.ts';
 import { participantsOf, replyCandidates } from '../inbox/threading.ts';
 import type { AuthResultsSummary } from './auth-results.ts';
 import { autoReplyReason } from './auto-reply.ts';
+import type { RawInbound } from './inbound-queue.repo.ts';
+import { beginRecording } from './record-inbox-message.repo.ts';
 import type { ParsedMessage } from './mime.ts';
 import { appliesReport, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
 import type { InboundRoute } from './routing.ts';
@@ -70,26 +72,33 @@ export async function applyReport(
   }
 }
 
+/** What the raw message says, as parsed, checked and classified once for every workspace it reaches. */
+export interface ReadMessage {
+  parsed: ParsedMessage;
+  auth: AuthResultsSummary;
+  report: InboundReportLike | null;
+}
+
 /**
  * One inbox message in one workspace, with its thread, event and report, in one transaction;
  * a message (not a report, nor an automatic answer such as an out-of-office: auto-reply.ts)
  * that answers an email Herald sent fires its automation triggers there too
  * (automation-triggers.ts fireEmailReply), and the automations are woken after.
+ * `settlesRaw`: this is the raw message's last step, so the same transaction marks it ingested.
+ * `final`: the last attempt, which records the message even if applying its report fails.
  */
 export async function recordForWorkspace(
   deps: RecordDeps,
-  inbound: InboundMessage,
+  inbound: RawInbound,
   route: InboundRoute,
-  parsed: ParsedMessage,
-  auth: AuthResultsSummary,
-  report: InboundReportLike | null,
-  final: boolean,
+  { parsed, auth, report }: ReadMessage,
+  { final, settlesRaw }: { final: boolean; settlesRaw: boolean },
 ): Promise<string> {
   const { id, touched } = await scopeToOrg(deps.orm.em, route.orgId).transactional(async (em: EntityManager) => {
-    const existing = await em.findOne(InboxMessage, { inboundId: inbound.id, orgId: route.orgId });
-    if (existing) return { id: existing.id, touched: [] };
     const participants = participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]);
-    await lockWorkspaceThreads(em, route.orgId, { subject: parsed.subject, participants });
+    const thread = { subject: parsed.subject, participants };
+    const existing = await beginRecording(em, { inboundId: inbound.id, orgId: route.orgId, thread, settlesRaw });
+    if (existing) return { id: existing, touched: [] };
     const at = inbound.createdAt;
     const { threadId, parentId } = await placeInThread(em, route.orgId, {
       subject: parsed.subject,
