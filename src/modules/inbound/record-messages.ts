@@ -150,7 +150,9 @@ export async function recordMessages(
   for (const [index, route] of routes.entries()) {
     // With nothing pending, the last workspace's transaction also settles the raw message.
     const settlesRaw = !attachmentsPending && index === routes.length - 1;
-    messageIds.push(await recordForWorkspace(deps, inbound, route, { parsed, auth, report }, { final: options.final ?? false, settlesRaw }));
+    messageIds.push(
+      await recordForWorkspace(deps, inbound, route, { parsed, auth, report }, { final: options.final ?? false, settlesRaw }),
+    );
   }
   return { status: 'recorded', orgIds: routes.map((route) => route.orgId), messageIds, attachmentsPending, ingested: !attachmentsPending };
 }
