@@ -1,17 +1,15 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { InboxMessage, type InboxMessageKind } from '../../../db/entities/index.ts';
+import type { InboxMessageKind } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { Logger } from '../../logger.ts';
 import { fireEmailReply } from '../automations/automation-triggers.ts';
 import type { AutomationWaker } from '../automations/automation-wake.ts';
-import { recordEvent } from '../events/events.fns.ts';
-import { placeInThread } from '../inbox/thread-placement.repo.ts';
 import { participantsOf, replyCandidates } from '../inbox/threading.ts';
 import type { AuthResultsSummary } from './auth-results.ts';
 import { autoReplyReason } from './auto-reply.ts';
 import type { RawInbound } from './inbound-queue.repo.ts';
-import { beginRecording } from './record-inbox-message.repo.ts';
+import { beginRecording, insertInboundMessage, type NewInboundMessage } from './record-inbox-message.repo.ts';
 import type { ParsedMessage } from './mime.ts';
 import { appliesReport, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
 import type { InboundRoute } from './routing.ts';
@@ -24,11 +22,12 @@ export interface RecordDeps {
   wakeAutomations?: AutomationWaker | undefined;
 }
 
-function emailReceivedData(message: InboxMessage) {
+/** The `email.received` event's data; its `message.thread_id` is the placed thread's (insertInboundMessage). */
+function emailReceivedData(message: NewInboundMessage) {
   return {
     message: {
       id: message.id,
-      thread_id: message.threadId,
+      thread_id: null,
       direction: 'inbound' as const,
       subject: message.subject,
       from: { email: message.fromEmail, name: message.fromName },
@@ -99,24 +98,12 @@ export async function recordForWorkspace(
     const thread = { subject: parsed.subject, participants };
     const existing = await beginRecording(em, { inboundId: inbound.id, orgId: route.orgId, thread, settlesRaw });
     if (existing) return { id: existing, touched: [] };
-    const at = inbound.createdAt;
-    const { threadId, parentId } = await placeInThread(em, route.orgId, {
-      subject: parsed.subject,
-      inReplyTo: parsed.inReplyTo,
-      references: parsed.references,
-      participants,
-      at,
-    });
     const kind: InboxMessageKind = report?.kind ?? 'message';
-    const attachmentCount = parsed.attachments.length;
-    const message = em.create(InboxMessage, {
+    const message: NewInboundMessage = {
       id: newId(),
       orgId: route.orgId,
-      threadId,
-      direction: 'inbound',
-      kind,
       inboundId: inbound.id,
-      emailId: null,
+      kind,
       subject: parsed.subject,
       text: parsed.text,
       html: parsed.html,
@@ -127,18 +114,15 @@ export async function recordForWorkspace(
       rfcMessageId: parsed.messageId,
       inReplyTo: parsed.inReplyTo,
       references: parsed.references,
-      inReplyToId: parentId,
-      attachmentIngestStatus: attachmentCount > 0 ? 'pending' : 'ready',
-      failedAttachments: [],
-      attachmentCount,
-      attachmentsReady: attachmentCount === 0,
+      attachmentCount: parsed.attachments.length,
       authResults: auth,
       sentAt: parsed.date,
-      createdAt: at,
+      createdAt: inbound.createdAt,
       updatedAt: new Date(),
-    });
-    if (kind === 'message') recordEvent(em, route.orgId, 'email.received', emailReceivedData(message));
-    await em.flush();
+    };
+    const placing = { ...thread, inReplyTo: parsed.inReplyTo, references: parsed.references, at: inbound.createdAt };
+    const event = kind === 'message' ? { type: 'email.received', data: emailReceivedData(message) } : null;
+    await insertInboundMessage(em, message, placing, event);
     if (report && deps.reports?.apply && appliesReport(kind))
       await applyReport({ reports: deps.reports, logger: deps.logger }, em, route, report, message.id, final);
     const touched =
