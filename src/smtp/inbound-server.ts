@@ -3,8 +3,6 @@ import type { AddressInfo } from 'node:net';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
-import { Domain } from '../../db/entities/index.ts';
-import { ALL_TENANTS } from '../../db/orm.ts';
 import type { BlobStore } from '../blob/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
@@ -13,6 +11,7 @@ import { inboundIntakeActorContract } from '../../workflows/inbound-intake.ts';
 import { createActorWaker } from '../temporal/actor-wake.ts';
 import { createInboundIntake, type InboundEnvelope } from '../modules/inbound/intake.ts';
 import { routeOf } from '../modules/inbound/routing.ts';
+import { isReceivingDomain } from '../modules/inbound/routing.repo.ts';
 import { createVerpSigner } from '../modules/outbound/verp.ts';
 import { inboundRefusedRecipients } from '../metrics/metrics.ts';
 
@@ -95,10 +94,7 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
     const route = routeOf(address, config.bounceDomain, verp);
     if (route.kind === 'refused') return 'forged_return_path';
     if (route.kind === 'verp') return 'accepted';
-    const found = await orm.em
-      .fork()
-      .findOne(Domain, { domain: route.domain, status: { $ne: 'pending' } }, { ...ALL_TENANTS, fields: ['id'] });
-    return found ? 'accepted' : 'unknown_domain';
+    return (await isReceivingDomain(orm.em.fork(), route.domain)) ? 'accepted' : 'unknown_domain';
   }
 
   const wakeIntake = temporal

@@ -5,6 +5,7 @@
  * no workspace until routed, so no statement here needs the workspace condition.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { arrayLiteral } from '../../../db/prepared.ts';
 import { INBOUND_INTAKE_LEASE } from '../../../workflows/inbound-intake.ts';
 import { INBOUND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 
@@ -18,27 +19,114 @@ export interface ClaimedInbound {
   dueMs: number;
 }
 
+/** A raw message as the SMTP intake records it. */
+export interface ReceivedInbound {
+  id: string;
+  blobKey: string;
+  sizeBytes: number;
+  sha256: string;
+  mailFrom: string;
+  rcptTo: readonly string[];
+  remoteAddress: string | null;
+  clientHostname: string | null;
+  heloName: string | null;
+  tls: boolean;
+  receivedAt: Date;
+}
+
 /**
- * Pokes the drain if it runs in some worker (delivered at commit), and says whether it runs:
- * call it in the transaction that records the raw message.
+ * Records a received raw message, due at once, and pokes the inbound actor's drain (the NOTIFY
+ * is delivered at the commit), in one statement and so one implicit transaction; answers
+ * whether the drain runs (then it needs no wake-up).
  */
-export async function notifyInboundDrain(em: EntityManager): Promise<{ draining: boolean }> {
+export async function recordReceived(em: EntityManager, message: ReceivedInbound): Promise<{ draining: boolean }> {
   const [row] = await em.execute<{ draining: boolean }[]>(
-    `select pg_notify('${INBOUND_WAKE_CHANNEL}', ?),
-            coalesce((select lease_until > now() from actor_leases where name = ?), false) as draining`,
-    [INBOUND_INTAKE_LEASE, INBOUND_INTAKE_LEASE],
+    `with recorded as (
+       insert into inbound_messages (id, blob_key, size_bytes, sha256, mail_from, rcpt_to, remote_address, client_hostname, helo_name,
+                                     tls, status, attempts, next_attempt_at, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?, 'received', 0, ?, ?, ?)
+       returning id)
+     select pg_notify('${INBOUND_WAKE_CHANNEL}', ?) as notified,
+            coalesce((select lease_until > now() from actor_leases where name = ?), false) as draining
+       from recorded`,
+    [
+      message.id,
+      message.blobKey,
+      message.sizeBytes,
+      message.sha256,
+      message.mailFrom,
+      arrayLiteral(message.rcptTo),
+      message.remoteAddress,
+      message.clientHostname,
+      message.heloName,
+      message.tls,
+      message.receivedAt,
+      message.receivedAt,
+      message.receivedAt,
+      INBOUND_INTAKE_LEASE,
+      INBOUND_INTAKE_LEASE,
+    ],
   );
   return { draining: row?.draining ?? false };
 }
 
+/** The raw message's columns an ingestion attempt reads. */
+export interface RawInbound {
+  id: string;
+  blobKey: string;
+  sizeBytes: number;
+  mailFrom: string;
+  rcptTo: string[];
+  remoteAddress: string | null;
+  heloName: string | null;
+  createdAt: Date;
+}
+
 /**
- * Counts the start of an ingestion attempt on a raw message (`attempts` + 1, updated_at moves);
- * a claim reports the attempt number from it.
+ * Starts an ingestion attempt on a raw message that is still `received`, in one statement:
+ * counts it (`attempts` + 1, updated_at moves; a claim reports the attempt number from it) and
+ * answers what the attempt reads. Null when the message is settled (ingested or failed) or gone.
  */
-export async function countIngestAttempt(em: EntityManager, inboundId: string): Promise<void> {
-  await em
-    .getConnection()
-    .execute(`update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ?`, [inboundId], 'run');
+export async function startIngestAttempt(em: EntityManager, inboundId: string): Promise<RawInbound | null> {
+  const [row] = await em.execute<
+    {
+      id: string;
+      blob_key: string;
+      size_bytes: number;
+      mail_from: string;
+      rcpt_to: string[];
+      remote_address: string | null;
+      helo_name: string | null;
+      created_at: Date;
+    }[]
+  >(
+    `update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ? and status = 'received'
+     returning id, blob_key, size_bytes, mail_from, rcpt_to, remote_address, helo_name, created_at`,
+    [inboundId],
+  );
+  if (!row) return null;
+  return {
+    id: row.id,
+    blobKey: row.blob_key,
+    sizeBytes: row.size_bytes,
+    mailFrom: row.mail_from,
+    rcptTo: row.rcpt_to,
+    remoteAddress: row.remote_address,
+    heloName: row.helo_name,
+    createdAt: new Date(row.created_at),
+  };
+}
+
+/** The update that settles a raw message as ingested, without its `where`. */
+export const MARK_INGESTED_SQL = `update inbound_messages set status = 'ingested', ingested_at = now(), last_error = null, updated_at = now()`;
+
+/**
+ * Ends ingestion of a raw message successfully. Run inside the transaction that records its
+ * last inbox message when nothing else is left to do, so a recorded message is never visible
+ * while its raw row still waits to be settled.
+ */
+export async function markInboundIngested(em: EntityManager, inboundId: string): Promise<void> {
+  await em.execute(`${MARK_INGESTED_SQL} where id = :inboundId`, { inboundId }, 'run');
 }
 
 export function createInboundQueue(orm: MikroORM) {

@@ -9,6 +9,7 @@ import { createDmarcIntake } from '../dmarc/dmarc-intake.ts';
 import { createVerpSigner } from '../outbound/verp.ts';
 import { settleAttachments, storeAttachments, type StoreOutcome } from './attachments.ts';
 import { createAuthResolver } from './auth-results.ts';
+import { markInboundIngested } from './inbound-queue.repo.ts';
 import { recordMessages, type RecordMessagesDeps } from './record-messages.ts';
 import type { InboundReportHooks } from './reports-hook.ts';
 
@@ -61,16 +62,8 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
       return storeAttachments({ orm, blobs: blobStore(), inbound, final: options.final });
     },
 
-    /** Ends ingestion successfully. */
-    async markIngested(inboundId: string): Promise<void> {
-      await orm.em
-        .fork()
-        .nativeUpdate(
-          InboundMessage,
-          { id: inboundId },
-          { status: 'ingested', ingestedAt: new Date(), lastError: null, updatedAt: new Date() },
-        );
-    },
+    /** Ends ingestion successfully (recordMessages does it itself when nothing was pending). */
+    markIngested: (inboundId: string): Promise<void> => markInboundIngested(orm.em.fork(), inboundId),
 
     /**
      * Ends ingestion as failed (retries exhausted, or no workspace reached): any inbox message

@@ -12,8 +12,8 @@ import type { InboundIngestion } from './ingestion.ts';
  * One drain of the inbound queue, as the inbound actor's activity runs it in the drain frame
  * (src/queue/drainer.ts: the actor's drain lease, lingering, the report): keep up to
  * `queues.inboundConcurrency` raw messages in flight, each one attempt through the idempotent steps of ingestion.ts: record the
- * inbox messages, store their attachments when some are pending, mark the raw message
- * ingested. A failed attempt is due again after a backoff (1 s doubling to 1 min) with its
+ * inbox messages (the last one's transaction marks the raw message ingested when no attachment
+ * is pending), else store their attachments and mark the raw message ingested. A failed attempt is due again after a backoff (1 s doubling to 1 min) with its
  * error in `last_error`; the last attempt (INBOUND_MAX_ATTEMPTS) records the message even if
  * its report cannot be applied and settles unstored attachments as partial_failure, and if it
  * fails too the raw message is marked failed. A message no workspace owns is marked failed.
@@ -55,11 +55,12 @@ function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps,
   async function ingestOne(message: ClaimedInbound): Promise<'ingested' | 'failed' | 'settled'> {
     const final = message.attempt >= INBOUND_MAX_ATTEMPTS;
     const recorded = await ingestion.recordMessages(message.id, { final });
-    if (recorded.status === 'settled' || recorded.status === 'missing') return 'settled';
+    if (recorded.status === 'settled') return 'settled';
     if (recorded.status === 'unroutable') {
       await ingestion.markFailed(message.id, 'no workspace owns any recipient');
       return 'failed';
     }
+    if (recorded.ingested) return 'ingested';
     if (recorded.attachmentsPending) await ingestion.storeAttachments(message.id, { final });
     await ingestion.markIngested(message.id);
     return 'ingested';

@@ -1,11 +1,10 @@
 import { PassThrough, type Readable } from 'node:stream';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { InboundMessage } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
 import type { DatabaseOutage } from '../../db/outage.ts';
-import { notifyInboundDrain } from './inbound-queue.repo.ts';
+import { recordReceived } from './inbound-queue.repo.ts';
 
 /** What the SMTP conversation says about a message besides its bytes. */
 export interface InboundEnvelope {
@@ -51,7 +50,7 @@ function drain(stream: Readable): Promise<void> {
 /**
  * Intake of one message at DATA: streams the bytes into the blob store (never whole in memory),
  * then records the InboundMessage row, due at once for the inbound actor, and NOTIFYs the actor's
- * drain in the same transaction. Only a fully stored and recorded message is `accepted`
+ * drain in the same statement (inbound-queue.repo.ts recordReceived). Only a fully stored and recorded message is `accepted`
  * (the caller then answers 250); anything else leaves nothing behind (a blob whose row could not
  * be written is deleted) so the sender's retry starts clean. Over `maxBytes` the rest of the
  * stream is drained and the result is `too_large`.
@@ -82,27 +81,18 @@ export function createInboundIntake({ orm, blobs, maxBytes, logger, outage }: In
       }
       let draining: boolean;
       try {
-        ({ draining } = await orm.em.fork().transactional(async (em) => {
-          await em.insert(InboundMessage, {
-            id,
-            blobKey: key,
-            sizeBytes: stored.sizeBytes,
-            sha256: stored.sha256,
-            mailFrom: envelope.mailFrom.slice(0, 320),
-            rcptTo: envelope.rcptTo,
-            remoteAddress: envelope.remoteAddress?.slice(0, 64) ?? null,
-            clientHostname: envelope.clientHostname?.slice(0, 253) ?? null,
-            heloName: envelope.heloName?.slice(0, 253) ?? null,
-            tls: envelope.tls,
-            status: 'received',
-            attempts: 0,
-            lastError: null,
-            nextAttemptAt: receivedAt,
-            ingestedAt: null,
-            createdAt: receivedAt,
-            updatedAt: receivedAt,
-          });
-          return notifyInboundDrain(em);
+        ({ draining } = await recordReceived(orm.em.fork(), {
+          id,
+          blobKey: key,
+          sizeBytes: stored.sizeBytes,
+          sha256: stored.sha256,
+          mailFrom: envelope.mailFrom.slice(0, 320),
+          rcptTo: envelope.rcptTo,
+          remoteAddress: envelope.remoteAddress?.slice(0, 64) ?? null,
+          clientHostname: envelope.clientHostname?.slice(0, 253) ?? null,
+          heloName: envelope.heloName?.slice(0, 253) ?? null,
+          tls: envelope.tls,
+          receivedAt,
         }));
       } catch (error) {
         if (!outage?.report(error)) logger.error('inbound: recording the raw message failed', { error });

@@ -1,15 +1,15 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { InboxMessage, type InboundMessage, type InboxMessageKind } from '../../../db/entities/index.ts';
+import type { InboxMessageKind } from '../../../db/entities/index.ts';
 import { newId } from '../../../db/ids.ts';
 import { scopeToOrg } from '../../../db/orm.ts';
 import type { Logger } from '../../logger.ts';
 import { fireEmailReply } from '../automations/automation-triggers.ts';
 import type { AutomationWaker } from '../automations/automation-wake.ts';
-import { recordEvent } from '../events/events.fns.ts';
-import { lockWorkspaceThreads, placeInThread } from '../inbox/thread-placement.repo.ts';
 import { participantsOf, replyCandidates } from '../inbox/threading.ts';
 import type { AuthResultsSummary } from './auth-results.ts';
 import { autoReplyReason } from './auto-reply.ts';
+import type { RawInbound } from './inbound-queue.repo.ts';
+import { beginRecording, insertInboundMessage, type NewInboundMessage } from './record-inbox-message.repo.ts';
 import type { ParsedMessage } from './mime.ts';
 import { appliesReport, type InboundReportHooks, type InboundReportLike } from './reports-hook.ts';
 import type { InboundRoute } from './routing.ts';
@@ -22,11 +22,12 @@ export interface RecordDeps {
   wakeAutomations?: AutomationWaker | undefined;
 }
 
-function emailReceivedData(message: InboxMessage) {
+/** The `email.received` event's data; its `message.thread_id` is the placed thread's (insertInboundMessage). */
+function emailReceivedData(message: NewInboundMessage) {
   return {
     message: {
       id: message.id,
-      thread_id: message.threadId,
+      thread_id: null,
       direction: 'inbound' as const,
       subject: message.subject,
       from: { email: message.fromEmail, name: message.fromName },
@@ -70,44 +71,39 @@ export async function applyReport(
   }
 }
 
+/** What the raw message says, as parsed, checked and classified once for every workspace it reaches. */
+export interface ReadMessage {
+  parsed: ParsedMessage;
+  auth: AuthResultsSummary;
+  report: InboundReportLike | null;
+}
+
 /**
  * One inbox message in one workspace, with its thread, event and report, in one transaction;
  * a message (not a report, nor an automatic answer such as an out-of-office: auto-reply.ts)
  * that answers an email Herald sent fires its automation triggers there too
  * (automation-triggers.ts fireEmailReply), and the automations are woken after.
+ * `settlesRaw`: this is the raw message's last step, so the same transaction marks it ingested.
+ * `final`: the last attempt, which records the message even if applying its report fails.
  */
 export async function recordForWorkspace(
   deps: RecordDeps,
-  inbound: InboundMessage,
+  inbound: RawInbound,
   route: InboundRoute,
-  parsed: ParsedMessage,
-  auth: AuthResultsSummary,
-  report: InboundReportLike | null,
-  final: boolean,
+  { parsed, auth, report }: ReadMessage,
+  { final, settlesRaw }: { final: boolean; settlesRaw: boolean },
 ): Promise<string> {
   const { id, touched } = await scopeToOrg(deps.orm.em, route.orgId).transactional(async (em: EntityManager) => {
-    const existing = await em.findOne(InboxMessage, { inboundId: inbound.id, orgId: route.orgId });
-    if (existing) return { id: existing.id, touched: [] };
     const participants = participantsOf([parsed.from?.email, ...parsed.to.map((a) => a.email), ...parsed.cc.map((a) => a.email)]);
-    await lockWorkspaceThreads(em, route.orgId, { subject: parsed.subject, participants });
-    const at = inbound.createdAt;
-    const { threadId, parentId } = await placeInThread(em, route.orgId, {
-      subject: parsed.subject,
-      inReplyTo: parsed.inReplyTo,
-      references: parsed.references,
-      participants,
-      at,
-    });
+    const thread = { subject: parsed.subject, participants };
+    const existing = await beginRecording(em, { inboundId: inbound.id, orgId: route.orgId, thread, settlesRaw });
+    if (existing) return { id: existing, touched: [] };
     const kind: InboxMessageKind = report?.kind ?? 'message';
-    const attachmentCount = parsed.attachments.length;
-    const message = em.create(InboxMessage, {
+    const message: NewInboundMessage = {
       id: newId(),
       orgId: route.orgId,
-      threadId,
-      direction: 'inbound',
-      kind,
       inboundId: inbound.id,
-      emailId: null,
+      kind,
       subject: parsed.subject,
       text: parsed.text,
       html: parsed.html,
@@ -118,18 +114,15 @@ export async function recordForWorkspace(
       rfcMessageId: parsed.messageId,
       inReplyTo: parsed.inReplyTo,
       references: parsed.references,
-      inReplyToId: parentId,
-      attachmentIngestStatus: attachmentCount > 0 ? 'pending' : 'ready',
-      failedAttachments: [],
-      attachmentCount,
-      attachmentsReady: attachmentCount === 0,
+      attachmentCount: parsed.attachments.length,
       authResults: auth,
       sentAt: parsed.date,
-      createdAt: at,
+      createdAt: inbound.createdAt,
       updatedAt: new Date(),
-    });
-    if (kind === 'message') recordEvent(em, route.orgId, 'email.received', emailReceivedData(message));
-    await em.flush();
+    };
+    const placing = { ...thread, inReplyTo: parsed.inReplyTo, references: parsed.references, at: inbound.createdAt };
+    const event = kind === 'message' ? { type: 'email.received', data: emailReceivedData(message) } : null;
+    await insertInboundMessage(em, message, placing, event);
     if (report && deps.reports?.apply && appliesReport(kind))
       await applyReport({ reports: deps.reports, logger: deps.logger }, em, route, report, message.id, final);
     const touched =

@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Domain, TransactionalEmail } from '../../../db/entities/index.ts';
-import { ALL_TENANTS } from '../../../db/orm.ts';
 import { bounceHostOf } from '../sends/sends.fns.ts';
 import { isBounceHost, type VerpSigner } from '../outbound/verp.ts';
+import { findReceivingDomains, findVerpEmails } from './routing.repo.ts';
 
 /** A workspace an inbound message reaches, and through which recipient. */
 export interface InboundRoute {
@@ -32,6 +31,16 @@ export function routeOf(address: string, bounceDomain: string, verp: VerpSigner 
   return { kind: 'domain', domain };
 }
 
+/** The workspaces a message reaches, and whether a recipient is a domain's DMARC report address. */
+export interface Routing {
+  routes: InboundRoute[];
+  /**
+   * A recipient's local part is its (proven) domain's report address: only then can the message
+   * carry DMARC reports for src/modules/dmarc/dmarc-intake.ts (which checks the same again).
+   */
+  toReportAddress: boolean;
+}
+
 /**
  * The workspaces an inbound message reaches (platform code: reads across workspaces): each
  * ordinary recipient's domain routes to the workspace that has verified it (a pending domain
@@ -45,7 +54,7 @@ export async function routeRecipients(
   rcptTo: readonly string[],
   bounceDomain: string,
   verp: VerpSigner | null,
-): Promise<InboundRoute[]> {
+): Promise<Routing> {
   const domains = new Set<string>();
   const hostsById = new Map<string, string>();
   for (const address of rcptTo) {
@@ -55,23 +64,17 @@ export async function routeRecipients(
   }
   const routes = new Map<string, InboundRoute>();
   if (hostsById.size > 0) {
-    const emails = await em.find(
-      TransactionalEmail,
-      { id: { $in: [...hostsById.keys()] } },
-      { ...ALL_TENANTS, fields: ['id', 'orgId', 'domain'] },
-    );
-    for (const email of emails) {
+    for (const email of await findVerpEmails(em, [...hostsById.keys()])) {
       if (hostsById.get(email.id) !== bounceHostOf(email.domain)) continue;
       if (!routes.has(email.orgId)) routes.set(email.orgId, { orgId: email.orgId, emailId: email.id });
     }
   }
+  let toReportAddress = false;
   if (domains.size > 0) {
-    const owned = await em.find(
-      Domain,
-      { domain: { $in: [...domains] }, status: { $ne: 'pending' } },
-      { ...ALL_TENANTS, fields: ['orgId'] },
-    );
+    const owned = await findReceivingDomains(em, [...domains]);
     for (const domain of owned) if (!routes.has(domain.orgId)) routes.set(domain.orgId, { orgId: domain.orgId, emailId: null });
+    const reportAddresses = new Set(owned.map((domain) => `${domain.reportLocalPart}@${domain.domain}`));
+    toReportAddress = rcptTo.some((address) => reportAddresses.has(address.toLowerCase()));
   }
-  return [...routes.values()];
+  return { routes: [...routes.values()], toReportAddress };
 }
