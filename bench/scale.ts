@@ -8,7 +8,9 @@
  *   their daily rollup), one request at a time, against the same request for an empty workspace.
  */
 import { createCursorCodec } from '../src/http/cursor.ts';
-import { capturedListQuery, explainAnalyze, LIST_PATH } from './api-read.ts';
+import { explainAnalyze, LIST_PATH, listPageQuery } from './api-read.ts';
+
+const explained = (query: { text: string; values: unknown[] }): [string, unknown[]] => [query.text, query.values];
 import type { BenchContext } from './lib/context.ts';
 import { sampleLatency } from './lib/load.ts';
 import { seedContacts, seedEmailEvents, withClient } from './lib/seed.ts';
@@ -61,7 +63,7 @@ export const benchmark: Benchmark = {
     }
     context.note(
       `EXPLAIN ANALYZE of page ${depth}`,
-      await explainAnalyze(databaseUrl, await capturedListQuery(databaseUrl, '(created_at, id) <')),
+      await explainAnalyze(databaseUrl, ...explained(listPageQuery(workspace.orgId, { sortValue: position.created_at, id: position.id }))),
     );
 
     const metrics = await fetch(`${api.url}${METRICS_PATH}`, { headers });
