@@ -54,7 +54,10 @@ const API_PATHS = `${API_PREFIX}/`;
  */
 function outsideApi(router: Router<HeraldState>): Middleware<HeraldState> {
   const routes = router.routes();
-  return (ctx, next) => (ctx.path.startsWith(API_PATHS) ? next() : routes(ctx as Parameters<typeof routes>[0], next));
+  return async (ctx, next) => {
+    if (ctx.path.startsWith(API_PATHS)) await next();
+    else await routes(ctx as Parameters<typeof routes>[0], next);
+  };
 }
 
 /**
