@@ -156,6 +156,10 @@ export const benchmark: Benchmark = {
         const koaResult = await koa(durationSec);
         const pgResult = await pgLoop(durationSec);
         const pgInlinedResult = await pgInlined(durationSec);
+        // The baseline is the faster of the two ways pg can run the statement: a loop of 50 callers in
+        // one Node process ran the inlined text faster than the named statement (pg's Bind and
+        // Describe per call) in most runs, and the api must not look better for that.
+        const pgBest = Math.max(pgResult.rps, pgInlinedResult.rps);
         return {
           ...figures('herald', heraldResult),
           ...figures('herald_one_process', singleResult),
@@ -164,11 +168,11 @@ export const benchmark: Benchmark = {
           ...figures('pg', pgResult),
           ...figures('pg_inlined', pgInlinedResult),
           all_idle_cpu_ms_per_s: idleCpu.all!,
-          ratio_of_pg: heraldResult.rps / pgResult.rps,
-          one_process_ratio_of_pg: singleResult.rps / pgResult.rps,
+          ratio_of_pg: heraldResult.rps / pgBest,
+          one_process_ratio_of_pg: singleResult.rps / pgBest,
           one_process_cpu_ms_per_request_api: perRequest.api!,
           one_process_cpu_ms_per_request_postgres: perRequest.postgres!,
-          all_ratio_of_pg: allResult.rps / pgResult.rps,
+          all_ratio_of_pg: allResult.rps / pgBest,
           all_cpu_ms_per_request: allPerRequest.all!,
           all_cpu_ms_per_request_postgres: allPerRequest.postgres!,
           ratio_of_koa: heraldResult.rps / koaResult.rps,
@@ -183,7 +187,7 @@ export const benchmark: Benchmark = {
       `${fmt(med(stats, `${prefix}_rps`))} req/s, p50 ${fmt(med(stats, `${prefix}_p50_ms`))} ms, p99 ${fmt(med(stats, `${prefix}_p99_ms`))} ms`;
     const ofPg = med(stats, 'one_process_ratio_of_pg');
     const allOfPg = med(stats, 'all_ratio_of_pg');
-    const baseline = `the same SQL through pg (prepared, as the api runs it), ${fmt(med(stats, 'pg_rps'))} q/s; inlined and unprepared ${fmt(med(stats, 'pg_inlined_rps'))} q/s`;
+    const baseline = `the same SQL through pg, the faster of prepared as the api runs it (${fmt(med(stats, 'pg_rps'))} q/s) and inlined (${fmt(med(stats, 'pg_inlined_rps'))} q/s)`;
     const target = (ratio: number, prefix: string) => ({
       text: '≥ 50 %, p99 < 50 ms',
       met: ratio >= 0.5 && med(stats, `${prefix}_p99_ms`) < 50,
