@@ -29,9 +29,9 @@ interface CachedKey {
 }
 
 const LAST_USED_RESOLUTION_MS = 60_000;
+const MAX_CACHED_KEYS = 10_000;
 
 const digestOf = (secretHash: string) => Buffer.from(secretHash, 'hex');
-const MAX_CACHED_KEYS = 10_000;
 
 export function resolveRateLimit(
   key: Pick<ApiKey, 'rateLimitPerMinute' | 'rateLimitBurst'>,
