@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
 import type { SqlFragment } from './sql-fragment.ts';
 
 /**
@@ -115,4 +116,33 @@ export async function executePrepared<T extends object>(em: EntityManager, state
     prepared.add(shape.name);
   }
   return em.execute<T[]>(`execute ${shape.name}${literals.length > 0 ? `(${literals.join(', ')})` : ''}`, []);
+}
+
+/** What this needs of MikroORM's PostgreSQL connection: the pg pool behind it. */
+interface NativePool {
+  getNativeClient(): Promise<Pool>;
+}
+
+/**
+ * Runs a read outside any transaction as a prepared statement of the pg pool behind `em`, by
+ * name at the protocol level: pg sends Parse the first time a pooled connection runs it, then
+ * only Bind and Execute, so PostgreSQL parses and analyses it once per connection (and plans it
+ * once when the generic plan is as good as a custom one), and the values travel as parameters
+ * instead of being inlined into the text by MikroORM (whose formatting walks the whole
+ * statement on every call). Inside a transaction (on its connection), or with an array value
+ * (which MikroORM inlines as a list, `in (:ids)`), it runs through `em.execute` as before.
+ * Errors are pg's own (src/db/unavailable.ts reads them).
+ */
+export async function queryPrepared<T extends object>(em: EntityManager, statement: SqlFragment): Promise<T[]> {
+  const query = namedQueryOf(statement);
+  if (em.getTransactionContext() || query.values.some((value) => Array.isArray(value)))
+    return em.execute<T[]>(statement.sql, statement.params);
+  const pool = await (em.getConnection() as unknown as NativePool).getNativeClient();
+  return (await pool.query<T>(query)).rows;
+}
+
+/** The pg query config (name, `$n` text, values) queryPrepared runs for `statement`. */
+export function namedQueryOf(statement: SqlFragment): { name: string; text: string; values: PreparedValue[] } {
+  const shape = shapeOf(statement.sql);
+  return { name: shape.name, text: shape.positional, values: valuesOf(shape, statement.params) };
 }

@@ -81,7 +81,8 @@ export async function runPgLoop(options: {
   poolMax: number;
   concurrency: number;
   durationSec: number;
-  statement: (i: number) => { text: string; values: unknown[] };
+  /** With a `name`, pg prepares the statement once per pooled connection and then only binds and executes it. */
+  statement: (i: number) => { name?: string; text: string; values: unknown[] };
 }): Promise<LoadResult> {
   const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolMax });
   pool.on('error', () => {});
@@ -96,7 +97,7 @@ export async function runPgLoop(options: {
         while (performance.now() < deadline) {
           const statement = options.statement(next++);
           const t0 = performance.now();
-          await pool.query(statement.text, statement.values);
+          await pool.query(statement);
           latencies.push(performance.now() - t0);
         }
       }),

@@ -13,8 +13,9 @@ import { isWrite, type AnyRoute } from './route.ts';
 import { callerOf, type HeraldState } from './state.ts';
 import { parseInput } from '../validation.ts';
 
-function queryObject(querystring: string): Record<string, string> {
-  return Object.fromEntries(new URLSearchParams(querystring));
+/** The query string as an object, from the parameters `authenticate` parsed when it did. */
+function queryObject(querystring: string, parsed: URLSearchParams | undefined): Record<string, string> {
+  return Object.fromEntries(parsed ?? new URLSearchParams(querystring));
 }
 
 /** Where a NUL character hides in a value (PostgreSQL text cannot store one), or null. */
@@ -74,7 +75,7 @@ export function mountRoutes(
       [
         ...middleware,
         async (ctx) => {
-          const rawQuery = queryObject(ctx.querystring);
+          const rawQuery = queryObject(ctx.querystring, ctx.state.searchParams);
           const rawBody = route.body ? ctx.state.body : undefined;
           refuseNul(ctx.params, 'path');
           refuseNul(rawQuery, 'query');

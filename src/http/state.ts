@@ -13,6 +13,8 @@ export interface RateLimitMeta {
 /** What Herald's middleware puts on `ctx.state`. */
 export interface HeraldState {
   requestId: string;
+  /** The query string's parameters, parsed once (by `authenticate`) for the route to read. */
+  searchParams?: URLSearchParams;
   auth?: KeyContext;
   rateLimit?: RateLimitMeta;
   /** The parsed JSON request body of a route (`readBody`); `{}` when there is none. */

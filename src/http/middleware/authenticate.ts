@@ -15,6 +15,7 @@ const invalidKey = (message: string) => new AppError('invalid_api_key', message)
 export function authenticate(authenticator: Authenticator): Middleware<HeraldState> {
   return async (ctx, next) => {
     const params = new URLSearchParams(ctx.querystring);
+    ctx.state.searchParams = params;
     if (CREDENTIAL_PARAMS.some((name) => params.has(name))) {
       throw invalidKey('API keys must be sent in the Authorization header, never in the URL.');
     }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyMode } from '../../../db/entities/index.ts';
 
 /**
@@ -52,7 +52,11 @@ function keyPrefix(key: string): string {
 
 /** Constant-time comparison of a presented key against a stored SHA-256 hex digest. */
 export function apiKeyMatches(key: string, storedHash: string): boolean {
-  const presented = Buffer.from(hashApiKey(key), 'hex');
-  const stored = Buffer.from(storedHash, 'hex');
-  return presented.length === stored.length && timingSafeEqual(presented, stored);
+  return apiKeyMatchesDigest(key, Buffer.from(storedHash, 'hex'));
+}
+
+/** apiKeyMatches against the stored digest's bytes (decoded once by a caller that keeps them). */
+export function apiKeyMatchesDigest(key: string, storedDigest: Buffer): boolean {
+  const presented = hash('sha256', key, 'buffer');
+  return presented.length === storedDigest.length && timingSafeEqual(presented, storedDigest);
 }

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKey, Organization } from '../../../db/entities/index.ts';
 import { ALL_TENANTS } from '../../../db/orm.ts';
-import { apiKeyMatches, parseApiKey } from './api-key.fns.ts';
+import { apiKeyMatchesDigest, parseApiKey } from './api-key.fns.ts';
 import type { KeyContext, RateLimitProfile } from './key-context.ts';
 import { LRUCache } from 'lru-cache';
 
@@ -21,7 +21,8 @@ export interface AuthenticatorOptions {
 }
 
 interface CachedKey {
-  secretHash: string;
+  /** The stored SHA-256 digest of the key, decoded once per lookup (empty for an unknown key). */
+  secretDigest: Buffer;
   context: KeyContext | null;
   /** When the key itself expires (epoch ms); null when it does not. */
   keyExpiresAt: number | null;
@@ -29,6 +30,8 @@ interface CachedKey {
 
 const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_CACHED_KEYS = 10_000;
+
+const digestOf = (secretHash: string) => Buffer.from(secretHash, 'hex');
 
 export function resolveRateLimit(
   key: Pick<ApiKey, 'rateLimitPerMinute' | 'rateLimitBurst'>,
@@ -68,13 +71,13 @@ export function createAuthenticator(options: AuthenticatorOptions) {
     const em = options.orm.em.fork();
     const key = await em.findOne(ApiKey, { prefix }, ALL_TENANTS);
     if (!key || key.revokedAt || key.audience !== 'public_api') {
-      return { secretHash: key?.secretHash ?? '', context: null, keyExpiresAt: null };
+      return { secretDigest: digestOf(key?.secretHash ?? ''), context: null, keyExpiresAt: null };
     }
     const org = await em.findOne(Organization, { id: key.orgId });
-    if (!org) return { secretHash: key.secretHash, context: null, keyExpiresAt: null };
+    if (!org) return { secretDigest: digestOf(key.secretHash), context: null, keyExpiresAt: null };
     return {
       keyExpiresAt: key.expiresAt?.getTime() ?? null,
-      secretHash: key.secretHash,
+      secretDigest: digestOf(key.secretHash),
       context: {
         orgId: org.id,
         orgSlug: org.slug,
@@ -106,7 +109,7 @@ export function createAuthenticator(options: AuthenticatorOptions) {
         entry = await load(parsed.prefix);
         cache.set(parsed.prefix, entry);
       }
-      if (!entry.context || !apiKeyMatches(presented, entry.secretHash)) return null;
+      if (!entry.context || !apiKeyMatchesDigest(presented, entry.secretDigest)) return null;
       if (entry.keyExpiresAt !== null && entry.keyExpiresAt <= now()) return null;
       if (entry.context.keyId) await touch(entry.context.keyId);
       return entry.context;
