@@ -76,27 +76,33 @@ function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sq
   return { sql: 'tags && array[:segmentTags]::text[]', params: { segmentTags: [...segment.tags] } };
 }
 
-/** Below this many matches a tag or prefix filter's page is read from the matches' ids (see findFewMatches). */
+/** Below this many matches a filtered page is read from the matches' ids (see findFewMatches). */
 const FEW_MATCHES = 1_000;
 
 /**
- * The ids of the workspace's contacts matching the `tag` and `prefix` filters when there are
- * fewer than FEW_MATCHES, else null. For these filters PostgreSQL tends to walk (org_id,
- * created_at, id) hoping to meet a page of matches soon: right for a common tag or prefix, a
- * walk of the whole workspace for one that is rare in it but common in others or absent
- * (1.1–1.2 s at a million contacts), since the statistics do not know the workspace. This
- * probe, without an order, reads the GIN index on tags or the prefix b-trees and stops at
- * FEW_MATCHES (under 0.1 ms to 60 ms at a million contacts); a rare filter's page is then read
- * by primary key and sorted, a common one's by the walk, which meets matches soon.
+ * The ids of the workspace's contacts matching all of `filters` but the exact email when there
+ * are fewer than FEW_MATCHES, else null. With filters PostgreSQL tends to walk (org_id,
+ * created_at, id) hoping to meet a page of matches soon: right when the matches are common, a
+ * walk of the whole workspace when they are rare or absent (1.1–1.2 s at a million contacts),
+ * since the statistics do not know the workspace, nor that two filters common alone (a name
+ * and a tag or a status) may share no contact. This probe, without an order, reads the
+ * filters' own indexes together (a BitmapAnd of the GIN indexes on tags and on the search
+ * text, the prefix b-trees, the partial status index) and stops at FEW_MATCHES; a rare
+ * intersection's page is then read by primary key and sorted, a common one's by the walk,
+ * which meets matches soon. Probing one filter at a time missed the intersections
+ * (BENCHMARKS.md, 2026-11-28).
  */
 async function findFewMatches(em: EntityManager, orgId: string, filters: ContactFilters): Promise<string[] | null> {
-  const { conditions, params } = contactConditions(orgId, { tag: filters.tag, prefix: filters.prefix });
+  const { conditions, params } = contactConditions(orgId, { ...filters, email: undefined });
   const rows = await em.execute<{ id: string }[]>(
     `select id from contacts where ${['org_id = :org', ...conditions].join(' and ')} limit :probe`,
     { ...params, probe: FEW_MATCHES },
   );
   return rows.length < FEW_MATCHES ? rows.map((row) => row.id) : null;
 }
+
+/** Whether a page is worth a findFewMatches probe: a filter that may be rare with an index of its own. */
+const worthProbing = (filters: ContactFilters) => filters.tag !== undefined || filters.prefix !== undefined || filters.search !== undefined;
 
 /** A page of contacts as the API's JSON array (built by PostgreSQL), with what its cursor needs. */
 export interface ContactJsonPage {
@@ -128,7 +134,7 @@ export async function listContactPage(
   filters: ContactFilters,
 ): Promise<ContactJsonPage> {
   const { conditions, params } = contactConditions(orgId, filters);
-  const few = filters.tag === undefined && filters.prefix === undefined ? null : await findFewMatches(em, orgId, filters);
+  const few = worthProbing(filters) ? await findFewMatches(em, orgId, filters) : null;
   if (few) {
     conditions.push(few.length === 0 ? 'false' : 'id in (:fewIds)');
     if (few.length > 0) params.fewIds = few;
