@@ -37,6 +37,11 @@ export const ContactSchema = defineEntity({
       expression: `create index "contacts_date_keys_index" on "contacts" using gin (herald_contact_custom_date_keys("custom_fields")) where herald_contact_has_date_field("custom_fields")`,
     },
     // GET /contacts?search= (a prefix of the email, the full name or the last name, any case): range scans whatever the collation.
+    // Status filters (every status but the common `active`), in page order, small: migration 20261129060000.
+    {
+      name: 'contacts_status_index',
+      expression: `create index "contacts_status_index" on "contacts" ("org_id", "status", "created_at", "id") where "status" <> 'active'`,
+    },
     {
       name: 'contacts_email_prefix_index',
       expression: `create index "contacts_email_prefix_index" on "contacts" ("org_id", lower("email") text_pattern_ops)`,

@@ -78,26 +78,71 @@ function segmentCondition(segment: NonNullable<ContactFilters['segment']>): { sq
   return { sql: 'tags && array[:segmentTags]::text[]', params: { segmentTags: [...segment.tags] } };
 }
 
-/** Below this many matches a tag or prefix filter's page is read from the matches' ids (see findFewMatches). */
+/** Below this many matches a filtered page is read from the matches' ids (see findFewMatches). */
 const FEW_MATCHES = 1_000;
 
 /**
- * The ids of the workspace's contacts matching the `tag` and `prefix` filters when there are
- * fewer than FEW_MATCHES, else null. For these filters PostgreSQL tends to walk (org_id,
- * created_at, id) hoping to meet a page of matches soon: right for a common tag or prefix, a
- * walk of the whole workspace for one that is rare in it but common in others or absent
- * (1.1–1.2 s at a million contacts), since the statistics do not know the workspace. This
- * probe, without an order, reads the GIN index on tags or the prefix b-trees and stops at
- * FEW_MATCHES (under 0.1 ms to 60 ms at a million contacts); a rare filter's page is then read
- * by primary key and sorted, a common one's by the walk, which meets matches soon.
+ * The ids of the workspace's contacts matching all of `filters` but the exact email when there
+ * are fewer than FEW_MATCHES, else null. With filters PostgreSQL tends to walk (org_id,
+ * created_at, id) hoping to meet a page of matches soon: right when the matches are common, a
+ * walk of the whole workspace when they are rare or absent (1.1–1.2 s at a million contacts),
+ * since the statistics do not know the workspace, nor that two filters common alone (a name
+ * and a tag or a status) may share no contact. This probe, without an order, reads the
+ * filters' own indexes together (a BitmapAnd of the GIN indexes on tags and on the search
+ * text, the prefix b-trees, the partial status index) and stops at FEW_MATCHES; a rare
+ * intersection's page is then read by primary key and sorted, a common one's by the walk,
+ * which meets matches soon. Probing one filter at a time missed the intersections
+ * (BENCHMARKS.md, 2026-11-28). It runs only when pageInWindow finds no page near the start.
  */
 async function findFewMatches(em: EntityManager, orgId: string, filters: ContactFilters): Promise<string[] | null> {
-  const { conditions, params } = contactConditions(orgId, { tag: filters.tag, prefix: filters.prefix });
+  const { conditions, params } = contactConditions(orgId, { ...filters, email: undefined });
   const rows = await em.execute<{ id: string }[]>(
     `select id from contacts where ${['org_id = :org', ...conditions].join(' and ')} limit :probe`,
     { ...params, probe: FEW_MATCHES },
   );
   return rows.length < FEW_MATCHES ? rows.map((row) => row.id) : null;
+}
+
+/** A keyset page request: its size and the position it follows (none for the first page). */
+type PageRequest = { limit: number; after?: KeysetPosition | undefined };
+
+/** The condition (on `contacts`) and parameters of the rows after the page's position, newest first. */
+function afterPosition(page: PageRequest): { conditions: string[]; params: Record<string, unknown> } {
+  if (!page.after) return { conditions: [], params: {} };
+  return {
+    conditions: ['(created_at, id) < (:afterAt::timestamptz, :afterId)'],
+    params: { afterAt: page.after.sortValue.toISOString(), afterId: page.after.id },
+  };
+}
+
+/** How many of the newest contacts (from the page's position) pageInWindow looks through. */
+const WINDOW = 2_000;
+
+/**
+ * Whether the page's walk of (org_id, created_at, id) is short: the WINDOW contacts from its
+ * position hold a full page of matches (and one more), or are all there is. Reading them costs
+ * a few ms; the probe, when the filters are common, builds their whole bitmaps first (20–110
+ * ms at a million contacts), so a common intersection skips it (BENCHMARKS.md, 2026-11-28).
+ */
+async function pageInWindow(em: EntityManager, orgId: string, page: PageRequest, filters: ContactFilters): Promise<boolean> {
+  const { conditions, params } = contactConditions(orgId, filters);
+  const after = afterPosition(page);
+  const [row] = await em.execute<{ seen: number; matched: number }[]>(
+    `with w as materialized (
+       select * from contacts where ${['org_id = :org', ...after.conditions].join(' and ')}
+        order by created_at desc, id desc limit :window
+     )
+     select (select count(*) from w)::int as seen,
+            (select count(*) from (select 1 from w where ${['true', ...conditions].join(' and ')} limit :limit + 1) m)::int as matched`,
+    { ...params, ...after.params, window: WINDOW, limit: page.limit },
+  );
+  return (row?.matched ?? 0) > page.limit || (row?.seen ?? 0) < WINDOW;
+}
+
+/** Whether a page is worth a findFewMatches probe: a filter that may be rare with an index of its own, and no page in the window. */
+async function worthProbing(em: EntityManager, orgId: string, page: PageRequest, filters: ContactFilters): Promise<boolean> {
+  if (filters.tag === undefined && filters.prefix === undefined && filters.search === undefined) return false;
+  return !(await pageInWindow(em, orgId, page, filters));
 }
 
 /** A page of contacts as the API's JSON array (built by PostgreSQL), with what its cursor needs. */
@@ -127,10 +172,10 @@ export const isoMs = (column: string) => `to_char(${column} at time zone 'UTC', 
 export async function listContactPage(
   em: EntityManager,
   orgId: string,
-  page: { limit: number; after?: KeysetPosition | undefined },
+  page: PageRequest,
   filters: ContactFilters,
 ): Promise<ContactJsonPage> {
-  const few = filters.tag === undefined && filters.prefix === undefined ? null : await findFewMatches(em, orgId, filters);
+  const few = (await worthProbing(em, orgId, page, filters)) ? await findFewMatches(em, orgId, filters) : null;
   const [row] = await queryPrepared<{ items: string; count: number; last_id: string | null; last_ms: number | null }>(
     em,
     contactPageStatement(orgId, page, filters, few),
@@ -143,18 +188,14 @@ export async function listContactPage(
 }
 
 /** The statement of listContactPage (`few`: the ids findFewMatches found, or null). */
-export function contactPageStatement(
-  orgId: string,
-  page: { limit: number; after?: KeysetPosition | undefined },
-  filters: ContactFilters,
-  few: string[] | null = null,
-): SqlFragment {
+export function contactPageStatement(orgId: string, page: PageRequest, filters: ContactFilters, few: string[] | null = null): SqlFragment {
   const { conditions, params } = contactConditions(orgId, filters);
   if (few) {
     conditions.push(few.length === 0 ? 'false' : 'id in (:fewIds)');
     if (few.length > 0) params.fewIds = few;
   }
-  if (page.after) conditions.push('(created_at, id) < (:afterAt::timestamptz, :afterId)');
+  const after = afterPosition(page);
+  conditions.push(...after.conditions);
   return {
     sql: `with page as (
        select * from contacts where ${['org_id = :org', ...conditions].join(' and ')} order by created_at desc, id desc limit :limit + 1
@@ -169,11 +210,7 @@ export function contactPageStatement(
             last.id as last_id, (extract(epoch from last.created_at) * 1000)::float8 as last_ms
        from (select 1) one
        left join (select id, created_at from items order by created_at, id limit 1) last on true`,
-    params: {
-      ...params,
-      limit: page.limit,
-      ...(page.after ? { afterAt: page.after.sortValue.toISOString(), afterId: page.after.id } : {}),
-    },
+    params: { ...params, ...after.params, limit: page.limit },
   };
 }
 
