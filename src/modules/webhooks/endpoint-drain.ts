@@ -27,12 +27,15 @@ import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.
  *
  * 1. Record attempts that a dead drain left in flight as abandoned (at the start, every tick,
  *    and when a due row could not be claimed).
- * 2. Keep up to `endpointConcurrency` requests in flight, claiming due rows (`FOR UPDATE SKIP
- *    LOCKED`, oldest due first) as slots free up, so `delivering` always means "a request is in
- *    flight" and a slow endpoint holds only its own slots.
- * 3. Record outcomes in group commits (one statement per group): delivered (2xx), failed with
- *    `next_attempt_at` (the schedule's delay ±20 %, or Retry-After), exhausted (last attempt,
- *    410 Gone, which also disables the endpoint).
+ * 2. Keep up to `endpointConcurrency` requests in flight, sending due rows (`FOR UPDATE SKIP
+ *    LOCKED`, oldest due first) as slots free up, claimed ahead of the slots at least
+ *    CLAIM_BATCH at a time (claim-ahead.ts: `delivering` means in flight or next in line; what is
+ *    still in line when the drain ends goes back to the queue); a slow endpoint holds only its
+ *    own slots.
+ * 3. Record outcomes in the worker's group commits (one statement per group, shared by every
+ *    endpoint drain of the process): delivered (2xx), failed with `next_attempt_at` (the
+ *    schedule's delay ±20 %, or Retry-After), exhausted (last attempt, 410 Gone, which also
+ *    disables the endpoint).
  *
  * Delivery is at least once: a request whose answer was not recorded (the worker died) is sent
  * again after its lease lapses, with the same delivery id; the attempt log shows the abandoned
