@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
+import { newId } from '../../db/ids.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { createEndpointDrainer } from '../../src/modules/webhooks/endpoint-drain.ts';
 import { createEndpointQueue } from '../../src/modules/webhooks/endpoint-queue.repo.ts';
@@ -91,5 +92,29 @@ describe('webhook endpoint drain: rows claimed ahead of the window', () => {
     expect(fineRow.enabled).toBe(true);
     expect((await deliveriesOf(gone.id)).map((d) => d.status)).toEqual(['exhausted']);
     expect((await deliveriesOf(fine.id)).map((d) => d.status)).toEqual(['delivered']);
+  });
+
+  it('renews the leases of claimed rows only, and gives back a retry as failed, due when it was', async () => {
+    const endpoint = await insertEndpoint(stack.orm, orgId);
+    const queue = createEndpointQueue(stack.orm);
+    const [retryId] = await dueDeliveries(endpoint.id, 1);
+    const connection = stack.orm.em.getConnection();
+    const due = new Date(Date.now() - 60_000);
+    await connection.execute(`update webhook_deliveries set status = 'failed', next_attempt_at = ? where id = ?`, [due, retryId], 'run');
+    await connection.execute(
+      `insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, error, created_at)
+       values (?, ?, ?, 0, 1, ?, 500, 'boom', now())`,
+      [newId(), orgId, retryId, due],
+      'run',
+    );
+    const [claimed] = await queue.claim(orgId, endpoint.id, 10, 1);
+    expect(claimed).toMatchObject({ id: retryId, series_attempts: 1 });
+    await queue.extendLeases(orgId, [retryId!], 600);
+    const [leased] = await deliveriesOf(endpoint.id);
+    expect(leased!.leaseUntil!.getTime()).toBeGreaterThan(Date.now() + 500_000);
+
+    await queue.unclaim(orgId, [claimed!]);
+    const [back] = await deliveriesOf(endpoint.id);
+    expect([back!.status, back!.leaseUntil, back!.nextAttemptAt!.getTime()]).toEqual(['failed', null, due.getTime()]);
   });
 });
