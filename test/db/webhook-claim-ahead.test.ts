@@ -4,6 +4,7 @@ import { newId } from '../../db/ids.ts';
 import { ALL_TENANTS } from '../../db/orm.ts';
 import { createEndpointDrainer } from '../../src/modules/webhooks/endpoint-drain.ts';
 import { createEndpointQueue } from '../../src/modules/webhooks/endpoint-queue.repo.ts';
+import { ENDPOINT_DELETED_ERROR } from '../../src/modules/webhooks/webhook-endpoint.fns.ts';
 import type { QueueWakes } from '../../src/queue/wakes.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
@@ -66,6 +67,24 @@ describe('webhook endpoint drain: rows claimed ahead of the window', () => {
     for (const row of givenBack) expect(row.nextAttemptAt!.getTime()).toBeLessThanOrEqual(Date.now());
     const attempts = await stack.orm.em.fork().count(WebhookAttempt, { deliveryId: { $in: ids } }, ALL_TENANTS);
     expect(attempts).toBe(1);
+  });
+
+  it('ends the rows in line without a request once it sees the endpoint deleted', async () => {
+    receiver.respond('/deleted', () => 'hang');
+    const { endpoint } = await insertSigningEndpoint(stack.orm, stack.config.encryptionKey!, orgId, receiver.url('/deleted'));
+    const ids = await dueDeliveries(endpoint.id, 4);
+    const drainer = createEndpointDrainer({ orm: stack.orm, config: stack.config, wakes: noWakes, http: { timeoutMs: 1_500 } });
+    const drained = drainer.drain({ orgId, endpointId: endpoint.id }, { heartbeat: () => {}, signal: new AbortController().signal });
+    await receiver.waitForRequests('/deleted', 1, 10_000);
+    await stack.orm.em.getConnection().execute(`delete from webhook_endpoints where id = ?`, [endpoint.id], 'run');
+    await drained;
+
+    expect(receiver.requests('/deleted')).toHaveLength(1);
+    const sentId = receiver.requests('/deleted')[0]!.headers['herald-delivery-id'];
+    const rows = await deliveriesOf(endpoint.id);
+    expect(rows.map((d) => d.id)).toEqual(ids);
+    const inLine = rows.filter((d) => d.id !== sentId);
+    expect(inLine.map((d) => [d.status, d.lastError, d.attemptCount])).toEqual(inLine.map(() => ['exhausted', ENDPOINT_DELETED_ERROR, 0]));
   });
 
   it('records the attempts of several endpoints in one statement and disables only the endpoint that answered 410', async () => {

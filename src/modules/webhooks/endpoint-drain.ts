@@ -6,6 +6,7 @@ import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
 import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
+import { ENDPOINT_DELETED_ERROR } from './webhook-endpoint.fns.ts';
 import {
   createEndpointQueue,
   type AttemptRecord,
@@ -51,6 +52,10 @@ export interface EndpointDrainDeps {
   http?: Partial<PostOptions>;
 }
 
+/** How long rows claimed ahead are sent on the endpoint as last seen before it is read again (deleted, disabled). */
+const ENDPOINT_RECHECK_MS = 1_000;
+/** The drain lease a re-read renews (as the frame's does). */
+const DRAIN_LEASE_SECONDS = 30;
 /** A claimed row's lease: long enough for one 15 s attempt and a slow record. */
 const ROW_LEASE_SECONDS = 30;
 /** Outcomes (of all the process's endpoint drains) are committed in groups of up to this many, or after this long. */
@@ -235,6 +240,15 @@ export function createEndpointDrainer(deps: EndpointDrainDeps): Drainer<WebhookE
       const { orgId, endpointId } = owner;
       // Set by the first lease; a renewal that finds the endpoint gone keeps the last one seen.
       let endpoint: LeasedEndpoint | null = null;
+      let gone = false;
+      let leasedAt = 0;
+      const lease = async (seconds: number) => {
+        const leased = await queue.leaseEndpoint(orgId, endpointId, seconds);
+        endpoint = leased ?? endpoint;
+        gone = leased === null;
+        leasedAt = Date.now();
+        return leased !== null;
+      };
       const recorder = createRecorder(records, owner, (record) => countRecord(record, run));
       const ahead = createClaimAhead<ClaimedDelivery>({
         claim: (limit) => claimDeliveries(queue, owner, endpoint!, limit, run),
@@ -243,19 +257,18 @@ export function createEndpointDrainer(deps: EndpointDrainDeps): Drainer<WebhookE
       return {
         ownerId: endpointId,
         concurrency: config.webhooks.endpointConcurrency,
-        async lease(seconds) {
-          const leased = await queue.leaseEndpoint(orgId, endpointId, seconds);
-          endpoint = leased ?? endpoint;
-          return leased !== null;
-        },
+        lease,
         release: () => queue.releaseEndpoint(orgId, endpointId),
         async ownerGone() {
           const ended = await queue.finishAllOpen(orgId, endpointId, 'the webhook endpoint no longer exists');
           return ownerGoneSummary(ended > 0 ? 'endpoint deleted' : null, ended);
         },
         async claim(limit) {
-          // Rows waiting here when the endpoint was disabled end as the next claim's rows do.
-          if (!endpoint!.enabled) await ahead.drop((rows) => endWithoutAttempt(queue, orgId, rows, disabledText(endpoint!), run));
+          // Rows in line are sent only to an endpoint seen within ENDPOINT_RECHECK_MS: deleted or
+          // disabled since, they end without a request, as the next claim's rows would.
+          if (ahead.waiting().length > 0 && Date.now() - leasedAt >= ENDPOINT_RECHECK_MS) await lease(DRAIN_LEASE_SECONDS);
+          if (gone) await ahead.drop((rows) => endWithoutAttempt(queue, orgId, rows, ENDPOINT_DELETED_ERROR, run));
+          else if (!endpoint!.enabled) await ahead.drop((rows) => endWithoutAttempt(queue, orgId, rows, disabledText(endpoint!), run));
           return ahead.take(limit);
         },
         extendLeases: (ids) => queue.extendLeases(orgId, [...ids, ...ahead.waiting().map((r) => r.id)], ROW_LEASE_SECONDS),
