@@ -1,6 +1,7 @@
 /**
- * Claims ahead of the drain window: one claim statement takes at least CLAIM_BATCH due rows and
- * the window is served from what is left of them as its slots free up, so a drain with 8
+ * Claims ahead of the drain window: while rows flow (the last claim was filled), one claim
+ * statement takes at least CLAIM_BATCH due rows and the window is served from what is left of
+ * them as its slots free up, so a drain with 8
  * requests in flight claims once per 32 deliveries instead of once per 4 (each claim statement
  * costs PostgreSQL about as much as planning and locking a handful of rows; issue 35 item 1).
  *
@@ -22,7 +23,7 @@ export interface ClaimAheadSource<Row> {
 }
 
 export interface ClaimAhead<Row> {
-  /** Up to `limit` rows for the window, claiming CLAIM_BATCH (or `limit`, when larger) when fewer wait here. */
+  /** Up to `limit` rows for the window, claiming what it lacks (at least CLAIM_BATCH while rows flow) when fewer wait here. */
   take(limit: number): Promise<{ claimed: number; items: Row[] }>;
   /** The rows waiting here (their leases are renewed with those in flight). */
   waiting(): readonly Row[];
@@ -34,11 +35,17 @@ export interface ClaimAhead<Row> {
 
 export function createClaimAhead<Row>(source: ClaimAheadSource<Row>): ClaimAhead<Row> {
   let rows: Row[] = [];
+  // The last claim found as many due rows as it asked for: rows are flowing, so claim ahead.
+  // Otherwise claim only what the window asks for, as a drain without claims ahead does
+  // (measured: claiming ahead at 50 events/s raised the first attempt's p50 from ~5 to ~60 ms).
+  let flowing = false;
   return {
     async take(limit) {
       let claimed = 0;
       if (rows.length < limit) {
-        const got = await source.claim(Math.max(limit - rows.length, CLAIM_BATCH));
+        const want = flowing ? Math.max(limit - rows.length, CLAIM_BATCH) : limit - rows.length;
+        const got = await source.claim(want);
+        flowing = got.claimed >= want;
         // Rows that ended without an attempt count as claimed: the window keeps claiming.
         claimed = got.claimed - got.items.length;
         rows = rows.concat(got.items);
