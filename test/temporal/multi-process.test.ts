@@ -8,6 +8,7 @@ import { createDomainsService } from '../../src/modules/domains/domains.service.
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { IN_FLIGHT_PER_CONNECTION } from '../../src/modules/outbound/domain-drain.ts';
 import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
+import { CLAIM_BATCH } from '../../src/modules/webhooks/claim-ahead.ts';
 import { RECORD_GROUP } from '../../src/modules/webhooks/endpoint-drain.ts';
 import { idem } from '../support/api.ts';
 import { startCountingRelay } from '../support/counting-relay.ts';
@@ -295,7 +296,7 @@ describe('two api, two worker and two smtp processes; one of each killed mid-fli
       .fork()
       .count(WebhookAttempt, { deliveryId: { $in: deliveries.map((d) => d.id) }, error: ABANDONED_ERROR }, ALL_TENANTS);
     expect(webhookCopies).toBeLessThanOrEqual(abandoned);
-    expect(abandoned).toBeLessThanOrEqual(stack.config.webhooks.endpointConcurrency + RECORD_GROUP);
+    expect(abandoned).toBeLessThanOrEqual(stack.config.webhooks.endpointConcurrency + CLAIM_BATCH + RECORD_GROUP);
 
     // Inbound: every message answered 250 is in the inbox exactly once.
     expect(new Set(inboundIds).size).toBe(INBOUND);

@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logger.ts';
 import { startApi, type RunningApi } from '../../src/main-api.ts';
 import { recordEvent } from '../../src/modules/events/events.fns.ts';
 import { ABANDONED_ERROR } from '../../src/modules/webhooks/delivery-engine.ts';
+import { CLAIM_BATCH } from '../../src/modules/webhooks/claim-ahead.ts';
 import { RECORD_GROUP } from '../../src/modules/webhooks/endpoint-drain.ts';
 import { idem } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
@@ -157,8 +158,9 @@ describe('kill -9 of the worker while its actors drain 1,000 sends and 1,000 web
       .fork()
       .count(WebhookAttempt, { deliveryId: { $in: deliveries.map((d) => d.id) }, error: ABANDONED_ERROR }, ALL_TENANTS);
     expect(webhookCopies).toBeLessThanOrEqual(abandoned);
-    // Unrecorded at the kill: the requests in flight plus the answers waiting for their group commit.
-    expect(abandoned).toBeLessThanOrEqual(stack.config.webhooks.endpointConcurrency + RECORD_GROUP);
+    // Unrecorded at the kill: the requests in flight, the rows claimed ahead of them, and the answers
+    // waiting for their group commit.
+    expect(abandoned).toBeLessThanOrEqual(stack.config.webhooks.endpointConcurrency + CLAIM_BATCH + RECORD_GROUP);
 
     console.log(
       `pipeline crash: at the kill ${atKill.relay} messages at the relay and ${atKill.receiver} webhook requests of ${ITEMS} each; ` +

@@ -393,12 +393,14 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     // hanging endpoint never had more than its concurrency limit in flight.
     expect(receiver.requests('/hangs').length).toBeLessThanOrEqual(limit);
     for (const event of events) await waitForDelivery(stack, event.id, fast.endpoint.id, ['delivered'], 5_000);
-    // The hanging endpoint holds at most its limit of attempts in flight; the rest wait their turn.
+    // The hanging endpoint holds at most its limit of attempts in flight; the rest wait their turn,
+    // queued or claimed ahead by its drain (`delivering`, without a request).
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(receiver.requests('/hangs')).toHaveLength(limit);
     const slowRows = await stack.orm.em.fork().find(WebhookDelivery, { webhookId: slow.endpoint.id }, ALL_TENANTS);
-    expect(slowRows.filter((r) => r.status === 'delivering')).toHaveLength(limit);
-    expect(slowRows.filter((r) => r.status === 'queued')).toHaveLength(count - limit);
+    const delivering = slowRows.filter((r) => r.status === 'delivering').length;
+    expect(delivering).toBeGreaterThanOrEqual(limit);
+    expect(delivering + slowRows.filter((r) => r.status === 'queued').length).toBe(count);
     receiver.respond('/hangs', () => ({}));
     receiver.releaseHanging(200);
     for (const event of events) await waitForDelivery(stack, event.id, slow.endpoint.id, ['delivered'], 30_000);

@@ -6,15 +6,18 @@ import type { Config } from '../../config.ts';
 import { decryptSecret } from '../../crypto/secret-box.ts';
 import { clip, failureText, nextDelay } from './delivery.fns.ts';
 import { ABANDONED_ERROR, sendDelivery } from './delivery-engine.ts';
+import { ENDPOINT_DELETED_ERROR } from './webhook-endpoint.fns.ts';
 import {
   createEndpointQueue,
   type AttemptRecord,
   type ClaimedDelivery,
   type EndpointQueue,
   type LeasedEndpoint,
+  type OwnedAttemptRecord,
 } from './endpoint-queue.repo.ts';
 import { createDrainer, ownerGoneSummary, type Drainer, type DrainRun } from '../../queue/drainer.ts';
-import { createGroupCommit } from '../../queue/group-commit.ts';
+import { createGroupCommit, type GroupCommit } from '../../queue/group-commit.ts';
+import { createClaimAhead } from './claim-ahead.ts';
 import { WEBHOOK_WAKE_CHANNEL, type QueueWakes } from '../../queue/wakes.ts';
 import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.ts';
 
@@ -25,12 +28,15 @@ import { retryAfterMs, type PostOptions, type PostResult } from './webhook-http.
  *
  * 1. Record attempts that a dead drain left in flight as abandoned (at the start, every tick,
  *    and when a due row could not be claimed).
- * 2. Keep up to `endpointConcurrency` requests in flight, claiming due rows (`FOR UPDATE SKIP
- *    LOCKED`, oldest due first) as slots free up, so `delivering` always means "a request is in
- *    flight" and a slow endpoint holds only its own slots.
- * 3. Record outcomes in group commits (one statement per group): delivered (2xx), failed with
- *    `next_attempt_at` (the schedule's delay ±20 %, or Retry-After), exhausted (last attempt,
- *    410 Gone, which also disables the endpoint).
+ * 2. Keep up to `endpointConcurrency` requests in flight, sending due rows (`FOR UPDATE SKIP
+ *    LOCKED`, oldest due first) as slots free up, claimed ahead of the slots at least
+ *    CLAIM_BATCH at a time (claim-ahead.ts: `delivering` means in flight or next in line; what is
+ *    still in line when the drain ends goes back to the queue); a slow endpoint holds only its
+ *    own slots.
+ * 3. Record outcomes in the worker's group commits (one statement per group, shared by every
+ *    endpoint drain of the process): delivered (2xx), failed with `next_attempt_at` (the
+ *    schedule's delay ±20 %, or Retry-After), exhausted (last attempt, 410 Gone, which also
+ *    disables the endpoint).
  *
  * Delivery is at least once: a request whose answer was not recorded (the worker died) is sent
  * again after its lease lapses, with the same delivery id; the attempt log shows the abandoned
@@ -46,29 +52,33 @@ export interface EndpointDrainDeps {
   http?: Partial<PostOptions>;
 }
 
+/** How long rows claimed ahead are sent on the endpoint as last seen before it is read again (deleted, disabled). */
+const ENDPOINT_RECHECK_MS = 1_000;
+/** The drain lease a re-read renews (as the frame's does). */
+const DRAIN_LEASE_SECONDS = 30;
 /** A claimed row's lease: long enough for one 15 s attempt and a slow record. */
 const ROW_LEASE_SECONDS = 30;
-/** Outcomes are committed in groups of up to this many, or after this long. */
-export const RECORD_GROUP = 64;
-const RECORD_DELAY_MS = 5;
+/** Outcomes (of all the process's endpoint drains) are committed in groups of up to this many, or after this long. */
+export const RECORD_GROUP = 128;
+const RECORD_DELAY_MS = 10;
 
 type Outcome = 'delivered' | 'failed' | 'exhausted';
 
 /**
- * Attempt records in group commits (src/queue/group-commit.ts): a group is written when it
- * reaches RECORD_GROUP records or RECORD_DELAY_MS after its first one, one group at a time. A
- * drain slot is free as soon as its record is handed over; `flush` waits for every record and
- * rejects if any write failed (the drain then stops; unrecorded attempts lapse and are retried
- * as abandoned).
+ * A drain's attempt records, handed to the worker's one group commit of attempt records
+ * (src/queue/group-commit.ts, shared by every endpoint drain of the process, so one statement
+ * records the attempts of several endpoints: a group is written when it reaches RECORD_GROUP
+ * records or RECORD_DELAY_MS after its first one, one group at a time). A drain slot is free as
+ * soon as its record is handed over; `flush` waits for this drain's records and rejects if any
+ * write failed (the drain then stops; unrecorded attempts lapse and are retried as abandoned).
  */
-function createRecorder(write: (records: AttemptRecord[]) => Promise<void>, onRecorded: (record: AttemptRecord) => void) {
-  const group = createGroupCommit(write, { maxItems: RECORD_GROUP, delayMs: RECORD_DELAY_MS });
+function createRecorder(group: GroupCommit<OwnedAttemptRecord>, owner: WebhookEndpointInput, onRecorded: (record: AttemptRecord) => void) {
   const writing = new Set<Promise<void>>();
   let failure: unknown;
   return {
     add(record: AttemptRecord): void {
       const recorded: Promise<void> = group
-        .add(record)
+        .add({ ...record, orgId: owner.orgId, endpointId: owner.endpointId })
         .then(
           () => onRecorded(record),
           (error: unknown) => {
@@ -176,6 +186,20 @@ function countRecord(record: AttemptRecord, run: DrainRun): void {
   run.tally.lastOutcome = record.statusCode !== null ? `HTTP ${record.statusCode}` : (record.error ?? outcome);
 }
 
+/** Claimed rows that end exhausted without an attempt, counted. */
+async function endWithoutAttempt(queue: EndpointQueue, orgId: string, rows: readonly ClaimedDelivery[], reason: string, run: DrainRun) {
+  await queue.finishWithoutAttempt(
+    orgId,
+    rows.map((r) => r.id),
+    reason,
+  );
+  run.tally.exhausted += rows.length;
+}
+
+function disabledText(endpoint: LeasedEndpoint): string {
+  return `the webhook endpoint is disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}`;
+}
+
 /**
  * Claims due rows for the endpoint as it was last leased: a disabled endpoint's rows end without
  * an attempt (up to 500 at a time); rows whose event no longer exists end too; the rest are sent.
@@ -190,21 +214,11 @@ async function claimDeliveries(
   const { orgId, endpointId } = owner;
   const rows = await queue.claim(orgId, endpointId, endpoint.enabled ? limit : 500, ROW_LEASE_SECONDS);
   if (!endpoint.enabled) {
-    await queue.finishWithoutAttempt(
-      orgId,
-      rows.map((r) => r.id),
-      `the webhook endpoint is disabled${endpoint.disabled_reason ? `: ${endpoint.disabled_reason}` : ''}`,
-    );
-    run.tally.exhausted += rows.length;
+    await endWithoutAttempt(queue, orgId, rows, disabledText(endpoint), run);
     return { claimed: rows.length, items: [] };
   }
   const orphans = rows.filter((r) => r.event_type === null || r.api_version === null || r.event_created_ms === null);
-  await queue.finishWithoutAttempt(
-    orgId,
-    orphans.map((r) => r.id),
-    'the event no longer exists',
-  );
-  run.tally.exhausted += orphans.length;
+  await endWithoutAttempt(queue, orgId, orphans, 'the event no longer exists', run);
   return { claimed: rows.length, items: rows.filter((r) => !orphans.includes(r)) };
 }
 
@@ -213,6 +227,10 @@ export function createEndpointDrainer(deps: EndpointDrainDeps): Drainer<WebhookE
   const { orm, config, wakes } = deps;
   const queue = createEndpointQueue(orm);
   const attempt = createDeliveryAttempt(deps);
+  const records = createGroupCommit<OwnedAttemptRecord>((group) => queue.recordMany(group), {
+    maxItems: RECORD_GROUP,
+    delayMs: RECORD_DELAY_MS,
+  });
   return createDrainer<WebhookEndpointInput, ClaimedDelivery>({
     pipeline: 'webhooks',
     wakes,
@@ -222,27 +240,44 @@ export function createEndpointDrainer(deps: EndpointDrainDeps): Drainer<WebhookE
       const { orgId, endpointId } = owner;
       // Set by the first lease; a renewal that finds the endpoint gone keeps the last one seen.
       let endpoint: LeasedEndpoint | null = null;
-      const recorder = createRecorder(
-        (records) => queue.record(orgId, endpointId, records),
-        (record) => countRecord(record, run),
-      );
+      let gone = false;
+      let leasedAt = 0;
+      const lease = async (seconds: number) => {
+        const leased = await queue.leaseEndpoint(orgId, endpointId, seconds);
+        endpoint = leased ?? endpoint;
+        gone = leased === null;
+        leasedAt = Date.now();
+        return leased !== null;
+      };
+      const recorder = createRecorder(records, owner, (record) => countRecord(record, run));
+      const ahead = createClaimAhead<ClaimedDelivery>({
+        claim: (limit) => claimDeliveries(queue, owner, endpoint!, limit, run),
+        unclaim: (rows) => queue.unclaim(orgId, rows),
+      });
       return {
         ownerId: endpointId,
         concurrency: config.webhooks.endpointConcurrency,
-        async lease(seconds) {
-          const leased = await queue.leaseEndpoint(orgId, endpointId, seconds);
-          endpoint = leased ?? endpoint;
-          return leased !== null;
-        },
+        lease,
         release: () => queue.releaseEndpoint(orgId, endpointId),
         async ownerGone() {
           const ended = await queue.finishAllOpen(orgId, endpointId, 'the webhook endpoint no longer exists');
           return ownerGoneSummary(ended > 0 ? 'endpoint deleted' : null, ended);
         },
-        claim: (limit) => claimDeliveries(queue, owner, endpoint!, limit, run),
+        async claim(limit) {
+          // Rows in line are sent only to an endpoint seen within ENDPOINT_RECHECK_MS: deleted or
+          // disabled since, they end without a request, as the next claim's rows would.
+          if (ahead.waiting().length > 0 && Date.now() - leasedAt >= ENDPOINT_RECHECK_MS) await lease(DRAIN_LEASE_SECONDS);
+          if (gone) await ahead.drop((rows) => endWithoutAttempt(queue, orgId, rows, ENDPOINT_DELETED_ERROR, run));
+          else if (!endpoint!.enabled) await ahead.drop((rows) => endWithoutAttempt(queue, orgId, rows, disabledText(endpoint!), run));
+          return ahead.take(limit);
+        },
+        extendLeases: (ids) => queue.extendLeases(orgId, [...ids, ...ahead.waiting().map((r) => r.id)], ROW_LEASE_SECONDS),
         work: async (row) => recorder.add(await attempt(endpoint!, row)),
         recover: async () => (await queue.reapLapsed(orgId, endpointId, config.webhooks.retryScheduleMs.length, ABANDONED_ERROR)) > 0,
-        settle: () => recorder.flush(),
+        async settle() {
+          await recorder.flush();
+          await ahead.giveBack();
+        },
         nextDue: () => queue.nextDue(orgId, endpointId),
         state: () => queue.state(orgId, endpointId),
       };

@@ -8,8 +8,7 @@
  * `exhausted`.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { WebhookDeliveryStatus } from '../../../db/entities/index.ts';
-import { newId } from '../../../db/ids.ts';
+import { recordAttempts, type AttemptRecord, type OwnedAttemptRecord } from './attempt-records.repo.ts';
 
 /** An attempt in flight whose lease lapsed: its drain died; it counts as abandoned. */
 const LAPSED = `lease_until < now()`;
@@ -38,79 +37,12 @@ export interface ClaimedDelivery {
   event_created_ms: number | null;
 }
 
-/** One attempt's outcome as the drain records it. */
-export interface AttemptRecord {
-  deliveryId: string;
-  series: number;
-  attemptNumber: number;
-  startedAt: Date;
-  statusCode: number | null;
-  latencyMs: number | null;
-  error: string | null;
-  excerpt: string | null;
-  status: WebhookDeliveryStatus;
-  nextAttemptAt: Date | null;
-  /** The receiver answered 410 Gone: the endpoint is disabled in the same statement. */
-  gone: boolean;
-  /** When the attempt fell due (epoch ms), for the latency metric; not stored. */
-  dueMs?: number;
-}
+export type { AttemptRecord, OwnedAttemptRecord } from './attempt-records.repo.ts';
 
 export interface QueueState {
   /** Epoch ms of the earliest due time among open rows (a retry, a lease to lapse); null when none. */
   next_due_ms: number | null;
   open: number;
-}
-
-type Run = (sql: string, params: unknown[]) => Promise<unknown>;
-
-/** See EndpointQueue.record; `run` executes on the pool or inside a transaction. */
-async function recordAttempts(run: Run, orgId: string, endpointId: string, records: readonly AttemptRecord[]): Promise<void> {
-  if (records.length === 0) return;
-  const values = records.map(() => `(?, ?, ?::int, ?::int, ?::timestamptz, ?::int, ?::int, ?, ?, ?, ?::timestamptz)`).join(', ');
-  const params = records.flatMap((r) => [
-    newId(),
-    r.deliveryId,
-    r.series,
-    r.attemptNumber,
-    r.startedAt,
-    r.statusCode,
-    r.latencyMs,
-    r.error,
-    r.excerpt,
-    r.status,
-    r.nextAttemptAt,
-  ]);
-  const gone = records.find((r) => r.gone);
-  await run(
-    `with v (attempt_id, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, excerpt, status, next_attempt_at) as (
-       values ${values}
-     ), inserted as (
-       insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, response_excerpt, created_at)
-       select attempt_id, ?, delivery_id, series, attempt_number, started_at, status_code, latency_ms, error, excerpt, now() from v
-       on conflict (delivery_id, series, attempt_number) do nothing
-       returning delivery_id
-     )${
-       gone
-         ? `, disabled as (
-       update webhook_endpoints set enabled = false, disabled_at = now(), disabled_reason = ?, updated_at = now()
-        where id = ? and org_id = ? and enabled
-     )`
-         : ''
-     }
-     update webhook_deliveries d
-        set status = v.status, attempt_count = d.attempt_count + 1, next_attempt_at = v.next_attempt_at, lease_until = null,
-            last_response_status = v.status_code, last_response_excerpt = v.excerpt, last_error = v.error, updated_at = now()
-       from v
-      where d.id = v.delivery_id and d.org_id = ? and d.replay_count = v.series
-        and d.id in (select delivery_id from inserted)`,
-    [
-      ...params,
-      orgId,
-      ...(gone ? [`the receiver answered 410 Gone to delivery ${gone.deliveryId} at ${new Date().toISOString()}`, endpointId, orgId] : []),
-      orgId,
-    ],
-  );
 }
 
 export function createEndpointQueue(orm: MikroORM) {
@@ -166,11 +98,37 @@ export function createEndpointQueue(orm: MikroORM) {
     },
 
     /**
-     * Records attempts and each delivery's new state in one statement: an attempt already on
-     * record (same delivery, series and number) leaves its delivery untouched.
+     * Records attempts (of any endpoints and workspaces) and each delivery's new state in one
+     * statement, disabling an endpoint that answered 410: an attempt already on record (same
+     * delivery, series and number) leaves its delivery untouched.
      */
-    record(orgId: string, endpointId: string, records: readonly AttemptRecord[]): Promise<void> {
-      return recordAttempts((sql, params) => db().execute(sql, params, 'run'), orgId, endpointId, records);
+    recordMany(records: readonly OwnedAttemptRecord[]): Promise<void> {
+      return recordAttempts((sql, params) => db().execute(sql, params, 'run'), records);
+    },
+
+    /** Renews the leases of claimed rows (in flight or waiting to be sent) for `seconds`. */
+    async extendLeases(orgId: string, deliveryIds: readonly string[], seconds: number): Promise<void> {
+      if (deliveryIds.length === 0) return;
+      await db().execute(
+        `update webhook_deliveries set lease_until = now() + make_interval(secs => ?)
+          where id in (?) and org_id = ? and status = 'delivering'`,
+        [seconds, [...deliveryIds], orgId],
+        'run',
+      );
+    },
+
+    /** Puts claimed rows that were never sent back in the queue, due when they were (queued, or failed when an attempt of the series is on record). */
+    async unclaim(orgId: string, rows: readonly ClaimedDelivery[]): Promise<void> {
+      if (rows.length === 0) return;
+      await db().execute(
+        `update webhook_deliveries d
+            set status = case when v.series_attempts > 0 then 'failed' else 'queued' end,
+                next_attempt_at = to_timestamp(v.due_ms / 1000.0), lease_until = null, updated_at = now()
+           from (values ${rows.map(() => '(?, ?::float8, ?::int)').join(', ')}) as v (id, due_ms, series_attempts)
+          where d.id = v.id and d.org_id = ? and d.status = 'delivering'`,
+        [...rows.flatMap((r) => [r.id, r.due_ms, r.series_attempts]), orgId],
+        'run',
+      );
     },
 
     /** Ends rows that can no longer be sent (endpoint disabled or deleted, event deleted) without an attempt. */
@@ -219,7 +177,10 @@ export function createEndpointQueue(orm: MikroORM) {
             gone: false,
           };
         });
-        await recordAttempts((sql, params) => em.execute(sql, params, 'run'), orgId, endpointId, records);
+        await recordAttempts(
+          (sql, params) => em.execute(sql, params, 'run'),
+          records.map((record) => ({ ...record, orgId, endpointId })),
+        );
         return lapsed.length;
       });
     },
