@@ -37,7 +37,7 @@ export async function findVerpEmails(em: EntityManager, ids: readonly string[]):
 /** Whether some workspace has proven `domain` (a lower-cased name): the SMTP listener's RCPT check. */
 export async function isReceivingDomain(em: EntityManager, domain: string): Promise<boolean> {
   const [row] = await em.execute<{ found: boolean }[]>(
-    `select exists (select 1 from domains where domain = ? and status <> 'pending') as found`,
+    `select exists (select 1 from domains /* all workspaces: the RCPT check, before any workspace is known */ where domain = ? and status <> 'pending') as found`,
     [domain],
   );
   return row?.found ?? false;
