@@ -9,14 +9,11 @@
  * the figure is the slowest query's p95 against the dashboard's 300 ms target (wall time over
  * loopback).
  */
-import { createOrm } from '../db/orm.ts';
-import { createDashboardAuthService } from '../src/modules/dashboard/dashboard-auth.service.ts';
 import type { BenchContext } from './lib/context.ts';
 import { seedContacts } from './lib/seed-contacts.ts';
-import { fmt, med, quantile } from './lib/stats.ts';
+import { dashboardSession, firstLoads, pageLoader, pageTargetSummary, timePages } from './lib/page-loads.ts';
+import { fmt, med } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
-
-const TARGET_MS = 300;
 
 /** `[label, path]`: API searches (the key's bearer) and dashboard pages (the session's cookie). */
 const QUERIES = [
@@ -54,70 +51,37 @@ export const benchmark: Benchmark = {
     await seedContacts(databaseUrl, workspace.orgId, contacts);
     context.log(`seeded ${contacts} contacts in ${Math.round(performance.now() - started)} ms`);
 
-    const orm = await createOrm({ databaseUrl, poolMax: 2 });
-    context.defer(() => orm.close());
-    const auth = createDashboardAuthService({ orm });
-    const { token: invitation } = await auth.invite({ orgId: workspace.orgId, email: 'bench@example.com', role: 'owner' });
-    const { token: session } = await auth.acceptInvite(invitation, { name: 'Bench', password: 'benchmark password' });
+    const session = await dashboardSession(context, databaseUrl, workspace.orgId);
     const api = await context.start('api', await context.env(databaseUrl));
+    const load = pageLoader(api.url, { session, key: workspace.key });
+    const paths = QUERIES.map(([, path]) => path);
 
-    /** One request; returns its wall time and, for the API, how many contacts the page held. */
-    async function load(path: string): Promise<number> {
-      const headers: Record<string, string> = path.startsWith('/api/')
-        ? { authorization: `Bearer ${workspace.key}` }
-        : { cookie: `herald_session=${session}` };
-      const begun = performance.now();
-      const response = await fetch(`${api.url}${path}`, { headers, redirect: 'manual' });
-      await response.text();
-      if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
-      return performance.now() - begun;
-    }
-
-    const firstLoads = new Map<string, number>();
-    for (const [, path] of QUERIES) firstLoads.set(path, await load(path));
+    const firstLoad = await firstLoads(paths, load);
     context.note(
       'contact-search: first load of each query (ms)',
-      QUERIES.map(([label, p]) => `${label} (${p}): ${fmt(firstLoads.get(p)!)}`).join('\n'),
+      QUERIES.map(([label, p]) => `${label} (${p}): ${fmt(firstLoad.get(p)!)}`).join('\n'),
     );
 
     return {
       async warmup() {
-        for (const [, path] of QUERIES) await load(path);
+        for (const path of paths) await load(path);
       },
       async run() {
-        const perQuery = Math.max(1, context.options.durationSec / QUERIES.length);
-        const lines: string[] = [];
-        let slowestP95 = 0;
-        for (const [label, path] of QUERIES) {
-          const samples: number[] = [];
-          const until = performance.now() + perQuery * 1000;
-          while (performance.now() < until) samples.push(await load(path));
-          samples.sort((a, b) => a - b);
-          const p95 = quantile(samples, 0.95);
-          slowestP95 = Math.max(slowestP95, p95);
-          lines.push(
-            `${label} (${path}): first ${fmt(firstLoads.get(path)!)}, p50 ${fmt(quantile(samples, 0.5))}, p95 ${fmt(p95)} ms (${samples.length} requests)`,
-          );
-        }
+        const timings = await timePages(paths, context.options.durationSec, load);
+        const lines = QUERIES.map(([label, path]) => {
+          const { p50, p95, requests } = timings.get(path)!;
+          return `${label} (${path}): first ${fmt(firstLoad.get(path)!)}, p50 ${fmt(p50)}, p95 ${fmt(p95)} ms (${requests} requests)`;
+        });
+        const slowestP95 = Math.max(...[...timings.values()].map((t) => t.p95));
         context.log(`contact-search per query:\n  ${lines.join('\n  ')}`);
         context.note('contact-search: p50 and p95 of each query', lines.join('\n'));
-        return { slowest_first_load_ms: Math.max(...firstLoads.values()), slowest_p95_ms: slowestP95, contacts };
+        return { slowest_first_load_ms: Math.max(...firstLoad.values()), slowest_p95_ms: slowestP95, contacts };
       },
       close: () => Promise.resolve(),
     };
   },
 
   summarize(stats) {
-    const first = med(stats, 'slowest_first_load_ms');
-    const p95 = med(stats, 'slowest_p95_ms');
-    return [
-      {
-        name: 'contact-search',
-        figure: `slowest search over ${fmt(med(stats, 'contacts'))} contacts: first load ${fmt(first)} ms, p95 ${fmt(p95)} ms`,
-        ratio: Math.max(first, p95) / TARGET_MS,
-        baseline: 'the 300 ms target',
-        target: { text: '< 300 ms', met: first < TARGET_MS && p95 < TARGET_MS },
-      },
-    ];
+    return [pageTargetSummary('contact-search', `slowest search over ${fmt(med(stats, 'contacts'))} contacts`, stats)];
   },
 };
