@@ -2,15 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Contact, ContactImport, ContactImportMember } from '../../db/entities/index.ts';
+import { Contact, ContactImportMember } from '../../db/entities/index.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createContactImportRunner } from '../../src/modules/contacts/contact-import.runner.ts';
 import { findContactTimeline } from '../../src/modules/contacts/contact-timeline.repo.ts';
 import { createOrg } from '../support/factories.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
+import { runContactImport } from '../support/contact-imports.ts';
 
 /** The imports that touched a contact, recorded per contact with what each did, and shown on its timeline. */
 describe('contact imports on the contact timeline', () => {
@@ -29,22 +28,10 @@ describe('contact imports on the contact timeline', () => {
   });
 
   async function runImport(orgId: string, filename: string, csv: string): Promise<string> {
-    const key = `contact-imports/${orgId}/${filename}`;
-    await blobs.put(key, Buffer.from(csv));
-    const em = scopeToOrg(stack.orm.em.fork(), orgId);
-    const row = em.create(ContactImport, {
-      orgId,
-      status: 'validating',
-      blobKey: key,
-      filename,
-      uploadExpiresAt: new Date(Date.now() + 60_000),
-    });
-    await em.flush();
-    const runner = createContactImportRunner({ orm: stack.orm, blobs, logger: createLogger('silent') });
-    const target = { orgId, importId: row.id };
-    expect((await runner.validate(target, () => {})).status).toBe('importing');
-    expect((await runner.run(target, () => {})).status).toBe('completed');
-    return row.id;
+    const { importId, validated, ran } = await runContactImport({ orm: stack.orm, blobs, orgId, csv, filename });
+    expect(validated.status).toBe('importing');
+    expect(ran.status).toBe('completed');
+    return importId;
   }
 
   it('records created, updated and unchanged per contact and import, and lists them newest first', async () => {

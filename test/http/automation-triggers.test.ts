@@ -3,22 +3,21 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContactEvent, ContactImport, EmailRecipient, InboundMessage, Template, TransactionalEmail } from '../../db/entities/index.ts';
+import { ContactEvent, EmailRecipient, InboundMessage, Template, TransactionalEmail } from '../../db/entities/index.ts';
 import { newId } from '../../db/ids.ts';
 import { scopeToOrg } from '../../db/orm.ts';
 import type { BlobStore } from '../../src/blob/blob-store.ts';
 import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
-import { createLogger } from '../../src/logger.ts';
 import { parseDefinition, type AutomationDefinition } from '../../src/modules/automations/automation-definition.ts';
 import { readStats } from '../../src/modules/automations/automation-stats.repo.ts';
 import { createAutomationsAdmin } from '../../src/modules/automations/automations.admin.ts';
 import { createTrackingCounter } from '../../src/modules/broadcasts/tracking-counter.ts';
-import { createContactImportRunner } from '../../src/modules/contacts/contact-import.runner.ts';
 import { createDomainsService } from '../../src/modules/domains/domains.service.ts';
 import { createInboundIngestion } from '../../src/modules/inbound/ingestion.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey, unique } from '../support/factories.ts';
 import { apiClient, expectError, fieldsOf, type ApiResponse } from '../support/http.ts';
+import { runContactImport } from '../support/contact-imports.ts';
 
 type Trigger = AutomationDefinition['trigger'];
 type Reentry = AutomationDefinition['reentry'];
@@ -199,21 +198,16 @@ describe('automation triggers', () => {
       const created = await automation(w.orgId, { type: 'contact.created' });
       const vip = await automation(w.orgId, { type: 'tag.added', tag: 'vip' }, { mode: 'always' });
       const joined = await automation(w.orgId, { type: 'segment.joined', segment_id: segmentId });
-      const key = `contact-imports/${w.orgId}/triggers.csv`;
-      await blobs.put(key, Buffer.from('email,tags\nold@example.com,vip;new\nnew1@example.com,vip\nnew2@example.com,\n'));
-      const em = scopeToOrg(h.stack.orm.em.fork(), w.orgId);
-      const row = em.create(ContactImport, {
+      const { ran } = await runContactImport({
+        orm: h.stack.orm,
+        blobs,
         orgId: w.orgId,
-        status: 'validating',
-        blobKey: key,
+        csv: 'email,tags\nold@example.com,vip;new\nnew1@example.com,vip\nnew2@example.com,\n',
+        filename: 'triggers.csv',
         segmentId,
-        uploadExpiresAt: new Date(Date.now() + 60_000),
       });
-      await em.flush();
-      const runner = createContactImportRunner({ orm: h.stack.orm, blobs, logger: createLogger('silent') });
-      const target = { orgId: w.orgId, importId: row.id };
-      await runner.validate(target, () => {});
-      expect(await runner.run(target, () => {})).toMatchObject({ status: 'completed', created: 2, updated: 1 });
+      expect(ran).toMatchObject({ status: 'completed', created: 2, updated: 1 });
+      const em = scopeToOrg(h.stack.orm.em.fork(), w.orgId);
 
       const ids = await em.fork().execute<{ id: string; email: string }[]>(`select id, email from contacts where org_id = ?`, [w.orgId]);
       const idOf = (email: string) => ids.find((c) => c.email === email)!.id;

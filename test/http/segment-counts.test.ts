@@ -2,16 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContactImport, Segment } from '../../db/entities/index.ts';
-import { ALL_TENANTS, scopeToOrg } from '../../db/orm.ts';
+import { Segment } from '../../db/entities/index.ts';
+import { ALL_TENANTS } from '../../db/orm.ts';
 import { createFsBlobStore } from '../../src/blob/fs-blob-store.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createContactImportRunner } from '../../src/modules/contacts/contact-import.runner.ts';
 import { isStale, storedCountOf } from '../../src/modules/segments/segment-counts.ts';
 import { createSegmentsService } from '../../src/modules/segments/segments.service.ts';
 import { idem, startApiHarness, type ApiHarness } from '../support/api.ts';
 import { createOrgWithKey } from '../support/factories.ts';
 import { apiClient, type ApiResponse } from '../support/http.ts';
+import { runContactImport } from '../support/contact-imports.ts';
 
 const dataOf = <T>(response: ApiResponse, status = 200): T => {
   expect(response.status, JSON.stringify(response.body)).toBe(status);
@@ -59,21 +58,8 @@ describe('stored segment member counts', () => {
   }
 
   async function runImport(orgId: string, segmentId: string, csv: string) {
-    const blobs = createFsBlobStore(blobDir);
-    const key = `contact-imports/${orgId}/${segmentId}.csv`;
-    await blobs.put(key, Buffer.from(csv));
-    const em = scopeToOrg(h.stack.orm.em.fork(), orgId);
-    const row = em.create(ContactImport, {
-      orgId,
-      status: 'validating',
-      blobKey: key,
-      segmentId,
-      uploadExpiresAt: new Date(Date.now() + 60_000),
-    });
-    await em.flush();
-    const runner = createContactImportRunner({ orm: h.stack.orm, blobs, logger: createLogger('silent') });
-    await runner.validate({ orgId, importId: row.id }, () => {});
-    return runner.run({ orgId, importId: row.id }, () => {});
+    const { ran } = await runContactImport({ orm: h.stack.orm, blobs: createFsBlobStore(blobDir), orgId, csv, segmentId });
+    return ran;
   }
 
   it("keeps a static segment's count exact through adds, removes, an import and a contact's deletion", async () => {
