@@ -98,7 +98,7 @@ export const WebhookAttemptSchema = defineEntity({
   properties: {
     id: idColumn(),
     orgId: orgIdColumn(),
-    deliveryId: p.string().length(24).index(),
+    deliveryId: p.string().length(24),
     series: p.integer().default(0),
     attemptNumber: p.integer(),
     startedAt: p.datetime(),

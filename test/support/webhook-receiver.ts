@@ -39,6 +39,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const received: ReceivedRequest[] = [];
   const responders = new Map<string, Responder>();
   const hanging = new Set<ServerResponse>();
+  /** Requests so far per path: the responder's index without scanning every request received. */
+  const countByPath = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -52,7 +54,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         at: performance.now(),
         receivedAt: Date.now(),
       };
-      const index = received.filter((r) => r.path === path).length;
+      const index = countByPath.get(path) ?? 0;
+      countByPath.set(path, index + 1);
       received.push(request);
       const responder: Responder = responders.get(path) ?? (() => ({}));
       const reply = responder(request, index);
