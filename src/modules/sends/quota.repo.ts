@@ -145,7 +145,9 @@ export function quotaCtes(
     from_balance: '(select from_balance from q_charge)',
     balance: request.mode === 'consolidate' ? '(select total from q_total)' : 'null::int',
     day_count: '(select count from q_counted)',
-    used: capped ? 'coalesce((select sum(count) from domain_daily_sends where domain_id = :qDomain and day = :qDay), 0)::int' : '0',
+    used: capped
+      ? 'coalesce((select sum(count) from domain_daily_sends where domain_id = :qDomain /* workspace: the sending domain was read under the workspace of the caller */ and day = :qDay), 0)::int'
+      : '0',
   };
   // The refusal's figures as the error's detail (refusalRow): the statement fails instead of answering them.
   const refusal = `case when ${figures.from_balance} is null or ${figures.day_count} is null
