@@ -95,14 +95,20 @@ async function transactionConnection(em: EntityManager): Promise<object | null> 
   return context.getExecutor().provideConnection((connection) => Promise.resolve(connection));
 }
 
+/** A statement's prepared form: its name, its `$n` text (for PREPARE) and its values as literals (for EXECUTE). */
+export function preparedCall(statement: SqlFragment): { name: string; positional: string; literals: string[] } {
+  const shape = shapeOf(statement.sql);
+  const literals = valuesOf(shape, statement.params).map((value, i) => literalOf(value, shape.order[i]));
+  return { name: shape.name, positional: shape.positional, literals };
+}
+
 /**
  * Runs `statement` as a prepared statement on the caller's transaction connection (preparing it
  * there the first time), or as a plain statement outside a transaction. Returns its rows.
  */
 export async function executePrepared<T extends object>(em: EntityManager, statement: SqlFragment): Promise<T[]> {
   const shape = shapeOf(statement.sql);
-  const values = valuesOf(shape, statement.params);
-  const literals = values.map((value, i) => literalOf(value, shape.order[i]));
+  const { literals } = preparedCall(statement);
   const connection = await transactionConnection(em);
   if (!connection) {
     // The same statement with its literals in place of the parameters.
@@ -115,11 +121,16 @@ export async function executePrepared<T extends object>(em: EntityManager, state
     await em.execute(`prepare ${shape.name} as ${shape.positional}`, []);
     prepared.add(shape.name);
   }
-  return em.execute<T[]>(`execute ${shape.name}${literals.length > 0 ? `(${literals.join(', ')})` : ''}`, []);
+  return em.execute<T[]>(executeText(shape.name, literals), []);
+}
+
+/** The EXECUTE of a prepared statement with its literals. */
+export function executeText(name: string, literals: readonly string[]): string {
+  return `execute ${name}${literals.length > 0 ? `(${literals.join(', ')})` : ''}`;
 }
 
 /** What this needs of MikroORM's PostgreSQL connection: the pg pool behind it. */
-interface NativePool {
+export interface NativePool {
   getNativeClient(): Promise<Pool>;
 }
 

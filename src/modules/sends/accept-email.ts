@@ -8,10 +8,13 @@ import { ensureCreditShards } from '../orgs/credits.repo.ts';
 import { isSandboxCaller, type SendCaller } from '../sandbox/sandbox.fns.ts';
 import { reserveStreamBudget } from '../streams/streams.repo.ts';
 import { SEND_WAKE_CHANNEL } from '../../queue/wakes.ts';
-import { writeAcceptance } from './acceptance.repo.ts';
+import { inShortTransaction } from '../../../db/short-transaction.ts';
+import { acceptanceStatement, writeAcceptance, type Acceptance } from './acceptance.repo.ts';
 import { acceptedAnswer, composeEmailRow, composeInboxMessage, composeRecipientRows, type SendParts } from './compose-send.ts';
-import { quotaShardFor, ShardShort, type CreditCharge, type CreditMode } from './quota.repo.ts';
-import { checkSendingDomain } from './send-checks.ts';
+import { chargeOf, quotaShardFor, refusalRow, ShardShort, type CreditCharge, type CreditMode, type ReservationRow } from './quota.repo.ts';
+import { checkSendingDomain, judgeSendingDomain } from './send-checks.ts';
+import { domainCheckOf, domainCheckStatement, type DomainCheckRow, type SendingDomain } from './suppression.repo.ts';
+import type { ResolvedStream } from '../streams/streams.fns.ts';
 import { utcDay } from './sends.fns.ts';
 import type { SendEmailInput } from './sends.schemas.ts';
 import type { AcceptanceAnswer, AcceptedEmail } from './sends.types.ts';
@@ -50,6 +53,50 @@ async function writeInlineBlobs(blobs: BlobStore | null, parts: SendParts): Prom
   return written;
 }
 
+/** The acceptance statement's input for a checked send, the answer it gives, and whether its idempotent answer is written with it. */
+function composeAcceptance(
+  options: AcceptEmailOptions,
+  message: ReturnType<typeof composeInboxMessage>,
+  checked: { domain: SendingDomain; stream: ResolvedStream },
+  creditMode: CreditMode,
+): { acceptance: Acceptance; accepted: AcceptedEmail; answer: AcceptanceAnswer | undefined } {
+  const { parts, input, answer: given } = options;
+  const { orgId, at, recipients, scheduledAt } = parts;
+  const { domain } = checked;
+  const sandbox = isSandboxCaller(options.caller);
+  const sender = { apiKeyId: options.caller.keyId, sandbox, domain, stream: checked.stream, sizeBytes: options.sizeBytes };
+  const email = composeEmailRow(parts, input, sender);
+  const rows = composeRecipientRows(parts);
+  const accepted = acceptedAnswer(email, rows, at);
+  const answerIsFinal = Boolean(scheduledAt) || options.config.sends.handoffWaitMs <= 0;
+  const answer = answerIsFinal ? given : undefined;
+  const acceptance: Acceptance = {
+    email,
+    recipients: rows,
+    message,
+    quota: {
+      orgId,
+      domainId: domain.id,
+      domain: domain.domain,
+      day: email.quotaDay,
+      count: recipients.length,
+      cap: domain.dailyCap ?? null,
+      now: at,
+      shard: quotaShardFor(domain.dailyCap ?? null),
+      mode: creditMode,
+      // A drain of the domain running in any worker sees an immediate email at commit.
+      ...(scheduledAt ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
+    },
+    ...(answer ? { answer: answer.cte(accepted) } : {}),
+  };
+  return { acceptance, accepted, answer };
+}
+
+/** The thread lock of the send's transaction and the stream it is sent on. */
+function lockAndStream(options: AcceptEmailOptions, message: ReturnType<typeof composeInboxMessage>) {
+  return { stream: options.input.stream ?? BUILT_IN_STREAMS.transactional, lock: threadLockKey(options.parts.orgId, message.thread) };
+}
+
 /**
  * The acceptance transaction, charging credits in `creditMode` (QuotaRequest): checks the
  * sending domain and suppressions, reserves the stream's daily budget, stores inline bytes
@@ -62,14 +109,12 @@ function acceptInTransaction(
   creditMode: CreditMode,
   blobKeys: string[],
 ): Promise<CommittedEmail> {
-  const { parts, input, answer: given } = options;
+  const { parts, answer: given } = options;
   const { orgId, at, recipients, scheduledAt } = parts;
   return options.em.transactional(async (tx) => {
-    // Three round trips: this read (which takes the thread lock), the acceptance statement, the commit.
-    const stream = input.stream ?? BUILT_IN_STREAMS.transactional;
-    const lock = threadLockKey(orgId, message.thread);
+    // Four round trips: BEGIN, this read (which takes the thread lock), the acceptance statement, the commit.
+    const { stream, lock } = lockAndStream(options, message);
     const checked = await checkSendingDomain(tx, orgId, parts.from.domain, recipients, stream, lock, given?.claim);
-    const { domain } = checked;
     if (checked.stream.dailyCap !== null) {
       const budget = { orgId, stream: checked.stream.name, day: utcDay(scheduledAt ?? at), count: recipients.length };
       await reserveStreamBudget(tx, { ...budget, cap: checked.stream.dailyCap, now: at });
@@ -77,49 +122,68 @@ function acceptInTransaction(
     blobKeys.push(...(await writeInlineBlobs(options.blobs, parts)));
     const uploadIds = parts.prepared.flatMap((a) => (a.record.attachment_id ? [a.record.attachment_id] : []));
     if (uploadIds.length > 0) await tx.nativeUpdate(AttachmentUpload, { id: { $in: uploadIds } }, { referencedAt: at });
-    const sandbox = isSandboxCaller(options.caller);
-    const sender = { apiKeyId: options.caller.keyId, sandbox, domain, stream: checked.stream, sizeBytes: options.sizeBytes };
-    const email = composeEmailRow(parts, input, sender);
-    const rows = composeRecipientRows(parts);
-    const accepted = acceptedAnswer(email, rows, at);
-    const answerIsFinal = Boolean(scheduledAt) || options.config.sends.handoffWaitMs <= 0;
-    const answer = answerIsFinal ? given : undefined;
+    const { acceptance, accepted, answer } = composeAcceptance(options, message, checked, creditMode);
     if (creditMode === 'consolidate') await ensureCreditShards(tx, orgId);
-    const charge = await writeAcceptance(tx, {
-      email,
-      recipients: rows,
-      message,
-      quota: {
-        orgId,
-        domainId: domain.id,
-        domain: domain.domain,
-        day: email.quotaDay,
-        count: recipients.length,
-        cap: domain.dailyCap ?? null,
-        now: at,
-        shard: quotaShardFor(domain.dailyCap ?? null),
-        mode: creditMode,
-        // A drain of the domain running in any worker sees an immediate email at commit.
-        ...(scheduledAt ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
-      },
-      ...(answer ? { answer: answer.cte(accepted) } : {}),
-    });
+    const charge = await writeAcceptance(tx, acceptance);
     answer?.stored();
-    return { ...accepted, charge, domainId: domain.id };
+    return { ...accepted, charge, domainId: checked.domain.id };
   });
 }
 
 /**
+ * The common acceptance (no attachments, a stream without a daily budget, credits from one
+ * shard) in a short transaction (db/short-transaction.ts): BEGIN with the read, the acceptance
+ * statement with COMMIT, two round trips instead of four; the statements are those of
+ * acceptInTransaction. A refused reservation fails the acceptance statement, so nothing
+ * commits. Answers null, with nothing written, for a send whose stream turns out to have a
+ * daily budget: acceptInTransaction reserves it.
+ */
+async function acceptShort(options: AcceptEmailOptions, message: ReturnType<typeof composeInboxMessage>): Promise<CommittedEmail | null> {
+  const { parts, answer: given } = options;
+  const { stream, lock } = lockAndStream(options, message);
+  const addresses = parts.recipients.map((r) => r.email);
+  const claim = given?.claim ? { claim: given.claim.cte() } : {};
+  return inShortTransaction(options.em, async (tx) => {
+    const [row] = await tx.begin<DomainCheckRow>(
+      domainCheckStatement(parts.orgId, parts.from.domain, addresses, stream, { threadLock: lock, ...claim }),
+    );
+    const checked = judgeSendingDomain(domainCheckOf(row), parts.from.domain, parts.recipients, stream, given?.claim);
+    if (checked.stream.dailyCap !== null) throw NEEDS_GENERAL_PATH;
+    const { acceptance, accepted, answer } = composeAcceptance(options, message, checked, 'shard');
+    const rows = await tx
+      .commitWith<ReservationRow>(acceptanceStatement(acceptance, { refuseInStatement: true }))
+      .catch((error: unknown) => {
+        const refused = refusalRow(error);
+        if (refused) chargeOf(refused, acceptance.quota);
+        throw error;
+      });
+    answer?.stored();
+    return { ...accepted, charge: chargeOf(rows[0], acceptance.quota), domainId: checked.domain.id };
+  }).catch((error: unknown) => {
+    if (error === NEEDS_GENERAL_PATH) return null;
+    throw error;
+  });
+}
+
+/** acceptShort's signal that the send takes acceptInTransaction (rolled back, nothing written). */
+const NEEDS_GENERAL_PATH = new Error('this send needs the general acceptance transaction');
+
+/**
  * Writes a checked send: a refusal or a crash leaves nothing behind (inline bytes already
  * stored are deleted again). One credit shard first; all of them (rolled back and redone)
- * when that one is short.
+ * when that one is short. A send without attachments goes through acceptShort first.
  */
 export async function acceptEmail(options: AcceptEmailOptions): Promise<CommittedEmail> {
   const message = composeInboxMessage(options.parts);
   const blobKeys: string[] = [];
+  const general = (mode: CreditMode) => acceptInTransaction(options, message, mode, blobKeys);
   try {
-    const accepted = await acceptInTransaction(options, message, 'shard', blobKeys).catch((error: unknown) => {
-      if (error instanceof ShardShort) return acceptInTransaction(options, message, 'consolidate', blobKeys);
+    const first =
+      options.parts.prepared.length === 0
+        ? () => acceptShort(options, message).then((short) => short ?? general('shard'))
+        : () => general('shard');
+    const accepted = await first().catch((error: unknown) => {
+      if (error instanceof ShardShort) return general('consolidate');
       throw error;
     });
     options.answer?.claim?.committed();

@@ -65,9 +65,19 @@ export interface Acceptance {
  * (redo with the `consolidate` credit mode): the caller's transaction then rolls everything back.
  */
 export async function writeAcceptance(em: EntityManager, acceptance: Acceptance): Promise<CreditCharge> {
+  const rows = await executePrepared<ReservationRow>(em, acceptanceStatement(acceptance));
+  return chargeOf(rows[0], acceptance.quota);
+}
+
+/**
+ * The statement of writeAcceptance. With `refuseInStatement` a refused reservation fails the
+ * statement (quota.repo.ts refusalRow reads its figures back from the error) instead of
+ * answering them, so that a COMMIT sent with it never runs.
+ */
+export function acceptanceStatement(acceptance: Acceptance, options: { refuseInStatement?: boolean } = {}): SqlFragment {
   const { email, recipients, message } = acceptance;
   const placement = threadPlacementCtes(email.orgId, message.thread);
-  const quota = quotaCtes(acceptance.quota, 'tp_thread');
+  const quota = quotaCtes(acceptance.quota, 'tp_thread', options);
   const sql = `with ${placement.sql},
     ${quota.sql},
     a_email as (
@@ -98,7 +108,7 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
       returning id
     )${acceptance.answer ? `,\n    ${acceptance.answer.sql}` : ''}
     select ${quota.columns}`;
-  const rows = await executePrepared<ReservationRow>(em, {
+  return {
     sql,
     params: {
       ...placement.params,
@@ -148,6 +158,5 @@ export async function writeAcceptance(em: EntityManager, acceptance: Acceptance)
       mReferences: message.references,
       mAttachments: message.attachmentCount,
     },
-  });
-  return chargeOf(rows[0], acceptance.quota);
+  };
 }

@@ -115,9 +115,15 @@ function consolidatedCharge(after: string): string {
  * the counter are the hot rows every send writes; `after` names a CTE whose row must exist
  * first, so they are locked last in the statement (and in a fixed order after the thread row
  * the statement updates). The email row takes the charge from `q_charge`.
- * The row is judged by chargeOf, which throws the refusals (402, 429) and ShardShort.
+ * The row is judged by chargeOf, which throws the refusals (402, 429) and ShardShort. With
+ * `refuseInStatement` a refused reservation fails the statement instead (herald_refuse, its
+ * figures in the error's detail: refusalRow), for a statement sent with its COMMIT.
  */
-export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & { columns: string } {
+export function quotaCtes(
+  request: QuotaRequest,
+  after: string,
+  options: { refuseInStatement?: boolean } = {},
+): SqlFragment & { columns: string } {
   const capped = request.cap !== null;
   // The counter is written from q_charge, so its row is locked after the credit shard(s) in
   // every plan (PostgreSQL runs CTEs in no promised order; two sends taking the same two rows in
@@ -135,12 +141,25 @@ export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & {
       ${capped ? `where domain_daily_sends.count + excluded.count + ${otherShards} <= :qCap` : ''}
       returning count
     )`;
+  const figures = {
+    from_balance: '(select from_balance from q_charge)',
+    balance: request.mode === 'consolidate' ? '(select total from q_total)' : 'null::int',
+    day_count: '(select count from q_counted)',
+    used: capped
+      ? 'coalesce((select sum(count) from domain_daily_sends where domain_id = :qDomain /* workspace: the sending domain was read under the workspace of the caller */ and day = :qDay), 0)::int'
+      : '0',
+  };
+  // The refusal's figures as the error's detail (refusalRow): the statement fails instead of answering them.
+  const refusal = `case when ${figures.from_balance} is null or ${figures.day_count} is null
+                        then herald_refuse(json_build_object(${Object.entries(figures)
+                          .map(([name, sql]) => `'${name}', ${sql}`)
+                          .join(', ')})::text) end as refused`;
   const columns = `/* workspace: the sending domain was read under the workspace of the caller */
-      (select from_balance from q_charge) as from_balance,
-      ${request.mode === 'consolidate' ? '(select total from q_total)' : 'null::int'} as balance,
-      (select count from q_counted) as day_count,
-      ${capped ? 'coalesce((select sum(count) from domain_daily_sends where domain_id = :qDomain and day = :qDay), 0)::int' : '0'} as used,
+      ${Object.entries(figures)
+        .map(([name, sql]) => `${sql} as ${name}`)
+        .join(',\n      ')},
       coalesce((select drain_lease_until > now() from domains where id = :qDomain), false) as draining
+      ${options.refuseInStatement ? `, ${refusal}` : ''}
       ${request.notifyChannel ? ', pg_notify(:qChannel, :qDomain) is null as notified' : ''}`;
   return {
     sql,
@@ -155,6 +174,16 @@ export function quotaCtes(request: QuotaRequest, after: string): SqlFragment & {
       ...(request.notifyChannel ? { qChannel: request.notifyChannel } : {}),
     },
   };
+}
+
+/** The SQLSTATE of herald_refuse (db/migrations/Migration20261130010000.ts). */
+const REFUSED_SQLSTATE = 'HR001';
+
+/** The reservation row a statement run with `refuseInStatement` failed with, or null for any other error. */
+export function refusalRow(error: unknown): ReservationRow | null {
+  const { code, detail } = (error ?? {}) as { code?: unknown; detail?: unknown };
+  if (code !== REFUSED_SQLSTATE || typeof detail !== 'string') return null;
+  return { ...(JSON.parse(detail) as Omit<ReservationRow, 'draining'>), draining: false };
 }
 
 /** The charge the reservation made, or the refusal: 402 when credits are short and overage is off, 429 when the cap is reached. */

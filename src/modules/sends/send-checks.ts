@@ -4,7 +4,7 @@ import type { IdempotencyClaim } from '../idempotency/idempotency.types.ts';
 import type { EnvelopeRecipient } from './sends.fns.ts';
 import { streamKindOf, type ResolvedStream } from '../streams/streams.fns.ts';
 import { unknownStream } from '../streams/streams.repo.ts';
-import { findDomainAndSuppressed, type SendingDomain } from './suppression.repo.ts';
+import { findDomainAndSuppressed, type DomainCheck, type SendingDomain } from './suppression.repo.ts';
 
 /** The reserved mailbox-simulator domain of the dev mail sink: suppressed@ behaves as listed. */
 export const SIMULATOR_SUPPRESSED = 'suppressed@simulator.herald.test';
@@ -44,12 +44,27 @@ export async function checkSendingDomain(
   claim?: IdempotencyClaim,
 ): Promise<{ domain: SendingDomain; stream: ResolvedStream }> {
   const addresses = recipients.map((r) => r.email);
-  const {
-    domain,
-    suppressed: found,
-    stream: streamRow,
-    claimed,
-  } = await findDomainAndSuppressed(tx, orgId, host, addresses, streamName, { threadLock, ...(claim ? { claim: claim.cte() } : {}) });
+  const found = await findDomainAndSuppressed(tx, orgId, host, addresses, streamName, {
+    threadLock,
+    ...(claim ? { claim: claim.cte() } : {}),
+  });
+  return judgeSendingDomain(found, host, recipients, streamName, claim);
+}
+
+/**
+ * What acceptance's read found (DomainCheck), judged: throws `claim.taken()` when the key was
+ * not claimed, 422 UNKNOWN_STREAM, 403 for a domain that is missing or may not send, 403
+ * RECIPIENT_SUPPRESSED; answers the domain and the stream.
+ */
+export function judgeSendingDomain(
+  found: DomainCheck,
+  host: string,
+  recipients: readonly EnvelopeRecipient[],
+  streamName: string,
+  claim?: IdempotencyClaim,
+): { domain: SendingDomain; stream: ResolvedStream } {
+  const { domain, suppressed: suppressedSet, stream: streamRow, claimed } = found;
+  const addresses = recipients.map((r) => r.email);
   if (claim && !claimed) throw claim.taken();
   const kind = streamKindOf(streamName, streamRow.storedKind);
   if (!kind) {
@@ -59,8 +74,8 @@ export async function checkSendingDomain(
     throw new AppError('forbidden', `${host} is not a sending domain of this workspace.`, { reason: 'DOMAIN_NOT_FOUND', domain: host });
   const refusal = domainRefusal(domain, host);
   if (refusal) throw refusal;
-  if (addresses.includes(SIMULATOR_SUPPRESSED)) found.add(SIMULATOR_SUPPRESSED);
-  const suppressed = addresses.filter((a) => found.has(a));
+  if (addresses.includes(SIMULATOR_SUPPRESSED)) suppressedSet.add(SIMULATOR_SUPPRESSED);
+  const suppressed = addresses.filter((a) => suppressedSet.has(a));
   if (suppressed.length > 0) {
     throw new AppError('forbidden', `Herald will not send to ${suppressed.join(', ')}: on this workspace's suppression list.`, {
       reason: 'RECIPIENT_SUPPRESSED',

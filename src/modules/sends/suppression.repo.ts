@@ -29,34 +29,44 @@ export interface StreamRow {
   dailyCap: number | null;
 }
 
+/** The row of domainCheckStatement. */
+export interface DomainCheckRow {
+  id: string | null;
+  domain: string;
+  status: string;
+  reputation_state: string;
+  daily_cap: number | null;
+  workspace_pause: string | null;
+  suppressed: string[] | null;
+  stream_kind: string | null;
+  stream_cap: number | null;
+  claimed?: string | null;
+}
+
+/** What acceptance's read found (domainCheckOf). */
+export interface DomainCheck {
+  domain: SendingDomain | null;
+  suppressed: Set<string>;
+  stream: StreamRow;
+  claimed: boolean;
+}
+
 /**
  * Acceptance's read: the workspace's sending domain by name (null when it has none by that
  * name) and which of `addresses` may not be sent to, in one round trip. With `threadLock` (a
  * threadLockKey), the same statement takes the transaction's thread lock, so that the
  * acceptance statement after it sees the conversation as of the lock. With `claim` (a CTE
  * `idem_claim`), the same statement claims the request's Idempotency-Key first; `claimed` says
- * whether it did.
+ * whether it did. Read by domainCheckOf.
  */
-export async function findDomainAndSuppressed(
-  em: EntityManager,
+export function domainCheckStatement(
   orgId: string,
   domainName: string,
   addresses: readonly string[],
   stream: string,
   options: { threadLock?: string; claim?: SqlFragment } = {},
-): Promise<{ domain: SendingDomain | null; suppressed: Set<string>; stream: StreamRow; claimed: boolean }> {
-  const rows = await executePrepared<{
-    id: string;
-    domain: string;
-    status: string;
-    reputation_state: string;
-    daily_cap: number | null;
-    workspace_pause: string | null;
-    suppressed: string[] | null;
-    stream_kind: string | null;
-    stream_cap: number | null;
-    claimed?: string | null;
-  }>(em, {
+): SqlFragment {
+  return {
     sql: `${options.claim ? `with ${options.claim.sql}\n     ` : ''}select d.id, d.domain, d.status, d.reputation_state, d.daily_cap,
             (select o.reputation_pause->>'scope' from organizations o where o.id = :org and o.reputation_paused_at is not null) as workspace_pause,
             array(select email from suppressions where org_id = :org and email = any(:addresses::text[]) and stream in ('', :stream)
@@ -76,8 +86,11 @@ export async function findDomainAndSuppressed(
       stream,
       ...(options.threadLock ? { threadLock: options.threadLock } : {}),
     },
-  });
-  const row = rows[0];
+  };
+}
+
+/** The domain, suppressed addresses, stream and claim domainCheckStatement's row says. */
+export function domainCheckOf(row: DomainCheckRow | undefined): DomainCheck {
   const domain = row?.id
     ? {
         id: row.id,
@@ -94,6 +107,19 @@ export async function findDomainAndSuppressed(
     stream: { storedKind: row?.stream_kind ?? null, dailyCap: row?.stream_cap ?? null },
     claimed: Boolean(row?.claimed),
   };
+}
+
+/** domainCheckStatement run in `em`'s transaction (prepared), read by domainCheckOf. */
+export async function findDomainAndSuppressed(
+  em: EntityManager,
+  orgId: string,
+  domainName: string,
+  addresses: readonly string[],
+  stream: string,
+  options: { threadLock?: string; claim?: SqlFragment } = {},
+): Promise<DomainCheck> {
+  const rows = await executePrepared<DomainCheckRow>(em, domainCheckStatement(orgId, domainName, addresses, stream, options));
+  return domainCheckOf(rows[0]);
 }
 
 /**
