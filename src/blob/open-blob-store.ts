@@ -2,15 +2,16 @@ import type { Logger } from '../logger.ts';
 import type { BlobStoreSettings } from './blob-config.ts';
 import type { BlobStore } from './blob-store.ts';
 import { createFsBlobStore } from './fs-blob-store.ts';
-import { createS3BlobStore } from './s3-blob-store.ts';
 
 /**
  * The configured blob store (BLOB_STORE: BLOB_DIR or the S3_* bucket), or null when the
  * filesystem store's BLOB_DIR is empty (attachments and uploads answer 503, inbound mail 451).
+ * The S3 store's module (the AWS SDK: ~5 MB of live heap in every process that loads it) is
+ * imported only when the bucket is the configured store.
  */
-export function createBlobStore(config: { blobStore: BlobStoreSettings }): BlobStore | null {
+export async function createBlobStore(config: { blobStore: BlobStoreSettings }): Promise<BlobStore | null> {
   const settings = config.blobStore;
-  if (settings.kind === 's3') return createS3BlobStore(settings.s3);
+  if (settings.kind === 's3') return (await import('./s3-blob-store.ts')).createS3BlobStore(settings.s3);
   return settings.dir === '' ? null : createFsBlobStore(settings.dir);
 }
 
@@ -20,7 +21,7 @@ export function createBlobStore(config: { blobStore: BlobStoreSettings }): BlobS
  * start with a sentence saying which (BlobStoreUnavailableError), never at the first message.
  */
 export async function openBlobStore(config: { blobStore: BlobStoreSettings }, logger: Logger, process: string): Promise<BlobStore | null> {
-  const store = createBlobStore(config);
+  const store = await createBlobStore(config);
   if (!store) {
     logger.warn(`${process}: no blob store (BLOB_DIR is empty): attachments answer 503 and inbound mail 451`);
     return null;

@@ -38,7 +38,7 @@ describe('S3 blob store at start', () => {
   });
 
   it('refuses a missing bucket, naming it', async () => {
-    const store = createBlobStore({ blobStore: { kind: 's3', s3: { ...bucket.settings, bucket: 'herald-no-such-bucket' } } })!;
+    const store = (await createBlobStore({ blobStore: { kind: 's3', s3: { ...bucket.settings, bucket: 'herald-no-such-bucket' } } }))!;
     await expect(store.check()).rejects.toMatchObject({
       name: 'BlobStoreUnavailableError',
       message: expect.stringMatching(/bucket "herald-no-such-bucket" does not exist/),

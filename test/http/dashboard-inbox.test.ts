@@ -40,7 +40,7 @@ describe("the dashboard's inbox pages", () => {
   beforeAll(async () => {
     blobDir = await mkdtemp(join(tmpdir(), 'herald-dashboard-inbox-'));
     h = await startApiHarness({ BLOB_DIR: blobDir });
-    blobs = createBlobStore(h.stack.config)!;
+    blobs = (await createBlobStore(h.stack.config))!;
   });
   afterAll(async () => {
     await h.close();

@@ -36,7 +36,7 @@ describe('inbox read API', () => {
   beforeAll(async () => {
     blobDir = await mkdtemp(join(tmpdir(), 'herald-inbox-'));
     h = await startApiHarness({ BLOB_DIR: blobDir });
-    blobs = createBlobStore(h.stack.config)!;
+    blobs = (await createBlobStore(h.stack.config))!;
   });
   afterAll(async () => {
     await h.close();

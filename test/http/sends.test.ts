@@ -355,7 +355,7 @@ describe('POST /api/v1/outbox/emails', () => {
       );
     });
     it('bounds bodies plus attachments at 25 MB (413 MESSAGE_TOO_LARGE), reachable with stored uploads', async () => {
-      const blobs = createBlobStore(h.stack.config)!;
+      const blobs = (await createBlobStore(h.stack.config))!;
       const em = scopeToOrg(h.stack.orm.em, orgId);
       const upload = async (size: number) => {
         const row = em.create(AttachmentUpload, {

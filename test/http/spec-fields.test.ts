@@ -173,7 +173,7 @@ describe("responses carry exactly the spec's field names and casing", () => {
   });
 
   it('Inbox message', async () => {
-    const blobs = createBlobStore(h.stack.config);
+    const blobs = await createBlobStore(h.stack.config);
     const message = await insertMessage(h.stack.orm, h.workspace.org.id, { attachmentCount: 1 });
     await insertAttachment(h.stack.orm, h.workspace.org.id, {
       messageId: message.id,

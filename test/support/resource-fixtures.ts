@@ -96,7 +96,7 @@ const template = (validBody?: Record<string, unknown>): ResourceFixture => ({
  */
 const inboxAttachment: ResourceFixture = {
   async create(orm, orgId, { config }) {
-    const blobs = createBlobStore(config);
+    const blobs = await createBlobStore(config);
     if (!blobs) throw new Error('the route suite needs BLOB_DIR for attachment downloads');
     const id = newId();
     await insertMessage(orm, orgId, { id, attachmentCount: 1 });

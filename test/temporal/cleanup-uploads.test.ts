@@ -96,7 +96,7 @@ describe('cleanupUploads: deleting attachment uploads nobody uses', () => {
     installTemporalLogging(logger);
     blobDir = await mkdtemp(join(tmpdir(), 'herald-cleanup-uploads-'));
     stack = await createTestStack({ BLOB_DIR: blobDir });
-    blobs = createBlobStore(stack.config)!;
+    blobs = (await createBlobStore(stack.config))!;
     temporal = await connectTemporalClient(stack.config);
     client = temporal.client;
     orgId = (await createOrg(stack.orm)).org.id;

@@ -44,7 +44,7 @@ describe('raw inbound message retention', () => {
   }
 
   const rawOf = (inboundId: string) => h.stack.orm.em.fork().findOneOrFail(InboundMessage, { id: inboundId });
-  const blobs = () => createBlobStore(h.stack.config)!;
+  const blobs = async () => (await createBlobStore(h.stack.config))!;
 
   beforeAll(async () => {
     h = await startInboundHarness({ INBOUND_RAW_RETENTION_DAYS: '30' });
@@ -69,10 +69,10 @@ describe('raw inbound message retention', () => {
     const result = await runCleanup();
     expect(result.deleted).toBe(1);
 
-    expect(await blobs().exists(old.blobKey)).toBe(false);
+    expect(await (await blobs()).exists(old.blobKey)).toBe(false);
     expect((await rawOf(old.inboundId)).rawDeletedAt).toBeInstanceOf(Date);
     for (const kept of [young, failed]) {
-      expect(await blobs().exists(kept.blobKey)).toBe(true);
+      expect(await (await blobs()).exists(kept.blobKey)).toBe(true);
       expect((await rawOf(kept.inboundId)).rawDeletedAt).toBeNull();
     }
     // The inbox message of the old one still has its stored attachment, byte for byte.
@@ -80,7 +80,7 @@ describe('raw inbound message retention', () => {
     expect(message.text.trim()).toBe('body');
     const [attachment] = await h.inbox().find(InboxAttachment, { messageId: message.id });
     expect(attachment?.status).toBe('stored');
-    expect((await readBlob(blobs(), attachment!.blobKey!)).toString()).toBe('attachment bytes');
+    expect((await readBlob(await blobs(), attachment!.blobKey!)).toString()).toBe('attachment bytes');
 
     // A second run finds nothing left to delete.
     expect((await runCleanup()).deleted).toBe(0);
@@ -88,11 +88,11 @@ describe('raw inbound message retention', () => {
 
   it('keeps everything when the retention is 0 (INBOUND_RAW_RETENTION_DAYS=0)', async () => {
     const old = await receivedAgo(400 * DAY);
-    expect(await deleteExpiredRawMessages(h.stack.orm, blobs(), { retentionMs: 0, batchSize: 100 })).toEqual({ deleted: 0 });
-    expect(await blobs().exists(old.blobKey)).toBe(true);
+    expect(await deleteExpiredRawMessages(h.stack.orm, await blobs(), { retentionMs: 0, batchSize: 100 })).toEqual({ deleted: 0 });
+    expect(await (await blobs()).exists(old.blobKey)).toBe(true);
     // With a retention set, the same message goes: the setting alone decided.
-    expect(await deleteExpiredRawMessages(h.stack.orm, blobs(), { retentionMs: 30 * DAY, batchSize: 100 })).toEqual({ deleted: 1 });
-    expect(await blobs().exists(old.blobKey)).toBe(false);
+    expect(await deleteExpiredRawMessages(h.stack.orm, await blobs(), { retentionMs: 30 * DAY, batchSize: 100 })).toEqual({ deleted: 1 });
+    expect(await (await blobs()).exists(old.blobKey)).toBe(false);
   }, 60_000);
 
   it('is on a daily Temporal Schedule on the inbound task queue, created by the worker', async () => {

@@ -25,9 +25,9 @@ blobStoreContract('filesystem blob store', async () => {
 });
 
 describe('createBlobStore', () => {
-  it('is absent when the filesystem store has no BLOB_DIR', () => {
-    expect(createBlobStore({ blobStore: { kind: 'filesystem', dir: '' } })).toBeNull();
-    expect(createBlobStore({ blobStore: { kind: 'filesystem', dir: tmpdir() } })?.description).toBe(`directory ${tmpdir()}`);
+  it('is absent when the filesystem store has no BLOB_DIR', async () => {
+    expect(await createBlobStore({ blobStore: { kind: 'filesystem', dir: '' } })).toBeNull();
+    expect((await createBlobStore({ blobStore: { kind: 'filesystem', dir: tmpdir() } }))?.description).toBe(`directory ${tmpdir()}`);
   });
 
   it('refuses a blob directory that cannot be made at its check, naming it', async () => {
