@@ -54,7 +54,7 @@ function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps,
   /** The steps of one attempt; resolves with the outcome counted in the drain's tally. */
   async function ingestOne(message: ClaimedInbound): Promise<'ingested' | 'failed' | 'settled'> {
     const final = message.attempt >= INBOUND_MAX_ATTEMPTS;
-    const recorded = await ingestion.recordMessages(message.id, { final });
+    const recorded = await ingestion.recordMessages(message.id, { final, started: message.raw });
     if (recorded.status === 'settled') return 'settled';
     if (recorded.status === 'unroutable') {
       await ingestion.markFailed(message.id, 'no workspace owns any recipient');
@@ -117,6 +117,8 @@ export function createIntakeDrainer(deps: IntakeDrainDeps) {
       extendLeases: (ids) => queue.extendLeases(ids, MESSAGE_LEASE_SECONDS),
       // Every received message is claimable once due: nothing else can hold one back (no recover).
       nextDue: () => queue.nextDue(),
+      // A new raw row NOTIFYs at its commit; a retry or a lapsed lease is found by nextDue.
+      claimsAllDue: true,
       state: () => queue.state(),
     }),
   });
