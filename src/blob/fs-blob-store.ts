@@ -6,6 +6,30 @@ import { pipeline } from 'node:stream/promises';
 import { assertBlobKey, BlobNotFoundError, BlobStoreUnavailableError, bodyStream, MeteredStream, type BlobStore } from './blob-store.ts';
 
 /**
+ * Opens new files for writing (`wx`), making their directory the first time this store writes
+ * there, or again when it was removed since (the open then fails with ENOENT).
+ */
+function createPartialOpener(): (path: string) => Promise<FileHandle> {
+  const madeDirs = new Set<string>();
+  const makeDir = async (dir: string): Promise<void> => {
+    await mkdir(dir, { recursive: true });
+    if (madeDirs.size >= MADE_DIRS_KEPT) madeDirs.clear();
+    madeDirs.add(dir);
+  };
+  return async (path) => {
+    const dir = dirname(path);
+    if (!madeDirs.has(dir)) await makeDir(dir);
+    try {
+      return await open(path, 'wx');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await makeDir(dir);
+      return open(path, 'wx');
+    }
+  };
+}
+
+/**
  * The filesystem blob store (BLOB_STORE=filesystem, BLOB_DIR). A put writes
  * `<key>.<random>.partial` next to the target through one file handle, fsyncs it and renames it
  * into place, so a crash never leaves half a blob under a key. Every process that reads or writes blobs (api, worker,
@@ -23,25 +47,7 @@ export function createFsBlobStore(rootDir: string): BlobStore {
     return path;
   };
 
-  /** Directories this store made or found, so a put to one needs no mkdir (a removed one is made again). */
-  const madeDirs = new Set<string>();
-  const makeDir = async (dir: string): Promise<void> => {
-    await mkdir(dir, { recursive: true });
-    if (madeDirs.size >= MADE_DIRS_KEPT) madeDirs.clear();
-    madeDirs.add(dir);
-  };
-  /** Creates `path` (which must not exist) for writing, making its directory when needed. */
-  const openPartial = async (path: string): Promise<FileHandle> => {
-    const dir = dirname(path);
-    if (!madeDirs.has(dir)) await makeDir(dir);
-    try {
-      return await open(path, 'wx');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      await makeDir(dir);
-      return open(path, 'wx');
-    }
-  };
+  const openPartial = createPartialOpener();
 
   return {
     description: `directory ${root}`,
