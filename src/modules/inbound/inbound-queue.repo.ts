@@ -179,24 +179,32 @@ export function createInboundQueue(orm: MikroORM) {
      * message is taken again. The claim starts each attempt as startIngestAttempt does (counts
      * it, moves updated_at) and reads what it needs, with the proven domains among its
      * recipients' (routing.repo.ts findReceivingDomains, for every claimed row at once).
+     * `othersDueMs`: when the earliest open row not claimed here falls due (epoch ms; null: none),
+     * as nextDue would answer; undefined when nothing was claimed.
      */
-    async claim(limit: number, leaseSeconds: number): Promise<ClaimedInbound[]> {
-      const rows = await db().execute<(RawRow & { attempts: number; due_ms: number; receiving: ReceivingDomainRow[] })[]>(
-        `update inbound_messages m
+    async claim(limit: number, leaseSeconds: number): Promise<{ items: ClaimedInbound[]; othersDueMs: number | null | undefined }> {
+      const rows = await db().execute<
+        (RawRow & { attempts: number; due_ms: number; receiving: ReceivingDomainRow[]; others_due_ms: number | null })[]
+      >(
+        `with due as (select id, next_attempt_at as due_at from inbound_messages
+                       where ${DUE} order by next_attempt_at, id limit ? for update skip locked)
+         update inbound_messages m
             set next_attempt_at = now() + make_interval(secs => ?), attempts = m.attempts + 1, updated_at = now()
-           from (select id, next_attempt_at as due_at from inbound_messages
-                  where ${DUE} order by next_attempt_at, id limit ? for update skip locked) due
+           from due
           where m.id = due.id
          returning ${RAW_COLUMNS.map((column) => `m.${column}`).join(', ')}, m.attempts, (extract(epoch from due.due_at) * 1000)::float8 as due_ms,
-                   ${RECEIVING_DOMAINS_OF_RCPT_SQL} as receiving`,
-        [leaseSeconds, limit, DEFAULT_REPORT_LOCAL_PART],
+                   ${RECEIVING_DOMAINS_OF_RCPT_SQL} as receiving,
+                   (select (extract(epoch from min(o.next_attempt_at)) * 1000)::float8 from inbound_messages o
+                     where o.status = 'received' and o.id not in (select id from due)) as others_due_ms`,
+        [limit, leaseSeconds, DEFAULT_REPORT_LOCAL_PART],
       );
-      return rows.map((row) => ({
+      const items = rows.map((row) => ({
         id: row.id,
         attempt: row.attempts,
         dueMs: row.due_ms,
         raw: { ...rawOf(row), receivingDomains: row.receiving.map(receivingDomainOf) },
       }));
+      return { items, othersDueMs: rows[0]?.others_due_ms };
     },
 
     /** Extends the leases of the messages whose attempts are still running. */
