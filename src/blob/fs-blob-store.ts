@@ -1,16 +1,43 @@
 import { randomBytes } from 'node:crypto';
-import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { access, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { access, mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { assertBlobKey, BlobNotFoundError, BlobStoreUnavailableError, bodyStream, MeteredStream, type BlobStore } from './blob-store.ts';
 
 /**
+ * Opens new files for writing (`wx`), making their directory the first time this store writes
+ * there, or again when it was removed since (the open then fails with ENOENT).
+ */
+function createPartialOpener(): (path: string) => Promise<FileHandle> {
+  const madeDirs = new Set<string>();
+  const makeDir = async (dir: string): Promise<void> => {
+    await mkdir(dir, { recursive: true });
+    if (madeDirs.size >= MADE_DIRS_KEPT) madeDirs.clear();
+    madeDirs.add(dir);
+  };
+  return async (path) => {
+    const dir = dirname(path);
+    if (!madeDirs.has(dir)) await makeDir(dir);
+    try {
+      return await open(path, 'wx');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await makeDir(dir);
+      return open(path, 'wx');
+    }
+  };
+}
+
+/**
  * The filesystem blob store (BLOB_STORE=filesystem, BLOB_DIR). A put writes
- * `<key>.<random>.partial` next to the target, fsyncs it and renames it into place, so a crash
- * never leaves half a blob under a key. Every process that reads or writes blobs (api, worker,
+ * `<key>.<random>.partial` next to the target through one file handle, fsyncs it and renames it
+ * into place, so a crash never leaves half a blob under a key. Every process that reads or writes blobs (api, worker,
  * smtp) must see the same directory: one machine, or a shared volume.
  */
+/** Directories remembered as existing at most (then forgotten and found again). */
+const MADE_DIRS_KEPT = 1_000;
+
 export function createFsBlobStore(rootDir: string): BlobStore {
   const root = resolve(rootDir);
   const pathOf = (key: string): string => {
@@ -20,18 +47,21 @@ export function createFsBlobStore(rootDir: string): BlobStore {
     return path;
   };
 
+  const openPartial = createPartialOpener();
+
   return {
     description: `directory ${root}`,
 
     async put(key, body, limits = {}) {
       const target = pathOf(key);
-      await mkdir(dirname(target), { recursive: true });
       const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
       const meter = new MeteredStream(limits);
       try {
-        await pipeline(bodyStream(body), meter, createWriteStream(partial, { flags: 'wx' }));
-        const handle = await open(partial, 'r');
+        const handle = await openPartial(partial);
         try {
+          await pipeline(bodyStream(body), meter, async (chunks: AsyncIterable<Buffer>) => {
+            for await (const chunk of chunks) await handle.write(chunk);
+          });
           await handle.sync();
         } finally {
           await handle.close();

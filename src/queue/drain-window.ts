@@ -24,6 +24,13 @@ export interface DrainWindowOptions<T> {
   onDueUnclaimed(): Promise<boolean>;
   /** Registers for in-process wake-ups; returns the unsubscribe function. */
   subscribe(onWake: () => void): () => void;
+  /**
+   * A claim that returns fewer rows than asked took every due row, and a row that falls due
+   * later comes with a wake-up (its writer NOTIFYs) or is found by `nextDue`: after such a claim
+   * the window claims again only after a wake-up, a tick or a due time, not each time a slot
+   * frees (those claims would find nothing). Without it, every freed slot claims.
+   */
+  claimsAllDue?: boolean;
 }
 
 /** How long a flowing drain waits for half its window to free up before it claims fewer rows. */
@@ -60,7 +67,12 @@ function createNudge() {
 export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<void> {
   const { concurrency, tickMs, signal } = options;
   const nudge = createNudge();
-  const unsubscribe = options.subscribe(() => nudge.nudge());
+  /** The last claim took every due row (with claimsAllDue), and nothing since could have made more due. */
+  let drained = false;
+  const unsubscribe = options.subscribe(() => {
+    drained = false;
+    nudge.nudge();
+  });
   const onAbort = () => nudge.nudge();
   signal.addEventListener('abort', onAbort);
   let inFlight = 0;
@@ -74,8 +86,13 @@ export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<vo
       if (Date.now() - lastTick >= tickMs) {
         await options.tick();
         lastTick = Date.now();
+        drained = false;
       }
       const free = concurrency - inFlight;
+      if (drained && inFlight > 0) {
+        await nudge.wait(tickMs);
+        continue;
+      }
       // While items flow (the last claim was filled, moments ago), wait until half the window is
       // free: fewer, larger claims. Otherwise, or once CLAIM_BATCH_WAIT_MS has passed, fill
       // whatever is free (a slow receiver must not leave free slots idle).
@@ -84,9 +101,14 @@ export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<vo
         await nudge.wait(free === 0 ? tickMs : CLAIM_BATCH_WAIT_MS - sinceClaim);
         continue;
       }
-      const { claimed, items } = await options.claim(free);
-      lastClaimAt = Date.now();
-      lastClaimFilled = claimed >= free;
+      // Nothing can have become due since a claim took every due row: skip the claim, go idle.
+      const skipped: boolean = drained;
+      const { claimed, items }: { claimed: number; items: T[] } = skipped ? { claimed: 0, items: [] } : await options.claim(free);
+      if (!skipped) {
+        lastClaimAt = Date.now();
+        lastClaimFilled = claimed >= free;
+        drained = options.claimsAllDue === true && !lastClaimFilled;
+      }
       for (const item of items) {
         inFlight += 1;
         options
@@ -115,12 +137,17 @@ export async function drainWindow<T>(options: DrainWindowOptions<T>): Promise<vo
       if (due !== null && due <= lingerUntil) {
         if (due > Date.now()) {
           await nudge.wait(due - Date.now());
+          drained = false;
           continue;
         }
+        drained = false;
+        // A row fell due after the last claim (its wake-up still on the way): claim it.
+        if (skipped) continue;
         if (await options.onDueUnclaimed()) continue;
         break;
       }
       await nudge.wait(Math.min(left, tickMs));
+      drained = false;
     }
     while (inFlight > 0) await nudge.wait(tickMs);
     await options.settle();

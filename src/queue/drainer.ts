@@ -101,6 +101,8 @@ export interface DrainPlan<Item extends { id: string }> {
   /** Epoch ms when the owner's next open row falls due, or null. */
   nextDue(): Promise<number | null>;
   state(): Promise<QueueState>;
+  /** See drain-window.ts DrainWindowOptions.claimsAllDue. */
+  claimsAllDue?: boolean;
 }
 
 export interface DrainerOptions<Input, Item extends { id: string }> {
@@ -162,6 +164,7 @@ export function createDrainer<Input, Item extends { id: string }>(options: Drain
         settle: () => (plan.settle ? plan.settle() : Promise.resolve()),
         nextDue: () => plan.nextDue(),
         onDueUnclaimed: recover,
+        claimsAllDue: plan.claimsAllDue ?? false,
       });
       await plan.release();
       return drainSummary(tally, await plan.state());

@@ -8,6 +8,8 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { arrayLiteral } from '../../../db/prepared.ts';
 import { INBOUND_INTAKE_LEASE } from '../../../workflows/inbound-intake.ts';
 import { INBOUND_WAKE_CHANNEL } from '../../queue/wakes.ts';
+import { DEFAULT_REPORT_LOCAL_PART } from '../dmarc/dmarc.fns.ts';
+import { RECEIVING_DOMAINS_OF_RCPT_SQL, receivingDomainOf, type ReceivingDomain, type ReceivingDomainRow } from './routing.repo.ts';
 
 const DUE = `status = 'received' and next_attempt_at <= now()`;
 
@@ -17,6 +19,8 @@ export interface ClaimedInbound {
   attempt: number;
   /** When it fell due (receipt or a retry time), epoch ms. */
   dueMs: number;
+  /** What the attempt reads, the attempt already counted by the claim (as startIngestAttempt would). */
+  raw: RawInbound;
 }
 
 /** A raw message as the SMTP intake records it. */
@@ -35,34 +39,36 @@ export interface ReceivedInbound {
 }
 
 /**
- * Records a received raw message, due at once, and pokes the inbound actor's drain (the NOTIFY
- * is delivered at the commit), in one statement and so one implicit transaction; answers
- * whether the drain runs (then it needs no wake-up).
+ * Records received raw messages, each due at once, and pokes the inbound actor's drain (the
+ * NOTIFY is delivered at the commit), in one statement and so one implicit transaction: every
+ * row is committed, or none. Answers whether the drain runs (then it needs no wake-up).
  */
-export async function recordReceived(em: EntityManager, message: ReceivedInbound): Promise<{ draining: boolean }> {
+export async function recordReceived(em: EntityManager, messages: readonly ReceivedInbound[]): Promise<{ draining: boolean }> {
+  const column = (value: (message: ReceivedInbound) => string | null) => arrayLiteral(messages.map(value));
   const [row] = await em.execute<{ draining: boolean }[]>(
     `with recorded as (
        insert into inbound_messages (id, blob_key, size_bytes, sha256, mail_from, rcpt_to, remote_address, client_hostname, helo_name,
                                      tls, status, attempts, next_attempt_at, created_at, updated_at)
-       values (?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?, 'received', 0, ?, ?, ?)
+       select r.id, r.blob_key, r.size_bytes::int, r.sha256, r.mail_from, r.rcpt_to::text[], r.remote_address, r.client_hostname, r.helo_name,
+              r.tls::boolean, 'received', 0, r.at::timestamptz, r.at::timestamptz, r.at::timestamptz
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+              as r(id, blob_key, size_bytes, sha256, mail_from, rcpt_to, remote_address, client_hostname, helo_name, tls, at)
        returning id)
      select pg_notify('${INBOUND_WAKE_CHANNEL}', ?) as notified,
             coalesce((select lease_until > now() from actor_leases where name = ?), false) as draining
-       from recorded`,
+       from (select count(*) from recorded) as written`,
     [
-      message.id,
-      message.blobKey,
-      message.sizeBytes,
-      message.sha256,
-      message.mailFrom,
-      arrayLiteral(message.rcptTo),
-      message.remoteAddress,
-      message.clientHostname,
-      message.heloName,
-      message.tls,
-      message.receivedAt,
-      message.receivedAt,
-      message.receivedAt,
+      column((m) => m.id),
+      column((m) => m.blobKey),
+      column((m) => String(m.sizeBytes)),
+      column((m) => m.sha256),
+      column((m) => m.mailFrom),
+      column((m) => arrayLiteral(m.rcptTo)),
+      column((m) => m.remoteAddress),
+      column((m) => m.clientHostname),
+      column((m) => m.heloName),
+      column((m) => String(m.tls)),
+      column((m) => m.receivedAt.toISOString()),
       INBOUND_INTAKE_LEASE,
       INBOUND_INTAKE_LEASE,
     ],
@@ -80,31 +86,28 @@ export interface RawInbound {
   remoteAddress: string | null;
   heloName: string | null;
   createdAt: Date;
+  /**
+   * The proven domains among the recipients' domains, read with the raw row (the claim's one
+   * statement) so routing needs no statement of its own; absent: routing reads them.
+   */
+  receivingDomains?: ReceivingDomain[];
 }
 
-/**
- * Starts an ingestion attempt on a raw message that is still `received`, in one statement:
- * counts it (`attempts` + 1, updated_at moves; a claim reports the attempt number from it) and
- * answers what the attempt reads. Null when the message is settled (ingested or failed) or gone.
- */
-export async function startIngestAttempt(em: EntityManager, inboundId: string): Promise<RawInbound | null> {
-  const [row] = await em.execute<
-    {
-      id: string;
-      blob_key: string;
-      size_bytes: number;
-      mail_from: string;
-      rcpt_to: string[];
-      remote_address: string | null;
-      helo_name: string | null;
-      created_at: Date;
-    }[]
-  >(
-    `update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ? and status = 'received'
-     returning id, blob_key, size_bytes, mail_from, rcpt_to, remote_address, helo_name, created_at`,
-    [inboundId],
-  );
-  if (!row) return null;
+/** A raw row's columns as the statements below return them. */
+interface RawRow {
+  id: string;
+  blob_key: string;
+  size_bytes: number;
+  mail_from: string;
+  rcpt_to: string[];
+  remote_address: string | null;
+  helo_name: string | null;
+  created_at: Date;
+}
+
+const RAW_COLUMNS = ['id', 'blob_key', 'size_bytes', 'mail_from', 'rcpt_to', 'remote_address', 'helo_name', 'created_at'];
+
+function rawOf(row: RawRow): RawInbound {
   return {
     id: row.id,
     blobKey: row.blob_key,
@@ -115,6 +118,20 @@ export async function startIngestAttempt(em: EntityManager, inboundId: string): 
     heloName: row.helo_name,
     createdAt: new Date(row.created_at),
   };
+}
+
+/**
+ * Starts an ingestion attempt on a raw message that is still `received`, in one statement:
+ * counts it (`attempts` + 1, updated_at moves; a claim reports the attempt number from it) and
+ * answers what the attempt reads. Null when the message is settled (ingested or failed) or gone.
+ */
+export async function startIngestAttempt(em: EntityManager, inboundId: string): Promise<RawInbound | null> {
+  const [row] = await em.execute<RawRow[]>(
+    `update inbound_messages set attempts = attempts + 1, updated_at = now() where id = ? and status = 'received'
+     returning ${RAW_COLUMNS.join(', ')}`,
+    [inboundId],
+  );
+  return row ? rawOf(row) : null;
 }
 
 /** The update that settles a raw message as ingested, without its `where`. */
@@ -159,19 +176,35 @@ export function createInboundQueue(orm: MikroORM) {
     /**
      * Claims up to `limit` due raw messages (oldest due first); each becomes due again at the end
      * of its lease unless its attempt settles it or records a retry time, so a dead worker's
-     * message is taken again. The attempt number counts the attempt recordMessages is about to
-     * count (it adds one to `attempts` when it starts).
+     * message is taken again. The claim starts each attempt as startIngestAttempt does (counts
+     * it, moves updated_at) and reads what it needs, with the proven domains among its
+     * recipients' (routing.repo.ts findReceivingDomains, for every claimed row at once).
+     * `othersDueMs`: when the earliest open row not claimed here falls due (epoch ms; null: none),
+     * as nextDue would answer; undefined when nothing was claimed.
      */
-    async claim(limit: number, leaseSeconds: number): Promise<ClaimedInbound[]> {
-      const rows = await db().execute<{ id: string; attempts: number; due_ms: number }[]>(
-        `update inbound_messages m set next_attempt_at = now() + make_interval(secs => ?)
-           from (select id, next_attempt_at as due_at from inbound_messages
-                  where ${DUE} order by next_attempt_at, id limit ? for update skip locked) due
+    async claim(limit: number, leaseSeconds: number): Promise<{ items: ClaimedInbound[]; othersDueMs: number | null | undefined }> {
+      const rows = await db().execute<
+        (RawRow & { attempts: number; due_ms: number; receiving: ReceivingDomainRow[]; others_due_ms: number | null })[]
+      >(
+        `with due as (select id, next_attempt_at as due_at from inbound_messages
+                       where ${DUE} order by next_attempt_at, id limit ? for update skip locked)
+         update inbound_messages m
+            set next_attempt_at = now() + make_interval(secs => ?), attempts = m.attempts + 1, updated_at = now()
+           from due
           where m.id = due.id
-         returning m.id, m.attempts, (extract(epoch from due.due_at) * 1000)::float8 as due_ms`,
-        [leaseSeconds, limit],
+         returning ${RAW_COLUMNS.map((column) => `m.${column}`).join(', ')}, m.attempts, (extract(epoch from due.due_at) * 1000)::float8 as due_ms,
+                   ${RECEIVING_DOMAINS_OF_RCPT_SQL} as receiving,
+                   (select (extract(epoch from min(o.next_attempt_at)) * 1000)::float8 from inbound_messages o
+                     where o.status = 'received' and o.id not in (select id from due)) as others_due_ms`,
+        [limit, leaseSeconds, DEFAULT_REPORT_LOCAL_PART],
       );
-      return rows.map((row) => ({ id: row.id, attempt: row.attempts + 1, dueMs: row.due_ms }));
+      const items = rows.map((row) => ({
+        id: row.id,
+        attempt: row.attempts,
+        dueMs: row.due_ms,
+        raw: { ...rawOf(row), receivingDomains: row.receiving.map(receivingDomainOf) },
+      }));
+      return { items, othersDueMs: rows[0]?.others_due_ms };
     },
 
     /** Extends the leases of the messages whose attempts are still running. */

@@ -9,7 +9,7 @@ import { createDmarcIntake } from '../dmarc/dmarc-intake.ts';
 import { createVerpSigner } from '../outbound/verp.ts';
 import { settleAttachments, storeAttachments, type StoreOutcome } from './attachments.ts';
 import { createAuthResolver } from './auth-results.ts';
-import { markInboundIngested } from './inbound-queue.repo.ts';
+import { markInboundIngested, type RawInbound } from './inbound-queue.repo.ts';
 import { recordMessages, type RecordMessagesDeps } from './record-messages.ts';
 import type { InboundReportHooks } from './reports-hook.ts';
 
@@ -53,7 +53,8 @@ export function createInboundIngestion(deps: InboundIngestionDeps) {
 
   return {
     /** See record-messages.ts recordMessages. */
-    recordMessages: (inboundId: string, options: { final?: boolean } = {}) => recordMessages(recordDeps, inboundId, options),
+    recordMessages: (inboundId: string, options: { final?: boolean; started?: RawInbound } = {}) =>
+      recordMessages(recordDeps, inboundId, options),
 
     /** Stores the attachments of the raw message's pending inbox messages; see attachments.ts. */
     async storeAttachments(inboundId: string, options: { final: boolean }): Promise<StoreOutcome> {

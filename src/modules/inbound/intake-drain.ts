@@ -54,7 +54,7 @@ function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps,
   /** The steps of one attempt; resolves with the outcome counted in the drain's tally. */
   async function ingestOne(message: ClaimedInbound): Promise<'ingested' | 'failed' | 'settled'> {
     const final = message.attempt >= INBOUND_MAX_ATTEMPTS;
-    const recorded = await ingestion.recordMessages(message.id, { final });
+    const recorded = await ingestion.recordMessages(message.id, { final, started: message.raw });
     if (recorded.status === 'settled') return 'settled';
     if (recorded.status === 'unroutable') {
       await ingestion.markFailed(message.id, 'no workspace owns any recipient');
@@ -66,7 +66,8 @@ function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps,
     return 'ingested';
   }
 
-  return async function attempt(message: ClaimedInbound, run: DrainRun): Promise<void> {
+  /** Runs one attempt; resolves true when it put the message back on the queue for a retry. */
+  return async function attempt(message: ClaimedInbound, run: DrainRun): Promise<boolean> {
     const { tally } = run;
     try {
       const outcome = await ingestOne(message);
@@ -75,6 +76,7 @@ function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps,
       tally.lastFailed = outcome === 'failed';
       tally.lastOutcome = outcome;
       run.count(outcome, message.dueMs);
+      return false;
     } catch (error) {
       const reason = describe(error);
       tally.lastFailed = true;
@@ -84,11 +86,13 @@ function createIntakeAttempt({ ingestion, queue, logger }: Pick<IntakeDrainDeps,
         await ingestion.markFailed(message.id, reason);
         tally.exhausted += 1;
         run.count('failed');
+        return false;
       } else {
         logger.warn('inbound ingestion attempt failed; retried later', { inboundId: message.id, attempt: message.attempt, error: reason });
         await queue.retryLater(message.id, inboundRetryDelay(message.attempt), reason);
         tally.failed += 1;
         run.count('deferred');
+        return true;
       }
     }
   };
@@ -103,22 +107,35 @@ export function createIntakeDrainer(deps: IntakeDrainDeps) {
     wakes: deps.wakes,
     wakeChannel: INBOUND_WAKE_CHANNEL,
     lingerMs: deps.config.queues.drainLingerMs,
-    plan: (_owner, run) => ({
-      ownerId: INBOUND_INTAKE_LEASE,
-      concurrency: deps.config.queues.inboundConcurrency,
-      // One actor owns the whole queue: its lease is always there to take.
-      lease: (seconds) => queue.leaseActor(seconds).then(() => true),
-      release: () => queue.releaseActor(),
-      async claim(limit) {
-        const items = await queue.claim(limit, MESSAGE_LEASE_SECONDS);
-        return { claimed: items.length, items };
-      },
-      work: (message) => attempt(message, run),
-      extendLeases: (ids) => queue.extendLeases(ids, MESSAGE_LEASE_SECONDS),
-      // Every received message is claimable once due: nothing else can hold one back (no recover).
-      nextDue: () => queue.nextDue(),
-      state: () => queue.state(),
-    }),
+    plan: (_owner, run) => {
+      /**
+       * When the next open row falls due, as the last claim that took rows read it (the rows it
+       * took aside); undefined: unknown, nextDue reads it. New rows come with a wake-up (and a
+       * claim); a retry this drain schedules forgets it.
+       */
+      let knownNextDue: number | null | undefined;
+      return {
+        ownerId: INBOUND_INTAKE_LEASE,
+        concurrency: deps.config.queues.inboundConcurrency,
+        // One actor owns the whole queue: its lease is always there to take.
+        lease: (seconds) => queue.leaseActor(seconds).then(() => true),
+        release: () => queue.releaseActor(),
+        async claim(limit) {
+          const { items, othersDueMs } = await queue.claim(limit, MESSAGE_LEASE_SECONDS);
+          knownNextDue = othersDueMs;
+          return { claimed: items.length, items };
+        },
+        async work(message) {
+          if (await attempt(message, run)) knownNextDue = undefined;
+        },
+        extendLeases: (ids) => queue.extendLeases(ids, MESSAGE_LEASE_SECONDS),
+        // Every received message is claimable once due: nothing else can hold one back (no recover).
+        nextDue: () => (knownNextDue === undefined ? queue.nextDue() : Promise.resolve(knownNextDue)),
+        // A new raw row NOTIFYs at its commit; a retry or a lapsed lease is found by nextDue.
+        claimsAllDue: true,
+        state: () => queue.state(),
+      };
+    },
   });
   return {
     /** Drains the due raw messages. Throws only for infrastructure failures (database). */

@@ -4,7 +4,8 @@ import { newId } from '../../../db/ids.ts';
 import { BlobSizeError, type BlobStore } from '../../blob/blob-store.ts';
 import type { Logger } from '../../logger.ts';
 import type { DatabaseOutage } from '../../db/outage.ts';
-import { recordReceived } from './inbound-queue.repo.ts';
+import { createGroupCommit } from '../../queue/group-commit.ts';
+import { recordReceived, type ReceivedInbound } from './inbound-queue.repo.ts';
 
 /** What the SMTP conversation says about a message besides its bytes. */
 export interface InboundEnvelope {
@@ -47,15 +48,67 @@ function drain(stream: Readable): Promise<void> {
   });
 }
 
+/** A raw row waiting in the group commit, with what its group's statement answered. */
+interface PendingRow {
+  message: ReceivedInbound;
+  draining: boolean;
+  error: Error | null;
+}
+
+/** Raw rows written together at most. */
+const RECORD_GROUP_MAX = 64;
+
+/**
+ * Records raw rows by group commit (src/queue/group-commit.ts): the rows of the sessions whose
+ * DATA ends while a statement is under way are written together by the next one, so
+ * concurrent sessions share a statement and its commit. Each caller resolves only once its own
+ * row is committed. A group that fails is written again row by row, so one row PostgreSQL
+ * refuses fails only its own session.
+ */
+function createReceivedRecorder(orm: MikroORM) {
+  const group = createGroupCommit<PendingRow>(
+    async (rows) => {
+      try {
+        const { draining } = await recordReceived(
+          orm.em.fork(),
+          rows.map((row) => row.message),
+        );
+        for (const row of rows) row.draining = draining;
+      } catch (error) {
+        if (rows.length === 1) throw error;
+        for (const row of rows) {
+          try {
+            row.draining = (await recordReceived(orm.em.fork(), [row.message])).draining;
+          } catch (rowError) {
+            row.error = rowError instanceof Error ? rowError : new Error(String(rowError));
+          }
+        }
+      }
+    },
+    { maxItems: RECORD_GROUP_MAX, delayMs: 0 },
+  );
+  return {
+    /** Resolves once `message` is committed, with whether the inbound drain was running then. */
+    async record(message: ReceivedInbound): Promise<{ draining: boolean }> {
+      const row: PendingRow = { message, draining: false, error: null };
+      await group.add(row);
+      if (row.error) throw row.error;
+      return { draining: row.draining };
+    },
+  };
+}
+
 /**
  * Intake of one message at DATA: streams the bytes into the blob store (never whole in memory),
  * then records the InboundMessage row, due at once for the inbound actor, and NOTIFYs the actor's
- * drain in the same statement (inbound-queue.repo.ts recordReceived). Only a fully stored and recorded message is `accepted`
+ * drain in the same statement (inbound-queue.repo.ts recordReceived; rows of concurrent sessions
+ * share one statement, createReceivedRecorder). Only a fully stored and recorded message is `accepted`
  * (the caller then answers 250); anything else leaves nothing behind (a blob whose row could not
  * be written is deleted) so the sender's retry starts clean. Over `maxBytes` the rest of the
  * stream is drained and the result is `too_large`.
  */
 export function createInboundIntake({ orm, blobs, maxBytes, logger, outage }: InboundIntakeDeps) {
+  const recorder = createReceivedRecorder(orm);
   return {
     async receive(stream: Readable, envelope: InboundEnvelope): Promise<IntakeResult> {
       if (!blobs) {
@@ -81,7 +134,7 @@ export function createInboundIntake({ orm, blobs, maxBytes, logger, outage }: In
       }
       let draining: boolean;
       try {
-        ({ draining } = await recordReceived(orm.em.fork(), {
+        ({ draining } = await recorder.record({
           id,
           blobKey: key,
           sizeBytes: stored.sizeBytes,

@@ -112,19 +112,20 @@ async function classify(deps: RecordMessagesDeps, inbound: RawInbound, raw: RawB
  * Parses the raw message (attachments only measured), checks its authentication, classifies
  * it, routes it and records one inbox message per workspace reached, each `pending` until
  * its attachments are stored (`ready` at once without attachments). `final`: the last
- * attempt, which records the message even if applying its report fails.
+ * attempt, which records the message even if applying its report fails. `started`: the
+ * attempt was started by the drain's claim (inbound-queue.repo.ts), which read the raw row.
  */
 export async function recordMessages(
   deps: RecordMessagesDeps,
   inboundId: string,
-  options: { final?: boolean } = {},
+  options: { final?: boolean; started?: RawInbound } = {},
 ): Promise<RecordOutcome> {
   const em = deps.orm.em.fork();
-  const inbound = await startIngestAttempt(em, inboundId);
+  const inbound = options.started ?? (await startIngestAttempt(em, inboundId));
   if (!inbound) return { status: 'settled' };
   const raw = rawBytes(deps.blobStore(), inbound);
   const report = await classify(deps, inbound, raw);
-  const routed = await routeRecipients(em, inbound.rcptTo, deps.config.bounceDomain, deps.verp);
+  const routed = await routeRecipients(em, inbound.rcptTo, deps.config.bounceDomain, deps.verp, inbound.receivingDomains);
   if (routed.routes.length === 0) return { status: 'unroutable' };
   // DMARC reports to a report address are stored as reports, not inbox messages.
   const reported = routed.toReportAddress

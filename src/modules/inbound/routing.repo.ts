@@ -14,15 +14,36 @@ export interface ReceivingDomain {
   reportLocalPart: string;
 }
 
+/** A receiving domain's row as the statements below return it. */
+export interface ReceivingDomainRow {
+  org_id: string;
+  domain: string;
+  report_local_part: string;
+}
+
+export function receivingDomainOf(row: ReceivingDomainRow): ReceivingDomain {
+  return { orgId: row.org_id, domain: row.domain, reportLocalPart: row.report_local_part };
+}
+
+/**
+ * The proven domains among the domains of a raw row `m`'s recipients (lower-cased text after the
+ * last `@`, as routing.ts routeOf), as a JSON array of ReceivingDomainRow: a superset of what
+ * findReceivingDomains answers for the domains routing asks about. One parameter: the default
+ * report local part.
+ */
+export const RECEIVING_DOMAINS_OF_RCPT_SQL = `(select coalesce(json_agg(json_build_object('org_id', d.org_id, 'domain', d.domain, 'report_local_part', coalesce(a.local_part, ?))), '[]'::json)
+     from domains d /* all workspaces: inbound routing, before any workspace is known */ left join dmarc_addresses a on a.domain_id = d.id
+    where d.domain = any(array(select lower(substring(r from '[^@]*$')) from unnest(m.rcpt_to) r)) and d.status <> 'pending')`;
+
 /** The proven domains among `domains` (lower-cased names), each with its report address's local part. */
 export async function findReceivingDomains(em: EntityManager, domains: readonly string[]): Promise<ReceivingDomain[]> {
-  const rows = await em.execute<{ org_id: string; domain: string; report_local_part: string }[]>(
+  const rows = await em.execute<ReceivingDomainRow[]>(
     `select d.org_id, d.domain, coalesce(a.local_part, ?) as report_local_part
        from domains d left join dmarc_addresses a on a.domain_id = d.id
       where d.domain = any(?::text[]) and d.status <> 'pending'`,
     [DEFAULT_REPORT_LOCAL_PART, arrayLiteral(domains)],
   );
-  return rows.map((row) => ({ orgId: row.org_id, domain: row.domain, reportLocalPart: row.report_local_part }));
+  return rows.map(receivingDomainOf);
 }
 
 /** The transactional emails `ids` name: their workspace and sending domain. */

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { bounceHostOf } from '../sends/sends.fns.ts';
 import { isBounceHost, type VerpSigner } from '../outbound/verp.ts';
-import { findReceivingDomains, findVerpEmails } from './routing.repo.ts';
+import { findReceivingDomains, findVerpEmails, type ReceivingDomain } from './routing.repo.ts';
 
 /** A workspace an inbound message reaches, and through which recipient. */
 export interface InboundRoute {
@@ -31,6 +31,11 @@ export function routeOf(address: string, bounceDomain: string, verp: VerpSigner 
   return { kind: 'domain', domain };
 }
 
+/** PostgreSQL's lower() and JavaScript's toLowerCase() agree on ASCII; other names are looked up as routeOf lower-cases them. */
+function isAscii(name: string): boolean {
+  return !/[^\p{ASCII}]/u.test(name);
+}
+
 /** The workspaces a message reaches, and whether a recipient is a domain's DMARC report address. */
 export interface Routing {
   routes: InboundRoute[];
@@ -54,6 +59,8 @@ export async function routeRecipients(
   rcptTo: readonly string[],
   bounceDomain: string,
   verp: VerpSigner | null,
+  /** The proven domains among the recipients' as read with the raw row (a superset of what is asked); absent: read here. */
+  known?: readonly ReceivingDomain[],
 ): Promise<Routing> {
   const domains = new Set<string>();
   const hostsById = new Map<string, string>();
@@ -71,7 +78,8 @@ export async function routeRecipients(
   }
   let toReportAddress = false;
   if (domains.size > 0) {
-    const owned = await findReceivingDomains(em, [...domains]);
+    const owned =
+      known && [...domains].every(isAscii) ? known.filter((d) => domains.has(d.domain)) : await findReceivingDomains(em, [...domains]);
     for (const domain of owned) if (!routes.has(domain.orgId)) routes.set(domain.orgId, { orgId: domain.orgId, emailId: null });
     const reportAddresses = new Set(owned.map((domain) => `${domain.reportLocalPart}@${domain.domain}`));
     toReportAddress = rcptTo.some((address) => reportAddresses.has(address.toLowerCase()));
