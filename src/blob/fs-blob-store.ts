@@ -5,6 +5,9 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { assertBlobKey, BlobNotFoundError, BlobStoreUnavailableError, bodyStream, MeteredStream, type BlobStore } from './blob-store.ts';
 
+/** Directories remembered as existing at most (then forgotten and found again). */
+const MADE_DIRS_KEPT = 1_000;
+
 /**
  * Opens new files for writing (`wx`), making their directory the first time this store writes
  * there, or again when it was removed since (the open then fails with ENOENT).
@@ -35,9 +38,6 @@ function createPartialOpener(): (path: string) => Promise<FileHandle> {
  * into place, so a crash never leaves half a blob under a key. Every process that reads or writes blobs (api, worker,
  * smtp) must see the same directory: one machine, or a shared volume.
  */
-/** Directories remembered as existing at most (then forgotten and found again). */
-const MADE_DIRS_KEPT = 1_000;
-
 export function createFsBlobStore(rootDir: string): BlobStore {
   const root = resolve(rootDir);
   const pathOf = (key: string): string => {
@@ -60,7 +60,10 @@ export function createFsBlobStore(rootDir: string): BlobStore {
         const handle = await openPartial(partial);
         try {
           await pipeline(bodyStream(body), meter, async (chunks: AsyncIterable<Buffer>) => {
-            for await (const chunk of chunks) await handle.write(chunk);
+            // A write may take fewer bytes than given (a disk filling up): the rest follows, or its error.
+            for await (const chunk of chunks) {
+              for (let at = 0; at < chunk.length;) at += (await handle.write(chunk, at)).bytesWritten;
+            }
           });
           await handle.sync();
         } finally {
