@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { createOrm } from '../../db/orm.ts';
 import { MAIN_ENTRY, nodeFlagsFor } from '../../src/dev/paths.ts';
 import { freePort } from '../../src/dev/ports.ts';
@@ -9,6 +10,7 @@ import { createDatabaseFromTemplate, dropDatabase, withDatabase } from '../../sr
 import { spawnService, waitFor, type Service } from '../../src/dev/processes.ts';
 import { createApiKeysService } from '../../src/modules/auth/api-keys.service.ts';
 import { createOrgsService } from '../../src/modules/orgs/orgs.service.ts';
+import { domainRecheckScheduleId } from '../../src/temporal/schedules.ts';
 
 export interface HarnessOptions {
   runs: number;
@@ -35,6 +37,25 @@ export interface BenchSizes {
   crashRuns?: number | undefined;
   /** `--events`: email events a benchmark seeds (`retention`). */
   events?: number | undefined;
+}
+
+/**
+ * Pauses the daily DNS re-check a worker schedules (`<prefix>-recheck-domains`, at 00:00 UTC): the
+ * benchmarks' seeded domains have no DNS, so a run across midnight would see them fail the check
+ * and their sends refused.
+ */
+async function pauseDomainRecheck(env: Record<string, string>): Promise<void> {
+  const { TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace, TEMPORAL_TASK_QUEUE_PREFIX: prefix } = env;
+  if (!address || !prefix) return;
+  const connection = await Connection.connect({ address });
+  try {
+    const client = new Client({ connection, ...(namespace ? { namespace } : {}) });
+    await client.schedule
+      .getHandle(domainRecheckScheduleId({ temporal: { schedulePrefix: prefix } }))
+      .pause('benchmark: seeded domains have no DNS');
+  } finally {
+    await connection.close();
+  }
 }
 
 /** The services every benchmark shares, started once by the harness. */
@@ -251,6 +272,7 @@ export class BenchContext {
       waitFor(`herald ${kind} to be ready`, () => Promise.resolve(waitingFor.size === 0 ? true : undefined), 180_000, 100),
     ]);
     exited.catch(() => {});
+    if (kind === 'worker' || kind === 'all') await pauseDomainRecheck(env);
     return { kind, pid: service.child.pid!, url: `http://127.0.0.1:${port}`, port, stop };
   }
 

@@ -19,7 +19,7 @@ export const IdempotencyRecordSchema = defineEntity({
     fingerprint: p.string().length(64),
     state: p.enum(IDEMPOTENCY_STATES).default('running'),
     responseStatus: p.integer().nullable(),
-    responseBody: p.json<Record<string, unknown>>().nullable(),
+    responseBody: p.json<Record<string, unknown>>().columnType('json').nullable(),
     createdAt: createdAtColumn(),
     expiresAt: p.datetime().index(),
   },

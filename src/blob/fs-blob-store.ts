@@ -33,6 +33,26 @@ function createPartialOpener(): (path: string) => Promise<FileHandle> {
 }
 
 /**
+ * Streams chunks into an open file, fsyncs it and closes it (also on failure). A write may take
+ * fewer bytes than given (a disk filling up): the rest follows, or the disk's error.
+ */
+async function writeSynced(
+  handle: FileHandle,
+  feed: (into: (chunks: AsyncIterable<Buffer>) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  try {
+    await feed(async (chunks) => {
+      for await (const chunk of chunks) {
+        for (let at = 0; at < chunk.length;) at += (await handle.write(chunk, at)).bytesWritten;
+      }
+    });
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * The filesystem blob store (BLOB_STORE=filesystem, BLOB_DIR). A put writes
  * `<key>.<random>.partial` next to the target through one file handle, fsyncs it and renames it
  * into place, so a crash never leaves half a blob under a key. Every process that reads or writes blobs (api, worker,
@@ -57,18 +77,7 @@ export function createFsBlobStore(rootDir: string): BlobStore {
       const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
       const meter = new MeteredStream(limits);
       try {
-        const handle = await openPartial(partial);
-        try {
-          await pipeline(bodyStream(body), meter, async (chunks: AsyncIterable<Buffer>) => {
-            // A write may take fewer bytes than given (a disk filling up): the rest follows, or its error.
-            for await (const chunk of chunks) {
-              for (let at = 0; at < chunk.length;) at += (await handle.write(chunk, at)).bytesWritten;
-            }
-          });
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
+        await writeSynced(await openPartial(partial), (into) => pipeline(bodyStream(body), meter, into));
         await rename(partial, target);
       } catch (error) {
         await rm(partial, { force: true });

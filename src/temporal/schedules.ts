@@ -8,7 +8,7 @@ export function cleanupScheduleId(config: Pick<Config, 'temporal'>): string {
   return `${config.temporal.schedulePrefix}-cleanup-idempotency`;
 }
 
-export function domainRecheckScheduleId(config: Pick<Config, 'temporal'>): string {
+export function domainRecheckScheduleId(config: { temporal: Pick<Config['temporal'], 'schedulePrefix'> }): string {
   return `${config.temporal.schedulePrefix}-recheck-domains`;
 }
 

@@ -36,7 +36,8 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     name: 'idempotency_records.response_body',
     table: 'idempotency_records',
     value: `(response_body #>> '{data,secret}')`,
-    assign: `response_body = jsonb_set(response_body, '{data,secret}', to_jsonb(?::text))`,
+    // Re-sealing goes through jsonb, which reorders that replay's keys (only rows revealing a secret).
+    assign: `response_body = jsonb_set(response_body::jsonb, '{data,secret}', to_jsonb(?::text))::json`,
   },
 ];
 

@@ -55,7 +55,7 @@ export async function claimRecord(em: EntityManager, claim: SqlFragment): Promis
 export function answerStatement(recordId: string, status: number, body: unknown): SqlFragment {
   return {
     sql: `/* workspace: by the id of a record claimed under the workspace of the caller */
-          update idempotency_records set state = 'completed', response_status = :idemStatus, response_body = :idemBody::jsonb
+          update idempotency_records set state = 'completed', response_status = :idemStatus, response_body = :idemBody::json
            where id = :idemRecord`,
     params: { idemStatus: status, idemBody: JSON.stringify(body ?? null), idemRecord: recordId },
   };
