@@ -55,6 +55,22 @@ describe('rate limits (token bucket per key in Redis)', () => {
     expect(Number(forbidden.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
   });
 
+  it('gives concurrent requests of one key one token each: a burst of 10 lets 10 of 13 through, with remaining 9 down to 0', async () => {
+    const { key } = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 60, burst: 10 });
+    const request = apiClient(h.api.url, key);
+    const responses = await Promise.all(Array.from({ length: 13 }, () => request('GET', '/api/v1/contacts')));
+    const passed = responses.filter((response) => response.status === 200);
+    // One token per second refills meanwhile: a slow machine may let an eleventh through.
+    expect(passed.length, JSON.stringify(responses.map((response) => response.status))).toBeGreaterThanOrEqual(10);
+    expect(passed.length).toBeLessThanOrEqual(11);
+    const remaining = passed.map((response) => Number(response.headers.get('ratelimit-remaining'))).sort((a, b) => b - a);
+    expect(remaining.slice(0, 10)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    for (const refused of responses.filter((response) => response.status !== 200)) {
+      expectError(refused, 429, 'rate_limited');
+      expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+    }
+  });
+
   it('counts writes and reads in the same bucket', async () => {
     const { key } = await createOrgWithKey(h.stack.orm, { scopes: ['all'], rateLimitPerMinute: 60, burst: 2 });
     const request = apiClient(h.api.url, key);
