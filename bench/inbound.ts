@@ -16,6 +16,13 @@
  * the observer's: nothing on the path calls the api, whose CPU here is the watcher's walks of
  * the list (every 250 ms, each from the run's start, so it grows with the run's length rather
  * than with what ingestion does); postgres includes the walks' queries.
+ *
+ * To say where a message's CPU goes (issue 35 item 3), a run also reports: the bare server's own
+ * CPU per message (`cpu_ms_per_message_bare_smtp`, not in the path: smtp's baseline); the CPU
+ * per second of Herald's processes idle during step 1 (`idle_cpu_ms_per_s_*`, right after the
+ * warm-up, so its leftover GC included); the CPU per message of each kind of thread of smtp and
+ * worker in step 2 (`thread_ms_per_message_*`); and PostgreSQL's commits, scans of `domains`
+ * and rows written per message over steps 2 and 3 (`db_*`, the watcher's reads included).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +30,8 @@ import { join } from 'node:path';
 import { createOrm } from '../db/orm.ts';
 import { createDomainsService } from '../src/modules/domains/domains.service.ts';
 import type { BenchContext } from './lib/context.ts';
-import { cpuAccount, postgresOf } from './lib/proc.ts';
+import { counters } from './lib/pg-activity.ts';
+import { cpuAccount, cpuMsByThread, postgresOf } from './lib/proc.ts';
 import { smtpSession } from './lib/smtp-load.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
@@ -32,6 +40,25 @@ const SESSIONS = 8;
 const RATE = 10;
 const DOMAIN = 'inbound-bench.example';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * CPU ms per message of each kind of thread of smtp and worker between two readings of
+ * cpuMsByThread (`thread_ms_per_message_<process>_<thread>`): the JavaScript of the main
+ * thread against V8's GC helpers, the libuv threadpool (file I/O) and Temporal's core.
+ */
+function threadShares(
+  before: Record<string, Record<string, number>>,
+  after: Record<string, Record<string, number>>,
+  messages: number,
+): Record<string, number> {
+  const shares: Record<string, number> = {};
+  for (const [process, threads] of Object.entries(after))
+    for (const [thread, ms] of Object.entries(threads)) {
+      const used = ms - (before[process]?.[thread] ?? 0);
+      if (used > 0) shares[`thread_ms_per_message_${process}_${thread.replace(/\W+/g, '_')}`] = used / messages;
+    }
+  return shares;
+}
 
 export const benchmark: Benchmark = {
   name: 'inbound',
@@ -64,7 +91,11 @@ export const benchmark: Benchmark = {
     const temporal = await context.temporal();
     const api = await context.start('api', env);
     const barePort = await context.freePort();
-    await context.spawnNode('bare-smtp', [join(import.meta.dirname, 'lib/bare-smtp.ts'), bareDir, String(barePort)], 'bare smtp listening');
+    const bare = await context.spawnNode(
+      'bare-smtp',
+      [join(import.meta.dirname, 'lib/bare-smtp.ts'), bareDir, String(barePort)],
+      'bare smtp listening',
+    );
 
     const authorization = `Bearer ${workspace.key}`;
     let sequence = 0;
@@ -144,9 +175,32 @@ export const benchmark: Benchmark = {
         await withWatcher(new Date(Date.now() - 1000), async () => visible(await load(smtp.port, context.options.warmupSec, ''), 120_000));
       },
       async run() {
+        // Herald's processes idle meanwhile: their background CPU per second (polls, timers, leases).
+        const idleThreads = { smtp: cpuMsByThread(smtp.pid), worker: cpuMsByThread(worker.pid) };
+        const idleCpu = cpuAccount({
+          bare_smtp: bare.pid,
+          smtp: smtp.pid,
+          worker: worker.pid,
+          temporal: temporal.pid,
+          postgres: postgresOf(databaseUrl),
+        });
         const bareCount = (await load(barePort, duration, '')).length;
         const bareRate = bareCount / duration;
+        const { bare_smtp: bareCpuPerMessage, ...idle } = idleCpu.perUnit(bareCount);
+        const idlePerSecond = Object.fromEntries(
+          Object.entries(idle)
+            .filter(([name]) => name !== 'total')
+            .map(([name, ms]) => [`idle_cpu_ms_per_s_${name}`, (ms * bareCount) / duration]),
+        );
+        const idleThreadsPerSecond = Object.fromEntries(
+          Object.entries(threadShares(idleThreads, { smtp: cpuMsByThread(smtp.pid), worker: cpuMsByThread(worker.pid) }, duration)).map(
+            ([name, ms]) => [name.replace('thread_ms_per_message_', 'idle_thread_ms_per_s_'), ms],
+          ),
+        );
+        let threadsPerMessage: Record<string, number> = {};
 
+        const activityBefore = await counters(databaseUrl);
+        const sequenceBefore = sequence;
         let acceptRate = 0;
         let visibleRate = 0;
         let cpuPerMessage: Record<string, number> = {};
@@ -163,6 +217,7 @@ export const benchmark: Benchmark = {
             postgres: postgresOf(databaseUrl),
             bench: 'this',
           });
+          const threadsBefore = { smtp: cpuMsByThread(smtp.pid), worker: cpuMsByThread(worker.pid) };
           const started = performance.now();
           const subjects = await load(smtp.port, duration, '');
           acceptRate = subjects.length / duration;
@@ -170,6 +225,11 @@ export const benchmark: Benchmark = {
           const lastVisible = Math.max(...subjects.map((s) => seen.get(s) as number));
           visibleRate = subjects.length / ((lastVisible - started) / 1000);
           cpuPerMessage = cpu.perUnit(subjects.length);
+          threadsPerMessage = threadShares(
+            threadsBefore,
+            { smtp: cpuMsByThread(smtp.pid), worker: cpuMsByThread(worker.pid) },
+            subjects.length,
+          );
           cpuPerMessage.path = ['smtp', 'worker', 'temporal', 'postgres'].reduce((sum, name) => sum + (cpuPerMessage[name] ?? 0), 0);
           pollEveryMs = 25;
 
@@ -188,6 +248,12 @@ export const benchmark: Benchmark = {
           await Promise.all(sessions);
           await visible([...acceptedAt.keys()], 120_000);
         });
+        // Backends publish their statistics at most once a second once idle.
+        await sleep(2_000);
+        const activityAfter = await counters(databaseUrl);
+        const messages = sequence - sequenceBefore;
+        const perMessage = (after: number, before: number) => (after - before) / messages;
+        const domainScans = (c: typeof activityBefore) => (c.tables.domains?.idx_scan ?? 0) + (c.tables.domains?.seq_scan ?? 0);
         const latencies = [...acceptedAt].map(([subject, at]) => (seen.get(subject) as number) - at).sort((a, b) => a - b);
         return {
           bare_per_s: bareRate,
@@ -198,6 +264,17 @@ export const benchmark: Benchmark = {
           to_visible_p50_ms: quantile(latencies, 0.5),
           to_visible_p99_ms: quantile(latencies, 0.99),
           ...Object.fromEntries(Object.entries(cpuPerMessage).map(([name, ms]) => [`cpu_ms_per_message_${name}`, ms])),
+          // Over the load and the latency phase, the watcher's reads included: equal on both sides of a comparison.
+          db_commits_per_message: perMessage(activityAfter.xact_commit, activityBefore.xact_commit),
+          db_domain_scans_per_message: perMessage(domainScans(activityAfter), domainScans(activityBefore)),
+          db_rows_written_per_message: perMessage(
+            activityAfter.tup_inserted + activityAfter.tup_updated,
+            activityBefore.tup_inserted + activityBefore.tup_updated,
+          ),
+          cpu_ms_per_message_bare_smtp: bareCpuPerMessage ?? 0,
+          ...idlePerSecond,
+          ...idleThreadsPerSecond,
+          ...threadsPerMessage,
         };
       },
       close: () => Promise.resolve(),

@@ -10,7 +10,8 @@ interface Counters {
   tables: Record<string, { seq_scan: number; idx_scan: number; n_tup_ins: number; n_tup_upd: number }>;
 }
 
-async function counters(databaseUrl: string): Promise<Counters> {
+/** The database's activity counters so far (pg_stat_database and pg_stat_user_tables, as published). */
+export async function counters(databaseUrl: string): Promise<Counters> {
   return withClient(databaseUrl, async (client) => {
     await client.query('select pg_stat_clear_snapshot()');
     const database = await client.query<Omit<Counters, 'tables'>>(

@@ -98,3 +98,24 @@ export function cpuAccount(sources: Record<string, number | 'this' | `comm:${str
 export function postgresOf(databaseUrl: string): `pg:${string}` {
   return `pg:${decodeURIComponent(new URL(databaseUrl).pathname.slice(1))}`;
 }
+
+/**
+ * CPU time (ms) each kind of thread of a process has used so far, by thread name
+ * (/proc/<pid>/task/<tid>/comm: `node` for the main and worker_threads, `V8 DefaultWorke`
+ * for V8's GC and compiler helpers, `libuv-worker` for the threadpool, `tokio-runtime-w`
+ * for Temporal's core), summed over threads of the same name. Threads that ended are missing.
+ */
+export function cpuMsByThread(pid: number): Record<string, number> {
+  const byName: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byName[name] = (byName[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
+}

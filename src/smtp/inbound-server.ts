@@ -23,6 +23,36 @@ export const MAX_RECIPIENTS = 100;
 export const MAX_CLIENTS = 200;
 /** A wake-up gives up on an unresponsive Temporal after this long (the reconciler takes over). */
 const WAKE_DEADLINE_MS = 5_000;
+/** How long the RCPT check reuses a domain it found proven (a refusal is never reused). */
+export const PROVEN_DOMAIN_TTL_MS = 1_000;
+/** Proven domains remembered at most (then all forgotten and found again). */
+const PROVEN_DOMAINS_KEPT = 1_000;
+
+/**
+ * The RCPT check's lookup with the domains it found proven remembered for `ttlMs`: a burst to
+ * one domain asks PostgreSQL once per `ttlMs` instead of once per session. Only a yes is kept,
+ * so a domain proven a moment ago receives at once; a domain removed or back to pending is
+ * still accepted for at most `ttlMs`, as a message accepted just before the removal is, and
+ * ingestion marks such a message failed (no workspace owns it).
+ */
+export function rememberProvenDomains(
+  lookup: (domain: string) => Promise<boolean>,
+  ttlMs = PROVEN_DOMAIN_TTL_MS,
+  now: () => number = Date.now,
+): (domain: string) => Promise<boolean> {
+  const provenUntil = new Map<string, number>();
+  return async (domain) => {
+    const until = provenUntil.get(domain);
+    if (until !== undefined && until > now()) return true;
+    const proven = await lookup(domain);
+    if (!proven) provenUntil.delete(domain);
+    else {
+      if (provenUntil.size >= PROVEN_DOMAINS_KEPT) provenUntil.clear();
+      provenUntil.set(domain, now() + ttlMs);
+    }
+    return proven;
+  };
+}
 
 interface SmtpReplyError extends Error {
   responseCode: number;
@@ -88,13 +118,14 @@ export function createInboundServer({ config, orm, logger, blobs, temporal, limi
       : { hideSTARTTLS: true };
 
   const verp = config.encryptionKeys.length > 0 ? createVerpSigner(config.encryptionKeys) : null;
+  const isProven = rememberProvenDomains((domain) => isReceivingDomain(orm.em.fork(), domain));
 
   /** Whether a recipient is accepted, or why not. */
   async function checkRecipient(address: string): Promise<'accepted' | 'unknown_domain' | 'forged_return_path'> {
     const route = routeOf(address, config.bounceDomain, verp);
     if (route.kind === 'refused') return 'forged_return_path';
     if (route.kind === 'verp') return 'accepted';
-    return (await isReceivingDomain(orm.em.fork(), route.domain)) ? 'accepted' : 'unknown_domain';
+    return (await isProven(route.domain)) ? 'accepted' : 'unknown_domain';
   }
 
   const wakeIntake = temporal

@@ -5,7 +5,7 @@
  * no workspace until routed, so no statement here needs the workspace condition.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { arrayLiteral } from '../../../db/prepared.ts';
+import { arrayLiteral, queryPrepared } from '../../../db/prepared.ts';
 import { INBOUND_INTAKE_LEASE } from '../../../workflows/inbound-intake.ts';
 import { INBOUND_WAKE_CHANNEL } from '../../queue/wakes.ts';
 import { DEFAULT_REPORT_LOCAL_PART } from '../dmarc/dmarc.fns.ts';
@@ -41,38 +41,40 @@ export interface ReceivedInbound {
 /**
  * Records received raw messages, each due at once, and pokes the inbound actor's drain (the
  * NOTIFY is delivered at the commit), in one statement and so one implicit transaction: every
- * row is committed, or none. Answers whether the drain runs (then it needs no wake-up).
+ * row is committed, or none. Answers whether the drain runs (then it needs no wake-up). A named
+ * prepared statement (db/prepared.ts queryPrepared): PostgreSQL parses it once per connection
+ * and the values are bound, not inlined into the text by MikroORM on every call.
  */
 export async function recordReceived(em: EntityManager, messages: readonly ReceivedInbound[]): Promise<{ draining: boolean }> {
   const column = (value: (message: ReceivedInbound) => string | null) => arrayLiteral(messages.map(value));
-  const [row] = await em.execute<{ draining: boolean }[]>(
-    `with recorded as (
+  const [row] = await queryPrepared<{ draining: boolean }>(em, {
+    sql: `with recorded as (
        insert into inbound_messages (id, blob_key, size_bytes, sha256, mail_from, rcpt_to, remote_address, client_hostname, helo_name,
                                      tls, status, attempts, next_attempt_at, created_at, updated_at)
        select r.id, r.blob_key, r.size_bytes::int, r.sha256, r.mail_from, r.rcpt_to::text[], r.remote_address, r.client_hostname, r.helo_name,
               r.tls::boolean, 'received', 0, r.at::timestamptz, r.at::timestamptz, r.at::timestamptz
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+         from unnest(:ids::text[], :blobKeys::text[], :sizes::text[], :sha256s::text[], :mailFroms::text[], :rcptTos::text[],
+                     :remoteAddresses::text[], :clientHostnames::text[], :heloNames::text[], :tlss::text[], :ats::text[])
               as r(id, blob_key, size_bytes, sha256, mail_from, rcpt_to, remote_address, client_hostname, helo_name, tls, at)
        returning id)
-     select pg_notify('${INBOUND_WAKE_CHANNEL}', ?) as notified,
-            coalesce((select lease_until > now() from actor_leases where name = ?), false) as draining
+     select pg_notify('${INBOUND_WAKE_CHANNEL}', :lease::text) as notified,
+            coalesce((select lease_until > now() from actor_leases where name = :lease::text), false) as draining
        from (select count(*) from recorded) as written`,
-    [
-      column((m) => m.id),
-      column((m) => m.blobKey),
-      column((m) => String(m.sizeBytes)),
-      column((m) => m.sha256),
-      column((m) => m.mailFrom),
-      column((m) => arrayLiteral(m.rcptTo)),
-      column((m) => m.remoteAddress),
-      column((m) => m.clientHostname),
-      column((m) => m.heloName),
-      column((m) => String(m.tls)),
-      column((m) => m.receivedAt.toISOString()),
-      INBOUND_INTAKE_LEASE,
-      INBOUND_INTAKE_LEASE,
-    ],
-  );
+    params: {
+      ids: column((m) => m.id),
+      blobKeys: column((m) => m.blobKey),
+      sizes: column((m) => String(m.sizeBytes)),
+      sha256s: column((m) => m.sha256),
+      mailFroms: column((m) => m.mailFrom),
+      rcptTos: column((m) => arrayLiteral(m.rcptTo)),
+      remoteAddresses: column((m) => m.remoteAddress),
+      clientHostnames: column((m) => m.clientHostname),
+      heloNames: column((m) => m.heloName),
+      tlss: column((m) => String(m.tls)),
+      ats: column((m) => m.receivedAt.toISOString()),
+      lease: INBOUND_INTAKE_LEASE,
+    },
+  });
   return { draining: row?.draining ?? false };
 }
 
@@ -180,24 +182,25 @@ export function createInboundQueue(orm: MikroORM) {
      * it, moves updated_at) and reads what it needs, with the proven domains among its
      * recipients' (routing.repo.ts findReceivingDomains, for every claimed row at once).
      * `othersDueMs`: when the earliest open row not claimed here falls due (epoch ms; null: none),
-     * as nextDue would answer; undefined when nothing was claimed.
+     * as nextDue would answer; undefined when nothing was claimed. A named prepared statement, as
+     * recordReceived's.
      */
     async claim(limit: number, leaseSeconds: number): Promise<{ items: ClaimedInbound[]; othersDueMs: number | null | undefined }> {
-      const rows = await db().execute<
-        (RawRow & { attempts: number; due_ms: number; receiving: ReceivingDomainRow[]; others_due_ms: number | null })[]
-      >(
-        `with due as (select id, next_attempt_at as due_at from inbound_messages
-                       where ${DUE} order by next_attempt_at, id limit ? for update skip locked)
+      const rows = await queryPrepared<
+        RawRow & { attempts: number; due_ms: number; receiving: ReceivingDomainRow[]; others_due_ms: number | null }
+      >(orm.em.fork(), {
+        sql: `with due as (select id, next_attempt_at as due_at from inbound_messages
+                       where ${DUE} order by next_attempt_at, id limit :limit::int for update skip locked)
          update inbound_messages m
-            set next_attempt_at = now() + make_interval(secs => ?), attempts = m.attempts + 1, updated_at = now()
+            set next_attempt_at = now() + make_interval(secs => :leaseSeconds::float8), attempts = m.attempts + 1, updated_at = now()
            from due
           where m.id = due.id
          returning ${RAW_COLUMNS.map((column) => `m.${column}`).join(', ')}, m.attempts, (extract(epoch from due.due_at) * 1000)::float8 as due_ms,
                    ${RECEIVING_DOMAINS_OF_RCPT_SQL} as receiving,
                    (select (extract(epoch from min(o.next_attempt_at)) * 1000)::float8 from inbound_messages o
                      where o.status = 'received' and o.id not in (select id from due)) as others_due_ms`,
-        [limit, leaseSeconds, DEFAULT_REPORT_LOCAL_PART],
-      );
+        params: { limit, leaseSeconds, rdReportLocalPart: DEFAULT_REPORT_LOCAL_PART },
+      });
       const items = rows.map((row) => ({
         id: row.id,
         attempt: row.attempts,

@@ -28,10 +28,10 @@ export function receivingDomainOf(row: ReceivingDomainRow): ReceivingDomain {
 /**
  * The proven domains among the domains of a raw row `m`'s recipients (lower-cased text after the
  * last `@`, as routing.ts routeOf), as a JSON array of ReceivingDomainRow: a superset of what
- * findReceivingDomains answers for the domains routing asks about. One parameter: the default
- * report local part.
+ * findReceivingDomains answers for the domains routing asks about. One named parameter,
+ * `:rdReportLocalPart`: the default report local part.
  */
-export const RECEIVING_DOMAINS_OF_RCPT_SQL = `(select coalesce(json_agg(json_build_object('org_id', d.org_id, 'domain', d.domain, 'report_local_part', coalesce(a.local_part, ?))), '[]'::json)
+export const RECEIVING_DOMAINS_OF_RCPT_SQL = `(select coalesce(json_agg(json_build_object('org_id', d.org_id, 'domain', d.domain, 'report_local_part', coalesce(a.local_part, :rdReportLocalPart))), '[]'::json)
      from domains d /* all workspaces: inbound routing, before any workspace is known */ left join dmarc_addresses a on a.domain_id = d.id
     where d.domain = any(array(select lower(substring(r from '[^@]*$')) from unnest(m.rcpt_to) r)) and d.status <> 'pending')`;
 
