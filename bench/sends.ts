@@ -26,6 +26,7 @@ import type { BenchContext } from './lib/context.ts';
 import { composeCost } from './lib/compose-cost.ts';
 import { runHttpLoad } from './lib/load.ts';
 import { sendingWorkspace } from './lib/sending.ts';
+import { counters, writesPerUnit } from './lib/pg-activity.ts';
 import { cpuAccount, postgresOf } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
@@ -47,6 +48,10 @@ export const benchmark: Benchmark = {
     const emptyStarts = quick ? 300 : 1000;
 
     const { sink, databaseUrl, workspace, orm, domain } = await sendingWorkspace(context);
+    if (process.env.HERALD_BENCH_LOG_STATEMENTS === '1') {
+      // Diagnosis only (it costs PostgreSQL CPU): every statement of the run's database in the server log.
+      await orm.em.getConnection().execute(`alter database "${postgresOf(databaseUrl).slice(3)}" set log_min_duration_statement = 0`);
+    }
 
     const relayEnv = {
       SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
@@ -108,6 +113,7 @@ export const benchmark: Benchmark = {
      */
     async function acceptance(tag: string, target = api) {
       const before = sink.messages().length;
+      const databaseBefore = await counters(databaseUrl);
       process.kill(worker.pid, 'SIGSTOP');
       let accepted;
       try {
@@ -133,12 +139,19 @@ export const benchmark: Benchmark = {
       while (sink.messages().length - before < load.total - load.failures && Date.now() < deadline) await sleep(50);
       const arrived = sink.messages().slice(before);
       const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
+      const cpuPerDelivery = drainCpu.perUnit(arrived.length);
+      // The database's writes per send, accept to events fanned out, once every backend has published its statistics.
+      await quiesce();
+      await sleep(11_000);
+      const database = writesPerUnit(databaseBefore, await counters(databaseUrl), arrived.length);
+      context.note(`database writes per send (${tag}): table +inserted ~updated -deleted`, database.tables);
       return {
         load,
         arrived: arrived.length,
         relayRate: arrived.length / ((last - resumed) / 1000),
         cpuPerAccept: accepted.cpuPerAccept,
-        cpuPerDelivery: drainCpu.perUnit(arrived.length),
+        cpuPerDelivery,
+        database: database.figures,
       };
     }
 
@@ -251,6 +264,7 @@ export const benchmark: Benchmark = {
           compose_plain_cpu_ms: compose.plain,
           ...Object.fromEntries(Object.entries(sent.cpuPerAccept).map(([name, ms]) => [`cpu_ms_per_accept_${name}`, ms])),
           ...Object.fromEntries(Object.entries(sent.cpuPerDelivery).map(([name, ms]) => [`cpu_ms_per_delivery_${name}`, ms])),
+          ...Object.fromEntries(Object.entries(sent.database).map(([name, value]) => [`db_per_send_${name}`, value])),
         };
       },
       close: () => Promise.resolve(),

@@ -7,10 +7,22 @@ interface Counters {
   tup_fetched: number;
   tup_inserted: number;
   tup_updated: number;
-  tables: Record<string, { seq_scan: number; idx_scan: number; n_tup_ins: number; n_tup_upd: number }>;
+  tables: Record<string, TableCounters>;
 }
 
-async function counters(databaseUrl: string): Promise<Counters> {
+interface TableCounters {
+  seq_scan: number;
+  idx_scan: number;
+  n_tup_ins: number;
+  n_tup_upd: number;
+  n_tup_hot_upd: number;
+  n_tup_del: number;
+  /** Indexes on the table: each inserted row and each non-HOT update writes one entry in each. */
+  indexes: number;
+}
+
+/** The database's and each table's counters (pg_stat_database, pg_stat_user_tables) now. */
+export async function counters(databaseUrl: string): Promise<Counters> {
   return withClient(databaseUrl, async (client) => {
     await client.query('select pg_stat_clear_snapshot()');
     const database = await client.query<Omit<Counters, 'tables'>>(
@@ -18,10 +30,12 @@ async function counters(databaseUrl: string): Promise<Counters> {
               tup_fetched::float8 as tup_fetched, tup_inserted::float8 as tup_inserted, tup_updated::float8 as tup_updated
          from pg_stat_database where datname = current_database()`,
     );
-    const tables = await client.query<{ relname: string; seq_scan: number; idx_scan: number; n_tup_ins: number; n_tup_upd: number }>(
+    const tables = await client.query<TableCounters & { relname: string }>(
       `select relname, seq_scan::float8 as seq_scan, coalesce(idx_scan, 0)::float8 as idx_scan,
-              n_tup_ins::float8 as n_tup_ins, n_tup_upd::float8 as n_tup_upd
-         from pg_stat_user_tables`,
+              n_tup_ins::float8 as n_tup_ins, n_tup_upd::float8 as n_tup_upd, n_tup_hot_upd::float8 as n_tup_hot_upd,
+              n_tup_del::float8 as n_tup_del,
+              (select count(*) from pg_index i where i.indrelid = t.relid)::float8 as indexes
+         from pg_stat_user_tables t`,
     );
     return { ...database.rows[0]!, tables: Object.fromEntries(tables.rows.map(({ relname, ...rest }) => [relname, rest])) };
   });
@@ -45,7 +59,7 @@ export async function databaseWorkPerRequest(databaseUrl: string, requests: numb
     `  rows returned ${per(after.tup_returned, before.tup_returned)}, fetched ${per(after.tup_fetched, before.tup_fetched)}, inserted ${per(after.tup_inserted, before.tup_inserted)}, updated ${per(after.tup_updated, before.tup_updated)}`,
   ];
   for (const [table, now] of Object.entries(after.tables)) {
-    const then = before.tables[table] ?? { seq_scan: 0, idx_scan: 0, n_tup_ins: 0, n_tup_upd: 0 };
+    const then = before.tables[table] ?? { seq_scan: 0, idx_scan: 0, n_tup_ins: 0, n_tup_upd: 0, n_tup_hot_upd: 0, n_tup_del: 0, indexes: 0 };
     const scans = [
       ['seq scans', now.seq_scan - then.seq_scan],
       ['index scans', now.idx_scan - then.idx_scan],
@@ -56,4 +70,36 @@ export async function databaseWorkPerRequest(databaseUrl: string, requests: numb
       lines.push(`  ${table}: ${scans.map(([name, delta]) => `${name} ${(Number(delta) / requests).toFixed(2)}`).join(', ')}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * What `units` items cost the database between two readings of `counters` (the second taken
+ * at least 11 s after the work, when every backend has published its statistics): transactions,
+ * rows written, and index entries written (each inserted row and each update that is not HOT
+ * writes one entry in every index of its table), per item; `tables` names the tables written.
+ */
+export function writesPerUnit(before: Counters, after: Counters, units: number) {
+  const per = (value: number) => value / units;
+  let indexEntries = 0;
+  const tables: string[] = [];
+  for (const [table, now] of Object.entries(after.tables)) {
+    const then = before.tables[table] ?? { n_tup_ins: 0, n_tup_upd: 0, n_tup_hot_upd: 0, n_tup_del: 0 };
+    const inserted = now.n_tup_ins - then.n_tup_ins;
+    const updated = now.n_tup_upd - then.n_tup_upd;
+    const deleted = now.n_tup_del - then.n_tup_del;
+    const cold = updated - (now.n_tup_hot_upd - then.n_tup_hot_upd);
+    indexEntries += (inserted + cold) * now.indexes;
+    if (inserted + updated + deleted > 0)
+      tables.push(`${table} +${per(inserted).toFixed(2)} ~${per(updated).toFixed(2)} (${per(cold).toFixed(2)} not HOT) -${per(deleted).toFixed(2)}`);
+  }
+  return {
+    figures: {
+      commits: per(after.xact_commit - before.xact_commit),
+      rollbacks: per(after.xact_rollback - before.xact_rollback),
+      rows_inserted: per(after.tup_inserted - before.tup_inserted),
+      rows_updated: per(after.tup_updated - before.tup_updated),
+      index_entries: per(indexEntries),
+    },
+    tables: tables.sort().join('\n'),
+  };
 }
