@@ -59,7 +59,15 @@ export async function databaseWorkPerRequest(databaseUrl: string, requests: numb
     `  rows returned ${per(after.tup_returned, before.tup_returned)}, fetched ${per(after.tup_fetched, before.tup_fetched)}, inserted ${per(after.tup_inserted, before.tup_inserted)}, updated ${per(after.tup_updated, before.tup_updated)}`,
   ];
   for (const [table, now] of Object.entries(after.tables)) {
-    const then = before.tables[table] ?? { seq_scan: 0, idx_scan: 0, n_tup_ins: 0, n_tup_upd: 0, n_tup_hot_upd: 0, n_tup_del: 0, indexes: 0 };
+    const then = before.tables[table] ?? {
+      seq_scan: 0,
+      idx_scan: 0,
+      n_tup_ins: 0,
+      n_tup_upd: 0,
+      n_tup_hot_upd: 0,
+      n_tup_del: 0,
+      indexes: 0,
+    };
     const scans = [
       ['seq scans', now.seq_scan - then.seq_scan],
       ['index scans', now.idx_scan - then.idx_scan],
@@ -90,7 +98,9 @@ export function writesPerUnit(before: Counters, after: Counters, units: number) 
     const cold = updated - (now.n_tup_hot_upd - then.n_tup_hot_upd);
     indexEntries += (inserted + cold) * now.indexes;
     if (inserted + updated + deleted > 0)
-      tables.push(`${table} +${per(inserted).toFixed(2)} ~${per(updated).toFixed(2)} (${per(cold).toFixed(2)} not HOT) -${per(deleted).toFixed(2)}`);
+      tables.push(
+        `${table} +${per(inserted).toFixed(2)} ~${per(updated).toFixed(2)} (${per(cold).toFixed(2)} not HOT) -${per(deleted).toFixed(2)}`,
+      );
   }
   return {
     figures: {
