@@ -17,8 +17,6 @@ interface TableCounters {
   n_tup_upd: number;
   n_tup_hot_upd: number;
   n_tup_del: number;
-  /** Indexes on the table: each inserted row and each non-HOT update writes one entry in each. */
-  indexes: number;
 }
 
 /** The database's and each table's counters (pg_stat_database, pg_stat_user_tables) now. */
@@ -33,8 +31,7 @@ export async function counters(databaseUrl: string): Promise<Counters> {
     const tables = await client.query<TableCounters & { relname: string }>(
       `select relname, seq_scan::float8 as seq_scan, coalesce(idx_scan, 0)::float8 as idx_scan,
               n_tup_ins::float8 as n_tup_ins, n_tup_upd::float8 as n_tup_upd, n_tup_hot_upd::float8 as n_tup_hot_upd,
-              n_tup_del::float8 as n_tup_del,
-              (select count(*) from pg_index i where i.indrelid = t.relid)::float8 as indexes
+              n_tup_del::float8 as n_tup_del
          from pg_stat_user_tables t`,
     );
     return { ...database.rows[0]!, tables: Object.fromEntries(tables.rows.map(({ relname, ...rest }) => [relname, rest])) };
@@ -66,7 +63,6 @@ export async function databaseWorkPerRequest(databaseUrl: string, requests: numb
       n_tup_upd: 0,
       n_tup_hot_upd: 0,
       n_tup_del: 0,
-      indexes: 0,
     };
     const scans = [
       ['seq scans', now.seq_scan - then.seq_scan],
@@ -82,13 +78,13 @@ export async function databaseWorkPerRequest(databaseUrl: string, requests: numb
 
 /**
  * What `units` items cost the database between two readings of `counters` (the second taken
- * at least 11 s after the work, when every backend has published its statistics): transactions,
- * rows written, and index entries written (each inserted row and each update that is not HOT
- * writes one entry in every index of its table), per item; `tables` names the tables written.
+ * at least 11 s after the work, when every backend has published its statistics): transactions
+ * and rows written per item; `tables` names the tables written, with the updates that were not
+ * HOT (each of those, like each inserted row, writes an entry in every index whose predicate the
+ * row meets).
  */
 export function writesPerUnit(before: Counters, after: Counters, units: number) {
   const per = (value: number) => value / units;
-  let indexEntries = 0;
   const tables: string[] = [];
   for (const [table, now] of Object.entries(after.tables)) {
     const then = before.tables[table] ?? { n_tup_ins: 0, n_tup_upd: 0, n_tup_hot_upd: 0, n_tup_del: 0 };
@@ -96,7 +92,6 @@ export function writesPerUnit(before: Counters, after: Counters, units: number) 
     const updated = now.n_tup_upd - then.n_tup_upd;
     const deleted = now.n_tup_del - then.n_tup_del;
     const cold = updated - (now.n_tup_hot_upd - then.n_tup_hot_upd);
-    indexEntries += (inserted + cold) * now.indexes;
     if (inserted + updated + deleted > 0)
       tables.push(
         `${table} +${per(inserted).toFixed(2)} ~${per(updated).toFixed(2)} (${per(cold).toFixed(2)} not HOT) -${per(deleted).toFixed(2)}`,
@@ -108,7 +103,6 @@ export function writesPerUnit(before: Counters, after: Counters, units: number) 
       rollbacks: per(after.xact_rollback - before.xact_rollback),
       rows_inserted: per(after.tup_inserted - before.tup_inserted),
       rows_updated: per(after.tup_updated - before.tup_updated),
-      index_entries: per(indexEntries),
     },
     tables: tables.sort().join('\n'),
   };
