@@ -197,8 +197,10 @@ export const benchmark: Benchmark = {
     }
 
     /** 202-to-relay latencies at RATE sends/s, and the CPU ms per send of each process at that rate (accept and deliver together). */
-    async function latency(seconds: number): Promise<{ latencies: number[]; cpuPerSend: Record<string, number> }> {
+    async function latency(seconds: number): Promise<{ latencies: number[]; cpuPerSend: Record<string, number>; commitsPerSend: number }> {
       await quiesce();
+      await sleep(11_000);
+      const databaseBefore = await counters(databaseUrl);
       const cpu = cpuAccount({ api: api.pid, worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl) });
       const answeredAt = new Map<string, number>();
       const count = RATE * seconds;
@@ -226,9 +228,14 @@ export const benchmark: Benchmark = {
       const arrivals = () => sink.messages().filter((m) => m.messageId !== null && answeredAt.has(m.messageId));
       while (arrivals().length < count && Date.now() < deadline) await sleep(50);
       const arrived = arrivals();
+      const cpuPerSend = cpu.perUnit(arrived.length);
+      await sleep(11_000);
+      // Transactions per send at this rate: an acceptance, a share of a group commit, and each claim of the drain (empty ones too).
+      const { figures } = writesPerUnit(databaseBefore, await counters(databaseUrl), arrived.length);
       return {
         latencies: arrived.map((m) => Date.parse(m.receivedAt) - (answeredAt.get(m.messageId as string) as number)).sort((a, b) => a - b),
-        cpuPerSend: cpu.perUnit(arrived.length),
+        cpuPerSend,
+        commitsPerSend: figures.commits,
       };
     }
 
@@ -251,7 +258,7 @@ export const benchmark: Benchmark = {
         const starts = await startEmptyWorkflows(emptyStarts);
         const sent = await acceptance(`run${index}`);
         const plain = await plainNodemailer(Math.max(200, sent.arrived));
-        const { latencies, cpuPerSend: trickle } = await latency(latencySeconds);
+        const { latencies, cpuPerSend: trickle, commitsPerSend } = await latency(latencySeconds);
         const compose = await composeCost(dkimKey, domain, quick ? 100 : 300);
         return {
           empty_starts_per_s: starts,
@@ -273,6 +280,7 @@ export const benchmark: Benchmark = {
           ...Object.fromEntries(Object.entries(sent.database).map(([name, value]) => [`db_per_send_${name}`, value])),
           // At RATE sends/s each send is claimed, sent and recorded mostly on its own: the cost of a send when the queue is not busy.
           ...Object.fromEntries(Object.entries(trickle).map(([name, ms]) => [`cpu_ms_per_send_at_${RATE}_per_s_${name}`, ms])),
+          [`db_commits_per_send_at_${RATE}_per_s`]: commitsPerSend,
         };
       },
       close: () => Promise.resolve(),

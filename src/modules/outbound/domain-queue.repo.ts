@@ -339,13 +339,14 @@ export function createDomainQueue(orm: MikroORM) {
 
     /** Epoch ms when the domain's next email falls due (held mail no earlier than it may be taken), or null. */
     async nextDue(orgId: string, domainId: string): Promise<number | null> {
-      const [row] = await db().execute<{ next_due_ms: number | null }[]>(
-        `with ${ROOM_CTE}
+      // Prepared, as the claim: a drain asks after each claim that found the queue empty.
+      const [row] = await queryPrepared<{ next_due_ms: number | null }>(orm.em, {
+        sql: `with ${ROOM_CTE}
          select (extract(epoch from least(
                    ${ONE_BY_ONE_NEXT_DUE},
                    ${BROADCAST_NEXT_DUE})) * 1000)::float8 as next_due_ms`,
-        { domain: domainId, org: orgId, limit: 1, day: utcDay(new Date()) },
-      );
+        params: { domain: domainId, org: orgId, limit: 1, day: utcDay(new Date()) },
+      });
       return row?.next_due_ms ?? null;
     },
 
