@@ -26,6 +26,7 @@ import type { BenchContext } from './lib/context.ts';
 import { composeCost } from './lib/compose-cost.ts';
 import { runHttpLoad } from './lib/load.ts';
 import { sendingWorkspace } from './lib/sending.ts';
+import { counters, writesPerUnit } from './lib/pg-activity.ts';
 import { cpuAccount, postgresOf } from './lib/proc.ts';
 import { fmt, med, quantile } from './lib/stats.ts';
 import type { Benchmark } from './lib/types.ts';
@@ -47,6 +48,10 @@ export const benchmark: Benchmark = {
     const emptyStarts = quick ? 300 : 1000;
 
     const { sink, databaseUrl, workspace, orm, domain } = await sendingWorkspace(context);
+    if (process.env.HERALD_BENCH_LOG_STATEMENTS === '1') {
+      // Diagnosis only (it costs PostgreSQL CPU): every statement of the run's database in the server log.
+      await orm.em.getConnection().execute(`alter database "${postgresOf(databaseUrl).slice(3)}" set log_min_duration_statement = 0`);
+    }
 
     const relayEnv = {
       SMTP_RELAY_URL: `smtp://127.0.0.1:${sink.smtpPort}`,
@@ -108,6 +113,9 @@ export const benchmark: Benchmark = {
      */
     async function acceptance(tag: string, target = api) {
       const before = sink.messages().length;
+      // Every backend publishes what the phases before wrote (at most 10 s late) before the first reading.
+      await sleep(11_000);
+      const databaseBefore = await counters(databaseUrl);
       process.kill(worker.pid, 'SIGSTOP');
       let accepted;
       try {
@@ -133,12 +141,19 @@ export const benchmark: Benchmark = {
       while (sink.messages().length - before < load.total - load.failures && Date.now() < deadline) await sleep(50);
       const arrived = sink.messages().slice(before);
       const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
+      const cpuPerDelivery = drainCpu.perUnit(arrived.length);
+      // The database's writes per send, accept to events fanned out, once every backend has published its statistics.
+      await quiesce();
+      await sleep(11_000);
+      const database = writesPerUnit(databaseBefore, await counters(databaseUrl), arrived.length);
+      context.note(`database writes per send (${tag}): table +inserted ~updated -deleted`, database.tables);
       return {
         load,
         arrived: arrived.length,
         relayRate: arrived.length / ((last - resumed) / 1000),
         cpuPerAccept: accepted.cpuPerAccept,
-        cpuPerDelivery: drainCpu.perUnit(arrived.length),
+        cpuPerDelivery,
+        database: database.figures,
       };
     }
 
@@ -181,8 +196,12 @@ export const benchmark: Benchmark = {
       while ((await busy()) > 0 && Date.now() < deadline) await sleep(100);
     }
 
-    async function latency(seconds: number): Promise<number[]> {
+    /** 202-to-relay latencies at RATE sends/s, and the CPU ms per send of each process at that rate (accept and deliver together). */
+    async function latency(seconds: number): Promise<{ latencies: number[]; cpuPerSend: Record<string, number>; commitsPerSend: number }> {
       await quiesce();
+      await sleep(11_000);
+      const databaseBefore = await counters(databaseUrl);
+      const cpu = cpuAccount({ api: api.pid, worker: worker.pid, temporal: temporal.pid, postgres: postgresOf(databaseUrl) });
       const answeredAt = new Map<string, number>();
       const count = RATE * seconds;
       const started = performance.now();
@@ -208,9 +227,16 @@ export const benchmark: Benchmark = {
       const deadline = Date.now() + 120_000;
       const arrivals = () => sink.messages().filter((m) => m.messageId !== null && answeredAt.has(m.messageId));
       while (arrivals().length < count && Date.now() < deadline) await sleep(50);
-      return arrivals()
-        .map((m) => Date.parse(m.receivedAt) - (answeredAt.get(m.messageId as string) as number))
-        .sort((a, b) => a - b);
+      const arrived = arrivals();
+      const cpuPerSend = cpu.perUnit(arrived.length);
+      await sleep(11_000);
+      // Transactions per send at this rate: an acceptance, a share of a group commit, and each claim of the drain (empty ones too).
+      const { figures } = writesPerUnit(databaseBefore, await counters(databaseUrl), arrived.length);
+      return {
+        latencies: arrived.map((m) => Date.parse(m.receivedAt) - (answeredAt.get(m.messageId as string) as number)).sort((a, b) => a - b),
+        cpuPerSend,
+        commitsPerSend: figures.commits,
+      };
     }
 
     return {
@@ -232,7 +258,7 @@ export const benchmark: Benchmark = {
         const starts = await startEmptyWorkflows(emptyStarts);
         const sent = await acceptance(`run${index}`);
         const plain = await plainNodemailer(Math.max(200, sent.arrived));
-        const latencies = await latency(latencySeconds);
+        const { latencies, cpuPerSend: trickle, commitsPerSend } = await latency(latencySeconds);
         const compose = await composeCost(dkimKey, domain, quick ? 100 : 300);
         return {
           empty_starts_per_s: starts,
@@ -251,6 +277,10 @@ export const benchmark: Benchmark = {
           compose_plain_cpu_ms: compose.plain,
           ...Object.fromEntries(Object.entries(sent.cpuPerAccept).map(([name, ms]) => [`cpu_ms_per_accept_${name}`, ms])),
           ...Object.fromEntries(Object.entries(sent.cpuPerDelivery).map(([name, ms]) => [`cpu_ms_per_delivery_${name}`, ms])),
+          ...Object.fromEntries(Object.entries(sent.database).map(([name, value]) => [`db_per_send_${name}`, value])),
+          // At RATE sends/s each send is claimed, sent and recorded mostly on its own: the cost of a send when the queue is not busy.
+          ...Object.fromEntries(Object.entries(trickle).map(([name, ms]) => [`cpu_ms_per_send_at_${RATE}_per_s_${name}`, ms])),
+          [`db_commits_per_send_at_${RATE}_per_s`]: commitsPerSend,
         };
       },
       close: () => Promise.resolve(),

@@ -35,7 +35,8 @@ export const EmailEventSchema = defineEntity({
   },
   indexes: [
     { properties: ['orgId', 'occurredAt', 'type'] },
-    { properties: ['orgId', 'broadcastId', 'type'] },
+    // A broadcast's events (a transactional send's have no broadcast: not indexed here).
+    { properties: ['orgId', 'broadcastId', 'type'], where: { broadcastId: { $ne: null } } },
     // One email's events (GET /outbox/emails/{id}).
     { properties: ['orgId', 'emailId'] },
   ],

@@ -128,13 +128,14 @@ export const TransactionalEmailSchema = defineEntity({
     // The email log (transactional emails only: a broadcast's messages are read through the broadcast).
     { name: 'transactional_emails_log_index', properties: ['orgId', 'createdAt', 'id'], where: { broadcastId: null } },
     { properties: ['tags'], type: 'gin' },
-    // The domain actor's claims and next due times, transactional emails and broadcast messages
-    // apart (transactional first, and a broadcast's backlog never sits in front of them), and the
-    // reconciler's look for stranded emails.
+    // The domain actor's claims and next due times, in three halves that share no row:
+    // transactional-kind mail (priority), the rest sent one by one (automation and broadcast-kind
+    // stream mail: this one), and broadcast messages (transactional first, and a broadcast's
+    // backlog never sits in front of them); and the reconciler's look for stranded emails.
     {
       name: 'transactional_emails_due_index',
       properties: ['domainId', 'nextAttemptAt', 'id'],
-      where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null },
+      where: { status: { $in: ['scheduled', 'queued', 'sending'] }, broadcastId: null, streamKind: { $ne: 'transactional' } },
     },
     // Transactional-kind mail alone, claimed before automation and custom broadcast-stream mail.
     {
