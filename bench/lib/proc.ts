@@ -55,17 +55,37 @@ const PG_BACKGROUND =
  */
 export function cpuMsOfDatabase(database: string): number {
   let total = 0;
+  for (const ms of cpuMsOfDatabaseByPid(database).values()) total += ms;
+  return total;
+}
+
+/** cpuMsOfDatabase per PostgreSQL process (pid → CPU ms so far). */
+function cpuMsOfDatabaseByPid(database: string): Map<number, number> {
+  const byPid = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
       const line = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
       // A backend's line names the database mid-line; an autovacuum worker's ends with it.
-      if (line.includes(` ${database} `) || line.endsWith(` ${database}`) || PG_BACKGROUND.test(line)) total += cpuMs(Number(entry));
+      if (line.includes(` ${database} `) || line.endsWith(` ${database}`) || PG_BACKGROUND.test(line))
+        byPid.set(Number(entry), cpuMs(Number(entry)));
     } catch {
       // The process ended between the listing and the read.
     }
   }
+  return byPid;
+}
+
+/**
+ * PostgreSQL's CPU ms for `database` since `before` (a cpuMsOfDatabaseByPid reading): each
+ * process's growth, a process started since counted whole. A process that ended since counts
+ * nothing (its work since `before` is lost, an undercount), where the difference of two sums
+ * went negative when a busy backend or autovacuum worker exited in between.
+ */
+function cpuMsOfDatabaseSince(database: string, before: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of cpuMsOfDatabaseByPid(database)) total += ms - Math.min(ms, before.get(pid) ?? 0);
   return total;
 }
 
@@ -86,9 +106,19 @@ export function cpuAccount(sources: Record<string, number | 'this' | `comm:${str
     return cpuMs(source);
   };
   const before = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, read(source)]));
+  const databasesBefore = new Map(
+    Object.values(sources)
+      .filter((source): source is `pg:${string}` => typeof source === 'string' && source.startsWith('pg:'))
+      .map((source) => [source, cpuMsOfDatabaseByPid(source.slice('pg:'.length))]),
+  );
+  const since = (name: string, source: number | string): number => {
+    const byPid = typeof source === 'string' ? databasesBefore.get(source as `pg:${string}`) : undefined;
+    if (typeof source === 'string' && byPid) return cpuMsOfDatabaseSince(source.slice('pg:'.length), byPid);
+    return read(source) - before[name]!;
+  };
   return {
     perUnit(units: number): Record<string, number> {
-      const figures = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, (read(source) - before[name]!) / units]));
+      const figures = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, since(name, source) / units]));
       return { ...figures, total: Object.values(figures).reduce((sum, value) => sum + value, 0) };
     },
   };
