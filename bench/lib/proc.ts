@@ -48,18 +48,11 @@ const PG_BACKGROUND =
   /: (walwriter|checkpointer|background writer|autovacuum launcher|logical replication launcher|archiver|stats collector)\s*$/;
 
 /**
- * CPU time (ms) used so far by PostgreSQL for one database: its backends (and autovacuum
- * workers), whose command lines name it, plus the shared background processes (WAL writer,
- * checkpointer, …). Backends of other databases on the same server (another test run on the
- * machine) are not counted, unlike `comm:postgres`.
+ * CPU time (ms) used so far by each PostgreSQL process working for one database (pid → ms): its
+ * backends (and autovacuum workers), whose command lines name it, plus the shared background
+ * processes (WAL writer, checkpointer, …). Backends of other databases on the same server
+ * (another test run on the machine) are not counted, unlike `comm:postgres`.
  */
-export function cpuMsOfDatabase(database: string): number {
-  let total = 0;
-  for (const ms of cpuMsOfDatabaseByPid(database).values()) total += ms;
-  return total;
-}
-
-/** cpuMsOfDatabase per PostgreSQL process (pid → CPU ms so far). */
 function cpuMsOfDatabaseByPid(database: string): Map<number, number> {
   const byPid = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
@@ -96,32 +89,31 @@ function cpuMsOfDatabaseSince(database: string, before: Map<number, number>): nu
  * start, and `total` their sum.
  */
 export function cpuAccount(sources: Record<string, number | 'this' | `comm:${string}` | `pg:${string}`>) {
-  const read = (source: number | string): number => {
+  const started = Object.entries(sources).map(([name, source]) => [name, startReading(source)] as const);
+  return {
+    perUnit(units: number): Record<string, number> {
+      const figures = Object.fromEntries(started.map(([name, since]) => [name, since() / units]));
+      return { ...figures, total: Object.values(figures).reduce((sum, value) => sum + value, 0) };
+    },
+  };
+}
+
+/** Reads `source` now; the function returned gives its CPU ms since. */
+function startReading(source: number | string): () => number {
+  if (typeof source === 'string' && source.startsWith('pg:')) {
+    const database = source.slice('pg:'.length);
+    const before = cpuMsOfDatabaseByPid(database);
+    return () => cpuMsOfDatabaseSince(database, before);
+  }
+  const read = (): number => {
     if (source === 'this') {
       const usage = process.cpuUsage();
       return (usage.user + usage.system) / 1000;
     }
-    if (typeof source === 'string' && source.startsWith('pg:')) return cpuMsOfDatabase(source.slice('pg:'.length));
-    if (typeof source === 'string') return cpuMsOfCommand(source.slice('comm:'.length));
-    return cpuMs(source);
+    return typeof source === 'string' ? cpuMsOfCommand(source.slice('comm:'.length)) : cpuMs(source);
   };
-  const before = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, read(source)]));
-  const databasesBefore = new Map(
-    Object.values(sources)
-      .filter((source): source is `pg:${string}` => typeof source === 'string' && source.startsWith('pg:'))
-      .map((source) => [source, cpuMsOfDatabaseByPid(source.slice('pg:'.length))]),
-  );
-  const since = (name: string, source: number | string): number => {
-    const byPid = typeof source === 'string' ? databasesBefore.get(source as `pg:${string}`) : undefined;
-    if (typeof source === 'string' && byPid) return cpuMsOfDatabaseSince(source.slice('pg:'.length), byPid);
-    return read(source) - before[name]!;
-  };
-  return {
-    perUnit(units: number): Record<string, number> {
-      const figures = Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, since(name, source) / units]));
-      return { ...figures, total: Object.values(figures).reduce((sum, value) => sum + value, 0) };
-    },
-  };
+  const before = read();
+  return () => read() - before;
 }
 
 /** The cpuAccount source for PostgreSQL's work on the database of `databaseUrl`. */
