@@ -6,7 +6,8 @@ import { promisify } from 'node:util';
 import { Connection, Client } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../src/dev/paths.ts';
-import { freePort, isListening } from '../../src/dev/ports.ts';
+import { createServer } from 'node:net';
+import { isListening } from '../../src/dev/ports.ts';
 import { dropDatabase, withDatabase } from '../../src/dev/postgres.ts';
 import { waitFor } from '../../src/dev/processes.ts';
 import { sharedServices, testDatabaseName } from '../support/stack.ts';
@@ -18,6 +19,25 @@ interface DevRun {
   child: ChildProcess;
   output: () => string;
   exited: Promise<number | null>;
+}
+
+/**
+ * A free port below the kernel's ephemeral range (32768+), distinct from `taken`. The test
+ * restarts the stack on the same ports; a port from `freePort()` (bind 0) can meanwhile be handed
+ * to another test file's listener or to an outgoing connection, which made the second start fail
+ * with "address already in use". Ports outside the ephemeral range are handed out by nobody.
+ */
+async function stablePort(taken: number[]): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (taken.includes(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
 }
 
 /** `npm start`'s command, as a user runs it, with its data and ports kept away from real dev. */
@@ -50,14 +70,10 @@ describe('herald dev (npm start)', () => {
   });
 
   it('starts the whole stack, prints a working curl, stops cleanly on Ctrl-C, and reuses its data', async () => {
-    const ports = {
-      api: await freePort(),
-      smtp: await freePort(),
-      temporal: await freePort(),
-      ui: await freePort(),
-      sinkSmtp: await freePort(),
-      sinkHttp: await freePort(),
-    };
+    const picked: number[] = [];
+    for (let i = 0; i < 6; i += 1) picked.push(await stablePort(picked));
+    const [api, smtp, temporal, ui, sinkSmtp, sinkHttp] = picked as [number, number, number, number, number, number];
+    const ports = { api, smtp, temporal, ui, sinkSmtp, sinkHttp };
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       NODE_ENV: 'development',

@@ -41,8 +41,12 @@ function unsupportedType(): AppError {
   });
 }
 
-/** What co-body (under koa-body) raises while reading, in Herald's envelope. */
-function readFailure(error: unknown, limit: number): AppError {
+/**
+ * What co-body (under koa-body) raises while reading, in Herald's envelope. Only the client's
+ * side of a read (a 4xx from raw-body: aborted, short, badly encoded) is the client's error; any
+ * other failure is Herald's own and goes on as it is, to be answered as an internal error.
+ */
+export function readFailure(error: unknown, limit: number): unknown {
   const status = (error as { status?: unknown }).status;
   if (status === 413) return tooLarge(limit);
   if (status === 415) {
@@ -52,6 +56,7 @@ function readFailure(error: unknown, limit: number): AppError {
       ],
     });
   }
+  if (typeof status !== 'number' || status < 400 || status >= 500) return error;
   return new AppError('invalid_request', 'The request body could not be read (aborted, ended early or badly encoded).', {
     reason: 'MALFORMED_JSON',
   });
