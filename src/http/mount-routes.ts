@@ -84,16 +84,17 @@ export function mountRoutes(
           const query = route.query ? await parseInput(route.query, rawQuery, 'query') : undefined;
           const body = route.body ? await parseInput(route.body, rawBody, 'body', route.bodyErrorReason) : undefined;
           const record = ctx.state.idempotencyRecord;
+          const answer = (status: number, data: unknown) => {
+            const envelope = successEnvelope(ctx.state, data);
+            return { status, body: route.storedResponse ? route.storedResponse.seal(envelope) : envelope };
+          };
           const idempotentAnswer: IdempotentAnswer | undefined = record
             ? {
                 cte: (status, data) => {
-                  const envelope = successEnvelope(ctx.state, data);
-                  return deps.idempotency.answerCte(
-                    record.id,
-                    status,
-                    route.storedResponse ? route.storedResponse.seal(envelope) : envelope,
-                  );
+                  const stored = answer(status, data);
+                  return deps.idempotency.answerCte(record.id, stored.status, stored.body);
                 },
+                answer,
                 stored: () => {
                   record.stored = true;
                 },

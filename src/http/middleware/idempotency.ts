@@ -108,7 +108,7 @@ export function idempotency(options: {
     const taken = options.claimInTransaction ? new KeyTaken() : null;
     if (taken) {
       record.claim = {
-        cte: () => options.store.claimCte(recordId, scope),
+        cte: (answer) => options.store.claimCte(recordId, scope, answer),
         taken: () => taken,
         committed: () => {
           claimed = true;

@@ -15,19 +15,35 @@ export interface IdempotencyScope {
   fingerprint: string;
 }
 
+/** An answer stored in an idempotency record: the response's status and its body as stored (enveloped, sealed). */
+export interface StoredAnswer {
+  status: number;
+  body: unknown;
+}
+
 /**
  * The claim: one INSERT … ON CONFLICT that takes a new key, an expired record, or a running one
  * abandoned past the lock timeout, and returns the record id; nothing when another request holds
- * the key. Run alone (claimRecord) or as a CTE of the statement whose change it guards.
+ * the key. Run alone (claimRecord) or as a CTE of the statement whose change it guards. With
+ * `answer`, the record is claimed completed, holding that answer: for a transaction that knows
+ * its answer before its first statement, so the record is written once instead of claimed, then
+ * updated with the answer (uncommitted, it holds the key against concurrent requests the same).
  */
-export function claimStatement(recordId: string, scope: IdempotencyScope, ttlSeconds: number, lockTimeoutSeconds: number): SqlFragment {
+export function claimStatement(
+  recordId: string,
+  scope: IdempotencyScope,
+  ttlSeconds: number,
+  lockTimeoutSeconds: number,
+  answer?: StoredAnswer,
+): SqlFragment {
   return {
     sql: `insert into idempotency_records
          (id, org_id, api_key_id, key, fingerprint, state, response_status, response_body, created_at, expires_at)
-       values (:idemId, :idemOrg, :idemApiKey, :idemKey, :idemFingerprint, 'running', null, null, now(), now() + make_interval(secs => :idemTtl::int))
+       values (:idemId, :idemOrg, :idemApiKey, :idemKey, :idemFingerprint, :idemClaimState, :idemClaimStatus::int, :idemClaimBody::json,
+               now(), now() + make_interval(secs => :idemTtl::int))
        on conflict (org_id, api_key_id, key) do update
-         set fingerprint = excluded.fingerprint, state = 'running', response_status = null,
-             response_body = null, created_at = excluded.created_at, expires_at = excluded.expires_at
+         set fingerprint = excluded.fingerprint, state = excluded.state, response_status = excluded.response_status,
+             response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at
          where idempotency_records.expires_at <= now()
             or (idempotency_records.state = 'running'
                 and idempotency_records.fingerprint = excluded.fingerprint
@@ -39,6 +55,9 @@ export function claimStatement(recordId: string, scope: IdempotencyScope, ttlSec
       idemApiKey: scope.apiKeyId,
       idemKey: scope.key,
       idemFingerprint: scope.fingerprint,
+      idemClaimState: answer ? 'completed' : 'running',
+      idemClaimStatus: answer ? answer.status : null,
+      idemClaimBody: answer ? JSON.stringify(answer.body ?? null) : null,
       idemTtl: ttlSeconds,
       idemLockTimeout: lockTimeoutSeconds,
     },

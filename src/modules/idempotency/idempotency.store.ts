@@ -10,9 +10,10 @@ import {
   findRecord,
   type IdempotencyScope,
   isRecordCompleted,
+  type StoredAnswer,
 } from './idempotency.repo.ts';
 
-export type { IdempotencyScope };
+export type { IdempotencyScope, StoredAnswer };
 
 export type BeginResult =
   | { kind: 'started'; recordId: string }
@@ -61,10 +62,11 @@ export function createIdempotencyStore(options: IdempotencyStoreOptions) {
      * The claim of `begin` as a CTE (`idem_claim`, one row with the record id when claimed) of
      * the first statement of the caller's transaction: the claim then commits with the change
      * it guards (or not at all), and a concurrent request with the same key waits for that
-     * commit instead of seeing a running record.
+     * commit instead of seeing a running record. With `answer`, the record is claimed completed
+     * with it (claimStatement), and needs no answerCte.
      */
-    claimCte(recordId: string, scope: IdempotencyScope): SqlFragment {
-      const claim = claimStatement(recordId, scope, ttl, lockTimeout);
+    claimCte(recordId: string, scope: IdempotencyScope, answer?: StoredAnswer): SqlFragment {
+      const claim = claimStatement(recordId, scope, ttl, lockTimeout, answer);
       return { sql: `idem_claim as (${claim.sql})`, params: claim.params };
     },
 

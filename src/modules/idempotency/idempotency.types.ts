@@ -1,4 +1,7 @@
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
+import type { StoredAnswer } from './idempotency.repo.ts';
+
+export type { StoredAnswer };
 
 /*
  * The contracts between the Idempotency-Key middleware (src/http/middleware/idempotency.ts) and
@@ -8,8 +11,13 @@ import type { SqlFragment } from '../../../db/sql-fragment.ts';
 
 /** The Idempotency-Key claim a `claimInTransaction` handler runs in its transaction's first statement. */
 export interface IdempotencyClaim {
-  /** The claim as a CTE (`idem_claim`: one row with the record id, or none when another request holds the key). */
-  cte(): SqlFragment;
+  /**
+   * The claim as a CTE (`idem_claim`: one row with the record id, or none when another request
+   * holds the key). With `answer` (IdempotentAnswer.answer), the record is claimed completed
+   * with that answer, which then needs no `cte` of IdempotentAnswer (call its `stored` once the
+   * transaction committed).
+   */
+  cte(answer?: StoredAnswer): SqlFragment;
   /** An error to throw (rolling the transaction back) when `idem_claim` was empty: the middleware answers for the key's holder. */
   taken(): Error;
   /** Tells the middleware that the transaction holding the claim committed. */
@@ -21,6 +29,8 @@ export interface IdempotentAnswer {
   claim?: IdempotencyClaim;
   /** The CTE (`idem_answer`) that stores `data` with `status` as the answer, for a statement of the handler's transaction. */
   cte(status: number, data: unknown): SqlFragment;
+  /** The answer `cte` would store for `data` with `status`, for `claim.cte(answer)`. */
+  answer(status: number, data: unknown): StoredAnswer;
   /** Tells the middleware that the statement with the CTE ran (its transaction commits or the request fails). */
   stored(): void;
 }

@@ -27,8 +27,13 @@ import {
 /** How many of the most recent subject matches are compared by participants (bounds the work per message). */
 const SUBJECT_CANDIDATES = 20;
 
-/** The domain of an address as threading compares it: what follows its last `@`, lower-cased. */
-const domainOf = (column: string) => `lower(substring(${column} from '[^@]*$'))`;
+/**
+ * The domain of an address as threading compares it: what follows its last `@` (the whole
+ * address without one), lower-cased. split_part, not the regular expression `[^@]*$`, which
+ * gives the same text at several times the CPU: a send placed among 20 threads of its subject
+ * takes the domain of some 40 addresses.
+ */
+const domainOf = (column: string) => `lower(split_part(${column}, '@', -1))`;
 
 /**
  * The placement CTEs (without `with`), for the message `input` of workspace `orgId`:

@@ -18,6 +18,7 @@ import type { ResolvedStream } from '../streams/streams.fns.ts';
 import { utcDay } from './sends.fns.ts';
 import type { SendEmailInput } from './sends.schemas.ts';
 import type { AcceptanceAnswer, AcceptedEmail } from './sends.types.ts';
+import type { StoredAnswer } from '../idempotency/idempotency.types.ts';
 
 /** A committed acceptance: the answer, what it charged, and the domain whose queue holds it. */
 export type CommittedEmail = AcceptedEmail & { charge: CreditCharge; domainId: string };
@@ -53,23 +54,36 @@ async function writeInlineBlobs(blobs: BlobStore | null, parts: SendParts): Prom
   return written;
 }
 
-/** The acceptance statement's input for a checked send, the answer it gives, and whether its idempotent answer is written with it. */
+/** Whether the 202 is the send's final answer, stored with the acceptance (not with the opt-in hand-off wait, whose answer may turn into a 502). */
+function answerIsFinal(options: AcceptEmailOptions): boolean {
+  return Boolean(options.parts.scheduledAt) || options.config.sends.handoffWaitMs <= 0;
+}
+
+/** The email row of a send on `domain` and `stream`. */
+function emailRowOf(options: AcceptEmailOptions, domain: SendingDomain, stream: ResolvedStream) {
+  const sender = { apiKeyId: options.caller.keyId, sandbox: isSandboxCaller(options.caller), domain, stream, sizeBytes: options.sizeBytes };
+  return composeEmailRow(options.parts, options.input, sender);
+}
+
+/**
+ * The acceptance statement's input for a checked send, the answer it gives, and whether its
+ * idempotent answer is written with it (not by the statement when `answerClaimed`: the claim
+ * of the transaction's first statement wrote it, claimedAnswer).
+ */
 function composeAcceptance(
   options: AcceptEmailOptions,
   message: ReturnType<typeof composeInboxMessage>,
   checked: { domain: SendingDomain; stream: ResolvedStream },
   creditMode: CreditMode,
+  answerClaimed = false,
 ): { acceptance: Acceptance; accepted: AcceptedEmail; answer: AcceptanceAnswer | undefined } {
-  const { parts, input, answer: given } = options;
+  const { parts, answer: given } = options;
   const { orgId, at, recipients, scheduledAt } = parts;
   const { domain } = checked;
-  const sandbox = isSandboxCaller(options.caller);
-  const sender = { apiKeyId: options.caller.keyId, sandbox, domain, stream: checked.stream, sizeBytes: options.sizeBytes };
-  const email = composeEmailRow(parts, input, sender);
+  const email = emailRowOf(options, domain, checked.stream);
   const rows = composeRecipientRows(parts);
   const accepted = acceptedAnswer(email, rows, at);
-  const answerIsFinal = Boolean(scheduledAt) || options.config.sends.handoffWaitMs <= 0;
-  const answer = answerIsFinal ? given : undefined;
+  const answer = answerIsFinal(options) ? given : undefined;
   const acceptance: Acceptance = {
     email,
     recipients: rows,
@@ -87,9 +101,28 @@ function composeAcceptance(
       // A drain of the domain running in any worker sees an immediate email at commit.
       ...(scheduledAt ? {} : { notifyChannel: SEND_WAKE_CHANNEL }),
     },
-    ...(answer ? { answer: answer.cte(accepted) } : {}),
+    ...(answer && !answerClaimed ? { answer: answer.cte(accepted) } : {}),
   };
   return { acceptance, accepted, answer };
+}
+
+/**
+ * The idempotent answer a short acceptance's claim writes (the record written once, completed,
+ * instead of claimed by the first statement and updated by the second), or undefined (the
+ * claim alone, the answer by the acceptance statement) when the answer is not final or the
+ * route gives none. The answer is known before the first statement: it is the email as accepted
+ * on the domain named by the From address (the domain's row is matched by that very name) and
+ * the stream asked for; the domain's id and the stream's kind are not part of it. Uncommitted,
+ * the record holds the key against a concurrent request exactly as a running claim does, and a
+ * refused or failed acceptance rolls it back with everything else.
+ */
+function claimedAnswer(options: AcceptEmailOptions, stream: string): StoredAnswer | undefined {
+  const given = options.answer;
+  if (!given?.claim || !given.answer || !answerIsFinal(options)) return undefined;
+  const { parts } = options;
+  const domain: SendingDomain = { id: '', domain: parts.from.domain, status: 'verified', reputationState: 'healthy', dailyCap: null };
+  const email = emailRowOf(options, domain, { name: stream, kind: 'transactional', dailyCap: null });
+  return given.answer(acceptedAnswer(email, composeRecipientRows(parts), parts.at));
 }
 
 /** The thread lock of the send's transaction and the stream it is sent on. */
@@ -142,14 +175,17 @@ async function acceptShort(options: AcceptEmailOptions, message: ReturnType<type
   const { parts, answer: given } = options;
   const { stream, lock } = lockAndStream(options, message);
   const addresses = parts.recipients.map((r) => r.email);
-  const claim = given?.claim ? { claim: given.claim.cte() } : {};
+  const claimed = claimedAnswer(options, stream);
+  const claim = given?.claim ? { claim: given.claim.cte(claimed) } : {};
   return inShortTransaction(options.em, async (tx) => {
     const [row] = await tx.begin<DomainCheckRow>(
       domainCheckStatement(parts.orgId, parts.from.domain, addresses, stream, { threadLock: lock, ...claim }),
     );
     const checked = judgeSendingDomain(domainCheckOf(row), parts.from.domain, parts.recipients, stream, given?.claim);
     if (checked.stream.dailyCap !== null) throw NEEDS_GENERAL_PATH;
-    const { acceptance, accepted, answer } = composeAcceptance(options, message, checked, 'shard');
+    // The claimed answer named the domain as the From address does: the row found must say the same.
+    if (claimed && checked.domain.domain !== parts.from.domain) throw NEEDS_GENERAL_PATH;
+    const { acceptance, accepted, answer } = composeAcceptance(options, message, checked, 'shard', claimed !== undefined);
     const rows = await tx
       .commitWith<ReservationRow>(acceptanceStatement(acceptance, { refuseInStatement: true }))
       .catch((error: unknown) => {

@@ -55,6 +55,7 @@ export function sendAcceptanceRoutes(deps: { sends: Pick<SendsService, 'sendEmai
         // key whose retry would send the email again.
         const answer: AcceptanceAnswer | undefined = idempotentAnswer && {
           cte: (accepted) => idempotentAnswer.cte(202, serializeEmail(accepted.email, accepted.recipients)),
+          answer: (accepted) => idempotentAnswer.answer(202, serializeEmail(accepted.email, accepted.recipients)),
           stored: () => idempotentAnswer.stored(),
           ...(idempotentAnswer.claim ? { claim: idempotentAnswer.claim } : {}),
         };

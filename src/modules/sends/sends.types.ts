@@ -1,5 +1,5 @@
 import type { SqlFragment } from '../../../db/sql-fragment.ts';
-import type { IdempotencyClaim } from '../idempotency/idempotency.types.ts';
+import type { IdempotencyClaim, StoredAnswer } from '../idempotency/idempotency.types.ts';
 import type { EmailRecord, RecipientRecord } from './sends.serializer.ts';
 
 /** An accepted email as the API answers it: the email's record and its recipients'. */
@@ -11,6 +11,8 @@ export interface AcceptedEmail {
 /** The idempotent answer of an acceptance, stored by the acceptance statement (see IdempotentAnswer in http/route.ts). */
 export interface AcceptanceAnswer {
   cte(accepted: AcceptedEmail): SqlFragment;
+  /** The answer `cte` stores for `accepted`, for a claim that writes it (`claim.cte(answer)`); absent: `cte` only. */
+  answer?(accepted: AcceptedEmail): StoredAnswer;
   stored(): void;
   /** The Idempotency-Key claim, run by the transaction's first statement (claimInTransaction). */
   claim?: IdempotencyClaim;
