@@ -28,7 +28,7 @@ export const SEMI_SPACE_MB = 8;
  * (BENCHMARKS.md, 2026-11-28 08:39). V8 grows the young generation to the cap only under
  * allocation pressure, and Herald gives it back after start-up and after each busy period
  * (releaseMemoryWhenIdle, src/cli/start-process.ts), so the all-in-one process's idle footprint
- * stays within issue 35's (BENCHMARKS.md, 2026-11-28 10:40).
+ * stays within issue 35's (BENCHMARKS.md, 2026-11-28 10:39).
  */
 export const API_SEMI_SPACE_MB = 32;
 

@@ -38,35 +38,41 @@ describe('releaseMemoryWhenIdle', () => {
     vi.useRealTimers();
   });
 
-  it('collects with the memory-reducing flavour at start and once after each busy period, never while busy or long idle', () => {
+  it('collects with the memory-reducing flavour once start-up is over and after each busy period, never while busy or long idle', () => {
     const stop = releaseMemoryWhenIdle();
+    // Not at once: the process has just become ready and clients may be calling it.
+    expect(gc).not.toHaveBeenCalled();
+    utilization = 0.3;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).not.toHaveBeenCalled();
+    utilization = 0.005;
+    vi.advanceTimersByTime(5_000);
     expect(gc).toHaveBeenCalledTimes(1);
     expect(gc).toHaveBeenCalledWith({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-    utilization = 0.005;
     vi.advanceTimersByTime(30_000);
     expect(gc).toHaveBeenCalledTimes(1);
     utilization = 0.6;
     vi.advanceTimersByTime(20_000);
     expect(gc).toHaveBeenCalledTimes(1);
     utilization = 0.005;
-    vi.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(5_000);
     expect(gc).toHaveBeenCalledTimes(2);
     vi.advanceTimersByTime(60_000);
     expect(gc).toHaveBeenCalledTimes(2);
     // A light load after a burst (between the two thresholds) waits for real idleness.
     utilization = 0.5;
-    vi.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(5_000);
     utilization = 0.05;
     vi.advanceTimersByTime(30_000);
     expect(gc).toHaveBeenCalledTimes(2);
     utilization = 0;
-    vi.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(5_000);
     expect(gc).toHaveBeenCalledTimes(3);
     stop();
     utilization = 0.6;
-    vi.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(5_000);
     utilization = 0;
-    vi.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(5_000);
     expect(gc).toHaveBeenCalledTimes(3);
   });
 
