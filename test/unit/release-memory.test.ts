@@ -1,0 +1,86 @@
+import { performance } from 'node:perf_hooks';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { releaseMemoryWhenIdle } from '../../src/cli/start-process.ts';
+import { nodeFlagsFor } from '../../src/dev/paths.ts';
+
+describe('nodeFlagsFor', () => {
+  it('gives the api and the all-in-one process a 32 MB young generation, the others 8 MB, and every one gc', () => {
+    expect(nodeFlagsFor('api', {})).toEqual(['--max-semi-space-size=32', '--expose-gc']);
+    expect(nodeFlagsFor('all', {})).toEqual(['--max-old-space-size=512', '--max-semi-space-size=32', '--expose-gc']);
+    expect(nodeFlagsFor('worker', { HERALD_WORKER_HEAP_MB: '768' })).toEqual([
+      '--max-old-space-size=768',
+      '--max-semi-space-size=8',
+      '--expose-gc',
+    ]);
+    expect(nodeFlagsFor('smtp', {})).toEqual(['--max-semi-space-size=8', '--expose-gc']);
+  });
+});
+
+describe('releaseMemoryWhenIdle', () => {
+  const gc = vi.fn();
+  let utilization = 0;
+  let original: typeof globalThis.gc;
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] });
+    original = globalThis.gc;
+    globalThis.gc = gc;
+    gc.mockClear();
+    // Each reading's difference to the previous one is the window's utilization.
+    vi.spyOn(performance, 'eventLoopUtilization').mockImplementation((current?: unknown) =>
+      current === undefined ? { idle: 0, active: 0, utilization: 0 } : { idle: 0, active: 0, utilization },
+    );
+  });
+
+  afterEach(() => {
+    globalThis.gc = original;
+    vi.restoreAllMocks();
+    vi.useRealTimers();
+  });
+
+  it('collects with the memory-reducing flavour once start-up is over and after each busy period, never while busy or long idle', () => {
+    const stop = releaseMemoryWhenIdle();
+    // Not at once: the process has just become ready and clients may be calling it.
+    expect(gc).not.toHaveBeenCalled();
+    utilization = 0.3;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).not.toHaveBeenCalled();
+    utilization = 0.005;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    expect(gc).toHaveBeenCalledWith({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    vi.advanceTimersByTime(30_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    utilization = 0.6;
+    vi.advanceTimersByTime(20_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    utilization = 0.005;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    vi.advanceTimersByTime(60_000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    // A light load after a burst (between the two thresholds) waits for real idleness.
+    utilization = 0.5;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0.05;
+    vi.advanceTimersByTime(30_000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    utilization = 0;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).toHaveBeenCalledTimes(3);
+    stop();
+    utilization = 0.6;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).toHaveBeenCalledTimes(3);
+  });
+
+  it('does nothing without gc exposed', () => {
+    globalThis.gc = undefined;
+    const stop = releaseMemoryWhenIdle();
+    vi.advanceTimersByTime(60_000);
+    stop();
+    expect(gc).not.toHaveBeenCalled();
+  });
+});
