@@ -59,7 +59,7 @@ function pickNode() {
  * The Node flags and environment a Herald process of `command` runs with: for `worker`, `all`
  * and `dev` (which hosts api, worker and smtp in its own process) the worker's heap limit
  * (HERALD_WORKER_HEAP_MB, default 512; src/dev/paths.ts nodeFlagsFor); the young generation cap
- * (SEMI_SPACE_MB there, API_SEMI_SPACE_MB for `api`, `all` and `dev`) and `gc` exposed (--expose-gc:
+ * (SEMI_SPACE_MB there, API_SEMI_SPACE_MB for `api`, `all` and `dev`), for `all` and `dev` `gc` exposed (--expose-gc:
  * releaseMemoryWhenIdle, src/cli/start-process.ts); for `dev`, two glibc malloc arenas (MALLOC_ARENA_MAX, unless set),
  * read by glibc at start only: the all-in-one process's threads held ~60 MB of arenas without.
  */
@@ -67,7 +67,8 @@ function runtimeFor(command) {
   const heapMb = Number(process.env.HERALD_WORKER_HEAP_MB ?? 512);
   const heap = ['worker', 'all', 'dev'].includes(command) && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
   const semiSpace = { api: 32, worker: 8, smtp: 8, all: 32, dev: 32 }[command];
-  const flags = [...heap, ...(semiSpace ? [`--max-semi-space-size=${semiSpace}`, '--expose-gc'] : [])];
+  const gc = ['all', 'dev'].includes(command) ? ['--expose-gc'] : [];
+  const flags = [...heap, ...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : []), ...gc];
   const env = command === 'dev' && process.env.MALLOC_ARENA_MAX === undefined ? { ...process.env, MALLOC_ARENA_MAX: '2' } : process.env;
   return { flags, env };
 }

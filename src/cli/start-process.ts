@@ -140,7 +140,9 @@ export async function startHerald(
     await stopAll().catch(() => {});
     throw error;
   }
-  const stopWatch = releaseMemoryWhenIdle();
-  stops.push(() => Promise.resolve(stopWatch()));
+  if (name === 'all') {
+    const stopWatch = releaseMemoryWhenIdle();
+    stops.push(() => Promise.resolve(stopWatch()));
+  }
   return { stop: stopAll, done };
 }

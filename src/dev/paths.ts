@@ -34,15 +34,17 @@ export const API_SEMI_SPACE_MB = 32;
 
 /**
  * Node flags for a Herald process of `kind` (api, worker, smtp, all): the young generation cap
- * (API_SEMI_SPACE_MB for api and all, else SEMI_SPACE_MB), `gc` exposed for the memory-reducing
- * collection at start-up's end (releaseMemoryWhenIdle), and for the worker a heap limit: with
+ * (API_SEMI_SPACE_MB for api and all, else SEMI_SPACE_MB), for the all-in-one process `gc`
+ * exposed for the memory-reducing collection after busy periods (releaseMemoryWhenIdle), and for the worker a heap limit: with
  * Node's default (a quarter of the machine's memory) V8 lets the heap grow to several times the
  * live data under a steady allocation rate (measured: 740 MB RSS during a broadcast, live heap
  * under 200 MB); with 512 MB it collects earlier and stays near 460 MB at the same throughput.
  */
 export function nodeFlagsFor(kind: string, env: Record<string, string | undefined> = process.env): string[] {
   const semiSpaceMb = kind === 'api' || kind === 'all' ? API_SEMI_SPACE_MB : SEMI_SPACE_MB;
-  const flags = [`--max-semi-space-size=${semiSpaceMb}`, '--expose-gc'];
+  // Only the all-in-one process gives memory back when idle (its footprint is issue 35's): the
+  // collection stops the event loop for up to a second, which a dedicated api process is spared.
+  const flags = [`--max-semi-space-size=${semiSpaceMb}`, ...(kind === 'all' ? ['--expose-gc'] : [])];
   if (kind !== 'worker' && kind !== 'all') return flags;
   const mb = Number(env.HERALD_WORKER_HEAP_MB ?? WORKER_HEAP_MB);
   return Number.isInteger(mb) && mb > 0 ? [`--max-old-space-size=${mb}`, ...flags] : flags;

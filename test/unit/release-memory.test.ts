@@ -4,15 +4,11 @@ import { releaseMemoryWhenIdle } from '../../src/cli/start-process.ts';
 import { nodeFlagsFor } from '../../src/dev/paths.ts';
 
 describe('nodeFlagsFor', () => {
-  it('gives the api and the all-in-one process a 32 MB young generation, the others 8 MB, and every one gc', () => {
-    expect(nodeFlagsFor('api', {})).toEqual(['--max-semi-space-size=32', '--expose-gc']);
+  it('gives the api and the all-in-one process a 32 MB young generation, the others 8 MB, and only the all-in-one process gc', () => {
+    expect(nodeFlagsFor('api', {})).toEqual(['--max-semi-space-size=32']);
     expect(nodeFlagsFor('all', {})).toEqual(['--max-old-space-size=512', '--max-semi-space-size=32', '--expose-gc']);
-    expect(nodeFlagsFor('worker', { HERALD_WORKER_HEAP_MB: '768' })).toEqual([
-      '--max-old-space-size=768',
-      '--max-semi-space-size=8',
-      '--expose-gc',
-    ]);
-    expect(nodeFlagsFor('smtp', {})).toEqual(['--max-semi-space-size=8', '--expose-gc']);
+    expect(nodeFlagsFor('worker', { HERALD_WORKER_HEAP_MB: '768' })).toEqual(['--max-old-space-size=768', '--max-semi-space-size=8']);
+    expect(nodeFlagsFor('smtp', {})).toEqual(['--max-semi-space-size=8']);
   });
 });
 
