@@ -27,6 +27,12 @@ describe('a request body that cannot be read', () => {
     const broken = new Error("Cannot find module 'inflation'");
     expect(readFailure(broken, 1024)).toBe(broken);
     const notReadable = rawBodyError(500, 'stream.not.readable');
-    expect(readFailure(notReadable, 1024)).toBe(notReadable);
+    expect(readFailure(notReadable, 1024, { destroyed: false })).toBe(notReadable);
+  });
+
+  it('answers a request whose client has gone as aborted, whatever raw-body says (no 500 for a closed connection)', () => {
+    const answer = readFailure(rawBodyError(500, 'stream.not.readable'), 1024, { destroyed: true });
+    expect(answer).toBeInstanceOf(AppError);
+    expect((answer as AppError).details).toMatchObject({ reason: 'MALFORMED_JSON' });
   });
 });

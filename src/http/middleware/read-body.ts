@@ -43,10 +43,12 @@ function unsupportedType(): AppError {
 
 /**
  * What co-body (under koa-body) raises while reading, in Herald's envelope. Only the client's
- * side of a read (a 4xx from raw-body: aborted, short, badly encoded) is the client's error; any
- * other failure is Herald's own and goes on as it is, to be answered as an internal error.
+ * side of a read (a 4xx from raw-body: aborted, short, badly encoded; or any failure once the
+ * client has gone, such as raw-body's 500 "stream is not readable" for a request whose
+ * connection closed while it waited its turn) is the client's error; any other failure is
+ * Herald's own and goes on as it is, to be answered as an internal error.
  */
-export function readFailure(error: unknown, limit: number): unknown {
+export function readFailure(error: unknown, limit: number, req?: Pick<IncomingMessage, 'destroyed'>): unknown {
   const status = (error as { status?: unknown }).status;
   if (status === 413) return tooLarge(limit);
   if (status === 415) {
@@ -56,7 +58,8 @@ export function readFailure(error: unknown, limit: number): unknown {
       ],
     });
   }
-  if (typeof status !== 'number' || status < 400 || status >= 500) return error;
+  const clientsSide = typeof status === 'number' && status >= 400 && status < 500;
+  if (!clientsSide && req?.destroyed !== true) return error;
   return new AppError('invalid_request', 'The request body could not be read (aborted, ended early or badly encoded).', {
     reason: 'MALFORMED_JSON',
   });
@@ -79,8 +82,8 @@ function createBodyReader(limit: number): Middleware {
     textLimit: limit,
     encoding: 'latin1',
     parsedMethods: Object.values(HttpMethodEnum),
-    onError: (error) => {
-      throw readFailure(error, limit);
+    onError: (error, ctx) => {
+      throw readFailure(error, limit, ctx.req);
     },
   });
 }
