@@ -157,7 +157,11 @@ export const InboxMessageSchema = defineEntity({
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
-  uniques: [{ properties: ['inboundId', 'orgId'] }, { properties: ['emailId'] }],
+  // An inbound message has no email_id and a sent one no inbound_id: each unique index holds only the rows that have its key.
+  uniques: [
+    { name: 'inbox_messages_inbound_id_org_id_unique', properties: ['inboundId', 'orgId'], where: { inboundId: { $ne: null } } },
+    { name: 'inbox_messages_email_id_unique', properties: ['emailId'], where: { emailId: { $ne: null } } },
+  ],
   indexes: [
     { properties: ['orgId', 'updatedAt', 'id'] },
     { properties: ['orgId', 'rfcMessageId'] },

@@ -44,7 +44,7 @@ export const TransactionalEmailSchema = defineEntity({
   tableName: 'transactional_emails',
   properties: {
     id: idColumn(),
-    orgId: orgIdColumn(),
+    orgId: orgIdColumn({ indexed: false }),
     apiKeyId: p.string().length(24).nullable(),
     domainId: p.string().length(24),
     /** The sending domain name (denormalised for events and metrics). */
@@ -127,7 +127,15 @@ export const TransactionalEmailSchema = defineEntity({
   indexes: [
     // The email log (transactional emails only: a broadcast's messages are read through the broadcast).
     { name: 'transactional_emails_log_index', properties: ['orgId', 'createdAt', 'id'], where: { broadcastId: null } },
-    { properties: ['tags'], type: 'gin' },
+    // The log's tag filter (which adds `cardinality(tags) <> 0`): untagged emails, most sends, stay out.
+    { name: 'transactional_emails_tags_index', properties: ['tags'], type: 'gin', where: 'cardinality(tags) <> 0' },
+    // Mail still on its way, by workspace and domain: removing a domain counts it, the attachment
+    // cleanup looks in it. Only open rows: a settled send leaves it (no entry at settlement).
+    {
+      name: 'transactional_emails_open_index',
+      properties: ['orgId', 'domainId'],
+      where: { status: { $in: ['scheduled', 'queued', 'sending'] } },
+    },
     // The domain actor's claims and next due times, in three halves that share no row:
     // transactional-kind mail (priority), the rest sent one by one (automation and broadcast-kind
     // stream mail: this one), and broadcast messages (transactional first, and a broadcast's
