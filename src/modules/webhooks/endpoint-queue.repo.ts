@@ -8,7 +8,7 @@
  * `exhausted`.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { executePrepared, queryPrepared } from '../../../db/prepared.ts';
+import { queryPrepared } from '../../../db/prepared.ts';
 import { attemptRecordsStatement, type AttemptRecord, type OwnedAttemptRecord } from './attempt-records.repo.ts';
 
 /** An attempt in flight whose lease lapsed: its drain died; it counts as abandoned. */
@@ -178,7 +178,10 @@ export function createEndpointQueue(orm: MikroORM) {
             gone: false,
           };
         });
-        await executePrepared(em, attemptRecordsStatement(records.map((record) => ({ ...record, orgId, endpointId }))));
+        // A plain statement (this is rare): a SQL-level PREPARE here would clash with the same
+        // statement prepared by name at the protocol level on this pooled connection (recordMany).
+        const statement = attemptRecordsStatement(records.map((record) => ({ ...record, orgId, endpointId })));
+        await em.execute(statement.sql, statement.params, 'run');
         return lapsed.length;
       });
     },
