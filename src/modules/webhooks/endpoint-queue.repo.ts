@@ -8,7 +8,8 @@
  * `exhausted`.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { recordAttempts, type AttemptRecord, type OwnedAttemptRecord } from './attempt-records.repo.ts';
+import { queryPrepared } from '../../../db/prepared.ts';
+import { attemptRecordsStatement, type AttemptRecord, type OwnedAttemptRecord } from './attempt-records.repo.ts';
 
 /** An attempt in flight whose lease lapsed: its drain died; it counts as abandoned. */
 const LAPSED = `lease_until < now()`;
@@ -102,8 +103,8 @@ export function createEndpointQueue(orm: MikroORM) {
      * statement, disabling an endpoint that answered 410: an attempt already on record (same
      * delivery, series and number) leaves its delivery untouched.
      */
-    recordMany(records: readonly OwnedAttemptRecord[]): Promise<void> {
-      return recordAttempts((sql, params) => db().execute(sql, params, 'run'), records);
+    async recordMany(records: readonly OwnedAttemptRecord[]): Promise<void> {
+      if (records.length > 0) await queryPrepared(orm.em, attemptRecordsStatement(records));
     },
 
     /** Renews the leases of claimed rows (in flight or waiting to be sent) for `seconds`. */
@@ -177,10 +178,10 @@ export function createEndpointQueue(orm: MikroORM) {
             gone: false,
           };
         });
-        await recordAttempts(
-          (sql, params) => em.execute(sql, params, 'run'),
-          records.map((record) => ({ ...record, orgId, endpointId })),
-        );
+        // A plain statement (this is rare): a SQL-level PREPARE here would clash with the same
+        // statement prepared by name at the protocol level on this pooled connection (recordMany).
+        const statement = attemptRecordsStatement(records.map((record) => ({ ...record, orgId, endpointId })));
+        await em.execute(statement.sql, statement.params, 'run');
         return lapsed.length;
       });
     },
