@@ -152,8 +152,13 @@ export async function queryPrepared<T extends object>(em: EntityManager, stateme
   return (await pool.query<T>(query)).rows;
 }
 
-/** The pg query config (name, `$n` text, values) queryPrepared runs for `statement`. */
+/**
+ * The pg query config (name, `$n` text, values) queryPrepared runs for `statement`. Its name is
+ * not executePrepared's: protocol-level and SQL-level prepared statements share one namespace per
+ * connection, and a pooled connection may run the same text both ways (PREPARE of a name already
+ * taken fails).
+ */
 export function namedQueryOf(statement: SqlFragment): { name: string; text: string; values: PreparedValue[] } {
   const shape = shapeOf(statement.sql);
-  return { name: shape.name, text: shape.positional, values: valuesOf(shape, statement.params) };
+  return { name: `${shape.name}_q`, text: shape.positional, values: valuesOf(shape, statement.params) };
 }

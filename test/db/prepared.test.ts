@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executePrepared } from '../../db/prepared.ts';
+import { executePrepared, namedQueryOf, preparedCall, type NativePool } from '../../db/prepared.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
 /**
@@ -67,6 +67,21 @@ describe('executePrepared', () => {
       params: { ...values, count: 1, list: [] },
     });
     expect(row).toMatchObject({ text: tricky, next: 2, list: [], same: true });
+  });
+
+  it('names a statement apart from its protocol-level form (queryPrepared), so one connection can hold both', async () => {
+    const statement = { sql: 'select :n::int + 1 as next', params: { n: 1 } };
+    const pool = await (stack.orm.em.getConnection() as unknown as NativePool).getNativeClient();
+    const client = await pool.connect();
+    try {
+      const call = preparedCall(statement);
+      await client.query(`prepare ${call.name} as ${call.positional}`);
+      const { rows } = await client.query<{ next: number }>(namedQueryOf(statement));
+      expect(rows).toEqual([{ next: 2 }]);
+    } finally {
+      await client.query('deallocate all');
+      client.release();
+    }
   });
 
   it('refuses a parameter without a value and a value it cannot bind', async () => {

@@ -178,8 +178,7 @@ export function createEndpointQueue(orm: MikroORM) {
             gone: false,
           };
         });
-        // A plain statement (this is rare): a SQL-level PREPARE here would clash with the same
-        // statement prepared by name at the protocol level on this pooled connection (recordMany).
+        // A plain statement: the reaper is rare, not worth a prepared statement per connection.
         const statement = attemptRecordsStatement(records.map((record) => ({ ...record, orgId, endpointId })));
         await em.execute(statement.sql, statement.params, 'run');
         return lapsed.length;
