@@ -34,9 +34,7 @@
  *    sending-domain actor is at-least-once for messages the relay accepted whose answer was not
  *    recorded before the kill).
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { connectTemporal } from '../src/temporal/client.ts';
 import pg from 'pg';
@@ -57,7 +55,6 @@ const POOL = 5;
 const BATCH = 500;
 const WAITS_S = [10, 15, 20, 25, 30];
 const HTML = '<html><body><h1>Hello {{first_name}} {{last_name}}</h1><p>Welcome aboard. News of the week from Bench.</p></body></html>';
-const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -119,23 +116,11 @@ export const benchmark: Benchmark = {
       )
     ).map((row) => row.id);
 
-    // `npm start` runs the workers on a workflow bundle built once (src/dev/dev-setup.ts).
-    const { bundleWorkflowCode } = await import('@temporalio/worker');
-    const bundleStarted = performance.now();
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
-      logger: { log: () => {}, trace: () => {}, debug: () => {}, info: () => {}, warn: () => {}, error: (m) => context.log(m) },
-    });
-    const bundlePath = join(context.scratch, 'workflow-bundle.js');
-    writeFileSync(bundlePath, code);
-    context.log(`workflow bundle built in ${fmt((performance.now() - bundleStarted) / 1000)} s`);
-
     const env = await context.env(databaseUrl, {
       SMTP_RELAY_URL: `smtp://127.0.0.1:${relay.port}`,
       SMTP_RELAY_FINAL_HOP: 'true',
       SMTP_RELAY_POOL_SIZE: String(POOL),
       BLOB_DIR: join(context.scratch, 'blobs'),
-      HERALD_WORKFLOW_BUNDLE: bundlePath,
     });
     const temporal = await context.temporal();
     const connection = await connectTemporal({ address: temporal.address, tls: null });

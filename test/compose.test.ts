@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -359,22 +359,36 @@ describe('docker-compose.yml', () => {
     expect(named.filter((name) => !(name in SERVER_SETTINGS) && !(name in DEV_SETTINGS))).toEqual([]);
   });
 
-  it("gives the image's worker and all processes the heap limit, and no other process", async () => {
-    // The entrypoint as the image runs it, with a `node` that prints its arguments.
+  it("gives each of the image's processes its Node flags, through the launcher as the image runs it", async () => {
+    // The entrypoint with the image's environment, on a `node` that is this Node: the process the
+    // launcher becomes prints the flags it runs with (NODE_OPTIONS reaches it through execve) and
+    // exits before Herald starts.
     const bin = join(scratch, 'bin');
     mkdirSync(bin, { recursive: true });
-    writeFileSync(join(bin, 'node'), '#!/bin/sh\necho "$@"\n', { mode: 0o755 });
-    const entrypoint = (args: string[], env: Record<string, string> = {}) =>
-      run('sh', [join(REPO_ROOT, 'deploy/herald-entrypoint.sh'), ...args], {
-        env: { PATH: `${bin}:/usr/bin:/bin`, ...env },
-        timeoutMs: 10_000,
+    if (!existsSync(join(bin, 'node'))) symlinkSync(process.execPath, join(bin, 'node'));
+    const probe = `if (process.env.HERALD_RUNTIME === '1') { console.log(JSON.stringify(process.execArgv)); process.exit(0); }`;
+    const flagsOf = async (args: string[], env: Record<string, string> = {}) => {
+      const result = await run('sh', [join(REPO_ROOT, 'deploy/herald-entrypoint.sh'), ...args], {
+        cwd: REPO_ROOT,
+        env: {
+          PATH: `${bin}:/usr/bin:/bin`,
+          NODE_ENV: 'production',
+          NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(probe)}`,
+          ...env,
+        },
+        timeoutMs: 20_000,
       });
-    expect((await entrypoint(['worker'])).stdout.trim()).toBe('--max-old-space-size=512 src/cli/main.ts worker');
-    expect((await entrypoint(['all'], { HERALD_WORKER_HEAP_MB: '768' })).stdout.trim()).toBe(
-      '--max-old-space-size=768 src/cli/main.ts all',
-    );
-    expect((await entrypoint(['api'])).stdout.trim()).toBe('src/cli/main.ts api');
-    expect((await entrypoint(['admin', 'org', 'list'])).stdout.trim()).toBe('src/cli/main.ts admin org list');
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout.trim()) as string[];
+    };
+    expect(await flagsOf(['worker'])).toEqual(['--max-old-space-size=512', '--max-semi-space-size=8']);
+    expect(await flagsOf(['all'], { HERALD_WORKER_HEAP_MB: '768' })).toEqual([
+      '--max-old-space-size=768',
+      '--max-semi-space-size=32',
+      '--expose-gc',
+    ]);
+    expect(await flagsOf(['api'])).toEqual(['--max-semi-space-size=32']);
+    expect(await flagsOf(['smtp'])).toEqual(['--max-semi-space-size=8']);
     expect(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["\/app\/deploy\/herald-entrypoint\.sh"\]$/m);
     // In the build context (.dockerignore lets in only what the image copies).
     expect(readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n')).toContain('!deploy/herald-entrypoint.sh');

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createOrm } from '../../db/orm.ts';
-import { MAIN_ENTRY, nodeFlagsFor } from '../../src/dev/paths.ts';
+import { loadDevEnv } from '../../src/config.ts';
+import { cacheDir, MAIN_ENTRY, nodeFlagsFor } from '../../src/dev/paths.ts';
+import { ensureWorkflowBundle } from '../../src/dev/workflow-bundle.ts';
 import { freePort } from '../../src/dev/ports.ts';
 import { createDatabaseFromTemplate, dropDatabase, withDatabase } from '../../src/dev/postgres.ts';
 import { spawnService, waitFor, type Service } from '../../src/dev/processes.ts';
@@ -237,6 +239,8 @@ export class BenchContext {
       mkdirSync(dir, { recursive: true });
       nodeFlags.push('--cpu-prof', '--cpu-prof-dir', dir);
     }
+    // As `npm start` runs it (src/dev/dev-setup.ts): the worker on a bundle built once, not webpack at start.
+    const bundle = kind === 'worker' || kind === 'all' ? await this.workflowBundle(env) : {};
     const waitingFor = new Set(READY_LINES[kind]);
     const recent: string[] = [];
     // `all` serves HTTP on `port` and SMTP on a second one (submission off, as for `smtp`).
@@ -248,6 +252,7 @@ export class BenchContext {
       env: {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? '',
+        ...bundle,
         ...env,
         ...(kind === 'api' || kind === 'all' ? { PORT: String(port) } : {}),
         ...(kind === 'smtp' || kind === 'all'
@@ -274,6 +279,13 @@ export class BenchContext {
     exited.catch(() => {});
     if (kind === 'worker' || kind === 'all') await pauseDomainRecheck(env);
     return { kind, pid: service.child.pid!, url: `http://127.0.0.1:${port}`, port, stop };
+  }
+
+  /** HERALD_WORKFLOW_BUNDLE for a worker: a bundle of the current workflow sources, kept in the Herald cache directory between runs. */
+  private async workflowBundle(env: Record<string, string>): Promise<Record<string, string>> {
+    if (env.HERALD_WORKFLOW_BUNDLE) return {};
+    const dir = join(cacheDir(loadDevEnv()), 'workflow-bundles');
+    return { HERALD_WORKFLOW_BUNDLE: await ensureWorkflowBundle(dir, (message) => this.log(message)) };
   }
 
   /** Runs a helper script (`node <args>`) as a child process until it prints `readyText`. */

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { nodeFlagsFor } from './node-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const main = join(root, 'src/cli/main.ts');
@@ -56,32 +57,25 @@ function pickNode() {
 }
 
 /**
- * The Node flags and environment a Herald process of `command` runs with: for `worker`, `all`
- * and `dev` (which hosts api, worker and smtp in its own process) the worker's heap limit
- * (HERALD_WORKER_HEAP_MB, default 512; src/dev/paths.ts nodeFlagsFor); the young generation cap
- * (SEMI_SPACE_MB there, API_SEMI_SPACE_MB for `api`, `all` and `dev`), for `all` and `dev` `gc` exposed (--expose-gc:
- * releaseMemoryWhenIdle, src/cli/start-process.ts); for `dev`, two glibc malloc arenas (MALLOC_ARENA_MAX, unless set),
- * read by glibc at start only: the all-in-one process's threads held ~60 MB of arenas without.
+ * The Node flags and environment a Herald process of `command` runs with: the flags of
+ * src/cli/node-flags.mjs (heap limit, young generation cap, `gc` for the all-in-one process); for
+ * `dev`, two glibc malloc arenas (MALLOC_ARENA_MAX, unless set), read by glibc at start only: the
+ * all-in-one process's threads held ~60 MB of arenas without.
  */
 function runtimeFor(command) {
-  const heapMb = Number(process.env.HERALD_WORKER_HEAP_MB ?? 512);
-  const heap = ['worker', 'all', 'dev'].includes(command) && Number.isInteger(heapMb) && heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : [];
-  const semiSpace = { api: 32, worker: 8, smtp: 8, all: 32, dev: 32 }[command];
-  const gc = ['all', 'dev'].includes(command) ? ['--expose-gc'] : [];
-  const flags = [...heap, ...(semiSpace ? [`--max-semi-space-size=${semiSpace}`] : []), ...gc];
   const env = command === 'dev' && process.env.MALLOC_ARENA_MAX === undefined ? { ...process.env, MALLOC_ARENA_MAX: '2' } : process.env;
-  return { flags, env };
+  return { flags: nodeFlagsFor(command ?? ''), env };
 }
 
 ensureDependencies();
 const node = pickNode();
 const command = process.argv[2];
 const runtime = runtimeFor(command);
-if (node === null && command === 'dev' && process.env.HERALD_DEV_RUNTIME !== '1' && typeof process.execve === 'function') {
-  // `herald dev` becomes a Node with its runtime settings in place of this one (same process:
-  // no launcher stays behind, and a terminal's signals reach it as before).
+if (node === null && runtime.flags.length > 0 && process.env.HERALD_RUNTIME !== '1' && typeof process.execve === 'function') {
+  // A Herald process becomes a Node with its runtime settings in place of this one (same
+  // process: no launcher stays behind, a terminal's or a container's signals reach it as before).
   const argv = [process.execPath, ...runtime.flags, main, ...process.argv.slice(2)];
-  process.execve(process.execPath, argv, { ...runtime.env, HERALD_DEV_RUNTIME: '1' });
+  process.execve(process.execPath, argv, { ...runtime.env, HERALD_RUNTIME: '1' });
 } else if (node === null) {
   await import(pathToFileURL(main).href);
 } else {

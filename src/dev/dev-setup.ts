@@ -1,7 +1,4 @@
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createOrm } from '../../db/orm.ts';
 import { migrateUp } from '../../db/migrate.ts';
 import { checkEncryptionKey } from '../modules/encryption/encryption.service.ts';
@@ -10,6 +7,7 @@ import type { TemporalAccess } from '../temporal/connection-options.ts';
 import { ensureTemporalReady, TemporalSetupError } from '../temporal/search-attribute-registry.ts';
 import { waitFor } from './processes.ts';
 import { ensureDevWorkspace, type DevWorkspace } from './seed.ts';
+import { ensureWorkflowBundle } from './workflow-bundle.ts';
 import { createDashboardAuthService } from '../modules/dashboard/dashboard-auth.service.ts';
 
 /**
@@ -24,16 +22,6 @@ export interface DevSetupResult {
   dashboardSignIn: string;
   applied: string[];
   workflowBundle: string;
-}
-
-const WORKFLOWS_DIR = fileURLToPath(new URL('../../workflows/', import.meta.url));
-
-/** A hash of the workflow sources and the SDK version they are bundled with. */
-function workflowSourcesHash(): string {
-  const hash = createHash('sha256');
-  for (const name of readdirSync(WORKFLOWS_DIR).sort()) hash.update(name).update(readFileSync(join(WORKFLOWS_DIR, name)));
-  hash.update(readFileSync(fileURLToPath(new URL('../../node_modules/@temporalio/workflow/package.json', import.meta.url))));
-  return hash.digest('hex').slice(0, 16);
 }
 
 export async function runDevSetup(options: {
@@ -76,24 +64,7 @@ export async function runDevSetup(options: {
   } finally {
     await orm.close();
   }
-  const workflowBundle = join(options.dataDir, `workflow-bundle-${workflowSourcesHash()}.js`);
-  if (!existsSync(workflowBundle)) {
-    const { bundleWorkflowCode } = await import('@temporalio/worker');
-    const { WORKFLOWS_PATH } = await import('../worker.ts');
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
-      logger: {
-        log: () => {},
-        trace: () => {},
-        debug: () => {},
-        info: () => {},
-        warn: () => {},
-        error: (m) => process.stderr.write(`${m}\n`),
-      },
-    });
-    writeFileSync(`${workflowBundle}.tmp`, code);
-    renameSync(`${workflowBundle}.tmp`, workflowBundle);
-  }
+  const workflowBundle = await ensureWorkflowBundle(options.dataDir, (message) => process.stderr.write(`${message}\n`));
   const result: DevSetupResult = { workspace, dashboardSignIn, applied, workflowBundle };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

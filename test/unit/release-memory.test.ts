@@ -1,7 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { releaseMemoryWhenIdle } from '../../src/cli/start-process.ts';
+import { WORKER_HEAP_MB } from '../../src/cli/node-flags.mjs';
 import { nodeFlagsFor } from '../../src/dev/paths.ts';
+import { DEV_SETTINGS } from '../../src/settings/dev-settings.ts';
+import { fallbackOf } from '../../src/settings/setting.ts';
 
 describe('nodeFlagsFor', () => {
   it('gives the api and the all-in-one process a 32 MB young generation, the others 8 MB, and only the all-in-one process gc', () => {
@@ -9,6 +12,14 @@ describe('nodeFlagsFor', () => {
     expect(nodeFlagsFor('all', {})).toEqual(['--max-old-space-size=512', '--max-semi-space-size=32', '--expose-gc']);
     expect(nodeFlagsFor('worker', { HERALD_WORKER_HEAP_MB: '768' })).toEqual(['--max-old-space-size=768', '--max-semi-space-size=8']);
     expect(nodeFlagsFor('smtp', {})).toEqual(['--max-semi-space-size=8']);
+    // `herald dev` (npm start) is the all-in-one process; commands that are not processes get none.
+    expect(nodeFlagsFor('dev', {})).toEqual(nodeFlagsFor('all', {}));
+    expect(nodeFlagsFor('migrate', {})).toEqual([]);
+    expect(nodeFlagsFor('all', { HERALD_WORKER_HEAP_MB: '0' })).toEqual(['--max-semi-space-size=32', '--expose-gc']);
+  });
+
+  it("defaults the worker's heap limit to the documented setting's default", () => {
+    expect(WORKER_HEAP_MB).toBe(Number(fallbackOf(DEV_SETTINGS.HERALD_WORKER_HEAP_MB)));
   });
 });
 
