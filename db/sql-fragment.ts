@@ -8,3 +8,11 @@ export interface SqlFragment {
   sql: string;
   params: Record<string, unknown>;
 }
+
+/**
+ * SQL for the domain of the address `expr` as Herald compares domains: what follows its last
+ * `@` (the whole text without one), lower-cased. split_part, not the regular expression
+ * `[^@]*$`, which gives the same text at several times the CPU (a send's thread placement takes
+ * the domain of some 40 addresses; inbound routing one per recipient).
+ */
+export const addressDomainSql = (expr: string): string => `lower(split_part(${expr}, '@', -1))`;

@@ -5,6 +5,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { arrayLiteral } from '../../../db/prepared.ts';
+import { addressDomainSql } from '../../../db/sql-fragment.ts';
 import { DEFAULT_REPORT_LOCAL_PART } from '../dmarc/dmarc.fns.ts';
 
 /** A proven (not pending) domain that receives mail, and the local part of its DMARC report address. */
@@ -33,7 +34,7 @@ export function receivingDomainOf(row: ReceivingDomainRow): ReceivingDomain {
  */
 export const RECEIVING_DOMAINS_OF_RCPT_SQL = `(select coalesce(json_agg(json_build_object('org_id', d.org_id, 'domain', d.domain, 'report_local_part', coalesce(a.local_part, :rdReportLocalPart))), '[]'::json)
      from domains d /* all workspaces: inbound routing, before any workspace is known */ left join dmarc_addresses a on a.domain_id = d.id
-    where d.domain = any(array(select lower(substring(r from '[^@]*$')) from unnest(m.rcpt_to) r)) and d.status <> 'pending')`;
+    where d.domain = any(array(select ${addressDomainSql('r')} from unnest(m.rcpt_to) r)) and d.status <> 'pending')`;
 
 /** The proven domains among `domains` (lower-cased names), each with its report address's local part. */
 export async function findReceivingDomains(em: EntityManager, domains: readonly string[]): Promise<ReceivingDomain[]> {

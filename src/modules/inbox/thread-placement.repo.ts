@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
 import { executePrepared } from '../../../db/prepared.ts';
-import type { SqlFragment } from '../../../db/sql-fragment.ts';
+import { addressDomainSql, type SqlFragment } from '../../../db/sql-fragment.ts';
 import {
   normalizeSubject,
   participantsOf,
@@ -27,13 +27,8 @@ import {
 /** How many of the most recent subject matches are compared by participants (bounds the work per message). */
 const SUBJECT_CANDIDATES = 20;
 
-/**
- * The domain of an address as threading compares it: what follows its last `@` (the whole
- * address without one), lower-cased. split_part, not the regular expression `[^@]*$`, which
- * gives the same text at several times the CPU: a send placed among 20 threads of its subject
- * takes the domain of some 40 addresses.
- */
-const domainOf = (column: string) => `lower(split_part(${column}, '@', -1))`;
+/** The domain of an address as threading compares it (db/sql-fragment.ts addressDomainSql). */
+const domainOf = addressDomainSql;
 
 /**
  * The placement CTEs (without `with`), for the message `input` of workspace `orgId`:
