@@ -124,7 +124,11 @@ describe('webhook endpoint drain: rows claimed ahead of the window', () => {
     const [retryId] = await dueDeliveries(endpoint.id, 1);
     const connection = stack.orm.em.getConnection();
     const due = new Date(Date.now() - 60_000);
-    await connection.execute(`update webhook_deliveries set status = 'failed', next_attempt_at = ? where id = ?`, [due, retryId], 'run');
+    await connection.execute(
+      `update webhook_deliveries set status = 'failed', series_attempts = 1, next_attempt_at = ? where id = ?`,
+      [due, retryId],
+      'run',
+    );
     await connection.execute(
       `insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, error, created_at)
        values (?, ?, ?, 0, 1, ?, 500, 'boom', now())`,
