@@ -160,9 +160,14 @@ export function createEndpointQueue(orm: MikroORM) {
      */
     async reapLapsed(orgId: string, endpointId: string, scheduleLength: number, abandonedError: string): Promise<number> {
       return orm.em.fork().transactional(async (em) => {
+        // The series' attempts from the attempt log, not the row's series_attempts: should that
+        // count be stale (a worker of an earlier version recorded an attempt), the claim's attempt
+        // number was taken and its record dropped; the reaper's record repairs the row.
         const lapsed = await em.execute<{ id: string; replay_count: number; started_ms: number; series_attempts: number }[]>(
           `select d.id, d.replay_count,
-                  (extract(epoch from d.updated_at) * 1000)::float8 as started_ms, d.series_attempts
+                  (extract(epoch from d.updated_at) * 1000)::float8 as started_ms,
+                  (select coalesce(max(a.attempt_number), 0) from webhook_attempts a
+                    where a.delivery_id = d.id and a.series = d.replay_count)::int as series_attempts
              from webhook_deliveries d
             where d.webhook_id = ? and d.org_id = ? and d.status = 'delivering' and d.${LAPSED}
             for update skip locked`,
