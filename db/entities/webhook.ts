@@ -62,6 +62,11 @@ export const WebhookDeliverySchema = defineEntity({
     attemptCount: p.integer().default(0),
     /** Replays so far; attempt series 0 is the original delivery. */
     replayCount: p.integer().default(0),
+    /**
+     * Attempts on record in the current series (`replay_count`): the highest attempt number of
+     * that series, 0 after a replay. The claim reads it here instead of in webhook_attempts.
+     */
+    seriesAttempts: p.integer().default(0),
     nextAttemptAt: p.datetime().nullable(),
     /** While delivering: when the claim lapses and the attempt counts as abandoned. */
     leaseUntil: p.datetime().nullable(),
@@ -71,7 +76,9 @@ export const WebhookDeliverySchema = defineEntity({
     createdAt: createdAtColumn(),
     updatedAt: updatedAtColumn(),
   },
-  uniques: [{ properties: ['webhookId', 'eventId'] }],
+  // One delivery per event and endpoint; event first, so it also serves the events' retention
+  // (an event is kept while any delivery of it is) and the lookup of an event's delivery.
+  uniques: [{ properties: ['eventId', 'webhookId'] }],
   indexes: [
     { properties: ['orgId', 'createdAt'] },
     { properties: ['orgId', 'webhookId', 'status'] },
@@ -83,8 +90,6 @@ export const WebhookDeliverySchema = defineEntity({
     },
     // Attempts cut off by a dead drain, and the reconciler's look for endpoints with due rows.
     { name: 'webhook_deliveries_delivering_index', properties: ['webhookId', 'leaseUntil'], where: { status: 'delivering' } },
-    // Retention keeps an event while any delivery of it is kept (src/modules/retention/).
-    { name: 'webhook_deliveries_event_index', properties: ['eventId'] },
   ],
 });
 

@@ -124,7 +124,11 @@ describe('webhook endpoint drain: rows claimed ahead of the window', () => {
     const [retryId] = await dueDeliveries(endpoint.id, 1);
     const connection = stack.orm.em.getConnection();
     const due = new Date(Date.now() - 60_000);
-    await connection.execute(`update webhook_deliveries set status = 'failed', next_attempt_at = ? where id = ?`, [due, retryId], 'run');
+    await connection.execute(
+      `update webhook_deliveries set status = 'failed', series_attempts = 1, next_attempt_at = ? where id = ?`,
+      [due, retryId],
+      'run',
+    );
     await connection.execute(
       `insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, error, created_at)
        values (?, ?, ?, 0, 1, ?, 500, 'boom', now())`,
@@ -140,5 +144,56 @@ describe('webhook endpoint drain: rows claimed ahead of the window', () => {
     await queue.unclaim(orgId, [claimed!]);
     const [back] = await deliveriesOf(endpoint.id);
     expect([back!.status, back!.leaseUntil, back!.nextAttemptAt!.getTime()]).toEqual(['failed', null, due.getTime()]);
+  });
+
+  it('keeps the series count on the row, and the reaper repairs a stale one whose claimed attempt number was already on record', async () => {
+    const endpoint = await insertEndpoint(stack.orm, orgId);
+    const queue = createEndpointQueue(stack.orm);
+    const [id] = await dueDeliveries(endpoint.id, 1);
+    const connection = stack.orm.em.getConnection();
+    // Attempt 1 on record but not counted on the row (as a worker of an earlier version leaves it).
+    await connection.execute(`update webhook_deliveries set status = 'failed', attempt_count = 1 where id = ?`, [id], 'run');
+    await connection.execute(
+      `insert into webhook_attempts (id, org_id, delivery_id, series, attempt_number, started_at, status_code, error, created_at)
+       values (?, ?, ?, 0, 1, now(), 500, 'boom', now())`,
+      [newId(), orgId, id],
+      'run',
+    );
+    const record = (attemptNumber: number, status: 'delivered' | 'failed') => ({
+      orgId,
+      endpointId: endpoint.id,
+      deliveryId: id!,
+      series: 0,
+      attemptNumber,
+      startedAt: new Date(),
+      statusCode: status === 'delivered' ? 200 : 500,
+      latencyMs: 5,
+      error: null,
+      excerpt: null,
+      status,
+      nextAttemptAt: status === 'failed' ? new Date(Date.now() - 1000) : null,
+      gone: false,
+    });
+    const [stale] = await queue.claim(orgId, endpoint.id, 10, 1);
+    expect(stale).toMatchObject({ id, series_attempts: 0 });
+    await queue.recordMany([record(1, 'failed')]);
+    expect((await deliveriesOf(endpoint.id))[0]).toMatchObject({ status: 'delivering', seriesAttempts: 0, attemptCount: 1 });
+
+    await connection.execute(`update webhook_deliveries set lease_until = now() - interval '1 second' where id = ?`, [id], 'run');
+    expect(await queue.reapLapsed(orgId, endpoint.id, 5, 'abandoned')).toBe(1);
+    expect((await deliveriesOf(endpoint.id))[0]).toMatchObject({ status: 'failed', seriesAttempts: 2, attemptCount: 2 });
+
+    const [next] = await queue.claim(orgId, endpoint.id, 10, 1);
+    expect(next).toMatchObject({ id, series_attempts: 2 });
+    await queue.recordMany([record(3, 'delivered')]);
+    expect((await deliveriesOf(endpoint.id))[0]).toMatchObject({ status: 'delivered', seriesAttempts: 3, attemptCount: 3 });
+    const attempts = await stack.orm.em
+      .fork()
+      .find(WebhookAttempt, { deliveryId: id }, { ...ALL_TENANTS, orderBy: { attemptNumber: 'asc' } });
+    expect(attempts.map((a) => [a.attemptNumber, a.error])).toEqual([
+      [1, 'boom'],
+      [2, 'abandoned'],
+      [3, null],
+    ]);
   });
 });

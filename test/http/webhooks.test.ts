@@ -495,7 +495,7 @@ describe('webhooks API', () => {
         expect(Date.parse(data.next_attempt_at!)).toBeGreaterThanOrEqual(before - 1000);
 
         const stored = await row(delivery.id);
-        expect(stored).toMatchObject({ status: 'queued', replayCount: 1, eventId: delivery.eventId });
+        expect(stored).toMatchObject({ status: 'queued', replayCount: 1, seriesAttempts: 0, eventId: delivery.eventId });
 
         const workflowId = webhookEndpointWorkflowId(delivery.webhookId);
         started.push(workflowId);

@@ -51,6 +51,7 @@ export async function insertDelivery(
     status,
     attemptCount: attempts,
     replayCount: 0,
+    seriesAttempts: attempts,
     nextAttemptAt: finished ? null : new Date(Date.now() + 60_000),
     lastResponseStatus: attempts > 0 ? (status === 'delivered' ? 200 : 500) : null,
     lastResponseExcerpt: attempts > 0 ? (status === 'delivered' ? 'ok' : 'boom') : null,

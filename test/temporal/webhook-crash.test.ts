@@ -263,7 +263,7 @@ describe('webhook reconciler: failed and queued deliveries', () => {
     await em.nativeUpdate(
       WebhookDelivery,
       { id: b.id },
-      { status: 'queued', replayCount: 1, nextAttemptAt: new Date(Date.now() - 10_000) },
+      { status: 'queued', replayCount: 1, seriesAttempts: 0, nextAttemptAt: new Date(Date.now() - 10_000) },
       ALL_TENANTS,
     );
 

@@ -316,7 +316,7 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
         .nativeUpdate(
           WebhookDelivery,
           { id: exhausted.id },
-          { status: 'queued', replayCount: series, nextAttemptAt: new Date() },
+          { status: 'queued', replayCount: series, seriesAttempts: 0, nextAttemptAt: new Date() },
           ALL_TENANTS,
         );
       await wakeActors(temporal.client, stack.config, webhookEndpointActorContract, [{ orgId, endpointId: endpoint.id }]);
@@ -352,14 +352,18 @@ describe('webhook delivery through the real worker and a receiver on 127.0.0.1',
     const first = await waitForDelivery(stack, event.id, endpoint.id, ['delivered']);
     // The actor is gone (terminated by an operator), and a replay's wake-up was lost: queued, series 1, due two minutes ago.
     await temporal.client.workflow.getHandle(webhookEndpointWorkflowId(endpoint.id)).terminate('test: actor lost');
-    await stack.orm.em
-      .fork()
-      .nativeUpdate(
-        WebhookDelivery,
-        { id: first.id },
-        { status: 'queued', replayCount: 1, updatedAt: new Date(Date.now() - 120_000), nextAttemptAt: new Date(Date.now() - 120_000) },
-        ALL_TENANTS,
-      );
+    await stack.orm.em.fork().nativeUpdate(
+      WebhookDelivery,
+      { id: first.id },
+      {
+        status: 'queued',
+        replayCount: 1,
+        seriesAttempts: 0,
+        updatedAt: new Date(Date.now() - 120_000),
+        nextAttemptAt: new Date(Date.now() - 120_000),
+      },
+      ALL_TENANTS,
+    );
     // The worker's own relay reconciles too; whichever gets there first wakes the actor.
     await withManualReconciler(stack, temporal.client, {}, (reconciler) => reconciler.poke());
     await waitFor(

@@ -85,7 +85,7 @@ export function attemptRecordsStatement(records: readonly OwnedAttemptRecord[]):
          : ''
      }
      update webhook_deliveries d
-        set status = v.status, attempt_count = d.attempt_count + 1, next_attempt_at = v.next_attempt_at, lease_until = null,
+        set status = v.status, attempt_count = d.attempt_count + 1, series_attempts = greatest(d.series_attempts, v.attempt_number), next_attempt_at = v.next_attempt_at, lease_until = null,
             last_response_status = v.status_code, last_response_excerpt = v.excerpt, last_error = v.error, updated_at = now()
        from v
       where d.id = v.delivery_id and d.org_id = v.org_id and d.replay_count = v.series

@@ -75,6 +75,7 @@ export async function markForReplay(
     .set((eb) => ({
       status: 'queued',
       replay_count: eb('d.replay_count', '+', 1),
+      series_attempts: 0,
       next_attempt_at: sql<Date>`now()`,
       lease_until: null,
       updated_at: sql<Date>`now()`,

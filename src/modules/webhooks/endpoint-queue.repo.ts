@@ -46,6 +46,35 @@ export interface QueueState {
   open: number;
 }
 
+/**
+ * The claim: the due rows of one endpoint by due time (webhook_deliveries_due_index), each with
+ * its event (primary key). It runs as a prepared statement, whose generic plan may be made while
+ * the tables are small and kept as they grow, so its shape leaves that plan few ways to go wrong:
+ * the series' attempt count is the row's own column (no attempt-log lookup); `due` is a CTE, run
+ * once, so no plan can rescan the locking LIMIT and claim more than `limit` rows; the event is read
+ * by id alone (`offset 0` keeps the workspace condition out of it, so the workspace's index of
+ * events is never scanned instead of the primary key).
+ */
+const CLAIM_SQL = `with due as materialized (
+     select id, next_attempt_at as due_at from webhook_deliveries
+      where webhook_id = :endpointId and org_id = :orgId and status in ('queued', 'failed') and next_attempt_at <= now()
+      order by next_attempt_at, id
+      limit :limit::int for update skip locked
+   ), claimed as (
+     update webhook_deliveries d
+        set status = 'delivering', lease_until = now() + make_interval(secs => :leaseSeconds::float8), next_attempt_at = null, updated_at = now()
+       from due
+      where d.id = due.id
+     returning d.id, d.event_id, d.replay_count, d.series_attempts, (extract(epoch from due.due_at) * 1000)::float8 as due_ms
+   )
+   select c.id, c.event_id, c.replay_count, c.due_ms, c.series_attempts,
+          e.type as event_type, e.api_version, e.data,
+          (extract(epoch from e.created_at) * 1000)::float8 as event_created_ms
+     from claimed c
+     left join lateral (select type, api_version, data, created_at, org_id from events where id = c.event_id offset 0) e
+       on e.org_id = :orgId
+    order by c.id`;
+
 export function createEndpointQueue(orm: MikroORM) {
   const db = () => orm.em.getConnection();
 
@@ -72,30 +101,11 @@ export function createEndpointQueue(orm: MikroORM) {
 
     /**
      * Claims up to `limit` due rows (oldest due first) as `delivering` with a lease, with what
-     * their request needs, in one statement.
+     * their request needs, in one statement (prepared per pooled connection: its plan is one
+     * index range of the due index and primary-key lookups, whatever the values).
      */
     async claim(orgId: string, endpointId: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
-      return db().execute<ClaimedDelivery[]>(
-        `with claimed as (
-           update webhook_deliveries d
-              set status = 'delivering', lease_until = now() + make_interval(secs => ?), next_attempt_at = null, updated_at = now()
-             from (select id, next_attempt_at as due_at from webhook_deliveries
-                    where webhook_id = ? and org_id = ? and status in ('queued', 'failed') and next_attempt_at <= now()
-                    order by next_attempt_at, id
-                    limit ? for update skip locked) due
-            where d.id = due.id
-           returning d.id, d.event_id, d.replay_count, (extract(epoch from due.due_at) * 1000)::float8 as due_ms
-         )
-         select c.id, c.event_id, c.replay_count, c.due_ms,
-                (select coalesce(max(a.attempt_number), 0) from webhook_attempts a
-                  where a.delivery_id = c.id and a.series = c.replay_count)::int as series_attempts,
-                e.type as event_type, e.api_version, e.data,
-                (extract(epoch from e.created_at) * 1000)::float8 as event_created_ms
-           from claimed c
-           left join events e on e.id = c.event_id and e.org_id = ?
-          order by c.id`,
-        [leaseSeconds, endpointId, orgId, limit, orgId],
-      );
+      return queryPrepared<ClaimedDelivery>(orm.em, { sql: CLAIM_SQL, params: { leaseSeconds, endpointId, orgId, limit } });
     },
 
     /**
@@ -150,6 +160,9 @@ export function createEndpointQueue(orm: MikroORM) {
      */
     async reapLapsed(orgId: string, endpointId: string, scheduleLength: number, abandonedError: string): Promise<number> {
       return orm.em.fork().transactional(async (em) => {
+        // The series' attempts from the attempt log, not the row's series_attempts: should that
+        // count be stale (a worker of an earlier version recorded an attempt), the claim's attempt
+        // number was taken and its record dropped; the reaper's record repairs the row.
         const lapsed = await em.execute<{ id: string; replay_count: number; started_ms: number; series_attempts: number }[]>(
           `select d.id, d.replay_count,
                   (extract(epoch from d.updated_at) * 1000)::float8 as started_ms,
