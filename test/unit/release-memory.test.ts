@@ -26,6 +26,8 @@ describe('nodeFlagsFor', () => {
 describe('releaseMemoryWhenIdle', () => {
   const gc = vi.fn();
   let utilization = 0;
+  let active = 0;
+  let idle = 0;
   let original: typeof globalThis.gc;
 
   beforeEach(() => {
@@ -33,10 +35,21 @@ describe('releaseMemoryWhenIdle', () => {
     original = globalThis.gc;
     globalThis.gc = gc;
     gc.mockClear();
-    // Each reading's difference to the previous one is the window's utilization.
-    vi.spyOn(performance, 'eventLoopUtilization').mockImplementation((current?: unknown) =>
-      current === undefined ? { idle: 0, active: 0, utilization: 0 } : { idle: 0, active: 0, utilization },
-    );
+    // The event loop's busy and idle time, accumulated every 10 ms at the current `utilization`;
+    // a reading's difference to the previous one is what the real function computes.
+    active = 0;
+    idle = 0;
+    setInterval(() => {
+      active += 10 * utilization;
+      idle += 10 * (1 - utilization);
+    }, 10);
+    type Reading = { idle: number; active: number; utilization: number };
+    vi.spyOn(performance, 'eventLoopUtilization').mockImplementation(((current?: Reading, previous?: Reading) => {
+      if (current === undefined || previous === undefined) return { idle, active, utilization: 0 };
+      const busy = current.active - previous.active;
+      const total = busy + current.idle - previous.idle;
+      return { idle: current.idle - previous.idle, active: busy, utilization: total > 0 ? busy / total : 0 };
+    }) as typeof performance.eventLoopUtilization);
   });
 
   afterEach(() => {
@@ -81,6 +94,22 @@ describe('releaseMemoryWhenIdle', () => {
     utilization = 0;
     vi.advanceTimersByTime(5_000);
     expect(gc).toHaveBeenCalledTimes(3);
+  });
+
+  it('does not collect when a load begins at the end of an idle stretch', () => {
+    const stop = releaseMemoryWhenIdle();
+    utilization = 0.3;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0;
+    vi.advanceTimersByTime(4_900);
+    // Requests arrive 100 ms before the fifth idle second ends: 2 % of a 5 s window, 10 % of a second.
+    utilization = 1;
+    vi.advanceTimersByTime(3_100);
+    expect(gc).not.toHaveBeenCalled();
+    utilization = 0;
+    vi.advanceTimersByTime(5_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    stop();
   });
 
   it('does nothing without gc exposed', () => {
