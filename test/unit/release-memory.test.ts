@@ -44,12 +44,12 @@ describe('releaseMemoryWhenIdle', () => {
       idle += 10 * (1 - utilization);
     }, 10);
     type Reading = { idle: number; active: number; utilization: number };
-    vi.spyOn(performance, 'eventLoopUtilization').mockImplementation(((current?: Reading, previous?: Reading) => {
+    vi.spyOn(performance, 'eventLoopUtilization').mockImplementation((current?: Reading, previous?: Reading) => {
       if (current === undefined || previous === undefined) return { idle, active, utilization: 0 };
       const busy = current.active - previous.active;
       const total = busy + current.idle - previous.idle;
       return { idle: current.idle - previous.idle, active: busy, utilization: total > 0 ? busy / total : 0 };
-    }) as typeof performance.eventLoopUtilization);
+    });
   });
 
   afterEach(() => {
