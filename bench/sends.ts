@@ -27,6 +27,7 @@ import { Client } from '@temporalio/client';
 import { connectTemporal } from '../src/temporal/client.ts';
 import nodemailer from 'nodemailer';
 import type { BenchContext } from './lib/context.ts';
+import { burstClaims, startBurstTimeline } from './lib/burst-timeline.ts';
 import { composeCost } from './lib/compose-cost.ts';
 import { runHttpLoad } from './lib/load.ts';
 import { sendingWorkspace } from './lib/sending.ts';
@@ -40,6 +41,8 @@ const RATE = 20;
 const POOL = 5;
 /** The burst phase: sends at once over this many connections, the worker running (issue 35 item 2). */
 const BURST_CONNECTIONS = 20;
+/** The burst's timeline: one sample this often (bench/lib/burst-timeline.ts). */
+const TIMELINE_MS = 250;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const benchmark: Benchmark = {
@@ -236,7 +239,7 @@ export const benchmark: Benchmark = {
      * (acceptance and delivery share the cores), from the first request to the last message at
      * the relay, and each send's 202-to-relay latency.
      */
-    async function burst(count: number) {
+    async function burst(count: number, tag: string) {
       await quiesce();
       const cpu = cpuAccount({
         api: api.pid,
@@ -246,13 +249,26 @@ export const benchmark: Benchmark = {
         bench: 'this',
       });
       const answeredAt = new Map<string, number>();
+      const relayedBefore = sink.messages().length;
+      const timeline = startBurstTimeline({
+        orm,
+        intervalMs: TIMELINE_MS,
+        relayPort: sink.smtpPort,
+        pids: { api: api.pid, worker: worker.pid, temporal: temporal.pid, bench: process.pid },
+        accepted: () => answeredAt.size,
+        relayed: () => sink.messages().length - relayedBefore,
+      });
       const started = Date.now();
       await inParallel(count, (i) => sendTimed(`burst${i}`, answeredAt), BURST_CONNECTIONS);
       const acceptRate = answeredAt.size / ((Date.now() - started) / 1000);
       const { arrived, latencies } = await arrivalsOf(answeredAt, 300_000);
       const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
       const seconds = (last - started) / 1000;
-      return { rate: arrived.length / seconds, acceptRate, seconds, latencies, cpuPerSend: cpu.perUnit(arrived.length) };
+      const cpuPerSend = cpu.perUnit(arrived.length);
+      context.note(`sends burst timeline (${tag}), every ${TIMELINE_MS} ms; cpu and wait in ms per s`, await timeline.stop());
+      const claims = await burstClaims(orm, timeline.startedAt);
+      context.note(`sends burst claims (${tag})`, claims.text);
+      return { rate: arrived.length / seconds, acceptRate, seconds, latencies, cpuPerSend, claims: claims.figures };
     }
 
     /** 202-to-relay latencies at RATE sends/s, and the CPU ms per send of each process at that rate (accept and deliver together). */
@@ -304,7 +320,7 @@ export const benchmark: Benchmark = {
         const plain = await plainNodemailer(Math.max(200, sent.arrived));
         const { latencies, cpuPerSend: trickle, commitsPerSend } = await latency(latencySeconds);
         const compose = await composeCost(dkimKey, domain, quick ? 100 : 300);
-        const burstRun = await burst(burstSends);
+        const burstRun = await burst(burstSends, `run${index}`);
         const burstPlain = await plainNodemailer(burstSends, BURST_CONNECTIONS);
         return {
           empty_starts_per_s: starts,
@@ -327,6 +343,7 @@ export const benchmark: Benchmark = {
           burst_to_relay_p99_ms: quantile(burstRun.latencies, 0.99),
           burst_accepted_per_s: burstRun.acceptRate,
           burst_seconds: burstRun.seconds,
+          ...Object.fromEntries(Object.entries(burstRun.claims).map(([name, value]) => [`burst_${name}`, value])),
           // Every process's CPU per send in the burst (`bench`: this process, the senders and the relay).
           ...Object.fromEntries(Object.entries(burstRun.cpuPerSend).map(([name, ms]) => [`burst_cpu_ms_per_send_${name}`, ms])),
           compose_cpu_ms: compose.herald,
