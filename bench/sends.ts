@@ -23,6 +23,7 @@
  *    latency in that burst.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { connectTemporal } from '../src/temporal/client.ts';
 import nodemailer from 'nodemailer';
@@ -70,6 +71,14 @@ export const benchmark: Benchmark = {
       BLOB_DIR: '',
     };
     const worker = await context.start('worker', await context.env(databaseUrl, relayEnv), { profile: true });
+    const workerNice = process.env.HERALD_BENCH_WORKER_AUTOGROUP_NICE;
+    if (workerNice) {
+      // Diagnosis only (a scheduling experiment, not Herald's default): the worker's session weighs
+      // more (negative) or less against the api's and each PostgreSQL backend's when the cores are
+      // saturated (Linux autogroups: one per session, and every backend is a session of its own).
+      writeFileSync(`/proc/${worker.pid}/autogroup`, workerNice);
+      context.note('worker autogroup', readFileSync(`/proc/${worker.pid}/autogroup`, 'utf8'));
+    }
     const api = await context.start('api', await context.env(databaseUrl, relayEnv), { profile: true });
     const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
