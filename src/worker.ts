@@ -114,16 +114,8 @@ async function workflowBundle(config: Config, logger: Logger): Promise<NonNullab
 const COMPOSER_HEAP = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 };
 
 /**
- * Threads that compose and DKIM-sign outgoing messages (the offload pool's), beside the relay
- * thread, which then only speaks SMTP: with one thread doing all three, that thread was the
- * drain's limit in a burst (BENCHMARKS.md, issue 35 item 2). The second thread starts only when
- * two messages are composed at once.
- */
-const WORKER_COMPOSE_THREADS = 2;
-
-/**
- * How this worker's messages leave: the pooled relay (SMTP_RELAY_URL) on a thread of its own,
- * with messages composed and signed on the offload threads, or direct delivery to each recipient domain's MX
+ * How this worker's messages leave: the pooled relay (SMTP_RELAY_URL) on a thread of its own
+ * that also composes and signs them, or direct delivery to each recipient domain's MX
  * (SMTP_DELIVERY=direct) from this thread, with messages composed and signed on the offload thread.
  * Returns the factory: called without an address for the default route, with one for an egress
  * pool's address (every connection of that relay leaves from it).
@@ -179,7 +171,6 @@ function outboundDelivery(config: Config, logger: Logger, offload: OffloadPool):
       },
       resourceLimits: COMPOSER_HEAP,
       logger,
-      compose: (message, envelope) => offload.composeMessage(message, envelope),
     });
 }
 
@@ -222,8 +213,8 @@ export async function startWorker(config: Config, logger: Logger, shared: { orm?
     if (!shared.orm) await orm.close();
     throw error;
   });
-  // Composes and DKIM-signs outgoing messages off the event loop and off the relay thread.
-  const offload = createOffloadPool({ resourceLimits: COMPOSER_HEAP, threads: WORKER_COMPOSE_THREADS });
+  // Composes and DKIM-signs outgoing messages off the event loop (direct delivery; a relay has its own thread).
+  const offload = createOffloadPool({ resourceLimits: COMPOSER_HEAP });
   // One pooled SMTP transport to the relay per worker process (and one per egress source address).
   const relayFrom = outboundDelivery(config, logger, offload);
   const smtpRelay = relayFrom();

@@ -14,11 +14,7 @@ export interface ParsedBody {
   fingerprint: string;
 }
 
-/**
- * CPU-heavy work run on other threads: one per api process; in a worker, the threads that compose
- * and DKIM-sign its outgoing messages (WORKER_COMPOSE_THREADS in worker.ts). A task goes to the
- * thread with the fewest tasks outstanding; each thread starts its tasks in order.
- */
+/** CPU-heavy work run on another thread (one per api or worker process, tasks started in order). */
 export interface OffloadPool {
   /** `parseJsonBody` plus the request's idempotency fingerprint; rejects with the same AppErrors. */
   parseJson(bytes: Buffer, method: string, path: string): Promise<ParsedBody>;
@@ -29,29 +25,14 @@ export interface OffloadPool {
   close(): Promise<void>;
 }
 
-/**
- * `threads` worker threads (default one), each started on its first task and again after a crash
- * (its tasks in flight then reject).
- */
-export function createOffloadPool(options: { resourceLimits?: ResourceLimits; threads?: number } = {}): OffloadPool {
-  const channels = Array.from({ length: Math.max(1, options.threads ?? 1) }, () => ({
-    outstanding: 0,
-    channel: createWorkerChannel<OffloadTask, OffloadResult>({
-      url: WORKER_URL,
-      name: 'offload worker',
-      resourceLimits: options.resourceLimits,
-    }),
-  }));
-  /** On the least busy thread: the first of those with the fewest tasks outstanding (a thread not started yet has none). */
-  const run = async (task: OffloadTask, transfer: ArrayBuffer[]) => {
-    const target = channels.reduce((best, next) => (next.outstanding < best.outstanding ? next : best));
-    target.outstanding += 1;
-    try {
-      return await target.channel.request(task, transfer);
-    } finally {
-      target.outstanding -= 1;
-    }
-  };
+/** One worker thread, started on first use and again after a crash (the tasks in flight then reject). */
+export function createOffloadPool(options: { resourceLimits?: ResourceLimits } = {}): OffloadPool {
+  const channel = createWorkerChannel<OffloadTask, OffloadResult>({
+    url: WORKER_URL,
+    name: 'offload worker',
+    resourceLimits: options.resourceLimits,
+  });
+  const run = (task: OffloadTask, transfer: ArrayBuffer[]) => channel.request(task, transfer);
 
   function unwrap<K extends OffloadResult['kind']>(result: OffloadResult, kind: K): Extract<OffloadResult, { kind: K }> {
     if (result.kind === 'appError') throw new AppError(result.code, result.message, result.details);
@@ -72,8 +53,6 @@ export function createOffloadPool(options: { resourceLimits?: ResourceLimits; th
       const { bytes } = unwrap(await run({ kind: 'composeMessage', message, envelope }, []), 'composedMessage');
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     },
-    close: async () => {
-      await Promise.all(channels.map(({ channel }) => channel.terminate()));
-    },
+    close: () => channel.terminate(),
   };
 }

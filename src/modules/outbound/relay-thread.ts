@@ -31,30 +31,18 @@ interface ThreadLog {
 }
 
 /**
- * The pooled relay (SMTP_RELAY_URL) on a thread of its own: the thread holds the SMTP
- * connections, so each transaction's round trips (MAIL, RCPT, DATA, the body, the answer) wait on
- * an event loop that does little else, not on the worker's, which drives the queue, the group
- * commits and Temporal (BENCHMARKS.md: the relay connections' round trips, not the CPU, bounded a
- * broadcast). Each message is composed and DKIM-signed by `compose` (the worker's compose
- * threads) when given, else by the relay thread itself: one thread composing, signing and
- * sending every message was the drain's limit in a burst (issue 35 item 2). A message with
- * attachments (streams from blob storage) or a large body is composed here and handed over as
- * bytes.
+ * The pooled relay (SMTP_RELAY_URL) on a thread of its own: the thread composes and DKIM-signs
+ * each message and holds the SMTP connections, so each transaction's round trips (MAIL, RCPT,
+ * DATA, the body, the answer) wait on an event loop that does little else, not on the worker's,
+ * which drives the queue, the group commits and Temporal (BENCHMARKS.md: the relay connections'
+ * round trips, not the CPU, bounded a broadcast). A message with attachments (streams from blob
+ * storage) or a large body is composed here and handed over as bytes.
  *
  * The thread starts on the first message and again after a crash; a message in flight when it
  * crashed gets an `unreachable` answer (a temporary failure, retried like a dropped connection;
  * the relay may have taken it already: the same window as a connection lost after DATA).
  */
-export function createThreadedRelay(options: {
-  settings: RelayThreadSettings;
-  resourceLimits?: ResourceLimits;
-  logger: Logger;
-  /**
-   * Composes and signs a message on other threads (the worker's compose threads), so the relay
-   * thread only speaks SMTP; without it, or when it fails, the relay thread composes.
-   */
-  compose?: (message: Mail.Options, envelope: Envelope) => Promise<Buffer>;
-}): Relay {
+export function createThreadedRelay(options: { settings: RelayThreadSettings; resourceLimits?: ResourceLimits; logger: Logger }): Relay {
   const channel = createWorkerChannel<RelayThreadTask, RelayResult>({
     url: THREAD_URL,
     name: 'relay thread',
@@ -71,23 +59,9 @@ export function createThreadedRelay(options: {
   const run = (task: RelayThreadTask): Promise<RelayResult> =>
     channel.request(task).catch((error: Error) => ({ kind: 'unreachable', response: `relay thread stopped: ${error.message}` }));
 
-  const { compose } = options;
-  /** Composed on the compose threads, handed to the relay thread as bytes; the relay thread composes what they could not. */
-  async function composedThenSent(message: Mail.Options, envelope: Envelope, composeOn: NonNullable<typeof compose>): Promise<RelayResult> {
-    let raw: Buffer;
-    try {
-      raw = await composeOn(message, envelope);
-    } catch (error) {
-      options.logger.warn('message not composed on a compose thread; the relay thread composes it', { error });
-      return run({ kind: 'compose', message, envelope });
-    }
-    return run({ kind: 'raw', raw, envelope });
-  }
-
   return {
     async send(message, envelope) {
-      if (composableElsewhere(message))
-        return compose ? composedThenSent(message, envelope, compose) : run({ kind: 'compose', message, envelope });
+      if (composableElsewhere(message)) return run({ kind: 'compose', message, envelope });
       let raw: Buffer;
       try {
         raw = await composeMessage(message, envelope);
