@@ -1,15 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { cpuMs } from './proc.ts';
+import { cpuAccount, cpuMs } from './proc.ts';
 import { quantile } from './stats.ts';
 
 /**
  * The sends burst's timeline (issue 35 item 2: why delivery lags acceptance while both run):
  * every `intervalMs`, the sends answered 202 and the messages at the relay so far, the queue as
  * PostgreSQL holds it (queued: accepted, not claimed; sending: claimed, not yet recorded: the
- * drain's in-flight window), the relay's open connections (sockets on the sink's port), and for
- * each process its CPU and its threads' run-queue wait over the interval (ms per s: 1,000 is one
- * core busy, or one thread waiting for a core the whole time), the worker's main thread apart.
+ * drain's in-flight window), the relay's open connections (sockets on the sink's port), the
+ * machine's busy CPU and runnable threads (other sessions' work included), and for each process
+ * (PostgreSQL: its work for the run's database) its CPU and its threads' run-queue wait over the
+ * interval (ms per s: 1,000 is one core busy, or one thread waiting for a core the whole time),
+ * the worker's threads apart.
  * After the burst, from the rows themselves: each claim (its emails share `first_attempt_at`,
  * the claim's transaction time) and where each email's time went (created → claimed → relay
  * answered → recorded).
@@ -17,6 +19,9 @@ import { quantile } from './stats.ts';
 
 interface Sample {
   ms: number;
+  /** The machine: its cores busy (ms per s, every process) and the threads runnable at the sample (/proc/stat). */
+  machineBusy: number;
+  runnable: number;
   accepted: number;
   relayed: number;
   queued: number;
@@ -42,6 +47,14 @@ function schedOf(pid: number): Map<string, { run: number; wait: number }> {
   return byName;
 }
 
+/** The machine's busy CPU time so far (ms, all cores: user, nice, system, irq, softirq, steal) and the threads runnable now, from /proc/stat. */
+function machine(): { busy: number; runnable: number } {
+  const stat = readFileSync('/proc/stat', 'utf8');
+  const ticks = (/^cpu\s+(.*)$/m.exec(stat)?.[1] ?? '').split(/\s+/).map(Number);
+  const busy = [0, 1, 2, 5, 6, 7].reduce((sum, i) => sum + (ticks[i] ?? 0), 0) * 10;
+  return { busy, runnable: Number(/^procs_running\s+(\d+)$/m.exec(stat)?.[1] ?? 0) };
+}
+
 /** Open TCP connections whose local port is `port` (the relay's side of each pooled connection). */
 function connectionsTo(port: number): number {
   const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
@@ -65,6 +78,8 @@ export function startBurstTimeline(options: {
   relayPort: number;
   /** Processes by name; `worker` also gets each of its threads apart (`worker:<thread name>`, `worker:main`). */
   pids: Record<string, number>;
+  /** PostgreSQL's work for the run's database (a cpuAccount source, `pg:<database>`). */
+  postgres: `pg:${string}`;
   accepted(): number;
   relayed(): number;
 }) {
@@ -86,6 +101,10 @@ export function startBurstTimeline(options: {
     return out;
   };
   let lastCpu = readCpu();
+  let lastMachine = machine();
+  // PostgreSQL's CPU for the database so far: each sample adds the growth of its processes since the one before.
+  let postgres = cpuAccount({ postgres: options.postgres });
+  let postgresMs = 0;
   let lastWait = readWait();
   let lastAt = startedAt;
   let stopped = false;
@@ -99,10 +118,16 @@ export function startBurstTimeline(options: {
     const cpu = readCpu();
     const wait = readWait();
     const seconds = (now - lastAt) / 1000;
+    const host = machine();
+    postgresMs += postgres.perUnit(1).postgres ?? 0;
+    postgres = cpuAccount({ postgres: options.postgres });
+    cpu.postgres = postgresMs;
     const perSecond = (a: Record<string, number>, b: Record<string, number>) =>
       Object.fromEntries(Object.entries(a).map(([name, value]) => [name, (value - (b[name] ?? 0)) / seconds]));
     samples.push({
       ms: now - startedAt,
+      machineBusy: (host.busy - lastMachine.busy) / seconds,
+      runnable: host.runnable,
       accepted: options.accepted(),
       relayed: options.relayed(),
       queued: Number(row?.queued ?? 0),
@@ -112,6 +137,7 @@ export function startBurstTimeline(options: {
       wait: perSecond(wait, lastWait),
     });
     lastCpu = cpu;
+    lastMachine = host;
     lastWait = wait;
     lastAt = now;
   }
@@ -131,15 +157,18 @@ export function startBurstTimeline(options: {
       await loop;
       const names = [...new Set(samples.flatMap((s) => Object.keys(s.cpu)))];
       const waits = [...new Set(samples.flatMap((s) => Object.keys(s.wait)))];
+      // Names without spaces: the table splits on whitespace.
       const header = [
-        't ms',
+        't_ms',
         'accepted',
         'relayed',
         'queued',
         'sending',
-        'relay conns',
-        ...names.map((n) => `cpu ${n}`),
-        ...waits.map((n) => `wait ${n}`),
+        'relay_conns',
+        'host_busy',
+        'runnable',
+        ...names.map((n) => `cpu:${n}`),
+        ...waits.map((n) => `wait:${n}`),
       ];
       const rows = samples.map((s) => [
         s.ms,
@@ -148,6 +177,8 @@ export function startBurstTimeline(options: {
         s.queued,
         s.sending,
         s.connections,
+        Math.round(s.machineBusy),
+        s.runnable,
         ...names.map((n) => Math.round(s.cpu[n] ?? 0)),
         ...waits.map((n) => Math.round(s.wait[n] ?? 0)),
       ]);
