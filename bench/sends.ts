@@ -23,10 +23,12 @@
  *    latency in that burst.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { connectTemporal } from '../src/temporal/client.ts';
 import nodemailer from 'nodemailer';
 import type { BenchContext } from './lib/context.ts';
+import { burstClaims, startBurstTimeline } from './lib/burst-timeline.ts';
 import { composeCost } from './lib/compose-cost.ts';
 import { runHttpLoad } from './lib/load.ts';
 import { sendingWorkspace } from './lib/sending.ts';
@@ -40,6 +42,9 @@ const RATE = 20;
 const POOL = 5;
 /** The burst phase: sends at once over this many connections, the worker running (issue 35 item 2). */
 const BURST_CONNECTIONS = 20;
+/** The burst's timeline (bench/lib/burst-timeline.ts), with HERALD_BENCH_BURST_TIMELINE=1: one sample this often. */
+const TIMELINE_MS = 250;
+const TIMELINE = process.env.HERALD_BENCH_BURST_TIMELINE === '1';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const benchmark: Benchmark = {
@@ -67,6 +72,14 @@ export const benchmark: Benchmark = {
       BLOB_DIR: '',
     };
     const worker = await context.start('worker', await context.env(databaseUrl, relayEnv), { profile: true });
+    const workerNice = process.env.HERALD_BENCH_WORKER_AUTOGROUP_NICE;
+    if (workerNice) {
+      // Diagnosis only (a scheduling experiment, not Herald's default): the worker's session weighs
+      // more (negative) or less against the api's and each PostgreSQL backend's when the cores are
+      // saturated (Linux autogroups: one per session, and every backend is a session of its own).
+      writeFileSync(`/proc/${worker.pid}/autogroup`, workerNice);
+      context.note('worker autogroup', readFileSync(`/proc/${worker.pid}/autogroup`, 'utf8'));
+    }
     const api = await context.start('api', await context.env(databaseUrl, relayEnv), { profile: true });
     const dkimKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
@@ -207,7 +220,8 @@ export const benchmark: Benchmark = {
     }
 
     /** One send over the API; its 202's time (epoch ms) goes into `answeredAt` under its Message-ID. */
-    async function sendTimed(tag: string, answeredAt: Map<string, number>): Promise<void> {
+    async function sendTimed(tag: string, answeredAt: Map<string, number>, answerMs?: number[]): Promise<void> {
+      const sent = Date.now();
       const response = await fetch(`${api.url}/api/v1/outbox/emails`, {
         method: 'POST',
         headers: { ...headers, 'Idempotency-Key': `${tag}-${randomBytes(8).toString('hex')}` },
@@ -217,6 +231,7 @@ export const benchmark: Benchmark = {
       const json = (await response.json()) as { data?: { message_id: string } };
       if (response.status !== 202 || !json.data) throw new Error(`send answered ${response.status}`);
       answeredAt.set(json.data.message_id, at);
+      answerMs?.push(at - sent);
     }
 
     /** The relay's copies of the sends in `answeredAt`, once all arrived (or after `waitMs`). */
@@ -236,7 +251,7 @@ export const benchmark: Benchmark = {
      * (acceptance and delivery share the cores), from the first request to the last message at
      * the relay, and each send's 202-to-relay latency.
      */
-    async function burst(count: number) {
+    async function burst(count: number, tag: string) {
       await quiesce();
       const cpu = cpuAccount({
         api: api.pid,
@@ -246,13 +261,44 @@ export const benchmark: Benchmark = {
         bench: 'this',
       });
       const answeredAt = new Map<string, number>();
+      const relayedBefore = sink.messages().length;
+      const burstStarted = Date.now();
+      // Opt-in: its readings (/proc scans every TIMELINE_MS) cost ~0.25 CPU ms per send in this process, on the cores the burst shares.
+      const timeline = !TIMELINE
+        ? null
+        : startBurstTimeline({
+            orm,
+            intervalMs: TIMELINE_MS,
+            relayPort: sink.smtpPort,
+            pids: { api: api.pid, worker: worker.pid, temporal: temporal.pid, bench: process.pid },
+            postgres: postgresOf(databaseUrl),
+            accepted: () => answeredAt.size,
+            relayed: () => sink.messages().length - relayedBefore,
+          });
       const started = Date.now();
-      await inParallel(count, (i) => sendTimed(`burst${i}`, answeredAt), BURST_CONNECTIONS);
+      // Each request's time to its 202: what a faster drain may cost acceptance on shared cores.
+      const answerMs: number[] = [];
+      await inParallel(count, (i) => sendTimed(`burst${i}`, answeredAt, answerMs), BURST_CONNECTIONS);
+      answerMs.sort((a, b) => a - b);
       const acceptRate = answeredAt.size / ((Date.now() - started) / 1000);
       const { arrived, latencies } = await arrivalsOf(answeredAt, 300_000);
       const last = Math.max(...arrived.map((m) => Date.parse(m.receivedAt)));
       const seconds = (last - started) / 1000;
-      return { rate: arrived.length / seconds, acceptRate, seconds, latencies, cpuPerSend: cpu.perUnit(arrived.length) };
+      const cpuPerSend = cpu.perUnit(arrived.length);
+      const sampled = await timeline?.stop();
+      if (sampled) context.note(`sends burst timeline (${tag}), every ${TIMELINE_MS} ms; cpu and wait in ms per s`, sampled.text);
+      const claims = await burstClaims(orm, burstStarted);
+      context.note(`sends burst claims (${tag})`, claims.text);
+      return {
+        rate: arrived.length / seconds,
+        acceptRate,
+        answerP50: quantile(answerMs, 0.5),
+        answerP99: quantile(answerMs, 0.99),
+        seconds,
+        latencies,
+        cpuPerSend,
+        claims: { ...claims.figures, ...(sampled ? { timeline_cpu_ms_per_send: sampled.samplerMs / arrived.length } : {}) },
+      };
     }
 
     /** 202-to-relay latencies at RATE sends/s, and the CPU ms per send of each process at that rate (accept and deliver together). */
@@ -304,7 +350,7 @@ export const benchmark: Benchmark = {
         const plain = await plainNodemailer(Math.max(200, sent.arrived));
         const { latencies, cpuPerSend: trickle, commitsPerSend } = await latency(latencySeconds);
         const compose = await composeCost(dkimKey, domain, quick ? 100 : 300);
-        const burstRun = await burst(burstSends);
+        const burstRun = await burst(burstSends, `run${index}`);
         const burstPlain = await plainNodemailer(burstSends, BURST_CONNECTIONS);
         return {
           empty_starts_per_s: starts,
@@ -326,7 +372,10 @@ export const benchmark: Benchmark = {
           burst_to_relay_p50_ms: quantile(burstRun.latencies, 0.5),
           burst_to_relay_p99_ms: quantile(burstRun.latencies, 0.99),
           burst_accepted_per_s: burstRun.acceptRate,
+          burst_accept_p50_ms: burstRun.answerP50,
+          burst_accept_p99_ms: burstRun.answerP99,
           burst_seconds: burstRun.seconds,
+          ...Object.fromEntries(Object.entries(burstRun.claims).map(([name, value]) => [`burst_${name}`, value])),
           // Every process's CPU per send in the burst (`bench`: this process, the senders and the relay).
           ...Object.fromEntries(Object.entries(burstRun.cpuPerSend).map(([name, ms]) => [`burst_cpu_ms_per_send_${name}`, ms])),
           compose_cpu_ms: compose.herald,
