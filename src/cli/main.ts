@@ -42,8 +42,6 @@ function loadDevStackEnv(): void {
 async function runProcess(name: 'api' | 'worker' | 'smtp' | 'all'): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { service: `herald-${name}` });
-  // The runtime an operator checks first when memory or latency looks off (src/cli/node-flags.mjs).
-  logger.info('starting', { node: process.version, nodeFlags: process.execArgv });
   // API_PROCESSES > 1: this process supervises that many api processes sharing the port.
   const clusterRole =
     name === 'api' && config.http.processes > 1 ? ((await import('node:cluster')).default.isPrimary ? 'primary' : 'worker') : null;

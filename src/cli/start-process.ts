@@ -105,6 +105,8 @@ export async function startHerald(
   logger: Logger,
   options: { clusterWorker?: boolean } = {},
 ): Promise<RunningHerald> {
+  // The runtime an operator checks first when memory or latency looks off (src/cli/node-flags.mjs).
+  logger.info('starting', { node: process.version, nodeFlags: process.execArgv });
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops) await stop();
