@@ -70,7 +70,9 @@ const IDLE_UTILIZATION = 0.02;
  * ready and clients start to call it, never under a steady load, and not when a load has just
  * begun: each reading covers one second, so a load of 20 ms or more in the last second defers it
  * (a 5 s window, as first written, let a load begin up to 100 ms before the collection and
- * stopped its first requests for a second).
+ * stopped its first requests for a second). The collection's own time is left out of the next
+ * reading (counted, it made each release a busy period: an idle `herald all` collected every
+ * ~6 s, 0.4–1.2 s each, BENCHMARKS.md 2026-11-28 15:02).
  * Returns the stop of the watch.
  */
 export function releaseMemoryWhenIdle(): () => void {
@@ -87,6 +89,9 @@ export function releaseMemoryWhenIdle(): () => void {
     else if (wasBusy && idleSamples >= IDLE_SAMPLES) {
       wasBusy = false;
       releaseMemory();
+      // The collection's own time (0.2–1.2 s of this callback) is no load: read from after it, or
+      // the next reading counts it as a busy period and the release repeats every 6 s while idle.
+      last = performance.eventLoopUtilization();
     }
   }, SAMPLE_MS);
   timer.unref();

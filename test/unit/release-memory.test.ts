@@ -112,6 +112,26 @@ describe('releaseMemoryWhenIdle', () => {
     stop();
   });
 
+  it('does not count its own collection as a busy period: one release per busy period, however long the idle', () => {
+    // The collection runs in the watch's callback and holds the event loop (0.2–1.2 s measured).
+    gc.mockImplementation(() => {
+      active += 600;
+    });
+    const stop = releaseMemoryWhenIdle();
+    utilization = 0.6;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0;
+    vi.advanceTimersByTime(60_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    utilization = 0.6;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0;
+    vi.advanceTimersByTime(60_000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    stop();
+    gc.mockReset();
+  });
+
   it('does nothing without gc exposed', () => {
     globalThis.gc = undefined;
     const stop = releaseMemoryWhenIdle();
