@@ -74,9 +74,10 @@ const RELEASE_GROWTH_MB = 16;
  * (a 5 s window, as first written, let a load begin up to 100 ms before the collection and
  * stopped its first requests for a second). An idle stretch releases only when the heap has
  * grown by RELEASE_GROWTH_MB since the last release: a busy reading may be no load but V8's own
- * memory reducer (its incremental marking ran 0.3–0.8 s in a second, after each release), and the
- * collection's own time is left out of the next reading; counted, each made the next busy period,
- * and an idle `herald all` collected every ~6 s, 0.3–1.3 s each (BENCHMARKS.md, 2026-11-28 15:02).
+ * memory reducer (0.15–0.53 s of marking and pause in a second, some 8 s after each release),
+ * and the collection's own time is left out of the next reading; counted, each made the next
+ * busy period, and an idle `herald all` collected every ~6 s, 0.1–1.2 s each (BENCHMARKS.md,
+ * 2026-11-28 15:02).
  * Returns the stop of the watch.
  */
 export function releaseMemoryWhenIdle(): () => void {
