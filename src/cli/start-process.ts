@@ -61,6 +61,8 @@ const IDLE_SAMPLES = 5;
 const BUSY_UTILIZATION = 0.1;
 /** A reading below this counts as idle. */
 const IDLE_UTILIZATION = 0.02;
+/** How much V8's heap (committed) must have grown since the last release for another, MB. */
+const RELEASE_GROWTH_MB = 16;
 
 /**
  * releaseMemory at the end of each busy period, start-up counted as one: after IDLE_SAMPLES
@@ -70,7 +72,12 @@ const IDLE_UTILIZATION = 0.02;
  * ready and clients start to call it, never under a steady load, and not when a load has just
  * begun: each reading covers one second, so a load of 20 ms or more in the last second defers it
  * (a 5 s window, as first written, let a load begin up to 100 ms before the collection and
- * stopped its first requests for a second).
+ * stopped its first requests for a second). An idle stretch releases only when the heap has
+ * grown by RELEASE_GROWTH_MB since the last release: a busy reading may be no load but V8's own
+ * memory reducer (0.15–0.53 s of marking and pause in a second, some 8 s after each release),
+ * and the collection's own time is left out of the next reading; counted, each made the next
+ * busy period, and an idle `herald all` collected every ~6 s, 0.1–1.2 s each (BENCHMARKS.md,
+ * 2026-11-28 15:02).
  * Returns the stop of the watch.
  */
 export function releaseMemoryWhenIdle(): () => void {
@@ -78,6 +85,7 @@ export function releaseMemoryWhenIdle(): () => void {
   let last = performance.eventLoopUtilization();
   let wasBusy = true;
   let idleSamples = 0;
+  let heapAfterRelease = 0;
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(now, last);
@@ -86,7 +94,10 @@ export function releaseMemoryWhenIdle(): () => void {
     if (utilization >= BUSY_UTILIZATION) wasBusy = true;
     else if (wasBusy && idleSamples >= IDLE_SAMPLES) {
       wasBusy = false;
+      if (process.memoryUsage().heapTotal - heapAfterRelease < RELEASE_GROWTH_MB * 2 ** 20) return;
       releaseMemory();
+      heapAfterRelease = process.memoryUsage().heapTotal;
+      last = performance.eventLoopUtilization();
     }
   }, SAMPLE_MS);
   timer.unref();

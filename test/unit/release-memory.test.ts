@@ -29,12 +29,20 @@ describe('releaseMemoryWhenIdle', () => {
   let active = 0;
   let idle = 0;
   let original: typeof globalThis.gc;
+  const MB = 2 ** 20;
+  let heapTotal = 0;
 
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] });
     original = globalThis.gc;
     globalThis.gc = gc;
     gc.mockClear();
+    // V8's committed heap: each collection gives it back, work grows it.
+    heapTotal = 200 * MB;
+    gc.mockImplementation(() => {
+      heapTotal = 100 * MB;
+    });
+    vi.spyOn(process, 'memoryUsage').mockImplementation(() => ({ rss: 0, heapTotal, heapUsed: 0, external: 0, arrayBuffers: 0 }));
     // The event loop's busy and idle time, accumulated every 10 ms at the current `utilization`;
     // a reading's difference to the previous one is what the real function computes.
     active = 0;
@@ -42,6 +50,7 @@ describe('releaseMemoryWhenIdle', () => {
     setInterval(() => {
       active += 10 * utilization;
       idle += 10 * (1 - utilization);
+      if (utilization >= 0.1) heapTotal = 200 * MB;
     }, 10);
     type Reading = { idle: number; active: number; utilization: number };
     vi.spyOn(performance, 'eventLoopUtilization').mockImplementation((current?: Reading, previous?: Reading) => {
@@ -109,6 +118,44 @@ describe('releaseMemoryWhenIdle', () => {
     utilization = 0;
     vi.advanceTimersByTime(5_000);
     expect(gc).toHaveBeenCalledTimes(1);
+    stop();
+  });
+
+  it('does not count its own collection as a busy period: one release per busy period, however long the idle', () => {
+    // The collection runs in the watch's callback and holds the event loop (0.2–1.2 s measured).
+    gc.mockImplementation(() => {
+      active += 600;
+      heapTotal = 100 * MB;
+    });
+    const stop = releaseMemoryWhenIdle();
+    utilization = 0.6;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0;
+    vi.advanceTimersByTime(60_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    utilization = 0.6;
+    vi.advanceTimersByTime(5_000);
+    utilization = 0;
+    vi.advanceTimersByTime(60_000);
+    expect(gc).toHaveBeenCalledTimes(2);
+    stop();
+  });
+
+  it("does not release again after a busy second that grew no heap (V8's own memory reducer)", () => {
+    const stop = releaseMemoryWhenIdle();
+    vi.advanceTimersByTime(5_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    // Three seconds later V8's memory reducer marks incrementally for most of a second: busy, no growth.
+    vi.advanceTimersByTime(3_000);
+    active += 700;
+    vi.advanceTimersByTime(30_000);
+    expect(gc).toHaveBeenCalledTimes(1);
+    // A load grows the heap again: released once it ends.
+    utilization = 0.6;
+    vi.advanceTimersByTime(2_000);
+    utilization = 0;
+    vi.advanceTimersByTime(30_000);
+    expect(gc).toHaveBeenCalledTimes(2);
     stop();
   });
 
