@@ -145,26 +145,11 @@ export interface NativePool {
  * Errors are pg's own (src/db/unavailable.ts reads them).
  */
 export async function queryPrepared<T extends object>(em: EntityManager, statement: SqlFragment): Promise<T[]> {
-  return queryPool<T>(em, statement, true);
-}
-
-/**
- * Runs `statement` as queryPrepared does, but as pg's unnamed statement: its values travel as
- * parameters (no inlining by MikroORM) and PostgreSQL plans it for them on every call (a custom
- * plan), never with a generic plan cached on the connection. For a statement whose generic plan,
- * made while its tables are empty, scans them whole, and whose planning is cheap next to its run
- * (the sent recorder's group write: BENCHMARKS.md, 2026-11-28 send-6).
- */
-export async function queryBound<T extends object>(em: EntityManager, statement: SqlFragment): Promise<T[]> {
-  return queryPool<T>(em, statement, false);
-}
-
-async function queryPool<T extends object>(em: EntityManager, statement: SqlFragment, named: boolean): Promise<T[]> {
   const query = namedQueryOf(statement);
   if (em.getTransactionContext() || query.values.some((value) => Array.isArray(value)))
     return em.execute<T[]>(statement.sql, statement.params);
   const pool = await (em.getConnection() as unknown as NativePool).getNativeClient();
-  return (await pool.query<T>(named ? query : { text: query.text, values: query.values })).rows;
+  return (await pool.query<T>(query)).rows;
 }
 
 /**

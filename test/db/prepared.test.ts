@@ -1,13 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  arrayLiteral,
-  executePrepared,
-  namedQueryOf,
-  preparedCall,
-  queryBound,
-  queryPrepared,
-  type NativePool,
-} from '../../db/prepared.ts';
+import { executePrepared, namedQueryOf, preparedCall, type NativePool } from '../../db/prepared.ts';
 import { createTestStack, type TestStack } from '../support/stack.ts';
 
 /**
@@ -90,23 +82,6 @@ describe('executePrepared', () => {
       await client.query('deallocate all');
       client.release();
     }
-  });
-
-  it('binds the values of queryBound without preparing a named statement, where queryPrepared prepares one', async () => {
-    const statement = { ...ECHO, params: { ...values, list: arrayLiteral(values.list) } };
-    const { at: _at, ...expected } = (await queryPrepared<Record<string, unknown>>(stack.orm.em.fork(), statement))[0]!;
-    const named = namedQueryOf(statement).name;
-    const pool = await (stack.orm.em.getConnection() as unknown as NativePool).getNativeClient();
-    const prepared = async () =>
-      (await pool.query<{ n: number }>(`select count(*)::int as n from pg_prepared_statements where name = $1`, [named])).rows[0]!.n;
-    expect(await prepared()).toBe(1);
-    await pool.query('deallocate all');
-    const [row] = await queryBound<Record<string, unknown>>(stack.orm.em.fork(), statement);
-    const { at, ...rest } = row as { at: string };
-    expect(new Date(at)).toEqual(values.at);
-    expect(rest).toEqual(expected);
-    expect(rest).toMatchObject({ text: tricky, next: 42, list: [tricky, '', 'a,b', 'NULL', null], same: true });
-    expect(await prepared()).toBe(0);
   });
 
   it('refuses a parameter without a value and a value it cannot bind', async () => {

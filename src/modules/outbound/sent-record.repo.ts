@@ -2,12 +2,10 @@
  * The group commit's write of accepted attempts (sent-recorder.ts): one statement for a whole
  * group (the recipient rows, the email rows settling as sent, the email_events rows with their
  * daily rollup, and the email.sent / email.delivered events of subscribed workspaces). Its
- * values are bound as one array per column (`unnest`), so MikroORM does not inline every value
- * of every row; it runs as pg's unnamed statement (db/prepared.ts queryBound), planned for its
- * values on every call: its generic plan, made while the tables are empty (a fresh install),
- * scans email_recipients and transactional_emails whole, and a prepared statement would keep
- * that plan until the tables are next analysed. Raw SQL is outside the tenant filter: every row
- * is matched on its id and its workspace.
+ * values are bound as one array per column (`unnest`), so the text is the same whatever the
+ * group's size (two shapes: with and without events) and it runs as a prepared statement
+ * (db/prepared.ts queryPrepared) instead of MikroORM inlining every value of every row. Raw SQL
+ * is outside the tenant filter: every row is matched on its id and its workspace.
  */
 import { arrayLiteral } from '../../../db/prepared.ts';
 import type { SqlFragment } from '../../../db/sql-fragment.ts';

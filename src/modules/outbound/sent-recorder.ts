@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { newId } from '../../../db/ids.ts';
-import { queryBound } from '../../../db/prepared.ts';
+import { queryPrepared } from '../../../db/prepared.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
 import { isSubscribed } from '../events/events.fns.ts';
 import { findSubscribedEventTypes } from '../events/webhook-subscriptions.repo.ts';
@@ -71,7 +71,7 @@ export function createSentRecorder(deps: { orm: MikroORM }) {
     );
     const recipients = attempts.flatMap((attempt) => recipientRows(attempt, subscribed));
     const emails = attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() }));
-    await queryBound(deps.orm.em, sentRecordsStatement(recipients, emails));
+    await queryPrepared(deps.orm.em, sentRecordsStatement(recipients, emails));
   }
 
   const group = createGroupCommit(write, { maxItems: GROUP_MAX, delayMs: GROUP_DELAY_MS });
