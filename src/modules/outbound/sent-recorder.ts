@@ -1,10 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { newId } from '../../../db/ids.ts';
+import { queryPrepared } from '../../../db/prepared.ts';
 import { createGroupCommit } from '../../queue/group-commit.ts';
-import { isSubscribed, recordEvent } from '../events/events.fns.ts';
+import { isSubscribed } from '../events/events.fns.ts';
 import { findSubscribedEventTypes } from '../events/webhook-subscriptions.repo.ts';
-import { recordEmailEvents, type EmailEventInput } from '../metrics/email-events.ts';
 import { emailEventData } from './outcomes.ts';
-import { markRecipientsSent, settleEmailsSent } from './sent-record.repo.ts';
+import { sentRecordsStatement, type SentRecipientRow } from './sent-record.repo.ts';
 
 /** An attempt the relay accepted for every recipient it was for: the common case, recorded in groups. */
 export interface AcceptedAttempt {
@@ -17,16 +18,44 @@ export interface AcceptedAttempt {
   at: Date;
 }
 
-/** Attempts per transaction, and how long the first of a group waits for company. */
+/** Attempts per statement, and how long the first of a group waits for company. */
 const GROUP_MAX = 64;
 const GROUP_DELAY_MS = 2;
 
+/** The rows of `attempt`'s recipients, with their events' ids and data where `subscribed` has an endpoint for them. */
+function recipientRows(attempt: AcceptedAttempt, subscribed: ReadonlyMap<string, ReadonlySet<string>>): SentRecipientRow[] {
+  const at = attempt.at.toISOString();
+  const publishSent = isSubscribed(subscribed, attempt.orgId, 'email.sent');
+  const publishDelivered = attempt.delivered && isSubscribed(subscribed, attempt.orgId, 'email.delivered');
+  return attempt.recipients.map((recipient) => {
+    const data = publishSent || publishDelivered ? emailEventData(attempt.email, recipient.email, attempt.at) : null;
+    return {
+      id: recipient.id,
+      orgId: attempt.orgId,
+      emailId: attempt.email.id,
+      status: attempt.delivered ? 'delivered' : 'sent',
+      response: recipient.response?.slice(0, 1024) ?? null,
+      at,
+      day: at.slice(0, 10),
+      recipient: recipient.email,
+      domain: attempt.email.domain.toLowerCase(),
+      broadcastId: attempt.email.broadcastId,
+      sentFactId: newId(),
+      deliveredFactId: newId(),
+      sentEventId: publishSent ? newId() : null,
+      sentEventData: publishSent ? JSON.stringify(data) : null,
+      deliveredEventId: publishDelivered ? newId() : null,
+      deliveredEventData: publishDelivered ? JSON.stringify({ ...data, smtp_response: recipient.response }) : null,
+    };
+  });
+}
+
 /**
- * Records accepted attempts in group commits: per group one transaction of six statements
- * (the recipient rows, the email rows settling as sent, the workspaces' webhook subscriptions,
- * the email.sent/email.delivered events for the subscribed types, the email_events rows and
- * their daily rollup) instead of a transaction per
- * email. Each caller's promise resolves once its attempt is committed, so a drain puts
+ * Records accepted attempts in group commits: per group one read of the workspaces' webhook
+ * subscriptions, then one statement (sent-record.repo.ts) that writes the recipient rows, the
+ * email_events rows with their daily rollup and the subscribed email.sent/email.delivered
+ * events for the rows it changed, and settles the email rows as sent, instead of a transaction
+ * per email. Each caller's promise resolves once its attempt is committed, so a drain puts
  * nothing off the queue that is not recorded; a crash before the commit leaves the email
  * claimed until its lease lapses, and the next attempt finds its recipients still pending (the
  * documented at-least-once window, with the same Message-ID). The recipient update is guarded on
@@ -34,50 +63,15 @@ const GROUP_DELAY_MS = 2;
  */
 export function createSentRecorder(deps: { orm: MikroORM }) {
   async function write(attempts: AcceptedAttempt[]): Promise<void> {
-    await deps.orm.em.fork().transactional(async (tx) => {
-      const changed: { id: string }[] = [];
-      for (const delivered of [true, false]) {
-        const recipients = attempts
-          .filter((a) => a.delivered === delivered)
-          .flatMap((a) =>
-            a.recipients.map((r) => ({ id: r.id, orgId: a.orgId, response: r.response?.slice(0, 1024) ?? null, at: a.at.toISOString() })),
-          );
-        if (recipients.length > 0) changed.push(...(await markRecipientsSent(tx, delivered ? 'delivered' : 'sent', recipients)));
-      }
-      await settleEmailsSent(
-        tx,
-        attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() })),
-      );
-      const recorded = new Set(changed.map((row) => row.id));
-      // email.sent / email.delivered only where an endpoint will receive them (most of the
-      // rows a broadcast writes otherwise: two events per message that nobody reads).
-      const subscribed = await findSubscribedEventTypes(
-        tx,
-        attempts.map((a) => a.orgId),
-      );
-      const metrics: EmailEventInput[] = [];
-      for (const attempt of attempts) {
-        for (const recipient of attempt.recipients) {
-          if (!recorded.has(recipient.id)) continue;
-          const data = emailEventData(attempt.email, recipient.email, attempt.at);
-          const metric = {
-            orgId: attempt.orgId,
-            recipient: recipient.email,
-            domain: attempt.email.domain,
-            emailId: attempt.email.id,
-            broadcastId: attempt.email.broadcastId,
-            occurredAt: attempt.at,
-          };
-          if (isSubscribed(subscribed, attempt.orgId, 'email.sent')) recordEvent(tx, attempt.orgId, 'email.sent', data);
-          metrics.push({ ...metric, type: 'sent' });
-          if (!attempt.delivered) continue;
-          if (isSubscribed(subscribed, attempt.orgId, 'email.delivered'))
-            recordEvent(tx, attempt.orgId, 'email.delivered', { ...data, smtp_response: recipient.response });
-          metrics.push({ ...metric, type: 'delivered' });
-        }
-      }
-      await recordEmailEvents(tx, metrics);
-    });
+    // email.sent / email.delivered only where an endpoint will receive them (most of the
+    // rows a broadcast writes otherwise: two events per message that nobody reads).
+    const subscribed = await findSubscribedEventTypes(
+      deps.orm.em,
+      attempts.map((a) => a.orgId),
+    );
+    const recipients = attempts.flatMap((attempt) => recipientRows(attempt, subscribed));
+    const emails = attempts.map((a) => ({ id: a.email.id, orgId: a.orgId, at: a.at.toISOString() }));
+    await queryPrepared(deps.orm.em, sentRecordsStatement(recipients, emails));
   }
 
   const group = createGroupCommit(write, { maxItems: GROUP_MAX, delayMs: GROUP_DELAY_MS });
